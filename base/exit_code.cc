@@ -1,0 +1,69 @@
+#include "base/exit_code.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/logging.h"
+
+namespace ringwork {
+
+ExitCode ExitCodeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return kOk;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kAlreadyExists:
+      return kUsageOrConfig;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kCancelled:
+      return kPeerFailure;
+    case absl::StatusCode::kDeadlineExceeded:
+      return kTimeout;
+    case absl::StatusCode::kDataLoss:
+      return kInvalidCheckpoint;
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+      return kAuthRejected;
+    case absl::StatusCode::kFailedPrecondition:
+      return kMismatch;
+    default:
+      return kInternal;
+  }
+}
+
+absl::string_view ExitCodeName(int code) {
+  switch (code) {
+    case kOk:
+      return "ok";
+    case kUsageOrConfig:
+      return "usage or config error";
+    case kPeerFailure:
+      return "peer failure or unreachable";
+    case kTimeout:
+      return "timeout";
+    case kInvalidCheckpoint:
+      return "invalid checkpoint";
+    case kAuthRejected:
+      return "authentication or identity rejected";
+    case kMismatch:
+      return "model or collective mismatch between workers";
+    default:
+      return "internal error";
+  }
+}
+
+void ExitWithStatus(const absl::Status& status) {
+  const int code = ExitCodeFor(status);
+  if (code != kOk) {
+    RW_LOG(ERROR) << "error: " << status.message() << " (exit " << code << ": "
+                  << ExitCodeName(code) << ")";
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::exit(code);
+}
+
+}  // namespace ringwork

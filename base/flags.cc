@@ -1,0 +1,167 @@
+#include "base/flags.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace ringwork {
+namespace {
+
+std::string TypeName(int type) {
+  static const char* const kNames[] = {"a string", "an integer", "a number",
+                                       "true or false"};
+  return kNames[type];
+}
+
+}  // namespace
+
+FlagSet::FlagSet(std::string description) : description_(std::move(description)) {}
+
+void FlagSet::Add(const std::string& name, Type type, void* target,
+                  const std::string& help, const std::string& env) {
+  Flag flag{type, target, help, env, "", false};
+  switch (type) {
+    case Type::kString:
+      flag.default_text = "\"" + *static_cast<std::string*>(target) + "\"";
+      break;
+    case Type::kInt:
+      flag.default_text = std::to_string(*static_cast<int64_t*>(target));
+      break;
+    case Type::kDouble:
+      flag.default_text = absl::StrCat(*static_cast<double*>(target));
+      break;
+    case Type::kBool:
+      flag.default_text = *static_cast<bool*>(target) ? "true" : "false";
+      break;
+  }
+  flags_[name] = std::move(flag);
+}
+
+void FlagSet::String(const std::string& name, std::string* target,
+                     const std::string& help, const std::string& env) {
+  Add(name, Type::kString, target, help, env);
+}
+void FlagSet::Int(const std::string& name, int64_t* target, const std::string& help,
+                  const std::string& env) {
+  Add(name, Type::kInt, target, help, env);
+}
+void FlagSet::Double(const std::string& name, double* target, const std::string& help,
+                     const std::string& env) {
+  Add(name, Type::kDouble, target, help, env);
+}
+void FlagSet::Bool(const std::string& name, bool* target, const std::string& help,
+                   const std::string& env) {
+  Add(name, Type::kBool, target, help, env);
+}
+
+absl::Status FlagSet::Assign(const std::string& name, Flag& flag,
+                             const std::string& value, const std::string& origin) {
+  bool ok = true;
+  switch (flag.type) {
+    case Type::kString:
+      *static_cast<std::string*>(flag.target) = value;
+      break;
+    case Type::kInt:
+      ok = absl::SimpleAtoi(value, static_cast<int64_t*>(flag.target));
+      break;
+    case Type::kDouble:
+      ok = absl::SimpleAtod(value, static_cast<double*>(flag.target));
+      break;
+    case Type::kBool:
+      ok = absl::SimpleAtob(value, static_cast<bool*>(flag.target));
+      break;
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": expected ", TypeName(static_cast<int>(flag.type)), ", got \"",
+        value, "\" (see --help)"));
+  }
+  flag.set = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> FlagSet::Parse(int argc,
+                                                        const char* const* argv,
+                                                        int first) {
+  // Environment first, so that the command line overrides it.
+  for (auto& [name, flag] : flags_) {
+    if (flag.env.empty()) continue;
+    const char* value = std::getenv(flag.env.c_str());
+    if (value == nullptr || *value == '\0') continue;
+    RW_RETURN_IF_ERROR(Assign(name, flag, value,
+                              absl::StrCat("environment variable ", flag.env, "=",
+                                           value)));
+  }
+  std::vector<std::string> positional;
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      for (++i; i < argc; ++i) positional.push_back(argv[i]);
+      break;
+    }
+    if (arg == "--help" || arg == "-h" || arg == "-help") {
+      help_requested_ = true;
+      continue;
+    }
+    if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
+      positional.push_back(arg);
+      continue;
+    }
+    std::string body = arg.substr(2);
+    std::string name = body;
+    std::string value;
+    bool has_value = false;
+    const size_t eq = body.find('=');
+    if (eq != std::string::npos) {
+      name = body.substr(0, eq);
+      value = body.substr(eq + 1);
+      has_value = true;
+    }
+    auto it = flags_.find(name);
+    if (it == flags_.end() && !has_value && name.compare(0, 2, "no") == 0) {
+      auto negated = flags_.find(name.substr(2));
+      if (negated != flags_.end() && negated->second.type == Type::kBool) {
+        RW_RETURN_IF_ERROR(Assign(negated->first, negated->second, "false", arg));
+        continue;
+      }
+    }
+    if (it == flags_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", name, " (run with --help to list flags)"));
+    }
+    Flag& flag = it->second;
+    if (!has_value) {
+      if (flag.type == Type::kBool) {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "flag --", name, " needs a value: --", name, "=VALUE (see --help)"));
+      }
+    }
+    RW_RETURN_IF_ERROR(Assign(name, flag, value, absl::StrCat("flag --", name)));
+  }
+  return positional;
+}
+
+bool FlagSet::IsSet(const std::string& name) const {
+  auto it = flags_.find(name);
+  return it != flags_.end() && it->second.set;
+}
+
+std::string FlagSet::Usage() const {
+  std::ostringstream out;
+  out << description_ << "\n\nFlags:\n";
+  for (const auto& [name, flag] : flags_) {
+    out << "  --" << name << " (default " << flag.default_text;
+    if (!flag.env.empty()) out << "; env " << flag.env;
+    out << ")\n      " << flag.help << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace ringwork

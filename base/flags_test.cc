@@ -1,0 +1,118 @@
+#include "base/flags.h"
+
+#include <cstdlib>
+
+#include <catch2/catch.hpp>
+
+namespace ringwork {
+namespace {
+
+struct Args {
+  std::vector<std::string> storage;
+  std::vector<const char*> argv;
+  explicit Args(std::initializer_list<std::string> args) : storage(args) {
+    for (const auto& a : storage) argv.push_back(a.c_str());
+  }
+  int argc() const { return static_cast<int>(argv.size()); }
+};
+
+TEST_CASE("flags parse every form and keep positionals", "[flags]") {
+  FlagSet flags("test");
+  std::string name = "x";
+  int64_t count = 1;
+  double ratio = 0.5;
+  bool verbose = false, color = true;
+  flags.String("name", &name, "a name");
+  flags.Int("count", &count, "a count");
+  flags.Double("ratio", &ratio, "a ratio");
+  flags.Bool("verbose", &verbose, "verbosity");
+  flags.Bool("color", &color, "color");
+  Args args{"prog", "sub", "--name=abc", "--count", "7", "--ratio=2.5", "--verbose",
+            "--nocolor", "--", "--not-a-flag", "tail"};
+  auto positional = flags.Parse(args.argc(), args.argv.data());
+  REQUIRE(positional.ok());
+  CHECK(name == "abc");
+  CHECK(count == 7);
+  CHECK(ratio == 2.5);
+  CHECK(verbose);
+  CHECK_FALSE(color);
+  CHECK(*positional == std::vector<std::string>{"sub", "--not-a-flag", "tail"});
+  CHECK(flags.IsSet("count"));
+}
+
+TEST_CASE("flags reject unknown flags and bad values by name", "[flags]") {
+  FlagSet flags("test");
+  int64_t count = 1;
+  flags.Int("count", &count, "a count");
+  {
+    Args args{"prog", "--cuont=3"};
+    auto result = flags.Parse(args.argc(), args.argv.data());
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(std::string(result.status().message()).find("unknown flag --cuont") !=
+          std::string::npos);
+  }
+  {
+    Args args{"prog", "--count=many"};
+    auto result = flags.Parse(args.argc(), args.argv.data());
+    REQUIRE_FALSE(result.ok());
+    CHECK(std::string(result.status().message()) ==
+          "flag --count: expected an integer, got \"many\" (see --help)");
+  }
+  {
+    Args args{"prog", "--count"};
+    auto result = flags.Parse(args.argc(), args.argv.data());
+    REQUIRE_FALSE(result.ok());
+    CHECK(std::string(result.status().message()).find("needs a value") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("command line overrides the environment", "[flags]") {
+  setenv("RINGWORK_TEST_TIMEOUT_S", "12.5", 1);
+  {
+    FlagSet flags("test");
+    double timeout_s = 1;
+    flags.Double("timeout_s", &timeout_s, "t", "RINGWORK_TEST_TIMEOUT_S");
+    Args args{"prog"};
+    REQUIRE(flags.Parse(args.argc(), args.argv.data()).ok());
+    CHECK(timeout_s == 12.5);
+  }
+  {
+    FlagSet flags("test");
+    double timeout_s = 1;
+    flags.Double("timeout_s", &timeout_s, "t", "RINGWORK_TEST_TIMEOUT_S");
+    Args args{"prog", "--timeout_s=3"};
+    REQUIRE(flags.Parse(args.argc(), args.argv.data()).ok());
+    CHECK(timeout_s == 3);
+  }
+  setenv("RINGWORK_TEST_TIMEOUT_S", "soon", 1);
+  {
+    FlagSet flags("test");
+    double timeout_s = 1;
+    flags.Double("timeout_s", &timeout_s, "t", "RINGWORK_TEST_TIMEOUT_S");
+    Args args{"prog"};
+    auto result = flags.Parse(args.argc(), args.argv.data());
+    REQUIRE_FALSE(result.ok());
+    CHECK(std::string(result.status().message()) ==
+          "environment variable RINGWORK_TEST_TIMEOUT_S=soon: expected a number, got "
+          "\"soon\" (see --help)");
+  }
+  unsetenv("RINGWORK_TEST_TIMEOUT_S");
+}
+
+TEST_CASE("help is reported, usage lists defaults and env", "[flags]") {
+  FlagSet flags("my tool");
+  double timeout_s = 300;
+  flags.Double("startup_timeout_s", &timeout_s, "how long to wait",
+               "RINGWORK_STARTUP_TIMEOUT_S");
+  Args args{"prog", "--help"};
+  REQUIRE(flags.Parse(args.argc(), args.argv.data()).ok());
+  CHECK(flags.help_requested());
+  const std::string usage = flags.Usage();
+  CHECK(usage.find("--startup_timeout_s (default 300; env RINGWORK_STARTUP_TIMEOUT_S)") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringwork

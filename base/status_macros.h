@@ -1,0 +1,31 @@
+// Early-return helpers for absl::Status / absl::StatusOr.
+//
+//   absl::StatusOr<Cluster> Load() {
+//     RW_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+//     RW_RETURN_IF_ERROR(Validate(text));
+//     return Parse(text);
+//   }
+#ifndef RINGWORK_BASE_STATUS_MACROS_H_
+#define RINGWORK_BASE_STATUS_MACROS_H_
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#define RW_RETURN_IF_ERROR(expr)                 \
+  do {                                           \
+    ::absl::Status rw_status_ = (expr);          \
+    if (!rw_status_.ok()) return rw_status_;     \
+  } while (0)
+
+#define RW_STATUS_CONCAT_INNER_(a, b) a##b
+#define RW_STATUS_CONCAT_(a, b) RW_STATUS_CONCAT_INNER_(a, b)
+
+#define RW_ASSIGN_OR_RETURN(lhs, expr) \
+  RW_ASSIGN_OR_RETURN_IMPL_(RW_STATUS_CONCAT_(rw_statusor_, __LINE__), lhs, expr)
+
+#define RW_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
+  auto statusor = (expr);                              \
+  if (!statusor.ok()) return statusor.status();        \
+  lhs = std::move(statusor).value()
+
+#endif  // RINGWORK_BASE_STATUS_MACROS_H_

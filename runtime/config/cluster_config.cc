@@ -1,0 +1,200 @@
+#include "runtime/config/cluster_config.h"
+
+#include <cstdint>
+#include <iomanip>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/check.h"
+
+namespace ringwork {
+namespace {
+
+// FNV-1a, 64 bits: stable across builds, platforms and library versions, which a
+// fingerprint compared between hosts must be.
+uint64_t Fnv1a64(absl::string_view text) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+}  // namespace
+
+absl::string_view TaskTypeName(TaskType type) {
+  switch (type) {
+    case TaskType::kChief:
+      return "chief";
+    case TaskType::kWorker:
+      return "worker";
+    case TaskType::kEvaluator:
+      return "evaluator";
+  }
+  return "?";
+}
+
+std::string TaskId::ToString() const {
+  return absl::StrCat(TaskTypeName(type), ":", index);
+}
+
+const std::vector<HostPort>& ClusterSpec::Job(TaskType type) const {
+  switch (type) {
+    case TaskType::kChief:
+      return chief;
+    case TaskType::kWorker:
+      return worker;
+    case TaskType::kEvaluator:
+      return evaluator;
+  }
+  return worker;
+}
+
+std::vector<HostPort>& ClusterSpec::Job(TaskType type) {
+  return const_cast<std::vector<HostPort>&>(
+      static_cast<const ClusterSpec*>(this)->Job(type));
+}
+
+ClusterConfig ClusterConfig::Local(std::string source_description) {
+  ClusterConfig config;
+  config.task_ = TaskId{TaskType::kWorker, 0};
+  config.source_ = std::move(source_description);
+  config.local_mode_ = true;
+  return config;
+}
+
+ClusterConfig::ClusterConfig(ClusterSpec spec, TaskId task, std::string source)
+    : spec_(std::move(spec)), task_(task), source_(std::move(source)) {}
+
+int ClusterConfig::world_size() const {
+  if (local_mode_) return 1;
+  return static_cast<int>(spec_.chief.size() + spec_.worker.size());
+}
+
+int ClusterConfig::rank() const {
+  if (local_mode_) return 0;
+  switch (task_.type) {
+    case TaskType::kChief:
+      return task_.index;
+    case TaskType::kWorker:
+      return task_.index + static_cast<int>(spec_.chief.size());
+    case TaskType::kEvaluator:
+      return -1;
+  }
+  return -1;
+}
+
+bool ClusterConfig::is_chief() const {
+  if (local_mode_) return true;
+  if (task_.type == TaskType::kChief) return true;
+  return task_.type == TaskType::kWorker && task_.index == 0 && spec_.chief.empty();
+}
+
+std::vector<RingMember> ClusterConfig::Ring() const {
+  std::vector<RingMember> ring;
+  if (local_mode_) return ring;
+  for (size_t i = 0; i < spec_.chief.size(); ++i) {
+    ring.push_back({static_cast<int>(ring.size()),
+                    TaskId{TaskType::kChief, static_cast<int>(i)}, spec_.chief[i]});
+  }
+  for (size_t i = 0; i < spec_.worker.size(); ++i) {
+    ring.push_back({static_cast<int>(ring.size()),
+                    TaskId{TaskType::kWorker, static_cast<int>(i)}, spec_.worker[i]});
+  }
+  return ring;
+}
+
+std::optional<HostPort> ClusterConfig::address() const {
+  if (local_mode_) return std::nullopt;
+  const std::vector<HostPort>& job = spec_.Job(task_.type);
+  if (task_.index < 0 || static_cast<size_t>(task_.index) >= job.size()) {
+    return std::nullopt;
+  }
+  return job[task_.index];
+}
+
+std::string ClusterConfig::DescribeRank(int rank) const {
+  if (local_mode_) return "local:0";
+  const std::vector<RingMember> ring = Ring();
+  if (rank < 0 || rank >= static_cast<int>(ring.size())) {
+    return absl::StrCat("rank ", rank, " (not in the ring)");
+  }
+  return absl::StrCat(ring[rank].task.ToString(), " (", ring[rank].address.ToString(),
+                      ")");
+}
+
+std::string ClusterConfig::NormalizedRing() const {
+  auto addresses = [](const std::vector<HostPort>& job) {
+    std::vector<std::string> parts;
+    for (const HostPort& a : job) parts.push_back(a.ToString());
+    return absl::StrJoin(parts, ",");
+  };
+  if (local_mode_) return "v1;local";
+  return absl::StrCat("v1;chief=", addresses(spec_.chief),
+                      ";worker=", addresses(spec_.worker));
+}
+
+std::string ClusterConfig::Fingerprint() const {
+  return absl::StrFormat("%016x", Fnv1a64(NormalizedRing()));
+}
+
+std::string ClusterConfig::RoleTable() const {
+  std::ostringstream out;
+  out << "source: " << source_ << "\n";
+  if (local_mode_) {
+    out << "local mode: one worker, no networking (world size 1, rank 0, chief)\n";
+    return out.str();
+  }
+  struct Row {
+    TaskId task;
+    std::string address, rank, chief, ring;
+  };
+  std::vector<Row> rows;
+  for (const RingMember& m : Ring()) {
+    const bool chief = m.task.type == TaskType::kChief ||
+                       (spec_.chief.empty() && m.task.index == 0);
+    rows.push_back({m.task, m.address.ToString(), std::to_string(m.rank),
+                    chief ? "yes" : "no", "yes"});
+  }
+  for (size_t i = 0; i < spec_.evaluator.size(); ++i) {
+    rows.push_back({TaskId{TaskType::kEvaluator, static_cast<int>(i)},
+                    spec_.evaluator[i].ToString(), "-", "no", "no"});
+  }
+  if (task_.type == TaskType::kEvaluator && spec_.evaluator.empty()) {
+    rows.push_back({task_, "(none: not in cluster)", "-", "no", "no"});
+  }
+  size_t address_width = 7;
+  for (const Row& r : rows) address_width = std::max(address_width, r.address.size());
+  auto line = [&](absl::string_view a, absl::string_view b, absl::string_view c,
+                  absl::string_view d, absl::string_view e, absl::string_view f) {
+    out << std::left << std::setw(13) << a << ' ' << std::setw(address_width) << b
+        << ' ' << std::right << std::setw(5) << c << ' ' << std::left << std::setw(5)
+        << d << ' ' << std::setw(7) << e;
+    if (!f.empty()) out << ' ' << f;
+    out << "\n";
+  };
+  line("TASK", "ADDRESS", "RANK", "CHIEF", "IN RING", "");
+  for (const Row& r : rows) {
+    line(r.task.ToString(), r.address, r.rank, r.chief, r.ring,
+         r.task == task_ ? "<- this task" : "");
+  }
+  out << "world size " << world_size() << "; this task: " << task_.ToString();
+  if (in_ring()) {
+    out << " (rank " << rank() << (is_chief() ? ", chief" : "") << ")";
+  } else {
+    out << " (evaluator, outside the ring)";
+  }
+  out << "; cluster fingerprint " << Fingerprint() << "\n";
+  return out.str();
+}
+
+void ClusterConfig::SetAddress(const TaskId& task, const HostPort& address) {
+  std::vector<HostPort>& job = spec_.Job(task.type);
+  RW_CHECK_LT(static_cast<size_t>(task.index), job.size());
+  job[task.index] = address;
+}
+
+}  // namespace ringwork

@@ -1,0 +1,107 @@
+// The validated description of a training cluster and of this task's place in it,
+// whatever produced it (TF_CONFIG, Slurm, a flag, or nothing: local mode). Every
+// later layer (transport, collectives, strategy) reads only this.
+//
+//   absl::StatusOr<ClusterConfig> config = ParseTfConfig(std::getenv("TF_CONFIG"));
+//   config->world_size();   // len(chief) + len(worker)
+//   config->rank();         // chief 0, worker i -> i + len(chief); -1 off the ring
+//   config->is_chief();     // the chief task, or worker 0 when there is no chief
+//   config->Fingerprint();  // equal on every task of the same cluster
+//   std::cout << config->RoleTable();
+//
+// Terms: a *task* is one process ("worker:1"); the *ring* is the chief and the
+// workers, ordered by rank; an evaluator is a task outside the ring.
+#ifndef RINGWORK_RUNTIME_CONFIG_CLUSTER_CONFIG_H_
+#define RINGWORK_RUNTIME_CONFIG_CLUSTER_CONFIG_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "runtime/config/host_port.h"
+
+namespace ringwork {
+
+enum class TaskType { kChief, kWorker, kEvaluator };
+
+absl::string_view TaskTypeName(TaskType type);  // "chief", "worker", "evaluator"
+
+struct TaskId {
+  TaskType type = TaskType::kWorker;
+  int index = 0;
+
+  std::string ToString() const;  // "worker:1"
+  bool operator==(const TaskId& o) const { return type == o.type && index == o.index; }
+  bool operator!=(const TaskId& o) const { return !(*this == o); }
+};
+
+// The jobs of a cluster, each a dense list of addresses indexed by task index.
+struct ClusterSpec {
+  std::vector<HostPort> chief;      // At most one.
+  std::vector<HostPort> worker;
+  std::vector<HostPort> evaluator;  // At most one; may be absent even for an evaluator.
+
+  const std::vector<HostPort>& Job(TaskType type) const;
+  std::vector<HostPort>& Job(TaskType type);
+};
+
+// One member of the ring.
+struct RingMember {
+  int rank = 0;
+  TaskId task;
+  HostPort address;
+};
+
+class ClusterConfig {
+ public:
+  // A single-worker cluster without networking (no TF_CONFIG, or one without a
+  // cluster): world size 1, rank 0, chief.
+  static ClusterConfig Local(std::string source_description);
+  // A validated cluster; see tf_config.h and slurm.h for the ways to get one.
+  ClusterConfig(ClusterSpec spec, TaskId task, std::string source_description);
+
+  bool local_mode() const { return local_mode_; }
+  const ClusterSpec& spec() const { return spec_; }
+  const TaskId& task() const { return task_; }
+  // Where the configuration came from: "TF_CONFIG", "--tf_config_file=/x.json",
+  // "Slurm", "local (no TF_CONFIG)".
+  const std::string& source() const { return source_; }
+
+  int world_size() const;
+  // This task's rank in the ring, or -1 for an evaluator.
+  int rank() const;
+  bool in_ring() const { return task_.type != TaskType::kEvaluator; }
+  bool is_chief() const;
+  // Chief first, then workers by index. Empty in local mode.
+  std::vector<RingMember> Ring() const;
+  // This task's address; nullopt in local mode and for an evaluator outside the spec.
+  std::optional<HostPort> address() const;
+  // The task and address of a rank, for messages: "worker:1 (10.0.0.2:2222)".
+  std::string DescribeRank(int rank) const;
+
+  // A stable hash of the normalized ring ("v1;chief=a:1;worker=b:2,c:3"), as 16 hex
+  // digits. Equal on every ring task of one cluster; evaluators do not change it.
+  std::string Fingerprint() const;
+  // The canonical text the fingerprint hashes.
+  std::string NormalizedRing() const;
+
+  // Every task with address, rank, chief and ring membership, marking this one.
+  std::string RoleTable() const;
+
+  // The same spec with `address` substituted for a task (for port-0 servers in
+  // tests, once their bound ports are known).
+  void SetAddress(const TaskId& task, const HostPort& address);
+
+ private:
+  ClusterConfig() = default;
+
+  ClusterSpec spec_;
+  TaskId task_;
+  std::string source_;
+  bool local_mode_ = false;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_RUNTIME_CONFIG_CLUSTER_CONFIG_H_

@@ -1,0 +1,3 @@
+// The one translation unit that compiles Catch2's test runner.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>

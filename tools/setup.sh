@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Ringwork needs, when missing. Idempotent and quiet
+# when everything is present. Run as root (or with sudo) on Debian 12.
+#
+#   tools/setup.sh            build, test and run: compilers, Bazel, gRPC, oneDNN, ...
+#   tools/setup.sh --peers    also the peers the benchmarks compare against
+#                             (OpenMPI, PyTorch 1.13 with gloo)
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config
+  bazel-bootstrap bazel-platforms bazel-rules-java
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  nlohmann-json3-dev libdnnl-dev catch2 libabsl-dev
+  dataset-fashion-mnist
+  openssl clang libclang-rt-14-dev
+)
+if [[ "${1:-}" == "--peers" ]]; then
+  packages+=(openmpi-bin libopenmpi-dev python3-torch libgloo-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+if [[ $(id -u) -ne 0 ]]; then
+  echo "setup: these Debian packages are missing and installing them needs root:" >&2
+  echo "       sudo $0 $*" >&2
+  exit 2
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done" >&2

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The full test suite: installs what is missing, builds, runs every test, and
+# ends with the line "N passed, N failed". Exit status 0 only when all passed.
+#
+#   sudo tools/test.sh [extra bazel flags, e.g. --config=asan]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh || exit $?
+output=$(mktemp)
+trap 'rm -f "$output"' EXIT
+bazel test --keep_going --test_summary=short "$@" //... 2>&1 | tee "$output"
+tools/count_test_results.sh "$output"
