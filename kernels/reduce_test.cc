@@ -1,0 +1,87 @@
+#include "kernels/reduce.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace ringwork {
+namespace {
+
+// The plain reference every optimised loop is compared with.
+template <typename T>
+T Reference(ReduceOp op, T a, T b) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMean:
+      return a + b;
+    case ReduceOp::kMin:
+      return std::min(a, b);
+    case ReduceOp::kMax:
+      return std::max(a, b);
+    case ReduceOp::kProduct:
+      return a * b;
+  }
+  return a;
+}
+
+template <typename T>
+void CheckAgainstReference(DataType dtype) {
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
+                      ReduceOp::kProduct}) {
+    for (size_t n : {0, 1, 7, 16, 33, 1000, 4099}) {
+      std::vector<T> dst(n), src(n), expected(n);
+      for (size_t i = 0; i < n; ++i) {
+        dst[i] = static_cast<T>(static_cast<int>(i % 13) - 6);
+        src[i] = static_cast<T>(static_cast<int>((i * 7) % 11) - 5);
+        expected[i] = Reference(op, dst[i], src[i]);
+      }
+      Accumulate(dtype, op, dst.data(), src.data(), n);
+      INFO(DataTypeName(dtype) << " " << ReduceOpName(op) << " n=" << n);
+      CHECK(dst == expected);
+    }
+  }
+}
+
+TEST_CASE("accumulate matches the reference for every dtype and op", "[reduce]") {
+  CheckAgainstReference<float>(DataType::kFloat32);
+  CheckAgainstReference<double>(DataType::kFloat64);
+  CheckAgainstReference<int32_t>(DataType::kInt32);
+  CheckAgainstReference<int64_t>(DataType::kInt64);
+}
+
+TEST_CASE("bfloat16 reduces through float32 with round-to-nearest-even", "[reduce]") {
+  std::vector<uint16_t> dst = {BFloat16::FromFloat(1.0f).bits,
+                               BFloat16::FromFloat(-2.5f).bits,
+                               BFloat16::FromFloat(256.0f).bits};
+  std::vector<uint16_t> src = {BFloat16::FromFloat(2.0f).bits,
+                               BFloat16::FromFloat(0.5f).bits,
+                               BFloat16::FromFloat(1.0f).bits};
+  Accumulate(DataType::kBFloat16, ReduceOp::kSum, dst.data(), src.data(), 3);
+  CHECK(BFloat16{dst[0]}.ToFloat() == 3.0f);
+  CHECK(BFloat16{dst[1]}.ToFloat() == -2.0f);
+  CHECK(BFloat16{dst[2]}.ToFloat() == 256.0f);  // 257 is not representable: ties to even
+  Accumulate(DataType::kBFloat16, ReduceOp::kMax, dst.data(), src.data(), 3);
+  CHECK(BFloat16{dst[1]}.ToFloat() == 0.5f);
+}
+
+TEST_CASE("bfloat16 conversion rounds and keeps NaN", "[reduce]") {
+  CHECK(BFloat16::FromFloat(1.0f).bits == 0x3f80);
+  CHECK(BFloat16::FromFloat(1.00390625f).bits == 0x3f80);  // halfway: to even
+  CHECK(BFloat16::FromFloat(1.01171875f).bits == 0x3f82);  // halfway: to even (up)
+  CHECK(std::isnan(BFloat16::FromFloat(std::numeric_limits<float>::quiet_NaN()).ToFloat()));
+  CHECK(std::isinf(BFloat16::FromFloat(std::numeric_limits<float>::infinity()).ToFloat()));
+}
+
+TEST_CASE("mean divides once, truncating integers", "[reduce]") {
+  std::vector<float> f = {3, 6, -9};
+  FinishMean(DataType::kFloat32, f.data(), 3, 3);
+  CHECK(f == std::vector<float>{1, 2, -3});
+  std::vector<int32_t> i = {7, -7};
+  FinishMean(DataType::kInt32, i.data(), 2, 2);
+  CHECK(i == std::vector<int32_t>{3, -3});
+}
+
+}  // namespace
+}  // namespace ringwork

@@ -1,0 +1,61 @@
+#include "runtime/collectives/algorithm_selection.h"
+
+namespace ringwork {
+
+absl::string_view AllReduceAlgorithmName(AllReduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllReduceAlgorithm::kAuto:
+      return "auto";
+    case AllReduceAlgorithm::kRing:
+      return "ring";
+    case AllReduceAlgorithm::kRecursiveDoubling:
+      return "recursive_doubling";
+  }
+  return "?";
+}
+
+bool ParseAllReduceAlgorithm(absl::string_view text, AllReduceAlgorithm* out) {
+  for (AllReduceAlgorithm a : {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing,
+                               AllReduceAlgorithm::kRecursiveDoubling}) {
+    if (text == AllReduceAlgorithmName(a)) {
+      *out = a;
+      return true;
+    }
+  }
+  return false;
+}
+
+AllReduceAlgorithm ChooseAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
+                                   const CollectiveOptions& options) {
+  // Recursive doubling moves the whole buffer in one frame per round.
+  const bool fits_one_frame = bytes <= max_frame_bytes;
+  if (options.allreduce_algorithm == AllReduceAlgorithm::kRecursiveDoubling &&
+      fits_one_frame) {
+    return AllReduceAlgorithm::kRecursiveDoubling;
+  }
+  if (options.allreduce_algorithm == AllReduceAlgorithm::kRing) {
+    return AllReduceAlgorithm::kRing;
+  }
+  // The ring needs 2(p-1) message latencies but moves only 2(p-1)/p of the buffer
+  // per rank and spreads the reduction; recursive doubling needs log2(p) latencies
+  // but moves and reduces the whole buffer each round. Small buffers are latency
+  // bound; the threshold grows with p because the ring's latency term does.
+  if (world_size <= 1) return AllReduceAlgorithm::kRing;
+  int rounds = 0;
+  for (int q = 1; q < world_size; q *= 2) ++rounds;
+  const size_t threshold = options.small_allreduce_bytes *
+                           static_cast<size_t>(2 * (world_size - 1)) /
+                           static_cast<size_t>(2 * rounds);
+  if (bytes < threshold && fits_one_frame) return AllReduceAlgorithm::kRecursiveDoubling;
+  return AllReduceAlgorithm::kRing;
+}
+
+BroadcastShape ChooseBroadcast(size_t bytes, int world_size,
+                               const CollectiveOptions& options) {
+  if (world_size <= 2 || bytes < options.chain_broadcast_bytes) {
+    return BroadcastShape::kBinomialTree;
+  }
+  return BroadcastShape::kChain;
+}
+
+}  // namespace ringwork

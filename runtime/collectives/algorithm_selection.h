@@ -1,0 +1,24 @@
+// The one place that decides which algorithm runs a collective, from its size, the
+// world size and the options. Kept separate so the decision can be tested and
+// tuned (tools/allreduce_bench measures the crossover) without touching algorithms.
+#ifndef RINGWORK_RUNTIME_COLLECTIVES_ALGORITHM_SELECTION_H_
+#define RINGWORK_RUNTIME_COLLECTIVES_ALGORITHM_SELECTION_H_
+
+#include <cstddef>
+
+#include "runtime/collectives/collective_options.h"
+
+namespace ringwork {
+
+// `bytes` is the all-reduce's size per rank; `max_frame_bytes` the smallest frame
+// limit of the links (recursive doubling sends the whole buffer in one frame).
+AllReduceAlgorithm ChooseAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
+                                   const CollectiveOptions& options);
+
+enum class BroadcastShape { kBinomialTree, kChain };
+BroadcastShape ChooseBroadcast(size_t bytes, int world_size,
+                               const CollectiveOptions& options);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_RUNTIME_COLLECTIVES_ALGORITHM_SELECTION_H_

@@ -1,0 +1,44 @@
+// Settings of the collectives. Every worker must use the same values: frames carry
+// their step and segment, and a worker whose settings split the data differently is
+// refused with a mismatch error (exit 7).
+#ifndef RINGWORK_RUNTIME_COLLECTIVES_COLLECTIVE_OPTIONS_H_
+#define RINGWORK_RUNTIME_COLLECTIVES_COLLECTIVE_OPTIONS_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace ringwork {
+
+enum class AllReduceAlgorithm {
+  kAuto,               // Chosen by size and world size (algorithm_selection.h).
+  kRing,               // Bandwidth-optimal: reduce-scatter then all-gather.
+  kRecursiveDoubling,  // Latency-optimal: log2(p) full exchanges.
+};
+absl::string_view AllReduceAlgorithmName(AllReduceAlgorithm algorithm);
+bool ParseAllReduceAlgorithm(absl::string_view text, AllReduceAlgorithm* out);
+
+struct CollectiveOptions {
+  // Deadline of one collective, from its start. Flag --collective_timeout_s, env
+  // RINGWORK_COLLECTIVE_TIMEOUT_S. When it passes, the collective fails with exit
+  // code 4 and every later collective fails at once with the same error.
+  double timeout_s = 300;
+  // Largest piece of data sent in one frame by the pipelined algorithms; smaller
+  // pieces overlap sending, receiving and reducing better, larger ones cost fewer
+  // messages. Also capped by each link's maximum frame.
+  size_t segment_bytes = 256 << 10;
+  // All-reduces smaller than this (in bytes per rank) use recursive doubling in
+  // kAuto mode; larger ones use the ring.
+  size_t small_allreduce_bytes = 64 << 10;
+  // Broadcasts at least this large use a pipelined chain; smaller ones a binomial
+  // tree.
+  size_t chain_broadcast_bytes = 256 << 10;
+  AllReduceAlgorithm allreduce_algorithm = AllReduceAlgorithm::kAuto;
+  // Named in timeout messages, so users know which knob to turn.
+  std::string timeout_flag = "--collective_timeout_s (env RINGWORK_COLLECTIVE_TIMEOUT_S)";
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_RUNTIME_COLLECTIVES_COLLECTIVE_OPTIONS_H_

@@ -1,0 +1,235 @@
+// Every collective against analytic expectations, one thread per rank over the
+// in-memory transport: world sizes 1, 2, 3, 4, 7; element counts 0, 1, p-1, p+1,
+// primes and several MiB; every dtype and reduction; every algorithm.
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/collectives/communicator.h"
+#include "runtime/collectives/expectations.h"
+#include "runtime/transport/in_memory_link.h"
+#include "testing/rank_threads.h"
+
+namespace ringwork {
+namespace {
+
+const int kWorlds[] = {1, 2, 3, 4, 7};
+const DataType kDtypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16,
+                            DataType::kInt32, DataType::kInt64};
+const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
+                         ReduceOp::kProduct};
+
+std::vector<size_t> Counts(int p) {
+  return {0, 1, size_t(p > 1 ? p - 1 : 2), size_t(p + 1), 97, 1009};
+}
+
+// Runs `body(rank, comm, failures)` on every rank of a fresh in-memory world and
+// CHECKs that every rank returned OK with no recorded failures.
+void RunWorld(int p, const CollectiveOptions& options,
+              const std::function<absl::Status(int, Communicator&,
+                                               std::vector<std::string>&)>& body) {
+  InMemoryNetwork network(p);
+  std::vector<std::vector<std::string>> failures(p);
+  auto results = RunOnRanks(p, [&](int rank) {
+    Communicator comm(network.transport(rank), options);
+    return body(rank, comm, failures[rank]);
+  });
+  for (int r = 0; r < p; ++r) {
+    INFO("world " << p << " rank " << r);
+    CHECK(results[r].ok());
+    if (!results[r].ok()) UNSCOPED_INFO(results[r].message());
+    CHECK(failures[r].empty());
+    for (size_t i = 0; i < failures[r].size() && i < 5; ++i) UNSCOPED_INFO(failures[r][i]);
+  }
+}
+
+absl::Status SweepAllReduce(int rank, Communicator& comm, std::vector<std::string>& failures) {
+  const int p = comm.world_size();
+  for (DataType dtype : kDtypes) {
+    for (ReduceOp op : kOps) {
+      for (size_t n : Counts(p)) {
+        std::vector<uint8_t> data(n * DataTypeSize(dtype) + 1);
+        FillContribution(dtype, op, data.data(), n, rank);
+        absl::Status st = comm.AllReduce(data.data(), n, dtype, op);
+        if (!st.ok()) return st;
+        const auto want = ExpectedAllReduce(dtype, op, n, p);
+        const size_t wrong = CountWrong(dtype, data.data(), want.data(), n);
+        if (wrong > 0) {
+          failures.push_back(absl::StrCat("allreduce ", DataTypeName(dtype), " ",
+                                          ReduceOpName(op), " n=", n, ": ", wrong,
+                                          " wrong, algorithm ",
+                                          AllReduceAlgorithmName(comm.last_allreduce_algorithm())));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+TEST_CASE("all-reduce: every world, size, dtype and op, each algorithm", "[allreduce]") {
+  for (AllReduceAlgorithm algorithm :
+       {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing,
+        AllReduceAlgorithm::kRecursiveDoubling}) {
+    for (int p : kWorlds) {
+      CollectiveOptions options;
+      options.allreduce_algorithm = algorithm;
+      options.segment_bytes = 64;  // Many segments: exercises the pipeline.
+      INFO("algorithm " << AllReduceAlgorithmName(algorithm) << " world " << p);
+      RunWorld(p, options, SweepAllReduce);
+    }
+  }
+}
+
+TEST_CASE("all-reduce of several MiB, ragged", "[allreduce]") {
+  for (int p : {2, 3, 4, 7}) {
+    CollectiveOptions options;
+    RunWorld(p, options, [](int rank, Communicator& comm, std::vector<std::string>& failures) {
+      const size_t n = (3 << 20) / 4 + 13;  // A little over 3 MiB of float32.
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
+        std::vector<float> data(n);
+        FillContribution(DataType::kFloat32, op, data.data(), n, rank);
+        absl::Status st = comm.AllReduce(data.data(), n, DataType::kFloat32, op);
+        if (!st.ok()) return st;
+        const auto want = ExpectedAllReduce(DataType::kFloat32, op, n, comm.world_size());
+        if (size_t wrong = CountWrong(DataType::kFloat32, data.data(), want.data(), n)) {
+          failures.push_back(absl::StrCat(ReduceOpName(op), ": ", wrong, " wrong"));
+        }
+        if (comm.last_allreduce_algorithm() != AllReduceAlgorithm::kRing) {
+          failures.push_back("a 3 MiB all-reduce should use the ring");
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+}
+
+TEST_CASE("broadcast from every root, tree and chain", "[broadcast]") {
+  for (size_t chain_bytes : {size_t{0}, size_t{1} << 30}) {
+    for (int p : kWorlds) {
+      CollectiveOptions options;
+      options.segment_bytes = 128;
+      options.chain_broadcast_bytes = chain_bytes;
+      INFO("world " << p << " chain_broadcast_bytes " << chain_bytes);
+      RunWorld(p, options, [](int rank, Communicator& comm, std::vector<std::string>& failures) {
+        const int p = comm.world_size();
+        for (DataType dtype : kDtypes) {
+          for (size_t n : Counts(p)) {
+            for (int root = 0; root < p; ++root) {
+              std::vector<uint8_t> data(n * DataTypeSize(dtype), 0xAB);
+              if (rank == root) FillContribution(dtype, ReduceOp::kSum, data.data(), n, root);
+              absl::Status st = comm.Broadcast(data.data(), n, dtype, root);
+              if (!st.ok()) return st;
+              std::vector<uint8_t> want(n * DataTypeSize(dtype));
+              FillContribution(dtype, ReduceOp::kSum, want.data(), n, root);
+              if (size_t wrong = CountWrong(dtype, data.data(), want.data(), n)) {
+                failures.push_back(absl::StrCat("broadcast ", DataTypeName(dtype), " n=", n,
+                                                " root=", root, ": ", wrong, " wrong"));
+              }
+            }
+          }
+        }
+        return absl::OkStatus();
+      });
+    }
+  }
+}
+
+TEST_CASE("all-gather and reduce-scatter", "[allgather][reducescatter]") {
+  for (int p : kWorlds) {
+    CollectiveOptions options;
+    options.segment_bytes = 96;
+    INFO("world " << p);
+    RunWorld(p, options, [](int rank, Communicator& comm, std::vector<std::string>& failures) {
+      const int p = comm.world_size();
+      for (DataType dtype : kDtypes) {
+        const size_t element = DataTypeSize(dtype);
+        for (size_t n : Counts(p)) {
+          // All-gather, out of place and in place.
+          std::vector<uint8_t> input(n * element);
+          FillContribution(dtype, ReduceOp::kSum, input.data(), n, rank);
+          std::vector<uint8_t> output(n * p * element, 0xCD);
+          absl::Status st = comm.AllGather(input.data(), output.data(), n, dtype);
+          if (!st.ok()) return st;
+          const auto want = ExpectedAllGather(dtype, n, p);
+          if (size_t wrong = CountWrong(dtype, output.data(), want.data(), n * p)) {
+            failures.push_back(absl::StrCat("allgather n=", n, ": ", wrong, " wrong"));
+          }
+          std::vector<uint8_t> in_place(n * p * element, 0xEE);
+          if (n > 0) std::memcpy(in_place.data() + rank * n * element, input.data(), n * element);
+          st = comm.AllGather(in_place.data() + rank * n * element, in_place.data(), n, dtype);
+          if (!st.ok()) return st;
+          if (size_t wrong = CountWrong(dtype, in_place.data(), want.data(), n * p)) {
+            failures.push_back(absl::StrCat("in-place allgather n=", n, ": ", wrong, " wrong"));
+          }
+          // Reduce-scatter: block b of rank r's input holds elements b*n.. of its
+          // all-reduce contribution, so block `rank` of the all-reduce is expected.
+          for (ReduceOp op : kOps) {
+            std::vector<uint8_t> blocks(n * p * element);
+            FillContribution(dtype, op, blocks.data(), n * p, rank);
+            std::vector<uint8_t> mine(n * element + 1, 0x11);
+            st = comm.ReduceScatter(blocks.data(), mine.data(), n, dtype, op);
+            if (!st.ok()) return st;
+            const auto full = ExpectedAllReduce(dtype, op, n * p, p);
+            if (size_t wrong = CountWrong(dtype, mine.data(), full.data() + rank * n * element, n)) {
+              failures.push_back(absl::StrCat("reducescatter ", DataTypeName(dtype), " ",
+                                              ReduceOpName(op), " n=", n, ": ", wrong, " wrong"));
+            }
+          }
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+}
+
+TEST_CASE("no rank leaves a barrier before every rank has entered it", "[barrier]") {
+  for (int p : kWorlds) {
+    InMemoryNetwork network(p);
+    using Clock = std::chrono::steady_clock;
+    std::vector<Clock::time_point> entered(p), left(p);
+    auto results = RunOnRanks(p, [&](int rank) {
+      Communicator comm(network.transport(rank), CollectiveOptions());
+      std::this_thread::sleep_for(std::chrono::milliseconds(15 * rank));
+      entered[rank] = Clock::now();
+      absl::Status st = comm.Barrier();
+      left[rank] = Clock::now();
+      return st;
+    });
+    const auto last_entry = *std::max_element(entered.begin(), entered.end());
+    for (int r = 0; r < p; ++r) {
+      INFO("world " << p << " rank " << r);
+      CHECK(results[r].ok());
+      CHECK(left[r] >= last_entry);
+    }
+  }
+}
+
+TEST_CASE("a long mixed sequence keeps ranks in step", "[sequence]") {
+  RunWorld(4, CollectiveOptions(), [](int rank, Communicator& comm, std::vector<std::string>& failures) {
+    for (int i = 0; i < 200; ++i) {
+      const size_t n = 1 + (i * 37) % 300;
+      std::vector<int64_t> data(n);
+      FillContribution(DataType::kInt64, ReduceOp::kSum, data.data(), n, rank);
+      absl::Status st = comm.AllReduce(data.data(), n, DataType::kInt64, ReduceOp::kSum);
+      if (!st.ok()) return st;
+      const auto want = ExpectedAllReduce(DataType::kInt64, ReduceOp::kSum, n, 4);
+      if (CountWrong(DataType::kInt64, data.data(), want.data(), n) > 0) {
+        failures.push_back(absl::StrCat("iteration ", i));
+      }
+      if (i % 10 == 0) {
+        st = comm.Barrier();
+        if (!st.ok()) return st;
+      }
+    }
+    if (comm.collectives_started() != 220) failures.push_back("sequence numbers");
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+}  // namespace ringwork

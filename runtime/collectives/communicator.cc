@@ -1,0 +1,131 @@
+#include "runtime/collectives/communicator.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/check.h"
+#include "runtime/collectives/algorithm_selection.h"
+#include "runtime/collectives/chunking.h"
+
+namespace ringwork {
+
+Communicator::Communicator(Transport* transport, CollectiveOptions options)
+    : transport_(transport), options_(std::move(options)) {
+  max_frame_bytes_ = options_.segment_bytes;
+  for (int peer = 0; peer < transport_->world_size(); ++peer) {
+    if (peer == transport_->rank()) continue;
+    RW_CHECK(transport_->link(peer) != nullptr) << "no link to rank " << peer;
+    max_frame_bytes_ = std::min(max_frame_bytes_, transport_->link(peer)->max_payload_bytes());
+  }
+  max_frame_bytes_ = std::max<size_t>(max_frame_bytes_, 8);
+}
+
+size_t Communicator::SegmentElems(DataType dtype) const {
+  return std::max<size_t>(1, max_frame_bytes_ / DataTypeSize(dtype));
+}
+
+absl::Status Communicator::Run(const CollectiveInfo& info, const Body& body) {
+  const uint64_t seq = next_seq_++;
+  if (transport_->aborted()) return transport_->status();
+  if (world_size() == 1) return body(CollectiveContext{transport_, seq, info});
+  CollectiveContext ctx;
+  ctx.transport = transport_;
+  ctx.seq = seq;
+  ctx.info = info;
+  ctx.deadline = Deadline::AfterSeconds(options_.timeout_s);
+  ctx.segment_elems = SegmentElems(info.dtype);
+  const absl::Status status = body(ctx);
+  if (status.ok()) return status;
+  if (!transport_->aborted()) {
+    const std::string what = absl::StrCat(info.ToString(), " (collective #", seq, ") on ",
+                                          transport_->self_name());
+    if (absl::IsDeadlineExceeded(status)) {
+      transport_->Abort(absl::DeadlineExceededError(absl::StrCat(
+          what, " timed out after ", options_.timeout_s, " s: ", status.message(),
+          "; set ", options_.timeout_flag, " to wait longer")));
+    } else {
+      transport_->Abort(
+          absl::Status(status.code(), absl::StrCat(what, " failed: ", status.message())));
+    }
+  }
+  return transport_->status();
+}
+
+absl::Status Communicator::AllReduce(void* data, size_t count, DataType dtype,
+                                     ReduceOp op) {
+  CollectiveInfo info{CollectiveKind::kAllReduce, dtype, op, count, -1};
+  return Run(info, [&](const CollectiveContext& ctx) -> absl::Status {
+    if (world_size() == 1 || count == 0) return absl::OkStatus();
+    const size_t bytes = count * DataTypeSize(dtype);
+    last_allreduce_ = ChooseAllReduce(bytes, world_size(), max_frame_bytes_, options_);
+    if (last_allreduce_ == AllReduceAlgorithm::kRecursiveDoubling) {
+      return doubling_.Run(ctx, static_cast<uint8_t*>(data));
+    }
+    return ring_.Run(ctx, static_cast<uint8_t*>(data), BalancedChunks(count, world_size()),
+                     RingSteps(rank(), world_size(), true, true, op == ReduceOp::kMean));
+  });
+}
+
+absl::Status Communicator::Broadcast(void* data, size_t count, DataType dtype, int root) {
+  CollectiveInfo info{CollectiveKind::kBroadcast, dtype, ReduceOp::kSum, count, root};
+  return Run(info, [&](const CollectiveContext& ctx) -> absl::Status {
+    if (root < 0 || root >= world_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "broadcast root ", root, " is not a rank (world size ", world_size(), ")"));
+    }
+    if (world_size() == 1 || count == 0) return absl::OkStatus();
+    const size_t bytes = count * DataTypeSize(dtype);
+    const TreeNode node =
+        ChooseBroadcast(bytes, world_size(), options_) == BroadcastShape::kChain
+            ? ChainNode(rank(), world_size(), root)
+            : BinomialTreeNode(rank(), world_size(), root);
+    return broadcast_.Run(ctx, node, static_cast<uint8_t*>(data));
+  });
+}
+
+absl::Status Communicator::AllGather(const void* input, void* output, size_t count,
+                                     DataType dtype) {
+  CollectiveInfo info{CollectiveKind::kAllGather, dtype, ReduceOp::kSum, count, -1};
+  return Run(info, [&](const CollectiveContext& ctx) -> absl::Status {
+    const size_t element = DataTypeSize(dtype);
+    uint8_t* out = static_cast<uint8_t*>(output);
+    uint8_t* mine = out + static_cast<size_t>(rank()) * count * element;
+    if (count > 0 && mine != input) std::memmove(mine, input, count * element);
+    if (world_size() == 1 || count == 0) return absl::OkStatus();
+    return ring_.Run(ctx, out, EqualChunks(count, world_size()),
+                     RingSteps(rank(), world_size(), false, true, false));
+  });
+}
+
+absl::Status Communicator::ReduceScatter(const void* input, void* output, size_t count,
+                                         DataType dtype, ReduceOp op) {
+  CollectiveInfo info{CollectiveKind::kReduceScatter, dtype, op, count, -1};
+  return Run(info, [&](const CollectiveContext& ctx) -> absl::Status {
+    const size_t element = DataTypeSize(dtype);
+    const size_t total = count * static_cast<size_t>(world_size()) * element;
+    scratch_.resize(total);
+    if (total > 0) std::memcpy(scratch_.data(), input, total);
+    if (world_size() > 1 && count > 0) {
+      absl::Status status =
+          ring_.Run(ctx, scratch_.data(), EqualChunks(count, world_size()),
+                    RingSteps(rank(), world_size(), true, false, op == ReduceOp::kMean));
+      if (!status.ok()) return status;
+    }
+    if (count > 0) {
+      std::memcpy(output, scratch_.data() + static_cast<size_t>(rank()) * count * element,
+                  count * element);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Communicator::Barrier() {
+  CollectiveInfo info{CollectiveKind::kBarrier, DataType::kInt32, ReduceOp::kSum, 0, -1};
+  return Run(info, [&](const CollectiveContext& ctx) -> absl::Status {
+    if (world_size() == 1) return absl::OkStatus();
+    return barrier_.Run(ctx);
+  });
+}
+
+}  // namespace ringwork

@@ -1,0 +1,94 @@
+// The collectives of one group of ranks: all-reduce, broadcast, all-gather,
+// reduce-scatter and barrier, each with a deadline, over any Transport.
+//
+//   Communicator comm(transport, CollectiveOptions());
+//   std::vector<float> grads = ...;
+//   RW_RETURN_IF_ERROR(comm.AllReduce(grads.data(), grads.size(),
+//                                     DataType::kFloat32, ReduceOp::kMean));
+//
+// Rules: every rank calls the same collectives, with the same sizes and types, in
+// the same order (each call gets the next sequence number, and frames of another
+// sequence number or shape are refused: exit 7). One thread at a time per
+// Communicator. The first error (a timeout, a peer's death, a mismatch) is sticky:
+// it aborts every pending collective of the transport, and every later call fails
+// at once with that same error.
+#ifndef RINGWORK_RUNTIME_COLLECTIVES_COMMUNICATOR_H_
+#define RINGWORK_RUNTIME_COLLECTIVES_COMMUNICATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "kernels/dtype.h"
+#include "kernels/reduce.h"
+#include "runtime/collectives/collective_options.h"
+#include "runtime/collectives/dissemination_barrier.h"
+#include "runtime/collectives/pipelined_broadcast.h"
+#include "runtime/collectives/recursive_doubling_allreduce.h"
+#include "runtime/collectives/ring_pipeline.h"
+#include "runtime/transport/transport.h"
+
+namespace ringwork {
+
+class Communicator {
+ public:
+  // `transport` must have all its links installed, and outlive this object.
+  Communicator(Transport* transport, CollectiveOptions options);
+
+  int rank() const { return transport_->rank(); }
+  int world_size() const { return transport_->world_size(); }
+  const CollectiveOptions& options() const { return options_; }
+
+  // In place: `data` holds `count` elements on every rank; afterwards each holds
+  // the element-wise reduction over all ranks (kMean: divided by world size).
+  absl::Status AllReduce(void* data, size_t count, DataType dtype, ReduceOp op);
+  // `data` (`count` elements) of rank `root` is copied to every rank's `data`.
+  absl::Status Broadcast(void* data, size_t count, DataType dtype, int root);
+  // `output` (world_size * count elements) receives every rank's `input` (count
+  // elements), in rank order. `input` may be `output + rank * count`.
+  absl::Status AllGather(const void* input, void* output, size_t count, DataType dtype);
+  // `input` holds world_size * count elements; `output` (count elements) receives
+  // the reduction of block `rank` over all ranks.
+  absl::Status ReduceScatter(const void* input, void* output, size_t count,
+                             DataType dtype, ReduceOp op);
+  // Returns when every rank has called Barrier.
+  absl::Status Barrier();
+
+  template <typename T>
+  absl::Status AllReduce(absl::Span<T> data, ReduceOp op) {
+    return AllReduce(data.data(), data.size(), DataTypeOf<T>::value, op);
+  }
+  template <typename T>
+  absl::Status Broadcast(absl::Span<T> data, int root) {
+    return Broadcast(data.data(), data.size(), DataTypeOf<T>::value, root);
+  }
+
+  // OK, or the first error of this communicator's transport.
+  absl::Status status() const { return transport_->status(); }
+  // How many collectives were started (the next sequence number).
+  uint64_t collectives_started() const { return next_seq_; }
+  // The algorithm the last all-reduce used, for benchmarks and tests.
+  AllReduceAlgorithm last_allreduce_algorithm() const { return last_allreduce_; }
+
+ private:
+  using Body = std::function<absl::Status(const CollectiveContext&)>;
+  absl::Status Run(const CollectiveInfo& info, const Body& body);
+  size_t SegmentElems(DataType dtype) const;
+
+  Transport* transport_;  // Not owned.
+  const CollectiveOptions options_;
+  size_t max_frame_bytes_;
+  uint64_t next_seq_ = 0;
+  AllReduceAlgorithm last_allreduce_ = AllReduceAlgorithm::kAuto;
+  RingPipeline ring_;
+  RecursiveDoublingAllReduce doubling_;
+  PipelinedBroadcast broadcast_;
+  DisseminationBarrier barrier_;
+  std::vector<uint8_t> scratch_;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_RUNTIME_COLLECTIVES_COMMUNICATOR_H_
