@@ -59,6 +59,7 @@ struct Request {
   size_t progress = 0;      // Payload bytes moved so far (link-private meaning).
   std::atomic<int> pending_events{0};  // Link-private completion counter.
   Request* next = nullptr;  // Intrusive queue link.
+  void* link_data = nullptr;  // Link-private (the gRPC link finds itself from here).
 
  private:
   void Reset(Kind k, int p, FrameKey frame_key, const CollectiveInfo& collective,
@@ -74,6 +75,7 @@ struct Request {
     progress = 0;
     pending_events.store(0, std::memory_order_relaxed);
     next = nullptr;
+    link_data = nullptr;
     done.store(false, std::memory_order_relaxed);
   }
 };

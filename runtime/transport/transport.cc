@@ -24,7 +24,8 @@ Transport::Transport(int rank, int world_size, Options options, DoorbellWord* be
       own_bell_word_(bell_word == nullptr ? std::make_unique<DoorbellWord>() : nullptr),
       bell_(bell_word != nullptr ? bell_word : own_bell_word_.get()),
       self_name_(absl::StrCat("rank ", rank)),
-      links_(world_size) {
+      links_(world_size, nullptr),
+      owned_links_(world_size) {
   RW_CHECK_GE(rank, 0);
   RW_CHECK_LT(rank, world_size);
 }
@@ -35,6 +36,11 @@ Transport::~Transport() {
 }
 
 void Transport::SetLink(int peer, std::unique_ptr<Link> link) {
+  SetLink(peer, link.get());
+  owned_links_[peer] = std::move(link);
+}
+
+void Transport::SetLink(int peer, Link* link) {
   RW_CHECK_NE(peer, rank_);
   RW_CHECK(peer >= 0 && peer < world_size_) << "peer " << peer;
   LinkEnv env;
@@ -43,7 +49,7 @@ void Transport::SetLink(int peer, std::unique_ptr<Link> link) {
   env.bell = &bell_;
   env.fail = [this](const absl::Status& cause) { Abort(cause); };
   link->Attach(env);
-  links_[peer] = std::move(link);
+  links_[peer] = link;
 }
 
 std::string Transport::PeerName(int peer) const {
@@ -77,7 +83,7 @@ void Transport::PostRecv(Request* request) {
 
 bool Transport::PollLinks() {
   bool progressed = false;
-  for (auto& link : links_) {
+  for (Link* link : links_) {
     if (link != nullptr && link->Poll()) progressed = true;
   }
   return progressed;
@@ -140,7 +146,7 @@ void Transport::Abort(const absl::Status& cause) {
     aborted_.store(true, std::memory_order_release);
   }
   RW_VLOG(1) << "transport aborted: " << cause.message();
-  for (auto& link : links_) {
+  for (Link* link : links_) {
     if (link != nullptr) link->OnAbort(cause);
   }
   bell_.Ring();
@@ -151,7 +157,7 @@ void Transport::FailAllPending() {
   pending_failed_ = true;
   const absl::Status cause = status();
   const Deadline deadline = Deadline::AfterSeconds(options_.abort_drain_s);
-  for (auto& link : links_) {
+  for (Link* link : links_) {
     if (link != nullptr) link->FailPending(cause, deadline);
   }
 }

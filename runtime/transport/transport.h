@@ -59,9 +59,12 @@ class Transport {
   void set_self_name(std::string name) { self_name_ = std::move(name); }
   const std::string& self_name() const { return self_name_; }
 
-  // Installs the link to `peer` (before the first collective).
+  // Installs the link to `peer` (before the first collective), replacing any
+  // earlier one. The second form borrows a link that the caller keeps alive
+  // longer than this transport.
   void SetLink(int peer, std::unique_ptr<Link> link);
-  Link* link(int peer) const { return links_[peer].get(); }
+  void SetLink(int peer, Link* link);
+  Link* link(int peer) const { return links_[peer]; }
   std::string PeerName(int peer) const;
   Doorbell* bell() { return &bell_; }
 
@@ -93,7 +96,8 @@ class Transport {
   std::unique_ptr<DoorbellWord> own_bell_word_;
   Doorbell bell_;
   std::string self_name_;
-  std::vector<std::unique_ptr<Link>> links_;  // Indexed by peer rank; null for self.
+  std::vector<Link*> links_;  // Indexed by peer rank; null for self.
+  std::vector<std::unique_ptr<Link>> owned_links_;
 
   mutable std::mutex mu_;
   absl::Status error_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,68 @@
+#include "runtime/runtime_options.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace ringwork {
+
+void RuntimeOptions::Register(FlagSet* flags) {
+  flags->Double("startup_timeout_s", &rendezvous.startup_timeout_s,
+                "how long a worker waits for all its peers to come up",
+                "RINGWORK_STARTUP_TIMEOUT_S");
+  flags->Double("collective_timeout_s", &collectives.timeout_s,
+                "deadline of one collective (all-reduce, broadcast, ...)",
+                "RINGWORK_COLLECTIVE_TIMEOUT_S");
+  flags->Int("segment_bytes", &segment_bytes_,
+             "largest piece of a pipelined collective sent in one frame",
+             "RINGWORK_SEGMENT_BYTES");
+  flags->String("allreduce_algorithm", &allreduce_algorithm_,
+                "auto, ring or recursive_doubling", "RINGWORK_ALLREDUCE_ALGORITHM");
+  flags->String("transport", &transport_kind,
+                "auto (shared memory between workers on one host, gRPC otherwise) or "
+                "grpc (gRPC for every peer)",
+                "RINGWORK_TRANSPORT");
+  flags->Int("shm_ring_bytes", &shm_ring_bytes,
+             "bytes of each shared-memory ring between two local workers",
+             "RINGWORK_SHM_RING_BYTES");
+  flags->Double("spin_us", &transport.spin_us,
+                "how long a waiting worker polls before it sleeps (0: never spin)",
+                "RINGWORK_SPIN_US");
+  flags->Double("shutdown_timeout_s", &shutdown_timeout_s,
+                "how long an orderly shutdown may take", "RINGWORK_SHUTDOWN_TIMEOUT_S");
+}
+
+absl::Status RuntimeOptions::Finish() {
+  if (!ParseAllReduceAlgorithm(allreduce_algorithm_, &collectives.allreduce_algorithm)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--allreduce_algorithm=", allreduce_algorithm_,
+        ": expected auto, ring or recursive_doubling"));
+  }
+  if (transport_kind != "auto" && transport_kind != "grpc") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--transport=", transport_kind, ": expected auto or grpc"));
+  }
+  if (segment_bytes_ < 64 || segment_bytes_ > static_cast<int64_t>(grpc.max_payload_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--segment_bytes=", segment_bytes_, ": expected 64..", grpc.max_payload_bytes));
+  }
+  collectives.segment_bytes = static_cast<size_t>(segment_bytes_);
+  if (shm_ring_bytes < (64 << 10) || shm_ring_bytes > (1 << 30) ||
+      (shm_ring_bytes & (shm_ring_bytes - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shm_ring_bytes=", shm_ring_bytes, ": expected a power of two from 65536 to 2^30"));
+  }
+  for (auto [name, value] : {std::pair<const char*, double>{"startup_timeout_s",
+                                                            rendezvous.startup_timeout_s},
+                             {"collective_timeout_s", collectives.timeout_s},
+                             {"shutdown_timeout_s", shutdown_timeout_s}}) {
+    if (!(value > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, "=", value, ": expected a positive number of seconds"));
+    }
+  }
+  if (transport.spin_us < 0) {
+    return absl::InvalidArgumentError("--spin_us must not be negative");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringwork

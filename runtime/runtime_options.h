@@ -1,0 +1,47 @@
+// Every setting of the worker runtime, with the flag and environment variable
+// that set it. Every worker of a cluster should use the same values.
+//
+//   RuntimeOptions options;
+//   options.Register(&flags);          // --startup_timeout_s, --collective_timeout_s, ...
+//   ... flags.Parse(argc, argv) ...
+//   RW_RETURN_IF_ERROR(options.Finish());   // validates and fills derived fields
+#ifndef RINGWORK_RUNTIME_RUNTIME_OPTIONS_H_
+#define RINGWORK_RUNTIME_RUNTIME_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "base/flags.h"
+#include "runtime/collectives/collective_options.h"
+#include "runtime/transport/grpc/grpc_link.h"
+#include "runtime/transport/grpc/rendezvous.h"
+#include "runtime/transport/transport.h"
+
+namespace ringwork {
+
+struct RuntimeOptions {
+  RendezvousOptions rendezvous;      // --startup_timeout_s
+  CollectiveOptions collectives;     // --collective_timeout_s, --segment_bytes, ...
+  Transport::Options transport;      // --spin_us
+  GrpcLink::Options grpc;
+  // "auto": shared memory between workers on one host, gRPC otherwise; "grpc":
+  // gRPC for every peer. Flag --transport, env RINGWORK_TRANSPORT.
+  std::string transport_kind = "auto";
+  // Bytes of each shared-memory ring (one per direction per pair of local workers).
+  int64_t shm_ring_bytes = 4 << 20;
+  // How long an orderly shutdown may take before streams are cancelled.
+  double shutdown_timeout_s = 10;
+
+  void Register(FlagSet* flags);
+  // Validates values and copies the flag-level fields into the nested options.
+  absl::Status Finish();
+
+ private:
+  std::string allreduce_algorithm_ = "auto";
+  int64_t segment_bytes_ = 256 << 10;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_RUNTIME_RUNTIME_OPTIONS_H_

@@ -1,0 +1,398 @@
+#include "runtime/transport/grpc/grpc_link.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "runtime/transport/piece_feeder.h"
+
+namespace ringwork {
+
+GrpcLink::GrpcLink(grpc::CompletionQueue* cq, std::shared_ptr<PeerLiveness> liveness,
+                   Options options)
+    : cq_(cq), liveness_(std::move(liveness)), options_(options) {}
+
+GrpcLink::~GrpcLink() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (outstanding_ops_ > 0) {
+    RW_LOG(ERROR) << "gRPC link to " << peer_name_ << " destroyed with " << outstanding_ops_
+                  << " operations outstanding";
+  }
+}
+
+void GrpcLink::OpenOutbound(
+    std::shared_ptr<grpc::Channel> channel,
+    const std::vector<std::pair<std::string, std::string>>& metadata) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (outbound_ != Outbound::kIdle || closing_) return;
+    outbound_ = Outbound::kStarting;
+    ++outstanding_ops_;
+  }
+  out_context_ = std::make_unique<grpc::ClientContext>();
+  for (const auto& [key, value] : metadata) out_context_->AddMetadata(key, value);
+  grpc::GenericStub stub(channel);
+  out_stream_ = stub.PrepareCall(out_context_.get(), kTransferMethod, cq_);
+  out_stream_->StartCall(&start_call_tag_);
+}
+
+void GrpcLink::OnStartCall(bool ok) {
+  RW_VLOG(2) << "data stream to " << peer_name_ << (ok ? " open" : " failed to open");
+  Request* next = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --outstanding_ops_;
+    if (outbound_ == Outbound::kStarting) {
+      outbound_ = ok ? Outbound::kOpen : Outbound::kBroken;
+    }
+    if (outbound_ == Outbound::kOpen) next = TakeNextWrite_Locked();
+  }
+  if (!ok) {
+    MarkPeerGone(absl::OkStatus());
+    FailQueuedSends(absl::UnavailableError(
+        absl::StrCat("could not open the data stream to ", peer_name_)));
+  }
+  if (next != nullptr) Write(next);
+  drained_.notify_all();
+}
+
+void GrpcLink::PostSend(Request* request) {
+  Request* next = nullptr;
+  absl::Status refused;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (outbound_ == Outbound::kBroken || outbound_ == Outbound::kClosed ||
+        outbound_ == Outbound::kClosing) {
+      refused = absl::UnavailableError(absl::StrCat(
+          "the data stream to ", peer_name_, " is closed; cannot send frame ",
+          request->key.ToString()));
+    } else {
+      send_queue_.push_back(request);
+      if (outbound_ == Outbound::kOpen) next = TakeNextWrite_Locked();
+    }
+  }
+  if (!refused.ok()) {
+    CompleteRequest(request, refused);
+    return;
+  }
+  if (next != nullptr) Write(next);
+}
+
+Request* GrpcLink::TakeNextWrite_Locked() {
+  if (write_in_flight_ != nullptr || send_queue_.empty()) return nullptr;
+  write_in_flight_ = send_queue_.pop_front();
+  ++outstanding_ops_;
+  return write_in_flight_;
+}
+
+void GrpcLink::Write(Request* request) {
+  FrameHeader header;
+  header.sender_rank = static_cast<uint32_t>(env_.self_rank);
+  header.key = request->key;
+  header.info = request->info;
+  header.payload_bytes = request->bytes;
+  uint8_t header_bytes[kFrameHeaderBytes];
+  EncodeFrameHeader(header, header_bytes);
+  // The payload slice points at the caller's buffer (no copy, no reference count).
+  // The request completes when the write does: chttp2 reports a write done once its
+  // bytes are in the kernel's socket buffer, and TCP zero-copy sends (which would
+  // read the buffer later) are off (GRPC_ARG_TCP_TX_ZEROCOPY_ENABLED, channel
+  // arguments in worker_runtime.cc). gRPC may keep the slice object a little longer,
+  // but never reads it again; a static slice makes that harmless.
+  grpc::Slice slices[2] = {
+      grpc::Slice(header_bytes, kFrameHeaderBytes),  // Copies 64 bytes.
+      request->bytes > 0 ? grpc::Slice(request->data, request->bytes,
+                                       grpc::Slice::STATIC_SLICE)
+                         : grpc::Slice(),
+  };
+  grpc::ByteBuffer buffer(slices, request->bytes > 0 ? 2 : 1);
+  out_stream_->Write(buffer, &write_tag_);
+}
+
+void GrpcLink::OnWriteDone(bool ok) {
+  RW_VLOG(3) << "frame written to " << peer_name_ << (ok ? "" : " (failed)");
+  Request* done = nullptr;
+  Request* next = nullptr;
+  bool broke = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --outstanding_ops_;
+    done = write_in_flight_;
+    write_in_flight_ = nullptr;
+    if (!ok && outbound_ == Outbound::kOpen) {
+      outbound_ = Outbound::kBroken;
+      broke = !closing_;
+    }
+    if (ok && outbound_ == Outbound::kOpen) next = TakeNextWrite_Locked();
+  }
+  if (ok) {
+    done->progress = done->bytes;
+    CompleteRequest(done, absl::OkStatus());
+  } else {
+    CompleteRequest(done, absl::UnavailableError(absl::StrCat(
+                              "lost the connection to ", peer_name_, " while sending frame ",
+                              done->key.ToString(), " (the peer failed or exited)")));
+  }
+  env_.bell->Ring();
+  if (broke) {
+    MarkPeerGone(absl::OkStatus());
+    FailQueuedSends(done->status);
+  }
+  if (next != nullptr) Write(next);
+  drained_.notify_all();
+}
+
+void GrpcLink::FailQueuedSends(const absl::Status& status) {
+  RequestQueue failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (Request* r = send_queue_.pop_front()) failed.push_back(r);
+  }
+  while (Request* r = failed.pop_front()) CompleteRequest(r, status);
+  env_.bell->Ring();
+}
+
+void GrpcLink::AttachInbound(std::unique_ptr<InboundCall> call) {
+  RW_VLOG(2) << "data stream from " << peer_name_ << " accepted";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (inbound_ != Inbound::kNone || closing_) {
+      RW_LOG(WARNING) << "refused a second data stream from " << peer_name_;
+      call->context.TryCancel();
+      // The refused call has no pending operation; it is released here.
+      return;
+    }
+    inbound_call_ = std::move(call);
+    inbound_ = Inbound::kReading;
+    ++outstanding_ops_;
+  }
+  inbound_call_->reader.Read(&read_buffer_, &read_tag_);
+}
+
+void GrpcLink::StartRead() {
+  inbound_call_->reader.Read(&read_buffer_, &read_tag_);
+}
+
+void GrpcLink::OnRead(bool ok) {
+  RW_VLOG(3) << "read from " << peer_name_ << (ok ? "" : ": end of stream");
+  bool read_again = false;
+  bool finish = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --outstanding_ops_;
+    if (ok) {
+      arrived_bytes_ += read_buffer_.Length();
+      arrived_.emplace_back();
+      arrived_.back().Swap(&read_buffer_);
+      if (arrived_bytes_ < options_.max_buffered_bytes) {
+        read_again = true;
+        ++outstanding_ops_;
+      } else {
+        read_paused_ = true;
+      }
+    } else {
+      inbound_ = Inbound::kEnded;
+      finish = true;
+      ++outstanding_ops_;
+    }
+  }
+  if (read_again) StartRead();
+  if (finish) {
+    // The peer ended its stream: cleanly at shutdown, or because it died.
+    MarkPeerGone(absl::OkStatus());
+    inbound_call_->reader.Finish(grpc::ByteBuffer(), grpc::Status::OK, &inbound_finish_tag_);
+  }
+  env_.bell->Ring();
+  drained_.notify_all();
+}
+
+void GrpcLink::OnInboundFinish(bool) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --outstanding_ops_;
+    inbound_ = Inbound::kFinished;
+  }
+  drained_.notify_all();
+}
+
+void GrpcLink::MarkPeerGone(const absl::Status& cause) { liveness_->MarkGone(cause); }
+
+void GrpcLink::PostRecv(Request* request) { recvs_.push_back(request); }
+
+bool GrpcLink::Poll() {
+  if (recvs_.empty()) return false;
+  bool progressed = false;
+  while (!recvs_.empty()) {
+    grpc::ByteBuffer frame;
+    bool resume_reading = false;
+    bool peer_ended = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (arrived_.empty()) {
+        peer_ended = inbound_ == Inbound::kEnded || inbound_ == Inbound::kFinished;
+      } else {
+        frame.Swap(&arrived_.front());
+        arrived_.pop_front();
+        arrived_bytes_ -= frame.Length();
+        if (read_paused_ && arrived_bytes_ < options_.max_buffered_bytes / 2 &&
+            inbound_ == Inbound::kReading) {
+          read_paused_ = false;
+          resume_reading = true;
+          ++outstanding_ops_;
+        }
+      }
+    }
+    if (resume_reading) StartRead();
+    if (frame.Length() == 0) {
+      if (peer_ended) {
+        env_.fail(PeerClosedError(peer_name_, env_.self_name, recvs_.front()->key,
+                                  liveness_->cause()));
+        return true;
+      }
+      break;
+    }
+    Request* recv = recvs_.front();
+    (void)frame.Dump(&slices_);
+    uint8_t header_bytes[kFrameHeaderBytes];
+    size_t have = 0, slice = 0, skip = 0;
+    while (have < kFrameHeaderBytes && slice < slices_.size()) {
+      const size_t take = std::min(kFrameHeaderBytes - have, slices_[slice].size());
+      std::memcpy(header_bytes + have, slices_[slice].begin(), take);
+      have += take;
+      if (take == slices_[slice].size()) {
+        ++slice;
+      } else {
+        skip = take;
+      }
+    }
+    absl::StatusOr<FrameHeader> header =
+        DecodeFrameHeader(header_bytes, have, options_.max_payload_bytes);
+    absl::Status check = header.ok() ? CheckFrame(*header, *recv) : header.status();
+    if (check.ok() && frame.Length() != kFrameHeaderBytes + header->payload_bytes) {
+      check = absl::InvalidArgumentError(absl::StrCat(
+          "frame from ", peer_name_, " announces ", header->payload_bytes,
+          " payload bytes but carries ", frame.Length() - kFrameHeaderBytes));
+    }
+    if (!check.ok()) {
+      if (!header.ok()) {
+        check = absl::InvalidArgumentError(
+            absl::StrCat("bad frame from ", peer_name_, ": ", check.message()));
+      }
+      env_.fail(check);
+      return true;
+    }
+    PieceFeeder feeder(recv->sink, DataTypeSize(recv->info.dtype));
+    for (; slice < slices_.size(); ++slice) {
+      feeder.Feed(slices_[slice].begin() + skip, slices_[slice].size() - skip);
+      skip = 0;
+    }
+    recv->progress = feeder.fed_bytes();
+    slices_.clear();
+    recvs_.pop_front();
+    CompleteRequest(recv, absl::OkStatus());
+    progressed = true;
+  }
+  return progressed;
+}
+
+void GrpcLink::FailPending(const absl::Status& status, Deadline deadline) {
+  FailQueuedSends(status);
+  while (Request* recv = recvs_.pop_front()) CompleteRequest(recv, status);
+  std::unique_lock<std::mutex> lock(mu_);
+  arrived_.clear();
+  arrived_bytes_ = 0;
+  if (write_in_flight_ != nullptr) {
+    // gRPC may still read the caller's buffer: cancel, and wait for the write.
+    if (out_context_ != nullptr) out_context_->TryCancel();
+    while (write_in_flight_ != nullptr && !deadline.Expired()) {
+      drained_.wait_for(lock, std::chrono::milliseconds(10));
+    }
+    if (write_in_flight_ != nullptr) {
+      RW_LOG(ERROR) << "a write to " << peer_name_ << " is still in flight after the "
+                    << "abort deadline";
+    }
+  }
+}
+
+void GrpcLink::OnAbort(const absl::Status&) {
+  std::lock_guard<std::mutex> lock(mu_);
+  closing_ = true;
+  // Cancelling tells the peer at once that this worker gives up.
+  if (out_context_ != nullptr) out_context_->TryCancel();
+  if (inbound_call_ != nullptr) inbound_call_->context.TryCancel();
+}
+
+void GrpcLink::BeginClose(Deadline deadline) {
+  enum class Step { kNone, kWritesDone, kCancelAndFinish } step = Step::kNone;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    closing_ = true;
+    // Let queued frames leave first (bounded by the deadline).
+    while ((write_in_flight_ != nullptr || !send_queue_.empty()) &&
+           outbound_ == Outbound::kOpen && !deadline.Expired()) {
+      drained_.wait_for(lock, std::chrono::milliseconds(5));
+    }
+    if (outbound_ == Outbound::kOpen && write_in_flight_ == nullptr) {
+      step = Step::kWritesDone;  // Clean end of stream: WritesDone, Read, Finish.
+    } else if (out_stream_ != nullptr && outbound_ != Outbound::kClosing &&
+               outbound_ != Outbound::kClosed) {
+      step = Step::kCancelAndFinish;  // Broken or still busy: cancel, then Finish.
+    }
+    if (step != Step::kNone) {
+      outbound_ = Outbound::kClosing;
+      ++outstanding_ops_;
+    }
+  }
+  if (step == Step::kWritesDone) out_stream_->WritesDone(&writes_done_tag_);
+  if (step == Step::kCancelAndFinish) {
+    out_context_->TryCancel();
+    out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
+  }
+}
+
+void GrpcLink::WaitClosed(Deadline deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // Wait for our outbound call to finish and for the peer to end its stream.
+  auto busy = [&] { return outstanding_ops_ > 0 || inbound_ == Inbound::kReading; };
+  while (busy() && !deadline.Expired()) {
+    drained_.wait_for(lock, std::chrono::milliseconds(10));
+  }
+  if (busy()) {
+    if (out_context_ != nullptr) out_context_->TryCancel();
+    if (inbound_call_ != nullptr) inbound_call_->context.TryCancel();
+    const Deadline grace = Deadline::AfterSeconds(5);
+    while (outstanding_ops_ > 0 && !grace.Expired()) {
+      drained_.wait_for(lock, std::chrono::milliseconds(10));
+    }
+  }
+}
+
+void GrpcLink::OnWritesDone(bool ok) {
+  // The operation continues: read the server's reply (if the stream still works),
+  // then collect the status.
+  if (ok) {
+    out_stream_->Read(&response_, &response_tag_);
+  } else {
+    out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
+  }
+}
+
+void GrpcLink::OnResponse(bool) {
+  out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
+}
+
+void GrpcLink::OnOutboundFinish(bool) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --outstanding_ops_;
+    outbound_ = Outbound::kClosed;
+  }
+  drained_.notify_all();
+}
+
+std::string GrpcLink::DebugString() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return absl::StrCat(recvs_.size(), " receives pending, ", arrived_.size(),
+                      " frames buffered (", arrived_bytes_, " bytes), ", send_queue_.size(),
+                      " sends queued", write_in_flight_ ? ", one being written" : "");
+}
+
+}  // namespace ringwork

@@ -1,0 +1,154 @@
+// A Link over gRPC. Frames to the peer go out on one long-lived Transfer call that
+// this worker opens to the peer's server; frames from the peer arrive on the
+// Transfer call the peer opened to this worker's server (handed over by
+// WorkerServer). Each frame is one raw gRPC message: the 64-byte header in a small
+// slice, and the payload in a slice that points straight at the caller's buffer, so
+// tensor bytes are not copied on the way out; on the way in the sink reads them
+// from the received slices.
+//
+// Threads: the Link methods run on the collective thread; gRPC completions run on
+// the transport's CompletionQueueLoop thread (OnXxx methods). They meet under
+// `mu_`, and no gRPC call is made with `mu_` held.
+#ifndef RINGWORK_RUNTIME_TRANSPORT_GRPC_GRPC_LINK_H_
+#define RINGWORK_RUNTIME_TRANSPORT_GRPC_GRPC_LINK_H_
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/transport/grpc/cq_loop.h"
+#include "runtime/transport/link.h"
+#include "runtime/transport/peer_liveness.h"
+
+namespace ringwork {
+
+// The server side of a peer's Transfer call.
+struct InboundCall {
+  grpc::ServerContext context;
+  grpc::ServerAsyncReader<grpc::ByteBuffer, grpc::ByteBuffer> reader{&context};
+};
+
+inline constexpr const char kTransferMethod[] = "/ringwork.proto.Worker/Transfer";
+
+class GrpcLink : public Link {
+ public:
+  struct Options {
+    // Largest payload of one frame (the server's receive limit is set above it).
+    size_t max_payload_bytes = 4 << 20;
+    // Frames that arrived before their receive was posted are kept up to this many
+    // bytes; beyond it the link stops reading, and gRPC's flow control holds the
+    // peer back.
+    size_t max_buffered_bytes = 64 << 20;
+  };
+
+  // `cq` is driven by the transport's CompletionQueueLoop. The link can receive
+  // (AttachInbound) from construction on; it sends once OpenOutbound was called.
+  GrpcLink(grpc::CompletionQueue* cq, std::shared_ptr<PeerLiveness> liveness,
+           Options options);
+  ~GrpcLink() override;
+
+  // Starts the outbound Transfer call on `channel`; `metadata` identifies this
+  // worker (rank, incarnation, fingerprint). Sends posted before it opens wait.
+  void OpenOutbound(std::shared_ptr<grpc::Channel> channel,
+                    const std::vector<std::pair<std::string, std::string>>& metadata);
+  // The peer's Transfer call, accepted by the server (loop thread).
+  void AttachInbound(std::unique_ptr<InboundCall> call);
+  // Closing, in two halves so that all links of a worker close at once (a worker
+  // that waited for one peer before closing the next could wait in a circle):
+  // BeginClose ends the outbound call cleanly once queued frames have left;
+  // WaitClosed waits for every outstanding operation and for the peer to end its
+  // stream, and cancels what is left at `deadline`.
+  void BeginClose(Deadline deadline);
+  void WaitClosed(Deadline deadline);
+
+  void PostSend(Request* request) override;
+  void PostRecv(Request* request) override;
+  bool Poll() override;
+  void FailPending(const absl::Status& status, Deadline deadline) override;
+  void OnAbort(const absl::Status& cause) override;
+  size_t max_payload_bytes() const override { return options_.max_payload_bytes; }
+  absl::string_view kind() const override { return "grpc"; }
+  std::string DebugString() const override;
+
+ private:
+  enum class Outbound { kIdle, kStarting, kOpen, kClosing, kClosed, kBroken };
+  enum class Inbound { kNone, kReading, kEnded, kFinished };
+
+  // Binds a completion to a member function.
+  class Tag : public CqTag {
+   public:
+    Tag(GrpcLink* link, void (GrpcLink::*fn)(bool)) : link_(link), fn_(fn) {}
+    void OnEvent(bool ok) override { (link_->*fn_)(ok); }
+
+   private:
+    GrpcLink* link_;
+    void (GrpcLink::*fn_)(bool);
+  };
+
+  // Loop-thread completions.
+  void OnStartCall(bool ok);
+  void OnWriteDone(bool ok);
+  void OnWritesDone(bool ok);
+  void OnResponse(bool ok);
+  void OnOutboundFinish(bool ok);
+  void OnRead(bool ok);
+  void OnInboundFinish(bool ok);
+
+  // Takes the next queued send and marks it in flight; the caller writes it
+  // (outside the lock). Null when nothing can be written now.
+  Request* TakeNextWrite_Locked();
+  void Write(Request* request);
+  void StartRead();
+  void OperationDone();
+  void FailQueuedSends(const absl::Status& status);
+  void MarkPeerGone(const absl::Status& cause);
+
+  grpc::CompletionQueue* cq_;  // Not owned.
+  std::shared_ptr<PeerLiveness> liveness_;
+  const Options options_;
+
+  Tag start_call_tag_{this, &GrpcLink::OnStartCall};
+  Tag write_tag_{this, &GrpcLink::OnWriteDone};
+  Tag writes_done_tag_{this, &GrpcLink::OnWritesDone};
+  Tag response_tag_{this, &GrpcLink::OnResponse};
+  Tag outbound_finish_tag_{this, &GrpcLink::OnOutboundFinish};
+  Tag read_tag_{this, &GrpcLink::OnRead};
+  Tag inbound_finish_tag_{this, &GrpcLink::OnInboundFinish};
+
+  // Outbound call objects: created by OpenOutbound, used by one operation at a time.
+  std::unique_ptr<grpc::ClientContext> out_context_;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> out_stream_;
+  grpc::ByteBuffer response_;
+  grpc::Status finish_status_;
+  // Inbound call: the read target of the one outstanding Read.
+  std::unique_ptr<InboundCall> inbound_call_;
+  grpc::ByteBuffer read_buffer_;
+
+  mutable std::mutex mu_;
+  std::condition_variable drained_;        // Signalled as operations finish.
+  Outbound outbound_ = Outbound::kIdle;    // Guarded by mu_.
+  Inbound inbound_ = Inbound::kNone;       // Guarded by mu_.
+  bool closing_ = false;                   // Guarded by mu_.
+  bool read_paused_ = false;               // Guarded by mu_.
+  int outstanding_ops_ = 0;                // Guarded by mu_.
+  RequestQueue send_queue_;                // Guarded by mu_.
+  Request* write_in_flight_ = nullptr;     // Guarded by mu_.
+  std::deque<grpc::ByteBuffer> arrived_;   // Guarded by mu_.
+  size_t arrived_bytes_ = 0;               // Guarded by mu_.
+
+  // Collective thread only.
+  RequestQueue recvs_;
+  std::vector<grpc::Slice> slices_;  // Reused per frame.
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_RUNTIME_TRANSPORT_GRPC_GRPC_LINK_H_

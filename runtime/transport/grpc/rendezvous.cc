@@ -1,0 +1,229 @@
+#include "runtime/transport/grpc/rendezvous.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/deadline.h"
+#include "base/logging.h"
+#include "runtime/transport/grpc/grpc_util.h"
+
+namespace ringwork {
+
+void InboundJoins::Record(int rank, uint64_t incarnation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  incarnation_[rank] = incarnation;
+  joined_[rank] = true;
+}
+
+void InboundJoins::RecordRejection(const absl::Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (rejection_.ok()) rejection_ = status;
+}
+
+bool InboundJoins::joined(int rank) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return joined_[rank];
+}
+
+uint64_t InboundJoins::incarnation(int rank) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return incarnation_[rank];
+}
+
+absl::Status InboundJoins::rejection() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rejection_;
+}
+
+absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest& request,
+                          const std::string& caller_address) {
+  const std::string self = config.DescribeRank(config.rank());
+  const std::string caller = absl::StrCat(request.from_task(), " (connecting from ",
+                                          caller_address, ")");
+  if (request.protocol_version() != kProtocolVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        caller, " speaks Ringwork protocol version ", request.protocol_version(),
+        " but ", self, " speaks version ", kProtocolVersion,
+        "; run the same Ringwork build on every worker"));
+  }
+  if (request.cluster_fingerprint() != config.Fingerprint()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster mismatch: ", caller, " has cluster ", request.cluster_fingerprint(), " [",
+        request.cluster_ring(), "] but ", self, " has cluster ", config.Fingerprint(), " [",
+        config.NormalizedRing(),
+        "]; give every task the same TF_CONFIG \"cluster\" (only \"task\" differs)"));
+  }
+  if (request.to_rank() != config.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        caller, " expected rank ", request.to_rank(), " at this address, but it is ", self));
+  }
+  if (request.from_rank() < 0 || request.from_rank() >= config.world_size() ||
+      request.from_rank() == config.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        caller, " claims rank ", request.from_rank(), ", which is not a peer of ", self));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+struct Attempt {
+  int rank = 0;
+  bool joined = false;
+  bool in_flight = false;
+  double backoff_s = 0;
+  Deadline next_try = Deadline::AfterSeconds(0);
+  absl::Status last_error = absl::UnavailableError("not contacted yet");
+  JoinedPeer result;
+  std::unique_ptr<grpc::ClientContext> context;
+  proto::JoinResponse response;
+  grpc::Status status;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<proto::JoinResponse>> call;
+};
+
+bool IsRetryable(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE ||
+         code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         code == grpc::StatusCode::CANCELLED || code == grpc::StatusCode::UNKNOWN ||
+         code == grpc::StatusCode::RESOURCE_EXHAUSTED;
+}
+
+std::string Reason(const Attempt& a, const InboundJoins& inbound) {
+  if (!a.joined) return absl::StrCat("not reachable: ", a.last_error.message());
+  if (!inbound.joined(a.rank)) return "reachable, but it has not joined this task yet";
+  return "restarted during startup; joining again";
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
+    const ClusterConfig& config, const std::vector<proto::Worker::Stub*>& stubs,
+    const std::function<proto::JoinRequest(int rank)>& make_request,
+    const InboundJoins& inbound, const RendezvousOptions& options) {
+  const int world = config.world_size();
+  const Deadline deadline = Deadline::AfterSeconds(options.startup_timeout_s);
+  const auto start = std::chrono::steady_clock::now();
+  Deadline next_log = Deadline::AfterSeconds(options.log_interval_s);
+  std::vector<Attempt> attempts(world);
+  for (int r = 0; r < world; ++r) {
+    attempts[r].rank = r;
+    attempts[r].backoff_s = options.initial_backoff_s;
+  }
+  grpc::CompletionQueue cq;
+  absl::Status result;
+
+  auto missing = [&] {
+    std::vector<int> ranks;
+    for (int r = 0; r < world; ++r) {
+      if (r == config.rank()) continue;
+      const Attempt& a = attempts[r];
+      if (!a.joined || !inbound.joined(r) || inbound.incarnation(r) != a.result.incarnation) {
+        ranks.push_back(r);
+      }
+    }
+    return ranks;
+  };
+  auto describe_missing = [&](const std::vector<int>& ranks) {
+    std::vector<std::string> parts;
+    for (int r : ranks) {
+      parts.push_back(absl::StrCat(config.DescribeRank(r), ": ", Reason(attempts[r], inbound)));
+    }
+    return absl::StrJoin(parts, "; ");
+  };
+
+  while (true) {
+    result = inbound.rejection();
+    if (!result.ok()) break;
+    std::vector<int> waiting = missing();
+    if (waiting.empty()) break;
+    if (deadline.Expired()) {
+      result = absl::UnavailableError(absl::StrCat(
+          "startup: gave up after ", options.startup_timeout_s, " s waiting for ",
+          waiting.size(), " of ", world - 1, " peers of ", config.DescribeRank(config.rank()),
+          ": ", describe_missing(waiting), ". Start the missing tasks, or set ",
+          options.timeout_flag, " to wait longer"));
+      break;
+    }
+    if (next_log.Expired()) {
+      const double waited = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - start).count();
+      RW_LOG(INFO) << "startup: waiting for " << waiting.size() << " of " << world - 1
+                   << " peers after " << static_cast<int>(waited) << " s (deadline "
+                   << options.startup_timeout_s << " s): " << describe_missing(waiting);
+      next_log = Deadline::AfterSeconds(options.log_interval_s);
+    }
+    // A peer that joined us with a new incarnation restarted: join it again.
+    for (int r : waiting) {
+      Attempt& a = attempts[r];
+      if (a.joined && inbound.joined(r) && inbound.incarnation(r) != a.result.incarnation) {
+        a.joined = false;
+      }
+    }
+    for (int r : waiting) {
+      Attempt& a = attempts[r];
+      if (a.joined || a.in_flight || !a.next_try.Expired()) continue;
+      a.context = std::make_unique<grpc::ClientContext>();
+      a.context->set_deadline(ToSystemTime(
+          Deadline::AfterSeconds(options.attempt_timeout_s).Min(deadline)));
+      a.context->set_wait_for_ready(false);
+      a.call = stubs[r]->AsyncJoin(a.context.get(), make_request(r), &cq);
+      a.call->Finish(&a.response, &a.status, &a);
+      a.in_flight = true;
+    }
+    void* tag = nullptr;
+    bool ok = false;
+    const auto wait_until = ToSystemTime(Deadline::AfterSeconds(0.1).Min(deadline));
+    if (cq.AsyncNext(&tag, &ok, wait_until) != grpc::CompletionQueue::GOT_EVENT) continue;
+    Attempt& a = *static_cast<Attempt*>(tag);
+    a.in_flight = false;
+    if (a.status.ok()) {
+      a.joined = true;
+      a.result.incarnation = a.response.incarnation();
+      a.result.mapped_our_shm = a.response.shm_mapped();
+      continue;
+    }
+    if (!IsRetryable(a.status.error_code())) {
+      // The peer refused us: another cluster, protocol or identity. Not transient.
+      result = absl::Status(static_cast<absl::StatusCode>(a.status.error_code()),
+                            absl::StrCat(config.DescribeRank(a.rank), " refused to join ",
+                                         config.DescribeRank(config.rank()), ": ",
+                                         a.status.error_message()));
+      break;
+    }
+    a.last_error = FromGrpcStatus(a.status);
+    a.next_try = Deadline::AfterSeconds(a.backoff_s);
+    a.backoff_s = std::min(options.max_backoff_s, a.backoff_s * 2);
+  }
+
+  // Cancel and collect every call still in flight before the queue goes away.
+  int in_flight = 0;
+  for (Attempt& a : attempts) {
+    if (a.in_flight) {
+      a.context->TryCancel();
+      ++in_flight;
+    }
+  }
+  const Deadline drain = Deadline::AfterSeconds(10);
+  while (in_flight > 0 && !drain.Expired()) {
+    void* tag;
+    bool ok;
+    if (cq.AsyncNext(&tag, &ok, ToSystemTime(drain)) == grpc::CompletionQueue::GOT_EVENT) {
+      static_cast<Attempt*>(tag)->in_flight = false;
+      --in_flight;
+    }
+  }
+  cq.Shutdown();
+  void* tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
+  if (!result.ok()) return result;
+  std::vector<JoinedPeer> peers(world);
+  for (int r = 0; r < world; ++r) peers[r] = attempts[r].result;
+  return peers;
+}
+
+}  // namespace ringwork

@@ -1,0 +1,78 @@
+// Startup: every ring member calls Join on every other one, retrying with backoff
+// until all have answered and all have called it, or the startup deadline passes.
+// Workers may start in any order. While waiting it logs, every few seconds, which
+// tasks are missing and why; at the deadline it fails with UNAVAILABLE (exit 3)
+// naming them. A peer that describes another cluster is refused at once, and both
+// sides fail with INVALID_ARGUMENT (exit 2) showing both descriptions.
+//
+//   InboundJoins inbound(world_size);          // filled by the server's Join handler
+//   absl::StatusOr<std::vector<JoinedPeer>> peers = RunRendezvous(
+//       config, stubs, make_request, inbound, options);
+#ifndef RINGWORK_RUNTIME_TRANSPORT_GRPC_RENDEZVOUS_H_
+#define RINGWORK_RUNTIME_TRANSPORT_GRPC_RENDEZVOUS_H_
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/worker.grpc.pb.h"
+#include "runtime/config/cluster_config.h"
+
+namespace ringwork {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+
+struct RendezvousOptions {
+  // Flag --startup_timeout_s, env RINGWORK_STARTUP_TIMEOUT_S.
+  double startup_timeout_s = 300;
+  double log_interval_s = 5;      // How often to report missing tasks.
+  double attempt_timeout_s = 2;   // Deadline of one Join call.
+  double initial_backoff_s = 0.05;
+  double max_backoff_s = 1;
+  std::string timeout_flag = "--startup_timeout_s (env RINGWORK_STARTUP_TIMEOUT_S)";
+};
+
+// What this worker learned from a peer's answer.
+struct JoinedPeer {
+  uint64_t incarnation = 0;
+  bool mapped_our_shm = false;
+};
+
+// The peers that joined this worker (written by the Join handler on gRPC's server
+// threads, read by the rendezvous loop).
+class InboundJoins {
+ public:
+  explicit InboundJoins(int world_size) : incarnation_(world_size, 0), joined_(world_size) {}
+  void Record(int rank, uint64_t incarnation);
+  // A Join this worker refused because the caller describes another cluster: the
+  // rendezvous then fails with the same error.
+  void RecordRejection(const absl::Status& status);
+  bool joined(int rank) const;
+  uint64_t incarnation(int rank) const;
+  absl::Status rejection() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<uint64_t> incarnation_;  // Guarded by mu_.
+  std::vector<bool> joined_;           // Guarded by mu_.
+  absl::Status rejection_;             // Guarded by mu_.
+};
+
+// Checks a Join request against this worker's view; the error (INVALID_ARGUMENT)
+// shows both sides. `self_address` is this worker's address as its TF_CONFIG says.
+absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest& request,
+                          const std::string& caller_address);
+
+// `stubs[rank]` for every peer (null for this rank); `make_request(rank)` builds the
+// Join request for that peer.
+absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
+    const ClusterConfig& config, const std::vector<proto::Worker::Stub*>& stubs,
+    const std::function<proto::JoinRequest(int rank)>& make_request,
+    const InboundJoins& inbound, const RendezvousOptions& options);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_RUNTIME_TRANSPORT_GRPC_RENDEZVOUS_H_

@@ -1,0 +1,79 @@
+// The gRPC server every ring member runs on its own TF_CONFIG address (never on
+// 0.0.0.0). It answers Join and Heartbeat (synchronously, on gRPC's server threads)
+// and accepts the peers' Transfer calls (asynchronously, on the completion queue
+// the transport's loop thread drives), handing each to a callback.
+//
+//   WorkerServer::Handlers handlers{join_fn, heartbeat_fn, transfer_fn};
+//   absl::StatusOr<std::unique_ptr<WorkerServer>> server =
+//       WorkerServer::Start(address, "worker:0", handlers, max_message_bytes);
+//   (*server)->port();            // the bound port (for port 0)
+//   (*server)->StartAccepting();  // once transfer_fn can route calls
+//   ...
+//   (*server)->Shutdown(deadline);  // before the completion queue is shut down
+#ifndef RINGWORK_RUNTIME_TRANSPORT_GRPC_WORKER_SERVER_H_
+#define RINGWORK_RUNTIME_TRANSPORT_GRPC_WORKER_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "base/deadline.h"
+#include "proto/worker.grpc.pb.h"
+#include "runtime/config/host_port.h"
+#include "runtime/transport/grpc/cq_loop.h"
+#include "runtime/transport/grpc/grpc_link.h"
+
+namespace ringwork {
+
+class WorkerServer {
+ public:
+  struct Handlers {
+    std::function<grpc::Status(grpc::ServerContext*, const proto::JoinRequest&,
+                               proto::JoinResponse*)>
+        join;
+    std::function<grpc::Status(grpc::ServerContext*, const proto::HeartbeatRequest&,
+                               proto::HeartbeatResponse*)>
+        heartbeat;
+    // Called on the loop thread for every accepted Transfer call; owns it from then.
+    std::function<void(std::unique_ptr<InboundCall>)> transfer;
+  };
+
+  // Binds `address` (port 0 picks a free port). Fails with INVALID_ARGUMENT (exit 2)
+  // naming the address and `task_name` when it cannot listen there.
+  static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(const HostPort& address,
+                                                             const std::string& task_name,
+                                                             Handlers handlers,
+                                                             size_t max_message_bytes);
+  ~WorkerServer();
+  WorkerServer(const WorkerServer&) = delete;
+  WorkerServer& operator=(const WorkerServer&) = delete;
+
+  int port() const { return port_; }
+  grpc::ServerCompletionQueue* cq() { return cq_.get(); }
+  // Begins accepting Transfer calls.
+  void StartAccepting();
+  // Stops accepting; cancels calls still open at `deadline`. Call before shutting
+  // the completion queue down.
+  void Shutdown(Deadline deadline);
+
+ private:
+  class Service;
+  class Acceptor;
+  WorkerServer() = default;
+
+  Handlers handlers_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<Acceptor> acceptor_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_RUNTIME_TRANSPORT_GRPC_WORKER_SERVER_H_

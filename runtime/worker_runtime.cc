@@ -1,0 +1,297 @@
+#include "runtime/worker_runtime.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "proto/worker.grpc.pb.h"
+#include "runtime/transport/grpc/cq_loop.h"
+#include "runtime/transport/grpc/grpc_link.h"
+#include "runtime/transport/grpc/grpc_util.h"
+#include "runtime/transport/grpc/rendezvous.h"
+#include "runtime/transport/grpc/worker_server.h"
+#include "runtime/transport/peer_liveness.h"
+#include "runtime/transport/shm/shm_endpoint.h"
+
+namespace ringwork {
+namespace {
+
+constexpr char kRankKey[] = "rw-rank";
+constexpr char kIncarnationKey[] = "rw-incarnation";
+constexpr char kFingerprintKey[] = "rw-fingerprint";
+
+uint64_t NewIncarnation() {
+  std::random_device device;
+  std::mt19937_64 generator((static_cast<uint64_t>(device()) << 32) ^ device() ^
+                            static_cast<uint64_t>(::getpid()) ^
+                            static_cast<uint64_t>(
+                                std::chrono::steady_clock::now().time_since_epoch().count()));
+  uint64_t value = 0;
+  while (value == 0) value = generator();
+  return value;
+}
+
+std::string Metadata(const grpc::ServerContext& context, const char* key) {
+  auto it = context.client_metadata().find(key);
+  if (it == context.client_metadata().end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const HostPort& address, size_t max_message) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Workers of one test process must not share connections.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // Sends point at the caller's tensors without a copy and complete when gRPC says
+  // the bytes were written; zero-copy TCP would read them after that (grpc_link.h).
+  args.SetInt(GRPC_ARG_TCP_TX_ZEROCOPY_ENABLED, 0);
+  args.SetMaxReceiveMessageSize(static_cast<int>(max_message));
+  args.SetMaxSendMessageSize(static_cast<int>(max_message));
+  return grpc::CreateCustomChannel(address.ToString(), grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+}  // namespace
+
+WorkerRuntime::WorkerRuntime(const ClusterConfig& config, const RuntimeOptions& options)
+    : config_(config), options_(options), incarnation_(NewIncarnation()) {}
+
+WorkerRuntime::~WorkerRuntime() { (void)Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> WorkerRuntime::Start(
+    const ClusterConfig& config, const RuntimeOptions& options) {
+  RW_ASSIGN_OR_RETURN(std::unique_ptr<WorkerRuntime> runtime, Listen(config, options));
+  RW_RETURN_IF_ERROR(runtime->Connect());
+  return runtime;
+}
+
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> WorkerRuntime::Listen(
+    const ClusterConfig& config, const RuntimeOptions& options) {
+  if (!config.in_ring()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config.task().ToString(), " is an evaluator: it does not join the training ring"));
+  }
+  std::unique_ptr<WorkerRuntime> runtime(new WorkerRuntime(config, options));
+  if (config.world_size() == 1) {
+    runtime->transport_ = std::make_unique<Transport>(0, 1, options.transport);
+    runtime->transport_->set_self_name(config.DescribeRank(0));
+    return runtime;
+  }
+  RW_RETURN_IF_ERROR(runtime->StartServer());
+  return runtime;
+}
+
+absl::Status WorkerRuntime::StartServer() {
+  const int world = config_.world_size();
+  const int rank = config_.rank();
+  if (options_.transport_kind == "auto") {
+    absl::StatusOr<std::unique_ptr<ShmEndpoint>> shm = ShmEndpoint::Create(
+        rank, world, static_cast<size_t>(options_.shm_ring_bytes), incarnation_);
+    if (shm.ok()) {
+      shm_ = std::move(*shm);
+    } else {
+      RW_LOG(WARNING) << "no shared memory for local peers, using gRPC for all: "
+                      << shm.status().message();
+    }
+  }
+  inbound_joins_ = std::make_unique<InboundJoins>(world);
+  WorkerServer::Handlers handlers;
+  handlers.join = [this](grpc::ServerContext* context, const proto::JoinRequest& request,
+                         proto::JoinResponse* response) {
+    return HandleJoin(context->peer(), request, response);
+  };
+  handlers.heartbeat = [this](grpc::ServerContext*, const proto::HeartbeatRequest&,
+                              proto::HeartbeatResponse* response) {
+    response->set_rank(config_.rank());
+    response->set_incarnation(incarnation_);
+    return grpc::Status::OK;
+  };
+  handlers.transfer = [this](std::unique_ptr<InboundCall> call) {
+    int rank = -1;
+    uint64_t incarnation = 0;
+    const bool parsed = absl::SimpleAtoi(Metadata(call->context, kRankKey), &rank) &&
+                        absl::SimpleAtoi(Metadata(call->context, kIncarnationKey), &incarnation);
+    const bool valid = parsed && rank >= 0 && rank < config_.world_size() &&
+                       rank != config_.rank() && accepting_joins_.load() &&
+                       Metadata(call->context, kFingerprintKey) == fingerprint_ &&
+                       inbound_joins_->joined(rank) &&
+                       inbound_joins_->incarnation(rank) == incarnation;
+    if (!valid) {
+      RW_LOG(WARNING) << "refused a data stream from " << call->context.peer()
+                      << ": it did not identify as a joined peer of this cluster";
+      call->context.TryCancel();
+      return;
+    }
+    grpc_links_[rank]->AttachInbound(std::move(call));
+  };
+  const HostPort address = *config_.address();
+  const size_t max_message = options_.grpc.max_payload_bytes + kFrameHeaderBytes + 4096;
+  RW_ASSIGN_OR_RETURN(server_, WorkerServer::Start(address, config_.task().ToString(),
+                                                   std::move(handlers), max_message));
+  bound_port_ = server_->port();
+  config_.SetAddress(config_.task(), HostPort{address.host, bound_port_});
+
+  transport_ = std::make_unique<Transport>(rank, world, options_.transport,
+                                           shm_ != nullptr ? shm_->bell() : nullptr);
+  transport_->set_self_name(config_.DescribeRank(rank));
+  liveness_.resize(world);
+  grpc_links_.resize(world);
+  for (int peer = 0; peer < world; ++peer) {
+    if (peer == rank) continue;
+    liveness_[peer] = std::make_shared<PeerLiveness>();
+    grpc_links_[peer] =
+        std::make_unique<GrpcLink>(server_->cq(), liveness_[peer], options_.grpc);
+    grpc_links_[peer]->set_peer_name(config_.DescribeRank(peer));
+    transport_->SetLink(peer, grpc_links_[peer].get());
+  }
+  loop_ = std::make_unique<CompletionQueueLoop>(server_->cq());
+  loop_->Start();
+  server_->StartAccepting();
+  RW_LOG(INFO) << "listening on " << config_.address()->ToString() << " as "
+               << config_.task().ToString() << " (rank " << rank << " of " << world << ")";
+  return absl::OkStatus();
+}
+
+void WorkerRuntime::SetAddress(const TaskId& task, const HostPort& address) {
+  config_.SetAddress(task, address);
+  if (transport_ != nullptr && config_.in_ring()) {
+    transport_->set_self_name(config_.DescribeRank(config_.rank()));
+  }
+  for (int peer = 0; peer < static_cast<int>(grpc_links_.size()); ++peer) {
+    if (grpc_links_[peer] != nullptr) grpc_links_[peer]->set_peer_name(config_.DescribeRank(peer));
+  }
+}
+
+grpc::Status WorkerRuntime::HandleJoin(const std::string& caller,
+                                       const proto::JoinRequest& request,
+                                       proto::JoinResponse* response) {
+  if (!accepting_joins_.load()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this worker is still starting");
+  }
+  absl::Status valid = ValidateJoin(config_, request, caller);
+  if (!valid.ok()) {
+    RW_LOG(ERROR) << "refused a Join: " << valid.message();
+    if (request.cluster_fingerprint() != fingerprint_) inbound_joins_->RecordRejection(valid);
+    return ToGrpcStatus(valid);
+  }
+  bool mapped = false;
+  if (shm_ != nullptr && !request.shm_segment().empty()) {
+    absl::Status status = shm_->MapPeer(request.from_rank(), request.shm_segment());
+    mapped = status.ok();
+    if (!mapped) RW_VLOG(1) << "no shared memory with " << request.from_task() << ": " << status;
+  }
+  inbound_joins_->Record(request.from_rank(), request.incarnation());
+  response->set_protocol_version(kProtocolVersion);
+  response->set_cluster_fingerprint(fingerprint_);
+  response->set_rank(config_.rank());
+  response->set_task(config_.task().ToString());
+  response->set_incarnation(incarnation_);
+  response->set_shm_mapped(mapped);
+  return grpc::Status::OK;
+}
+
+absl::Status WorkerRuntime::Connect() {
+  const int world = config_.world_size();
+  const int rank = config_.rank();
+  if (world == 1) {
+    communicator_ = std::make_unique<Communicator>(transport_.get(), options_.collectives);
+    return absl::OkStatus();
+  }
+  fingerprint_ = config_.Fingerprint();
+  accepting_joins_.store(true);
+  const size_t max_message = options_.grpc.max_payload_bytes + kFrameHeaderBytes + 4096;
+  const std::vector<RingMember> ring = config_.Ring();
+  std::vector<std::shared_ptr<grpc::Channel>> channels(world);
+  std::vector<std::unique_ptr<proto::Worker::Stub>> stubs(world);
+  std::vector<proto::Worker::Stub*> stub_pointers(world, nullptr);
+  for (int peer = 0; peer < world; ++peer) {
+    if (peer == rank) continue;
+    channels[peer] = MakeChannel(ring[peer].address, max_message);
+    stubs[peer] = proto::Worker::NewStub(channels[peer]);
+    stub_pointers[peer] = stubs[peer].get();
+  }
+  char hostname[256] = {0};
+  ::gethostname(hostname, sizeof(hostname) - 1);
+  auto make_request = [&](int peer) {
+    proto::JoinRequest request;
+    request.set_protocol_version(kProtocolVersion);
+    request.set_cluster_fingerprint(fingerprint_);
+    request.set_cluster_ring(config_.NormalizedRing());
+    request.set_from_rank(rank);
+    request.set_from_task(config_.task().ToString());
+    request.set_incarnation(incarnation_);
+    request.set_to_rank(peer);
+    if (shm_ != nullptr) request.set_shm_segment(shm_->name());
+    request.set_hostname(hostname);
+    request.set_pid(::getpid());
+    return request;
+  };
+  absl::StatusOr<std::vector<JoinedPeer>> peers =
+      RunRendezvous(config_, stub_pointers, make_request, *inbound_joins_, options_.rendezvous);
+  if (shm_ != nullptr) shm_->Unlink();  // Every peer that will map it has.
+  if (!peers.ok()) return peers.status();
+
+  const std::vector<std::pair<std::string, std::string>> metadata = {
+      {kRankKey, std::to_string(rank)},
+      {kIncarnationKey, std::to_string(incarnation_)},
+      {kFingerprintKey, fingerprint_}};
+  std::vector<std::string> kinds;
+  for (int peer = 0; peer < world; ++peer) {
+    if (peer == rank) continue;
+    // The gRPC stream is opened for every peer: for shared-memory peers it carries
+    // no data, but its end tells us when the peer is gone.
+    grpc_links_[peer]->OpenOutbound(channels[peer], metadata);
+    const bool shm = shm_ != nullptr && shm_->mapped(peer) && (*peers)[peer].mapped_our_shm;
+    if (shm) {
+      std::unique_ptr<Link> link =
+          shm_->MakeLink(peer, liveness_[peer], options_.grpc.max_payload_bytes);
+      link->set_peer_name(config_.DescribeRank(peer));
+      transport_->SetLink(peer, std::move(link));
+    }
+    kinds.push_back(absl::StrCat(config_.DescribeRank(peer), " ", shm ? "shm" : "grpc"));
+  }
+  communicator_ = std::make_unique<Communicator>(transport_.get(), options_.collectives);
+  RW_LOG(INFO) << "joined the ring: rank " << rank << " of " << world << "; links: "
+               << absl::StrJoin(kinds, ", ");
+  return absl::OkStatus();
+}
+
+std::string WorkerRuntime::DescribeLinks() const {
+  std::vector<std::string> parts;
+  for (int peer = 0; peer < config_.world_size(); ++peer) {
+    if (peer == config_.rank() || transport_ == nullptr || transport_->link(peer) == nullptr) {
+      continue;
+    }
+    parts.push_back(absl::StrCat(config_.DescribeRank(peer), " ", transport_->link(peer)->kind()));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+absl::Status WorkerRuntime::Shutdown() {
+  if (shut_down_) return absl::OkStatus();
+  shut_down_ = true;
+  if (server_ == nullptr) return absl::OkStatus();
+  const Deadline deadline = Deadline::AfterSeconds(options_.shutdown_timeout_s);
+  for (auto& link : grpc_links_) {
+    if (link != nullptr) link->BeginClose(deadline);
+  }
+  for (auto& link : grpc_links_) {
+    if (link != nullptr) link->WaitClosed(deadline);
+  }
+  server_->Shutdown(deadline);
+  loop_->ShutdownAndJoin();
+  // The transport still points at the links: close it while they exist.
+  communicator_.reset();
+  transport_.reset();
+  return absl::OkStatus();
+}
+
+}  // namespace ringwork

@@ -1,0 +1,105 @@
+// One worker's membership in the training ring: its gRPC server on its own
+// TF_CONFIG address, the rendezvous with every peer, a Link per peer (shared memory
+// for peers on this host, gRPC otherwise) and the Communicator that runs
+// collectives over them.
+//
+//   absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
+//       WorkerRuntime::Start(config, options);     // returns once all peers joined
+//   Communicator* comm = (*runtime)->communicator();
+//   RW_RETURN_IF_ERROR(comm->AllReduce(grads, n, DataType::kFloat32, ReduceOp::kMean));
+//   RW_RETURN_IF_ERROR((*runtime)->Shutdown());
+//
+// For tests that run several workers in one process on port 0: Listen() each,
+// learn bound_port(), SetAddress() the real ports into every runtime, then
+// Connect() each on its own thread.
+//
+// Threads: the caller's (collectives, Start, Shutdown); one completion-queue thread
+// (rw-grpc-cq); gRPC's own server and resolver threads.
+#ifndef RINGWORK_RUNTIME_WORKER_RUNTIME_H_
+#define RINGWORK_RUNTIME_WORKER_RUNTIME_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/collectives/communicator.h"
+#include "runtime/config/cluster_config.h"
+#include "runtime/runtime_options.h"
+#include "runtime/transport/transport.h"
+
+namespace ringwork {
+
+class WorkerServer;
+class CompletionQueueLoop;
+class GrpcLink;
+class PeerLiveness;
+class InboundJoins;
+class ShmEndpoint;
+namespace proto {
+class JoinRequest;
+class JoinResponse;
+}  // namespace proto
+
+class WorkerRuntime {
+ public:
+  static absl::StatusOr<std::unique_ptr<WorkerRuntime>> Start(const ClusterConfig& config,
+                                                               const RuntimeOptions& options);
+  // The two halves of Start.
+  static absl::StatusOr<std::unique_ptr<WorkerRuntime>> Listen(const ClusterConfig& config,
+                                                                const RuntimeOptions& options);
+  absl::Status Connect();
+
+  ~WorkerRuntime();
+  WorkerRuntime(const WorkerRuntime&) = delete;
+  WorkerRuntime& operator=(const WorkerRuntime&) = delete;
+
+  // The port this worker's server listens on (its TF_CONFIG port, or the one
+  // picked for port 0). 0 in local mode.
+  int bound_port() const { return bound_port_; }
+  // Before Connect: replaces a task's address (port-0 tests).
+  void SetAddress(const TaskId& task, const HostPort& address);
+
+  const ClusterConfig& config() const { return config_; }
+  uint64_t incarnation() const { return incarnation_; }
+  // Valid after Connect.
+  Communicator* communicator() { return communicator_.get(); }
+  Transport* transport() { return transport_.get(); }
+  // "worker:1 shm, worker:2 grpc": which link reaches each peer.
+  std::string DescribeLinks() const;
+
+  // Orderly shutdown: ends every stream cleanly, so peers see a clean close. Also
+  // run by the destructor.
+  absl::Status Shutdown();
+
+ private:
+  WorkerRuntime(const ClusterConfig& config, const RuntimeOptions& options);
+  absl::Status StartServer();
+  grpc::Status HandleJoin(const std::string& caller, const proto::JoinRequest& request,
+                          proto::JoinResponse* response);
+
+  ClusterConfig config_;
+  RuntimeOptions options_;
+  const uint64_t incarnation_;
+  int bound_port_ = 0;
+  std::atomic<bool> accepting_joins_{false};
+  std::string fingerprint_;  // Fixed when Connect starts.
+
+  // Destroyed in reverse order: the communicator and transport before the links
+  // they use, the links before the loop and server whose queue they use.
+  std::unique_ptr<WorkerServer> server_;
+  std::unique_ptr<CompletionQueueLoop> loop_;
+  std::unique_ptr<InboundJoins> inbound_joins_;
+  std::unique_ptr<ShmEndpoint> shm_;
+  std::vector<std::shared_ptr<PeerLiveness>> liveness_;
+  std::vector<std::unique_ptr<GrpcLink>> grpc_links_;  // By peer rank; null for self.
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Communicator> communicator_;
+  bool shut_down_ = false;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_RUNTIME_WORKER_RUNTIME_H_
