@@ -12,7 +12,9 @@ void RuntimeOptions::Register(FlagSet* flags) {
                 "deadline of one collective (all-reduce, broadcast, ...)",
                 "RINGWORK_COLLECTIVE_TIMEOUT_S");
   flags->Int("segment_bytes", &segment_bytes_,
-             "largest piece of a pipelined collective sent in one frame",
+             "largest piece of a pipelined collective sent in one frame; 0: what the "
+             "links prefer (256 KiB shared memory, 1 MiB gRPC), the smallest over all "
+             "workers",
              "RINGWORK_SEGMENT_BYTES");
   flags->String("allreduce_algorithm", &allreduce_algorithm_,
                 "auto, ring or recursive_doubling", "RINGWORK_ALLREDUCE_ALGORITHM");
@@ -23,9 +25,15 @@ void RuntimeOptions::Register(FlagSet* flags) {
   flags->Int("shm_ring_bytes", &shm_ring_bytes,
              "bytes of each shared-memory ring between two local workers",
              "RINGWORK_SHM_RING_BYTES");
-  flags->Double("spin_us", &transport.spin_us,
-                "how long a waiting worker polls before it sleeps (0: never spin)",
+  flags->Double("spin_us", &spin_us,
+                "how long a waiting worker polls before it sleeps; 0: never spin; -1: "
+                "automatic (50 with shared-memory peers, else 0: over gRPC the "
+                "transport's own thread needs the core)",
                 "RINGWORK_SPIN_US");
+  flags->Bool("tune_malloc", &tune_malloc,
+              "keep freed large blocks in the process (faster gRPC receives); "
+              "changes malloc settings for the whole process",
+              "RINGWORK_TUNE_MALLOC");
   flags->Double("shutdown_timeout_s", &shutdown_timeout_s,
                 "how long an orderly shutdown may take", "RINGWORK_SHUTDOWN_TIMEOUT_S");
 }
@@ -40,9 +48,11 @@ absl::Status RuntimeOptions::Finish() {
     return absl::InvalidArgumentError(
         absl::StrCat("--transport=", transport_kind, ": expected auto or grpc"));
   }
-  if (segment_bytes_ < 64 || segment_bytes_ > static_cast<int64_t>(grpc.max_payload_bytes)) {
+  if (segment_bytes_ != 0 &&
+      (segment_bytes_ < 64 || segment_bytes_ > static_cast<int64_t>(grpc.max_payload_bytes))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--segment_bytes=", segment_bytes_, ": expected 64..", grpc.max_payload_bytes));
+        "--segment_bytes=", segment_bytes_, ": expected 0 (automatic) or 64..",
+        grpc.max_payload_bytes));
   }
   collectives.segment_bytes = static_cast<size_t>(segment_bytes_);
   if (shm_ring_bytes < (64 << 10) || shm_ring_bytes > (1 << 30) ||
@@ -59,8 +69,8 @@ absl::Status RuntimeOptions::Finish() {
           absl::StrCat("--", name, "=", value, ": expected a positive number of seconds"));
     }
   }
-  if (transport.spin_us < 0) {
-    return absl::InvalidArgumentError("--spin_us must not be negative");
+  if (spin_us < -1) {
+    return absl::InvalidArgumentError("--spin_us: expected -1 (automatic) or >= 0");
   }
   return absl::OkStatus();
 }

@@ -26,8 +26,9 @@ struct CollectiveOptions {
   double timeout_s = 300;
   // Largest piece of data sent in one frame by the pipelined algorithms; smaller
   // pieces overlap sending, receiving and reducing better, larger ones cost fewer
-  // messages. Also capped by each link's maximum frame.
-  size_t segment_bytes = 256 << 10;
+  // messages. 0: the links' preferred size (256 KiB over shared memory, 1 MiB over
+  // gRPC). Always capped by each link's maximum frame.
+  size_t segment_bytes = 0;
   // All-reduces smaller than this (in bytes per rank) use recursive doubling in
   // kAuto mode; larger ones use the ring.
   size_t small_allreduce_bytes = 64 << 10;

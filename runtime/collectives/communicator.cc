@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
@@ -12,17 +13,29 @@ namespace ringwork {
 
 Communicator::Communicator(Transport* transport, CollectiveOptions options)
     : transport_(transport), options_(std::move(options)) {
-  max_frame_bytes_ = options_.segment_bytes;
+  max_frame_bytes_ = std::numeric_limits<size_t>::max();
+  size_t preferred = std::numeric_limits<size_t>::max();
   for (int peer = 0; peer < transport_->world_size(); ++peer) {
     if (peer == transport_->rank()) continue;
-    RW_CHECK(transport_->link(peer) != nullptr) << "no link to rank " << peer;
-    max_frame_bytes_ = std::min(max_frame_bytes_, transport_->link(peer)->max_payload_bytes());
+    const Link* link = transport_->link(peer);
+    RW_CHECK(link != nullptr) << "no link to rank " << peer;
+    max_frame_bytes_ = std::min(max_frame_bytes_, link->max_payload_bytes());
+    preferred = std::min(preferred, link->preferred_payload_bytes());
   }
-  max_frame_bytes_ = std::max<size_t>(max_frame_bytes_, 8);
+  if (transport_->world_size() == 1) max_frame_bytes_ = preferred = 1 << 20;
+  segment_bytes_ = options_.segment_bytes > 0 ? options_.segment_bytes : preferred;
+  segment_bytes_ = std::max<size_t>(8, std::min(segment_bytes_, max_frame_bytes_));
 }
 
 size_t Communicator::SegmentElems(DataType dtype) const {
-  return std::max<size_t>(1, max_frame_bytes_ / DataTypeSize(dtype));
+  return std::max<size_t>(1, segment_bytes_ / DataTypeSize(dtype));
+}
+
+absl::Status Communicator::AgreeOnSegmentBytes() {
+  int64_t bytes = static_cast<int64_t>(segment_bytes_);
+  absl::Status status = AllReduce(&bytes, 1, DataType::kInt64, ReduceOp::kMin);
+  if (status.ok()) segment_bytes_ = static_cast<size_t>(bytes);
+  return status;
 }
 
 absl::Status Communicator::Run(const CollectiveInfo& info, const Body& body) {

@@ -71,6 +71,12 @@ class Communicator {
   uint64_t collectives_started() const { return next_seq_; }
   // The algorithm the last all-reduce used, for benchmarks and tests.
   AllReduceAlgorithm last_allreduce_algorithm() const { return last_allreduce_; }
+  // The segment size of pipelined collectives on this rank.
+  size_t segment_bytes() const { return segment_bytes_; }
+  // A collective that makes every rank use the smallest segment size of all of
+  // them (ranks with different kinds of links prefer different sizes, and all must
+  // cut data the same way). Called once by every rank, before other collectives.
+  absl::Status AgreeOnSegmentBytes();
 
  private:
   using Body = std::function<absl::Status(const CollectiveContext&)>;
@@ -80,6 +86,7 @@ class Communicator {
   Transport* transport_;  // Not owned.
   const CollectiveOptions options_;
   size_t max_frame_bytes_;
+  size_t segment_bytes_;
   uint64_t next_seq_ = 0;
   AllReduceAlgorithm last_allreduce_ = AllReduceAlgorithm::kAuto;
   RingPipeline ring_;

@@ -57,6 +57,9 @@ class Link {
 
   // Largest payload one frame may carry on this link.
   virtual size_t max_payload_bytes() const = 0;
+  // The frame size this link moves data best with (pipelined collectives cut data
+  // into segments of this size, agreed over all workers: the smallest wins).
+  virtual size_t preferred_payload_bytes() const { return max_payload_bytes(); }
   // "memory", "shm", "grpc".
   virtual absl::string_view kind() const = 0;
   // The peer, for messages: "worker:1 (127.0.0.1:2223)".

@@ -67,6 +67,8 @@ class Transport {
   Link* link(int peer) const { return links_[peer]; }
   std::string PeerName(int peer) const;
   Doorbell* bell() { return &bell_; }
+  // Changes Options::spin_us (before the first collective).
+  void set_spin_us(double spin_us) { options_.spin_us = spin_us; }
 
   void PostSend(Request* request);
   void PostRecv(Request* request);
@@ -92,7 +94,7 @@ class Transport {
 
   const int rank_;
   const int world_size_;
-  const Options options_;
+  Options options_;
   std::unique_ptr<DoorbellWord> own_bell_word_;
   Doorbell bell_;
   std::string self_name_;

@@ -75,6 +75,11 @@ class GrpcLink : public Link {
   void FailPending(const absl::Status& status, Deadline deadline) override;
   void OnAbort(const absl::Status& cause) override;
   size_t max_payload_bytes() const override { return options_.max_payload_bytes; }
+  // Each gRPC message costs tens of microseconds of framing and hand-offs: large
+  // frames (measured best at 1 MiB here).
+  size_t preferred_payload_bytes() const override {
+    return std::min<size_t>(1 << 20, options_.max_payload_bytes);
+  }
   absl::string_view kind() const override { return "grpc"; }
   std::string DebugString() const override;
 

@@ -86,6 +86,9 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   builder.AddListeningPort(address.ToString(), grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(max_message_bytes));
+  for (const auto& [key, value] : DataStreamChannelSettings()) {
+    builder.AddChannelArgument(key, value);
+  }
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);

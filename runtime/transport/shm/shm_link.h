@@ -37,6 +37,11 @@ class ShmLink : public Link {
   void FailPending(const absl::Status& status, Deadline deadline) override;
   void OnAbort(const absl::Status& cause) override;
   size_t max_payload_bytes() const override { return max_payload_bytes_; }
+  // Small enough that a segment's reduction stays in cache while the next one is
+  // copied (measured best at 256 KiB with a 4 MiB ring).
+  size_t preferred_payload_bytes() const override {
+    return std::min<size_t>(256 << 10, max_payload_bytes_);
+  }
   absl::string_view kind() const override { return "shm"; }
   std::string DebugString() const override;
 
