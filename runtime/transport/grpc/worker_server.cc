@@ -89,6 +89,9 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   for (const auto& [key, value] : DataStreamChannelSettings()) {
     builder.AddChannelArgument(key, value);
   }
+  // gRPC would share the port with another process (SO_REUSEPORT): a second worker
+  // with the same address would then receive half the connections. Refuse instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);

@@ -1,0 +1,77 @@
+// Localhost clusters of real worker processes: every collective checked element by
+// element over gRPC and over shared memory, for world sizes 1, 2, 3, 4 and 7, with
+// workers started in reverse and in random order.
+#include <algorithm>
+#include <random>
+
+#include <catch2/catch.hpp>
+
+#include "testing/process_cluster.h"
+
+namespace ringwork {
+namespace {
+
+constexpr char kWorker[] = "tests/collective_check_worker";
+
+void CheckAllPassed(const std::vector<SubprocessResult>& results, const std::string& links) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    INFO("task " << i << " output:\n" << results[i].output);
+    CHECK(results[i].exit_code == 0);
+    CHECK(results[i].output.find("all collectives correct") != std::string::npos);
+    CHECK(results[i].output.find(links) != std::string::npos);
+  }
+}
+
+TEST_CASE("every collective over gRPC, worlds 2, 3, 4", "[cluster]") {
+  for (int n : {2, 3, 4}) {
+    INFO("world " << n);
+    ProcessCluster cluster({kWorker, n, false, {"--transport=grpc", "--large"}});
+    CheckAllPassed(cluster.Run(), " grpc");
+  }
+}
+
+TEST_CASE("every collective over shared memory, worlds 2 and 4 with a chief", "[cluster]") {
+  for (int n : {1, 3}) {
+    INFO("workers " << n << " + chief");
+    ProcessCluster cluster({kWorker, n, true, {"--large"}});
+    CheckAllPassed(cluster.Run(), " shm");
+  }
+}
+
+TEST_CASE("world 7 over gRPC and shared memory", "[cluster]") {
+  for (const char* transport : {"--transport=grpc", "--transport=auto"}) {
+    INFO(transport);
+    ProcessCluster cluster({kWorker, 7, false, {transport}, {}, 240});
+    CheckAllPassed(cluster.Run(), transport == std::string("--transport=grpc") ? " grpc" : " shm");
+  }
+}
+
+TEST_CASE("a world of one needs no TF_CONFIG", "[cluster]") {
+  Subprocess::Options options;
+  options.unset_env = {"TF_CONFIG"};
+  SubprocessResult r = RunSubprocess({kWorker}, options);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("single-worker local mode") != std::string::npos);
+  CHECK(r.output.find("all collectives correct") != std::string::npos);
+}
+
+TEST_CASE("workers started in reverse order join", "[cluster][start_order]") {
+  ProcessCluster cluster({kWorker, 4, false, {"--transport=grpc"}});
+  cluster.SetStartOrder({3, 2, 1, 0}, 0.4);
+  CheckAllPassed(cluster.Run(), " grpc");
+}
+
+TEST_CASE("workers started in random order join", "[cluster][start_order]") {
+  std::mt19937 random(20261202);
+  for (int round = 0; round < 2; ++round) {
+    ProcessCluster cluster({kWorker, 3, true, {}});
+    std::vector<int> order = {0, 1, 2, 3};
+    std::shuffle(order.begin(), order.end(), random);
+    cluster.SetStartOrder(order, 0.3);
+    CheckAllPassed(cluster.Run(), " shm");
+  }
+}
+
+}  // namespace
+}  // namespace ringwork

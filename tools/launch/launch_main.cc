@@ -1,0 +1,49 @@
+// launch: runs a program as every task of a localhost cluster.
+//
+//   launch --num_workers=N [--chief] [--evaluator] [--grace_s=5] -- PROGRAM ARGS...
+//
+// Each task gets a TF_CONFIG with free 127.0.0.1 ports; every output line is
+// prefixed with its task; the exit code is the first failing task's (0 if none).
+#include <iostream>
+
+#include "base/exit_code.h"
+#include "base/flags.h"
+#include "base/logging.h"
+#include "tools/launch/launcher.h"
+
+namespace ringwork {
+namespace {
+
+int Main(int argc, char** argv) {
+  SetLogTask("launch");
+  FlagSet flags(
+      "launch: runs PROGRAM as every task of a localhost cluster\n\n"
+      "  launch --num_workers=N [--chief] [--evaluator] -- PROGRAM ARGS...\n\n"
+      "Each task gets its TF_CONFIG; output lines are prefixed with the task; when a\n"
+      "task fails, the others get --grace_s to exit, then SIGTERM, then SIGKILL.\n"
+      "Exit code: the first failing task's code (0 when all succeed).");
+  Launcher::Options options;
+  int64_t num_workers = 2;
+  flags.Int("num_workers", &num_workers, "number of worker tasks");
+  flags.Bool("chief", &options.chief, "add a chief task (rank 0)");
+  flags.Bool("evaluator", &options.evaluator, "add an evaluator task");
+  flags.Double("grace_s", &options.grace_s,
+               "after a task fails, how long the others may take to exit by themselves");
+  flags.Double("kill_s", &options.kill_s, "after SIGTERM, how long before SIGKILL");
+  absl::StatusOr<std::vector<std::string>> command = flags.Parse(argc, argv);
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return kOk;
+  }
+  if (!command.ok()) ExitWithStatus(command.status());
+  options.num_workers = static_cast<int>(num_workers);
+  options.command = *command;
+  absl::StatusOr<int> code = Launcher(options).Run();
+  if (!code.ok()) ExitWithStatus(code.status());
+  return *code;
+}
+
+}  // namespace
+}  // namespace ringwork
+
+int main(int argc, char** argv) { return ringwork::Main(argc, argv); }

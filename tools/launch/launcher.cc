@@ -1,0 +1,251 @@
+#include "tools/launch/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/deadline.h"
+#include "base/exit_code.h"
+#include "base/logging.h"
+#include "runtime/config/localhost.h"
+#include "runtime/config/tf_config.h"
+
+extern char** environ;
+
+namespace ringwork {
+namespace {
+
+void WriteAll(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Set by SIGINT/SIGTERM: forward to the tasks.
+volatile sig_atomic_t g_signal = 0;
+void OnSignal(int signal) { g_signal = signal; }
+
+}  // namespace
+
+int ExitCodeOfWaitStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+absl::Status Launcher::Spawn(Task& task, const std::string& tf_config) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  // Everything the child needs, built before fork.
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq != nullptr) env[std::string(*e, eq - *e)] = eq + 1;
+  }
+  for (const auto& [key, value] : options_.env) env[key] = value;
+  env["TF_CONFIG"] = tf_config;
+  env["RINGWORK_LOG_TASK_TAG"] = "0";  // We prefix every line ourselves.
+  std::vector<std::string> env_strings;
+  for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = options_.command;
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  const pid_t pid = ::fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    // Its own process group, so that stopping a task stops what it started too.
+    ::setpgid(0, 0);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    ::execve(argv[0], argv.data(), envp.data());
+    const std::string message = std::string("launch: cannot run ") + argv[0] + ": " +
+                                std::strerror(errno) + "\n";
+    (void)!::write(STDERR_FILENO, message.data(), message.size());
+    ::_exit(kUsageOrConfig);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  ::setpgid(pid, pid);  // Also here: whichever runs first.
+  task.pid = pid;
+  task.out_fd = out[0];
+  task.err_fd = err[0];
+  return absl::OkStatus();
+}
+
+void Launcher::Drain(Task& task, int& fd, std::string& partial, int out_fd) {
+  char buffer[65536];
+  const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    if (!partial.empty()) WriteAll(out_fd, task.tag + partial + "\n");
+    partial.clear();
+    ::close(fd);
+    fd = -1;
+    return;
+  }
+  partial.append(buffer, static_cast<size_t>(n));
+  std::string lines;
+  size_t start = 0;
+  for (size_t newline; (newline = partial.find('\n', start)) != std::string::npos;
+       start = newline + 1) {
+    lines += task.tag;
+    lines.append(partial, start, newline - start + 1);
+  }
+  partial.erase(0, start);
+  if (!lines.empty()) WriteAll(out_fd, lines);
+}
+
+void Launcher::Reap() {
+  for (Task& task : tasks_) {
+    if (task.exited) continue;
+    int status = 0;
+    if (::waitpid(task.pid, &status, WNOHANG) != task.pid) continue;
+    task.exited = true;
+    task.exit_code = ExitCodeOfWaitStatus(status);
+    if (task.exit_code != 0 && first_failure_task_.empty()) {
+      first_failure_code_ = task.exit_code;
+      first_failure_task_ = task.id.ToString();
+      RW_LOG(ERROR) << task.id.ToString() << " exited with code " << task.exit_code << " ("
+                    << (task.exit_code > 128
+                            ? absl::StrCat("killed by signal ", task.exit_code - 128)
+                            : std::string(ExitCodeName(task.exit_code)))
+                    << "); the other tasks get " << options_.grace_s
+                    << " s (--grace_s) to exit before they are stopped";
+    } else {
+      RW_LOG(INFO) << task.id.ToString() << " exited with code " << task.exit_code;
+    }
+  }
+}
+
+absl::StatusOr<int> Launcher::Run() {
+  if (options_.command.empty()) {
+    return absl::InvalidArgumentError("no program given: launch [flags] -- PROGRAM ARGS...");
+  }
+  if (::access(options_.command[0].c_str(), X_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot run ", options_.command[0], ": ", std::strerror(errno),
+        " (give a path to the program, e.g. bazel-bin/tools/train)"));
+  }
+  absl::StatusOr<ClusterSpec> spec =
+      LocalhostClusterSpec(options_.num_workers, options_.chief, options_.evaluator);
+  if (!spec.ok()) return spec.status();
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  for (const TaskId& id : AllTasks(*spec)) {
+    Task task;
+    task.id = id;
+    task.tag = absl::StrCat("[", id.ToString(), "] ");
+    tasks_.push_back(std::move(task));
+  }
+  for (Task& task : tasks_) {
+    const std::string tf_config = ToTfConfigJson(ClusterConfig(*spec, task.id, "launch"));
+    absl::Status status = Spawn(task, tf_config);
+    if (!status.ok()) return status;
+  }
+  RW_LOG(INFO) << "started " << tasks_.size() << " tasks of " << options_.command[0];
+
+  enum class Phase { kRunning, kGrace, kTerminated, kKilled } phase = Phase::kRunning;
+  Deadline next_step = Deadline::Never();
+  int forwarded_signal = 0;
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Task*, bool>> owners;  // (task, is stdout)
+    for (Task& task : tasks_) {
+      if (task.out_fd >= 0) {
+        fds.push_back({task.out_fd, POLLIN, 0});
+        owners.emplace_back(&task, true);
+      }
+      if (task.err_fd >= 0) {
+        fds.push_back({task.err_fd, POLLIN, 0});
+        owners.emplace_back(&task, false);
+      }
+    }
+    // Short timeout: exits are reaped by polling waitpid.
+    ::poll(fds.data(), fds.size(), 50);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Task& task = *owners[i].first;
+      if (owners[i].second) {
+        Drain(task, task.out_fd, task.out_partial, STDOUT_FILENO);
+      } else {
+        Drain(task, task.err_fd, task.err_partial, STDERR_FILENO);
+      }
+    }
+    Reap();
+    if (g_signal != 0 && forwarded_signal == 0) {
+      forwarded_signal = g_signal;
+      RW_LOG(WARNING) << "got signal " << forwarded_signal << "; passing it to every task";
+      for (Task& task : tasks_) {
+        if (!task.exited) ::kill(-task.pid, forwarded_signal);
+      }
+      if (phase == Phase::kRunning) {
+        phase = Phase::kGrace;
+        next_step = Deadline::AfterSeconds(options_.grace_s);
+      }
+    }
+    bool all_exited = true;
+    for (const Task& task : tasks_) all_exited = all_exited && task.exited;
+    if (all_exited) {
+      // Collect output written just before exit, without waiting for processes the
+      // tasks left behind (they may hold the pipes open).
+      for (Task& task : tasks_) {
+        for (int* fd : {&task.out_fd, &task.err_fd}) {
+          std::string& partial = fd == &task.out_fd ? task.out_partial : task.err_partial;
+          const int target = fd == &task.out_fd ? STDOUT_FILENO : STDERR_FILENO;
+          while (*fd >= 0) {
+            pollfd p{*fd, POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0) {
+              if (!partial.empty()) WriteAll(target, task.tag + partial + "\n");
+              ::close(*fd);
+              *fd = -1;
+              break;
+            }
+            Drain(task, *fd, partial, target);
+          }
+        }
+        ::kill(-task.pid, SIGKILL);  // Whatever the task left running.
+      }
+      break;
+    }
+    if (phase == Phase::kRunning && !first_failure_task_.empty()) {
+      phase = Phase::kGrace;
+      next_step = Deadline::AfterSeconds(options_.grace_s);
+    }
+    if (next_step.Expired()) {
+      const bool terminate = phase == Phase::kGrace;
+      for (Task& task : tasks_) {
+        if (task.exited) continue;
+        RW_LOG(WARNING) << "stopping " << task.id.ToString() << " with "
+                        << (terminate ? "SIGTERM" : "SIGKILL");
+        ::kill(-task.pid, terminate ? SIGTERM : SIGKILL);
+      }
+      phase = terminate ? Phase::kTerminated : Phase::kKilled;
+      next_step = terminate ? Deadline::AfterSeconds(options_.kill_s) : Deadline::Never();
+    }
+  }
+  if (!first_failure_task_.empty()) return first_failure_code_;
+  if (forwarded_signal != 0) return 128 + forwarded_signal;
+  return 0;
+}
+
+}  // namespace ringwork

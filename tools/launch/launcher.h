@@ -1,0 +1,71 @@
+// Runs one program as every task of a localhost cluster and supervises them, as
+// torchrun or mpirun do on one host: each task gets its TF_CONFIG, its output lines
+// are prefixed with its task ("[worker:1] ..."), and when one task fails the others
+// get a grace period to notice and exit on their own before they are stopped.
+//
+//   Launcher::Options options;
+//   options.num_workers = 2;
+//   options.command = {"bazel-bin/tools/train", "--epochs=1"};
+//   absl::StatusOr<int> exit_code = Launcher(options).Run();
+//
+// The exit code is 0 when every task exited 0, otherwise the code of the first
+// task that failed (128 + signal for a task killed by a signal).
+#ifndef RINGWORK_TOOLS_LAUNCH_LAUNCHER_H_
+#define RINGWORK_TOOLS_LAUNCH_LAUNCHER_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/config/cluster_config.h"
+
+namespace ringwork {
+
+class Launcher {
+ public:
+  struct Options {
+    int num_workers = 1;
+    bool chief = false;
+    bool evaluator = false;
+    std::vector<std::string> command;          // Program and its arguments.
+    std::map<std::string, std::string> env;    // Added to every task's environment.
+    // After the first failure, how long the other tasks may take to exit on their
+    // own (they should: their peers' failure is detected) before SIGTERM; then how
+    // long before SIGKILL.
+    double grace_s = 5;
+    double kill_s = 5;
+  };
+
+  explicit Launcher(Options options) : options_(std::move(options)) {}
+  // Starts every task, waits for all of them, returns the exit code.
+  absl::StatusOr<int> Run();
+
+ private:
+  struct Task {
+    TaskId id;
+    std::string tag;  // "[worker:1] "
+    pid_t pid = -1;
+    int out_fd = -1, err_fd = -1;
+    std::string out_partial, err_partial;  // Bytes after the last newline.
+    bool exited = false;
+    int exit_code = 0;
+  };
+  absl::Status Spawn(Task& task, const std::string& tf_config);
+  void Drain(Task& task, int& fd, std::string& partial, int out_fd);
+  void Reap();
+
+  Options options_;
+  std::vector<Task> tasks_;
+  int first_failure_code_ = 0;
+  std::string first_failure_task_;
+};
+
+// The exit code a wait() status stands for: the exit status, or 128 + signal.
+int ExitCodeOfWaitStatus(int status);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_TOOLS_LAUNCH_LAUNCHER_H_
