@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs, in one go on this machine, the same all-reduce sweep with Ringwork (shared
+# memory, and gRPC alone), OpenMPI's MPI_Allreduce (shared memory, and TCP
+# loopback) and PyTorch 1.13's gloo, and prints the times and the ratios.
+# Every implementation is measured the same way (see tools/allreduce_bench.cc).
+#
+#   bash tools/compare_allreduce.sh [--num_workers=2] [--max_bytes=67108864] [--runs=5]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+num_workers=2; min_bytes=4; max_bytes=$((64 << 20)); factor=4; runs=5
+for arg in "$@"; do
+  case "$arg" in
+    --num_workers=*) num_workers=${arg#*=};;
+    --min_bytes=*) min_bytes=${arg#*=};;
+    --max_bytes=*) max_bytes=${arg#*=};;
+    --factor=*) factor=${arg#*=};;
+    --runs=*) runs=${arg#*=};;
+    *) echo "unknown argument $arg" >&2; exit 2;;
+  esac
+done
+tools/setup.sh --peers
+bazel build -c opt //tools:allreduce_bench //tools/launch:launch >&2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mpicc -O2 -o "$work/mpi_allreduce_bench" tools/peers/mpi_allreduce_bench.c
+csv="$work/results.csv"
+bench_args=(--min_bytes="$min_bytes" --max_bytes="$max_bytes" --factor="$factor" --runs="$runs" --csv)
+
+echo "ringwork (shared memory)..." >&2
+bazel-bin/tools/launch/launch --num_workers="$num_workers" -- \
+  bazel-bin/tools/allreduce_bench "${bench_args[@]}" --label=ringwork-shm 2>/dev/null |
+  sed -n 's/^\[worker:0\] //p' | grep -v '^label' >> "$csv"
+echo "ringwork (gRPC only)..." >&2
+bazel-bin/tools/launch/launch --num_workers="$num_workers" -- \
+  bazel-bin/tools/allreduce_bench "${bench_args[@]}" --transport=grpc --label=ringwork-grpc 2>/dev/null |
+  sed -n 's/^\[worker:0\] //p' | grep -v '^label' >> "$csv"
+mpi=(mpirun --allow-run-as-root --oversubscribe -np "$num_workers" --mca pml ob1)
+echo "MPI (shared memory)..." >&2
+"${mpi[@]}" --mca btl self,vader "$work/mpi_allreduce_bench" mpi-shm \
+  "$min_bytes" "$max_bytes" "$factor" "$runs" >> "$csv"
+echo "MPI (TCP loopback)..." >&2
+"${mpi[@]}" --mca btl self,tcp --mca btl_tcp_if_include lo "$work/mpi_allreduce_bench" \
+  mpi-tcp "$min_bytes" "$max_bytes" "$factor" "$runs" >> "$csv"
+echo "gloo (PyTorch)..." >&2
+port=$(bazel-bin/tools/tfconfig localhost --num_workers=1 | sed 's/.*127.0.0.1:\([0-9]*\).*/\1/')
+for ((r = num_workers - 1; r >= 0; --r)); do
+  RANK=$r WORLD_SIZE=$num_workers MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GLOO_SOCKET_IFNAME=lo \
+    OMP_NUM_THREADS=1 /usr/bin/python3 tools/peers/gloo_allreduce_bench.py gloo \
+    "$min_bytes" "$max_bytes" "$factor" "$runs" >> "$csv" 2>"$work/gloo$r.log" &
+done
+wait
+/usr/bin/python3 tools/peers/compare_table.py "$csv"
