@@ -16,7 +16,9 @@ packages=(
   openssl clang libclang-rt-14-dev
 )
 if [[ "${1:-}" == "--peers" ]]; then
-  packages+=(openmpi-bin libopenmpi-dev python3-torch libgloo-dev)
+  # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS
+  # (about 5x slower here), which would flatter Ringwork.
+  packages+=(openmpi-bin libopenmpi-dev python3-torch libgloo-dev libopenblas0-pthread)
 fi
 
 missing=()

@@ -1,0 +1,32 @@
+// Losses with their gradients, as Keras computes them (mean over the batch):
+//
+//   SoftmaxCrossEntropy  sparse categorical cross-entropy from logits, fused with
+//                        the softmax: loss = mean_b -log softmax(logits_b)[label_b],
+//                        dlogits = (softmax - onehot) / batch
+//   MeanSquaredError     loss = mean (pred - target)^2, dpred = 2 (pred - target) / n
+//   BinaryCrossEntropy   from probabilities (clipped to [1e-7, 1 - 1e-7], as Keras)
+//                        or from logits
+//
+// Gradients are written when the output pointer is not null. A label outside
+// [0, classes) is an error naming the row, not a crash.
+#ifndef RINGWORK_KERNELS_LOSSES_H_
+#define RINGWORK_KERNELS_LOSSES_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+
+namespace ringwork {
+
+absl::StatusOr<float> SoftmaxCrossEntropy(const float* logits, const int32_t* labels,
+                                          int64_t batch, int64_t classes, float* probs,
+                                          float* dlogits);
+
+float MeanSquaredError(const float* pred, const float* target, int64_t count, float* dpred);
+
+float BinaryCrossEntropy(const float* pred, const float* target, int64_t count,
+                         bool from_logits, float* dpred);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERNELS_LOSSES_H_

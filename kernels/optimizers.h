@@ -1,0 +1,40 @@
+// Parameter updates with Keras' formulas, over flat float32 arrays (parameters,
+// gradients and optimizer state stay float32, also in bfloat16 training).
+//
+//   SGD:   v = momentum v - lr g;  p += v               (nesterov: p += momentum v - lr g)
+//          without momentum: p -= lr g
+//   Adam:  m += (1 - b1)(g - m);  v += (1 - b2)(g^2 - v)
+//          p -= lr sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)      (t from 1)
+//   AdamW: Adam, after p -= lr * weight_decay * p (decoupled decay)
+#ifndef RINGWORK_KERNELS_OPTIMIZERS_H_
+#define RINGWORK_KERNELS_OPTIMIZERS_H_
+
+#include <cstdint>
+
+namespace ringwork {
+
+struct SgdOptions {
+  float learning_rate = 0.01f;
+  float momentum = 0.0f;
+  bool nesterov = false;
+};
+
+// `velocity` may be null when momentum is 0.
+void SgdUpdate(const SgdOptions& options, float* param, const float* grad, float* velocity,
+               int64_t count);
+
+struct AdamOptions {
+  float learning_rate = 0.001f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-7f;
+  float weight_decay = 0.0f;  // AdamW when > 0.
+};
+
+// `step` counts updates from 1.
+void AdamUpdate(const AdamOptions& options, int64_t step, float* param, const float* grad,
+                float* m, float* v, int64_t count);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERNELS_OPTIMIZERS_H_

@@ -1,0 +1,58 @@
+#include "kernels/optimizers.h"
+
+#include <cmath>
+
+#include <catch2/catch.hpp>
+
+#include "kernels/reference/reference_ops.h"
+#include "kernels/test_util.h"
+
+namespace ringwork {
+namespace {
+
+TEST_CASE("SGD, momentum and Nesterov follow Keras", "[optimizers]") {
+  for (SgdOptions o : {SgdOptions{0.1f, 0.f, false}, SgdOptions{0.1f, 0.9f, false},
+                       SgdOptions{0.05f, 0.9f, true}}) {
+    const int64_t n = 257;
+    auto p = RandomVector(n, 51);
+    std::vector<float> v(n, 0.f);
+    std::vector<double> rp(p.begin(), p.end()), rv(n, 0.0);
+    for (int step = 0; step < 10; ++step) {
+      auto g = RandomVector(n, 100 + step);
+      std::vector<double> rg(g.begin(), g.end());
+      SgdUpdate(o, p.data(), g.data(), v.data(), n);
+      reference::SgdUpdate(o, rp.data(), rg.data(), rv.data(), n);
+    }
+    std::vector<float> want(rp.begin(), rp.end());
+    INFO("momentum " << o.momentum << " nesterov " << o.nesterov);
+    CHECK(MaxRelativeError(p, want) < 1e-5);
+  }
+}
+
+TEST_CASE("Adam and AdamW follow Keras", "[optimizers]") {
+  for (AdamOptions o : {AdamOptions{}, AdamOptions{0.01f, 0.9f, 0.999f, 1e-7f, 0.004f}}) {
+    const int64_t n = 129;
+    auto p = RandomVector(n, 61);
+    std::vector<float> m(n), v(n);
+    std::vector<double> rp(p.begin(), p.end()), rm(n), rv(n);
+    for (int step = 1; step <= 10; ++step) {
+      auto g = RandomVector(n, 200 + step);
+      std::vector<double> rg(g.begin(), g.end());
+      AdamUpdate(o, step, p.data(), g.data(), m.data(), v.data(), n);
+      reference::AdamUpdate(o, step, rp.data(), rg.data(), rm.data(), rv.data(), n);
+    }
+    std::vector<float> want(rp.begin(), rp.end());
+    INFO("weight decay " << o.weight_decay);
+    CHECK(MaxRelativeError(p, want) < 1e-5);
+  }
+}
+
+TEST_CASE("Adam's first step moves each parameter by about the learning rate", "[optimizers]") {
+  std::vector<float> p = {1.f, 1.f}, g = {0.5f, -3.f}, m(2), v(2);
+  AdamUpdate(AdamOptions{}, 1, p.data(), g.data(), m.data(), v.data(), 2);
+  CHECK(p[0] == Approx(1.f - 0.001f).epsilon(1e-4));
+  CHECK(p[1] == Approx(1.f + 0.001f).epsilon(1e-4));
+}
+
+}  // namespace
+}  // namespace ringwork

@@ -1,0 +1,301 @@
+// kernel_bench: GFLOP/s of the oneDNN kernels on the shapes Ringwork trains with,
+// next to this machine's measured peak, in float32 and bfloat16; then the whole MLP
+// training step (forward, backward, Adam) against the sum of its raw matmul times.
+//
+//   bazel-bin/tools/kernel_bench [--threads=1] [--precision=both] [--runs=5]
+//
+// Shapes: the MLP 784-256-128-10 at batch 128, and a small CNN on 28x28x1 inputs
+// (conv 3x3x16, pool 2, conv 3x3x32, pool 2, dense 10) at batch 64. Times are the
+// median of --runs blocks, each at least --min_block_s long.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "base/exit_code.h"
+#include "base/flags.h"
+#include "kernels/activation.h"
+#include "kernels/conv2d.h"
+#include "kernels/dense.h"
+#include "kernels/losses.h"
+#include "kernels/optimizers.h"
+#include "kernels/pooling.h"
+#include "kernels/tensor.h"
+
+namespace ringwork {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Timing {
+  int64_t runs = 5;
+  double min_block_s = 0.2;
+};
+
+// Median over blocks of the average time of `fn`, in microseconds.
+double TimeUs(const Timing& t, const std::function<void()>& fn) {
+  fn();  // Warm up (first-touch, caches).
+  int64_t iterations = 1;
+  while (true) {  // Calibrate a block to last min_block_s.
+    const auto start = Clock::now();
+    for (int64_t i = 0; i < iterations; ++i) fn();
+    const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (s >= t.min_block_s / 4 || iterations > (1 << 24)) {
+      iterations = std::max<int64_t>(1, static_cast<int64_t>(iterations * t.min_block_s / s));
+      break;
+    }
+    iterations *= 4;
+  }
+  std::vector<double> blocks;
+  for (int64_t r = 0; r < t.runs; ++r) {
+    const auto start = Clock::now();
+    for (int64_t i = 0; i < iterations; ++i) fn();
+    blocks.push_back(std::chrono::duration<double>(Clock::now() - start).count() / iterations * 1e6);
+  }
+  std::sort(blocks.begin(), blocks.end());
+  return blocks[blocks.size() / 2];
+}
+
+// Single-thread FMA throughput: 12 independent accumulator chains (in registers:
+// an array would go through memory) hide the FMA latency; 2 flops per lane.
+#define RW_FMA12(fma, m, b)                                                      \
+  a0 = fma(a0, m, b); a1 = fma(a1, m, b); a2 = fma(a2, m, b); a3 = fma(a3, m, b); \
+  a4 = fma(a4, m, b); a5 = fma(a5, m, b); a6 = fma(a6, m, b); a7 = fma(a7, m, b); \
+  a8 = fma(a8, m, b); a9 = fma(a9, m, b); a10 = fma(a10, m, b); a11 = fma(a11, m, b)
+
+__attribute__((target("avx512f"))) double PeakAvx512(int64_t iterations) {
+  __m512 a0 = _mm512_set1_ps(1), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+         a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+  const __m512 m = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  const auto start = Clock::now();
+  for (int64_t i = 0; i < iterations; ++i) {
+    RW_FMA12(_mm512_fmadd_ps, m, b);
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - start).count();
+  const __m512 sum = _mm512_add_ps(
+      _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+      _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)),
+                    _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
+  if (_mm512_reduce_add_ps(sum) == 42.f) std::printf(" ");
+  return iterations * 12.0 * 16 * 2 / s / 1e9;
+}
+
+__attribute__((target("avx2,fma"))) double PeakAvx2(int64_t iterations) {
+  __m256 a0 = _mm256_set1_ps(1), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+         a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+  const __m256 m = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  const auto start = Clock::now();
+  for (int64_t i = 0; i < iterations; ++i) {
+    RW_FMA12(_mm256_fmadd_ps, m, b);
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - start).count();
+  float out[8];
+  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                                      _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7))));
+  if (out[0] + a8[0] + a9[0] + a10[0] + a11[0] == 42.f) std::printf(" ");
+  return iterations * 12.0 * 8 * 2 / s / 1e9;
+}
+
+double MeasurePeak() {
+  std::vector<double> runs;
+  for (int r = 0; r < 5; ++r) {
+    runs.push_back(__builtin_cpu_supports("avx512f") ? PeakAvx512(20000000) : PeakAvx2(20000000));
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs[2];
+}
+
+// `peak` is the float32 FMA peak; bfloat16 dot products (vdpbf16ps) do twice the
+// work per instruction, so their peak is twice as high.
+void Row(const char* op, const std::string& shape, Precision p, double us, double flops,
+         double peak) {
+  if (p == Precision::kBFloat16) peak *= 2;
+  const double gflops = flops / (us * 1e-6) / 1e9;
+  std::printf("%-22s %-34s %-9s %10.1f %10.1f %7.0f%%\n", op, shape.c_str(),
+              std::string(PrecisionName(p)).c_str(), us, gflops, 100 * gflops / peak);
+}
+
+std::string Dims(std::initializer_list<int64_t> d) {
+  std::string s;
+  for (int64_t v : d) s += (s.empty() ? "" : "x") + std::to_string(v);
+  return s;
+}
+
+// The MLP: three dense layers, ReLU between them, softmax cross-entropy, Adam.
+struct Mlp {
+  static constexpr int64_t kBatch = 128;
+  const std::vector<int64_t> widths = {784, 256, 128, 10};
+  std::vector<std::unique_ptr<DenseKernel>> dense;
+  std::vector<std::unique_ptr<ActivationKernel>> relu;
+  std::vector<Tensor> w, b, dw, db, m_w, v_w, m_b, v_b, act, pre, grad;
+  Tensor x{{kBatch, 784}};
+  std::vector<int32_t> labels = std::vector<int32_t>(kBatch);
+  int64_t step = 0;
+
+  absl::Status Init(KernelContext& ctx) {
+    for (size_t l = 0; l + 1 < widths.size(); ++l) {
+      auto k = DenseKernel::Create(ctx, {kBatch, widths[l], widths[l + 1]});
+      if (!k.ok()) return k.status();
+      dense.push_back(std::move(*k));
+      for (auto* list : {&w, &dw, &m_w, &v_w}) list->emplace_back(Shape{widths[l], widths[l + 1]});
+      for (auto* list : {&b, &db, &m_b, &v_b}) list->emplace_back(Shape{widths[l + 1]});
+      pre.emplace_back(Shape{kBatch, widths[l + 1]});
+      act.emplace_back(Shape{kBatch, widths[l + 1]});
+      grad.emplace_back(Shape{kBatch, widths[l + 1]});
+      if (l + 2 < widths.size()) {
+        auto r = ActivationKernel::Create(ctx, Activation::kRelu, kBatch * widths[l + 1]);
+        if (!r.ok()) return r.status();
+        relu.push_back(std::move(*r));
+      }
+      for (int64_t i = 0; i < w.back().size(); ++i) w.back()[i] = 0.01f * ((i * 37) % 101 - 50);
+    }
+    for (int64_t i = 0; i < x.size(); ++i) x[i] = ((i * 13) % 255) / 255.f;
+    for (int64_t i = 0; i < kBatch; ++i) labels[i] = static_cast<int32_t>(i % 10);
+    grad.emplace_back(Shape{kBatch, 784});  // Unused input gradient slot.
+    return absl::OkStatus();
+  }
+
+  void Step(KernelContext& ctx) {
+    const size_t layers = dense.size();
+    const float* in = x.data();
+    for (size_t l = 0; l < layers; ++l) {
+      dense[l]->Forward(ctx, in, w[l].data(), b[l].data(), pre[l].data());
+      if (l + 1 < layers) {
+        relu[l]->Forward(ctx, pre[l].data(), act[l].data());
+        in = act[l].data();
+      }
+    }
+    (void)SoftmaxCrossEntropy(pre[layers - 1].data(), labels.data(), kBatch, 10, nullptr,
+                              grad[layers - 1].data());
+    for (size_t l = layers; l-- > 0;) {
+      const float* layer_in = l == 0 ? x.data() : act[l - 1].data();
+      dense[l]->BackwardWeights(ctx, layer_in, grad[l].data(), dw[l].data(), db[l].data());
+      if (l > 0) {
+        dense[l]->BackwardData(ctx, grad[l].data(), w[l].data(), grad[l - 1].data());
+        relu[l - 1]->Backward(ctx, pre[l - 1].data(), grad[l - 1].data(), grad[l - 1].data());
+      }
+    }
+    ++step;
+    for (size_t l = 0; l < layers; ++l) {
+      AdamUpdate(AdamOptions{}, step, w[l].data(), dw[l].data(), m_w[l].data(), v_w[l].data(),
+                 w[l].size());
+      AdamUpdate(AdamOptions{}, step, b[l].data(), db[l].data(), m_b[l].data(), v_b[l].data(),
+                 b[l].size());
+    }
+  }
+};
+
+int Run(int threads, Precision precision, const Timing& timing, double peak) {
+  KernelContext ctx({threads, precision});
+  // MLP matmuls.
+  double matmul_sum_us = 0;
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{784, 256}, {256, 128}, {128, 10}}) {
+    const DenseShape s{Mlp::kBatch, k, n};
+    auto kernel = DenseKernel::Create(ctx, s);
+    if (!kernel.ok()) ExitWithStatus(kernel.status());
+    Tensor x({s.batch, k}), w({k, n}), b({n}), y({s.batch, n}), dy({s.batch, n}), dx({s.batch, k}),
+        dw({k, n}), db({n});
+    x.Fill(0.5f);
+    w.Fill(0.01f);
+    dy.Fill(0.1f);
+    const std::string shape = Dims({s.batch, k, n});
+    double us = TimeUs(timing, [&] { (*kernel)->Forward(ctx, x.data(), w.data(), b.data(), y.data()); });
+    Row("dense forward", shape, precision, us, s.ForwardFlops(), peak);
+    matmul_sum_us += us;
+    if (k != 784) {  // The first layer needs no input gradient.
+      us = TimeUs(timing, [&] { (*kernel)->BackwardData(ctx, dy.data(), w.data(), dx.data()); });
+      Row("dense backward data", shape, precision, us, s.ForwardFlops(), peak);
+      matmul_sum_us += us;
+    }
+    us = TimeUs(timing, [&] { (*kernel)->BackwardWeights(ctx, x.data(), dy.data(), dw.data(), db.data()); });
+    Row("dense backward weights", shape, precision, us, s.ForwardFlops(), peak);
+    matmul_sum_us += us;
+  }
+  Mlp mlp;
+  absl::Status status = mlp.Init(ctx);
+  if (!status.ok()) ExitWithStatus(status);
+  const double step_us = TimeUs(timing, [&] { mlp.Step(ctx); });
+  std::printf("%-22s %-34s %-9s %10.1f   (sum of its 8 matmuls %.1f us: step / matmuls = %.2f)\n",
+              "MLP training step", "784-256-128-10, batch 128, Adam",
+              std::string(PrecisionName(precision)).c_str(), step_us, matmul_sum_us,
+              step_us / matmul_sum_us);
+  // The small CNN.
+  const int64_t batch = 64;
+  for (Conv2DShape s : {Conv2DShape{batch, 28, 28, 1, 16, 3, 3, 1, 1, Padding::kSame},
+                        Conv2DShape{batch, 14, 14, 16, 32, 3, 3, 1, 1, Padding::kSame}}) {
+    auto kernel = Conv2DKernel::Create(ctx, s);
+    if (!kernel.ok()) ExitWithStatus(kernel.status());
+    Tensor x({s.batch, s.height, s.width, s.in_channels});
+    Tensor w({s.kernel_h, s.kernel_w, s.in_channels, s.out_channels}), b({s.out_channels});
+    Tensor y({s.batch, s.rows().out, s.cols().out, s.out_channels}), dy(y.shape()), dx(x.shape()),
+        dw(w.shape()), db(b.shape());
+    x.Fill(0.5f);
+    w.Fill(0.01f);
+    dy.Fill(0.1f);
+    const std::string shape = Dims({s.batch, s.height, s.width, s.in_channels}) + " k3x3 -> " +
+                              std::to_string(s.out_channels);
+    Row("conv2d forward", shape, precision,
+        TimeUs(timing, [&] { (*kernel)->Forward(ctx, x.data(), w.data(), b.data(), y.data()); }),
+        s.ForwardFlops(), peak);
+    if (s.in_channels > 1) {
+      Row("conv2d backward data", shape, precision,
+          TimeUs(timing, [&] { (*kernel)->BackwardData(ctx, dy.data(), w.data(), dx.data()); }),
+          s.ForwardFlops(), peak);
+    }
+    Row("conv2d backward weights", shape, precision,
+        TimeUs(timing, [&] { (*kernel)->BackwardWeights(ctx, x.data(), dy.data(), dw.data(), db.data()); }),
+        s.ForwardFlops(), peak);
+  }
+  for (Pool2DShape s : {Pool2DShape{PoolKind::kMax, batch, 28, 28, 16}}) {
+    auto kernel = Pool2DKernel::Create(ctx, s);
+    if (!kernel.ok()) ExitWithStatus(kernel.status());
+    Tensor x({s.batch, s.height, s.width, s.channels}), y({s.batch, 14, 14, s.channels});
+    const double us = TimeUs(timing, [&] { (*kernel)->Forward(ctx, x.data(), y.data()); });
+    std::printf("%-22s %-34s %-9s %10.1f   (%.2f GB/s read)\n", "max pool forward",
+                Dims({s.batch, 28, 28, 16}).c_str(), std::string(PrecisionName(precision)).c_str(),
+                us, x.size() * 4.0 / (us * 1e-6) / 1e9);
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  FlagSet flags("kernel_bench: GFLOP/s of Ringwork's oneDNN kernels next to the machine's peak");
+  int64_t threads = 1;
+  std::string precision = "both";
+  Timing timing;
+  flags.Int("threads", &threads, "intra-op threads");
+  flags.String("precision", &precision, "float32, bfloat16 or both");
+  flags.Int("runs", &timing.runs, "measured blocks per row; the median is shown");
+  flags.Double("min_block_s", &timing.min_block_s, "length of one block");
+  absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return kOk;
+  }
+  if (!args.ok()) ExitWithStatus(args.status());
+  if (precision != "float32" && precision != "bfloat16" && precision != "both") {
+    ExitWithStatus(absl::InvalidArgumentError("--precision: expected float32, bfloat16 or both"));
+  }
+  const double peak = MeasurePeak() * static_cast<double>(threads);
+  std::printf("# peak: %.1f GFLOP/s float32 (%s FMA loop, one thread, x %lld threads), twice "
+              "that for bfloat16 dot products; oneDNN ISA %d; native bfloat16: %s\n"
+              "# convolution FLOPs count the padded taps too (the usual convention)\n",
+              peak, __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2",
+              static_cast<long long>(threads), static_cast<int>(dnnl::get_effective_cpu_isa()),
+              KernelContext::HasNativeBFloat16() ? "yes" : "no");
+  std::printf("%-22s %-34s %-9s %10s %10s %8s\n", "op", "shape", "precision", "time(us)",
+              "GFLOP/s", "of peak");
+  if (precision != "bfloat16") Run(static_cast<int>(threads), Precision::kFloat32, timing, peak);
+  if (precision != "float32") Run(static_cast<int>(threads), Precision::kBFloat16, timing, peak);
+  return 0;
+}
+
+}  // namespace
+}  // namespace ringwork
+
+int main(int argc, char** argv) { return ringwork::Main(argc, argv); }
