@@ -39,12 +39,20 @@ Tensor::Tensor(Shape shape, const std::vector<float>& values) : Tensor(std::move
   std::copy(values.begin(), values.end(), data_.get());
 }
 
-Tensor::Tensor(const Tensor& other) : Tensor(other.shape_) {
+Tensor::Tensor(const Tensor& other) {
+  if (other.data_ == nullptr) return;  // A default (empty) tensor copies as one.
+  shape_ = other.shape_;
+  size_ = capacity_ = other.size_;
+  data_.reset(Allocate(size_));
   if (size_ > 0) std::memcpy(data_.get(), other.data(), sizeof(float) * static_cast<size_t>(size_));
 }
 
 Tensor& Tensor::operator=(const Tensor& other) {
   if (this == &other) return *this;
+  if (other.data_ == nullptr) {
+    *this = Tensor();
+    return *this;
+  }
   Resize(other.shape_);
   if (size_ > 0) std::memcpy(data_.get(), other.data(), sizeof(float) * static_cast<size_t>(size_));
   return *this;

@@ -11,7 +11,7 @@ packages=(
   build-essential pkg-config
   bazel-bootstrap bazel-platforms bazel-rules-java
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  nlohmann-json3-dev libdnnl-dev catch2 libabsl-dev
+  nlohmann-json3-dev libdnnl-dev catch2 libabsl-dev libgtest-dev zlib1g-dev
   dataset-fashion-mnist
   openssl clang libclang-rt-14-dev
 )

@@ -1,0 +1,92 @@
+// An input pipeline over in-memory examples, with tf.data's vocabulary: a seeded
+// shuffle (a new order every epoch, the same on every worker), sharding between
+// workers, batching, and prefetching on a background thread.
+//
+//   Dataset train = Dataset::FromExamples(std::move(examples))
+//                       .Shuffle(/*seed=*/42)
+//                       .Batch(64)
+//                       .Prefetch(2);
+//   auto it = train.Iterate(/*epoch=*/0);
+//   Batch batch;
+//   while (it->Next(&batch)) { ... batch.features [64, 28, 28, 1], batch.labels ... }
+//
+// Sharding (AutoShardPolicy, as tf.distribute's): kData keeps every n-th example of
+// the shuffled order; kFile keeps the examples of every n-th source file (needs at
+// least as many files as shards); kOff keeps everything.
+#ifndef RINGWORK_DATA_DATASET_H_
+#define RINGWORK_DATA_DATASET_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "data/examples.h"
+
+namespace ringwork {
+
+enum class AutoShardPolicy { kData, kFile, kOff };
+absl::string_view AutoShardPolicyName(AutoShardPolicy policy);
+bool ParseAutoShardPolicy(absl::string_view text, AutoShardPolicy* out);
+
+struct Batch {
+  Tensor features;
+  std::vector<int32_t> labels;
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+};
+
+class Dataset {
+ public:
+  Dataset();  // No examples.
+  static Dataset FromExamples(Examples examples);
+
+  // Each returns a new dataset; the examples are shared, not copied.
+  Dataset Shuffle(uint64_t seed) const;
+  Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
+  Dataset Prefetch(int64_t buffer_batches) const;
+  absl::StatusOr<Dataset> Shard(int64_t num_shards, int64_t index,
+                                AutoShardPolicy policy) const;
+
+  const Examples& examples() const { return *examples_; }
+  int64_t batch_size() const { return batch_size_; }
+  // Examples of one epoch of this shard.
+  int64_t cardinality() const;
+  // Batches of one epoch of this shard.
+  int64_t batches_per_epoch() const;
+
+  class Iterator {
+   public:
+    virtual ~Iterator() = default;
+    // The next batch; false at the end of the epoch (or after `max_batches`).
+    // An input pipeline that produces nothing for `kBatchDeadlineS` is a bug in
+    // the pipeline: it ends the epoch with an error (status()).
+    virtual bool Next(struct Batch* batch) = 0;
+    virtual absl::Status status() const = 0;
+  };
+  static constexpr double kBatchDeadlineS = 600;
+  // The examples of `epoch`, in batches; at most `max_batches` (-1: all).
+  std::unique_ptr<Iterator> Iterate(int64_t epoch, int64_t max_batches = -1) const;
+
+  // The example indices of `epoch` for this shard, in order.
+  std::vector<int64_t> Order(int64_t epoch) const;
+
+ private:
+  explicit Dataset(std::shared_ptr<const Examples> examples) : examples_(std::move(examples)) {}
+
+  std::shared_ptr<const Examples> examples_;
+  bool shuffle_ = false;
+  uint64_t seed_ = 0;
+  int64_t batch_size_ = 1;
+  bool drop_remainder_ = false;
+  int64_t prefetch_ = 0;
+  int64_t num_shards_ = 1, shard_index_ = 0;
+  AutoShardPolicy policy_ = AutoShardPolicy::kOff;
+};
+
+// Copies the examples `indices` into `batch`.
+void GatherBatch(const Examples& examples, const std::vector<int64_t>& indices, size_t begin,
+                 size_t end, Batch* batch);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_DATA_DATASET_H_

@@ -1,0 +1,63 @@
+#include "keras/activation_function.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace ringwork {
+
+absl::StatusOr<ActivationFunction> ActivationFunction::Parse(const std::string& name) {
+  ActivationFunction f;
+  if (name == "softmax") {
+    f.name_ = "softmax";
+    return f;
+  }
+  if (!ParseActivation(name, &f.elementwise_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown activation \"", name, "\"; expected relu, tanh, sigmoid, gelu, softmax or linear"));
+  }
+  f.name_ = std::string(ActivationName(f.elementwise_));
+  return f;
+}
+
+absl::Status ActivationFunction::Forward(KernelContext& k, const Tensor& z, Tensor* y) {
+  y->Resize(z.shape());
+  if (is_linear()) {
+    std::copy(z.data(), z.data() + z.size(), y->data());
+    return absl::OkStatus();
+  }
+  if (is_softmax()) {
+    const int64_t cols = z.shape().back(), rows = z.size() / cols;
+    auto& kernel = softmax_kernels_[z.size()];
+    if (kernel == nullptr) {
+      RW_ASSIGN_OR_RETURN(std::unique_ptr<SoftmaxKernel> made, SoftmaxKernel::Create(k, rows, cols));
+      kernel = std::move(made);
+    }
+    kernel->Forward(k, z.data(), y->data());
+    return absl::OkStatus();
+  }
+  auto& kernel = elementwise_kernels_[z.size()];
+  if (kernel == nullptr) {
+    RW_ASSIGN_OR_RETURN(std::unique_ptr<ActivationKernel> made,
+                        ActivationKernel::Create(k, elementwise_, z.size()));
+    kernel = std::move(made);
+  }
+  kernel->Forward(k, z.data(), y->data());
+  return absl::OkStatus();
+}
+
+absl::Status ActivationFunction::Backward(KernelContext& k, const Tensor& z, const Tensor& y,
+                                          const Tensor& dy, Tensor* dz) {
+  dz->Resize(z.shape());
+  if (is_linear()) {
+    std::copy(dy.data(), dy.data() + dy.size(), dz->data());
+    return absl::OkStatus();
+  }
+  if (is_softmax()) {
+    softmax_kernels_.at(z.size())->Backward(k, y.data(), dy.data(), dz->data());
+    return absl::OkStatus();
+  }
+  elementwise_kernels_.at(z.size())->Backward(k, z.data(), dy.data(), dz->data());
+  return absl::OkStatus();
+}
+
+}  // namespace ringwork

@@ -1,0 +1,43 @@
+// An activation applied inside a layer (Dense, Conv2D, Activation): element-wise
+// ones on oneDNN eltwise, softmax on oneDNN softmax over the last axis. Kernels are
+// cached per element count. The layer keeps the input z of the activation for
+// the backward pass.
+#ifndef RINGWORK_KERAS_ACTIVATION_FUNCTION_H_
+#define RINGWORK_KERAS_ACTIVATION_FUNCTION_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kernels/activation.h"
+#include "kernels/softmax.h"
+#include "kernels/tensor.h"
+
+namespace ringwork {
+
+class ActivationFunction {
+ public:
+  // "relu", "tanh", "sigmoid", "gelu", "softmax", "linear" or "".
+  static absl::StatusOr<ActivationFunction> Parse(const std::string& name);
+
+  const std::string& name() const { return name_; }
+  bool is_linear() const { return name_ == "linear"; }
+  bool is_softmax() const { return name_ == "softmax"; }
+
+  // y = f(z); z has shape [batch, ..., last].
+  absl::Status Forward(KernelContext& k, const Tensor& z, Tensor* y);
+  // dz = f'(z) dy (softmax uses y).
+  absl::Status Backward(KernelContext& k, const Tensor& z, const Tensor& y, const Tensor& dy,
+                        Tensor* dz);
+
+ private:
+  std::string name_ = "linear";
+  Activation elementwise_ = Activation::kLinear;
+  std::map<int64_t, std::shared_ptr<ActivationKernel>> elementwise_kernels_;
+  std::map<int64_t, std::shared_ptr<SoftmaxKernel>> softmax_kernels_;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERAS_ACTIVATION_FUNCTION_H_

@@ -1,0 +1,82 @@
+#include "keras/callbacks.h"
+
+#include <unistd.h>
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace ringwork {
+
+void History::OnEpochEnd(int64_t, const Logs& logs) {
+  for (const auto& [name, value] : logs) history_[name].push_back(value);
+}
+
+std::vector<double> History::operator[](const std::string& metric) const {
+  auto it = history_.find(metric);
+  return it == history_.end() ? std::vector<double>() : it->second;
+}
+
+ProgressBar::ProgressBar(std::FILE* out, double line_interval_s)
+    : out_(out), terminal_(::isatty(::fileno(out)) != 0), line_interval_s_(line_interval_s) {}
+
+void ProgressBar::OnTrainBegin(const TrainInfo& info) { info_ = info; }
+
+void ProgressBar::OnEpochBegin(int64_t epoch) {
+  std::fprintf(out_, "Epoch %lld/%lld\n", static_cast<long long>(epoch + 1),
+               static_cast<long long>(info_.epochs));
+  std::fflush(out_);
+  epoch_start_ = last_line_ = std::chrono::steady_clock::now();
+}
+
+std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const {
+  const int64_t total = info_.steps_per_epoch;
+  const int width = static_cast<int>(std::to_string(total).size());
+  const int bar = 30;
+  const int done = static_cast<int>(bar * step / std::max<int64_t>(total, 1));
+  std::string text = absl::StrFormat("%*lld/%lld [", width, static_cast<long long>(step),
+                                     static_cast<long long>(total));
+  text += std::string(done, '=');
+  if (done < bar) text += ">" + std::string(bar - done - 1, '.');
+  text += "]";
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                       epoch_start_).count();
+  const double per_step = elapsed / std::max<int64_t>(step, 1);
+  if (final) {
+    absl::StrAppendFormat(&text, " - %.0fs %.0fms/step", elapsed, per_step * 1000);
+  } else {
+    absl::StrAppendFormat(&text, " - ETA: %.0fs", per_step * (total - step));
+  }
+  for (const auto& [name, value] : logs) {
+    if (name.rfind("val_", 0) == 0) continue;
+    absl::StrAppendFormat(&text, " - %s: %.4f", name, value);
+  }
+  absl::StrAppendFormat(&text, " - %.0f samples/s",
+                        step * info_.global_batch_size / std::max(elapsed, 1e-9));
+  for (const auto& [name, value] : logs) {
+    if (name.rfind("val_", 0) == 0) absl::StrAppendFormat(&text, " - %s: %.4f", name, value);
+  }
+  return text;
+}
+
+void ProgressBar::OnBatchEnd(int64_t step, const Logs& logs) {
+  if (step >= info_.steps_per_epoch) return;  // The epoch's end prints the final line.
+  const auto now = std::chrono::steady_clock::now();
+  if (terminal_) {
+    std::fprintf(out_, "\r%s", Line(step, logs, false).c_str());
+    std::fflush(out_);
+  } else if (std::chrono::duration<double>(now - last_line_).count() >= line_interval_s_) {
+    std::fprintf(out_, "%s\n", Line(step, logs, false).c_str());
+    std::fflush(out_);
+    last_line_ = now;
+  }
+}
+
+void ProgressBar::OnEpochEnd(int64_t, const Logs& logs) {
+  std::fprintf(out_, "%s%s\n", terminal_ ? "\r" : "",
+               Line(info_.steps_per_epoch, logs, true).c_str());
+  std::fflush(out_);
+}
+
+}  // namespace ringwork

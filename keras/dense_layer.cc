@@ -1,0 +1,96 @@
+// Dense: y = activation(x . kernel + bias). Inputs of rank > 2 are flattened
+// (Keras applies Dense to the last axis; for the models here that is the same
+// after a Flatten, and rank-2 inputs are the common case).
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "keras/activation_function.h"
+#include "keras/initializers.h"
+#include "keras/layers.h"
+#include "kernels/dense.h"
+
+namespace ringwork {
+namespace {
+
+class DenseLayer : public Layer, public SoftmaxOutput {
+ public:
+  DenseLayer(int64_t units, DenseOptions options) : units_(units), options_(options) {}
+  std::string type() const override { return "Dense"; }
+  std::string activation_name() const override { return activation_.name(); }
+
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
+    if (units_ <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": units must be positive, got ", units_));
+    }
+    RW_ASSIGN_OR_RETURN(activation_, ActivationFunction::Parse(options_.activation));
+    in_ = NumElements(input);
+    Variable* kernel = AddVariable("kernel", {in_, units_});
+    GlorotUniform(kernel->value, in_, units_, ctx.seed, kernel->name);
+    bias_ = AddVariable("bias", {units_});  // Zeros; with use_bias=false it stays 0.
+    output_shape_ = {units_};
+    return output_shape_;
+  }
+
+  bool OutputLogits(bool logits) override {
+    if (!activation_.is_softmax()) return false;
+    logits_ = logits;
+    return true;
+  }
+
+  absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool) override {
+    const int64_t batch = x.dim(0);
+    RW_ASSIGN_OR_RETURN(DenseKernel * kernel, KernelFor(k, batch));
+    const bool skip_activation = activation_.is_linear() || logits_;
+    Tensor* z = skip_activation ? y : &z_;
+    z->Resize({batch, units_});
+    kernel->Forward(k, x.data(), variables_[0]->value.data(), bias_->value.data(), z->data());
+    if (!skip_activation) RW_RETURN_IF_ERROR(activation_.Forward(k, z_, y));
+    return absl::OkStatus();
+  }
+
+  absl::Status Backward(KernelContext& k, const Tensor& x, const Tensor& y, const Tensor& dy,
+                        Tensor* dx) override {
+    const int64_t batch = x.dim(0);
+    RW_ASSIGN_OR_RETURN(DenseKernel * kernel, KernelFor(k, batch));
+    const Tensor* dz = &dy;
+    if (!activation_.is_linear() && !logits_) {
+      RW_RETURN_IF_ERROR(activation_.Backward(k, z_, y, dy, &dz_));
+      dz = &dz_;
+    }
+    kernel->BackwardWeights(k, x.data(), dz->data(), variables_[0]->grad,
+                            options_.use_bias ? bias_->grad : nullptr);
+    if (!options_.use_bias) std::fill(bias_->grad, bias_->grad + units_, 0.f);
+    if (dx != nullptr) {
+      dx->Resize(x.shape());
+      kernel->BackwardData(k, dz->data(), variables_[0]->value.data(), dx->data());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<DenseKernel*> KernelFor(KernelContext& k, int64_t batch) {
+    auto& kernel = kernels_[batch];
+    if (kernel == nullptr) {
+      RW_ASSIGN_OR_RETURN(kernel, DenseKernel::Create(k, {batch, in_, units_}));
+    }
+    return kernel.get();
+  }
+
+  const int64_t units_;
+  const DenseOptions options_;
+  int64_t in_ = 0;
+  Variable* bias_ = nullptr;
+  ActivationFunction activation_;
+  bool logits_ = false;
+  Tensor z_, dz_;  // Pre-activation and its gradient.
+  std::map<int64_t, std::unique_ptr<DenseKernel>> kernels_;  // By batch size.
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> Dense(int64_t units, DenseOptions options) {
+  return std::make_unique<DenseLayer>(units, std::move(options));
+}
+
+}  // namespace ringwork

@@ -1,0 +1,20 @@
+// Weight initialisation as Keras does it by default: Glorot (Xavier) uniform for
+// kernels, zeros for biases. Deterministic in (seed, variable name), so every
+// worker draws the same values (the chief's are broadcast anyway).
+#ifndef RINGWORK_KERAS_INITIALIZERS_H_
+#define RINGWORK_KERAS_INITIALIZERS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/tensor.h"
+
+namespace ringwork {
+
+// Uniform in [-limit, limit], limit = sqrt(6 / (fan_in + fan_out)).
+void GlorotUniform(Tensor& t, int64_t fan_in, int64_t fan_out, uint64_t seed,
+                   const std::string& name);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERAS_INITIALIZERS_H_

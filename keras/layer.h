@@ -1,0 +1,72 @@
+// A layer of a Sequential model: builds its variables for an input shape, runs
+// forward, and backward (gradients of its variables into their arena slots, and of
+// its input). Shapes exclude the batch dimension.
+//
+//   class MyLayer : public Layer {
+//     absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override;
+//     absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool training) override;
+//     absl::Status Backward(KernelContext& k, const Tensor& x, const Tensor& y,
+//                           const Tensor& dy, Tensor* dx) override;
+//   };
+//
+// Backward receives the x and y of the last Forward (the model keeps them), and dx
+// is null for the first layer (no input gradient needed).
+#ifndef RINGWORK_KERAS_LAYER_H_
+#define RINGWORK_KERAS_LAYER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "strategy/variable.h"
+#include "kernels/kernel_context.h"
+#include "kernels/tensor.h"
+
+namespace ringwork {
+
+struct BuildContext {
+  uint64_t seed = 0;  // Initialisation seed.
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  // The Keras class name: "Dense", "Conv2D", ...
+  virtual std::string type() const = 0;
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
+  // Creates the variables; returns the output shape for `input` (no batch).
+  virtual absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) = 0;
+  virtual absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool training) = 0;
+  virtual absl::Status Backward(KernelContext& k, const Tensor& x, const Tensor& y,
+                                const Tensor& dy, Tensor* dx) = 0;
+
+  std::vector<Variable*> variables() const;
+  int64_t param_count() const;
+  const Shape& output_shape() const { return output_shape_; }
+  // The activation applied last inside this layer ("softmax" matters to losses).
+  virtual std::string activation_name() const { return ""; }
+  // Which replica runs this copy of the model (layers with randomness mix it in).
+  virtual void set_replica(int64_t replica) {}
+
+ protected:
+  Variable* AddVariable(const std::string& suffix, Shape shape);
+
+  std::string name_;
+  Shape output_shape_;
+  std::vector<std::unique_ptr<Variable>> variables_;
+};
+
+// Output shape with the batch dimension in front.
+inline Shape WithBatch(int64_t batch, const Shape& shape) {
+  Shape s = shape;
+  s.insert(s.begin(), batch);
+  return s;
+}
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERAS_LAYER_H_

@@ -1,0 +1,58 @@
+// The layers of Ringwork's Keras-like API, with Keras' arguments and defaults.
+//
+//   Sequential model;
+//   model.Add(Conv2D(16, 3, {.padding = "same", .activation = "relu"}));
+//   model.Add(MaxPool2D(2));
+//   model.Add(Flatten());
+//   model.Add(Dropout(0.2));
+//   model.Add(Dense(10));                       // logits
+#ifndef RINGWORK_KERAS_LAYERS_H_
+#define RINGWORK_KERAS_LAYERS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "keras/layer.h"
+
+namespace ringwork {
+
+struct DenseOptions {
+  std::string activation;  // "" = linear
+  bool use_bias = true;
+};
+std::unique_ptr<Layer> Dense(int64_t units, DenseOptions options = {});
+
+struct Conv2DOptions {
+  int64_t strides = 1;
+  std::string padding = "valid";  // or "same"
+  std::string activation;
+  bool use_bias = true;
+};
+std::unique_ptr<Layer> Conv2D(int64_t filters, int64_t kernel_size, Conv2DOptions options = {});
+
+struct PoolOptions {
+  int64_t strides = 0;  // 0: the pool size, as Keras.
+  std::string padding = "valid";
+};
+std::unique_ptr<Layer> MaxPool2D(int64_t pool_size = 2, PoolOptions options = {});
+std::unique_ptr<Layer> AveragePooling2D(int64_t pool_size = 2, PoolOptions options = {});
+
+std::unique_ptr<Layer> Flatten();
+// `seed` makes the masks reproducible; each worker mixes in its rank.
+std::unique_ptr<Layer> Dropout(float rate, uint64_t seed = 0);
+std::unique_ptr<Layer> ActivationLayer(const std::string& activation);
+
+// Layers whose last operation is a softmax can hand their logits to a fused
+// softmax cross-entropy loss instead (Sequential::Compile does this).
+class SoftmaxOutput {
+ public:
+  virtual ~SoftmaxOutput() = default;
+  // True if this layer ends in a softmax; then, after the call, Forward outputs
+  // the softmax's input (the logits) while `logits` is true.
+  virtual bool OutputLogits(bool logits) = 0;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERAS_LAYERS_H_

@@ -1,0 +1,46 @@
+// The losses a model can be compiled with, by Keras name:
+//   "sparse_categorical_crossentropy" (labels are class indices; from_logits says
+//       whether the model outputs logits or, through a softmax, probabilities),
+//   "mse" / "mean_squared_error", "binary_crossentropy" (labels 0 or 1, one output).
+#ifndef RINGWORK_KERAS_LOSSES_H_
+#define RINGWORK_KERAS_LOSSES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/tensor.h"
+
+namespace ringwork {
+
+struct LossSpec {
+  std::string name = "sparse_categorical_crossentropy";
+  bool from_logits = false;
+};
+
+class Loss {
+ public:
+  enum class Kind { kSparseCategoricalCrossentropy, kMeanSquaredError, kBinaryCrossentropy };
+
+  static absl::StatusOr<Loss> Create(const LossSpec& spec);
+  Kind kind() const { return kind_; }
+  const std::string& name() const { return name_; }
+  bool from_logits() const { return from_logits_; }
+  // The model's output is logits although the spec said probabilities: the last
+  // softmax was fused into this loss (Sequential::Compile).
+  void set_fused_softmax() { from_logits_ = true; }
+
+  // Mean loss over the batch; writes d(loss)/d(output) when `doutput` is not null.
+  absl::StatusOr<float> Compute(const Tensor& output, const std::vector<int32_t>& labels,
+                                Tensor* doutput) const;
+
+ private:
+  Kind kind_ = Kind::kSparseCategoricalCrossentropy;
+  std::string name_;
+  bool from_logits_ = false;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERAS_LOSSES_H_

@@ -1,0 +1,322 @@
+#include "keras/sequential.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "kernels/softmax.h"
+
+namespace ringwork {
+namespace {
+
+// "Dense" -> "dense", "MaxPooling2D" -> "max_pooling2d", as Keras names layers.
+std::string SnakeCase(const std::string& type) {
+  std::string out;
+  for (size_t i = 0; i < type.size(); ++i) {
+    const char c = type[i];
+    if (std::isupper(static_cast<unsigned char>(c)) && i > 0 &&
+        std::islower(static_cast<unsigned char>(type[i - 1]))) {
+      out += '_';
+    }
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+std::string WithCommas(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+Sequential::Sequential() : strategy_(MultiWorkerMirroredStrategy::Current()) {}
+
+Sequential::Sequential(std::vector<std::unique_ptr<Layer>> layers) : Sequential() {
+  for (auto& layer : layers) Add(std::move(layer));
+}
+
+Sequential::~Sequential() = default;
+Sequential::Sequential(Sequential&&) noexcept = default;
+Sequential& Sequential::operator=(Sequential&&) noexcept = default;
+
+void Sequential::Add(std::unique_ptr<Layer> layer) {
+  const std::string base = SnakeCase(layer->type());
+  const int n = type_counts_[base]++;
+  if (layer->name().empty()) layer->set_name(n == 0 ? base : absl::StrCat(base, "_", n));
+  layers_.push_back(std::move(layer));
+}
+
+std::vector<Variable*> Sequential::variables() const {
+  std::vector<Variable*> all;
+  for (const auto& layer : layers_) {
+    for (Variable* v : layer->variables()) all.push_back(v);
+  }
+  return all;
+}
+
+int64_t Sequential::param_count() const {
+  int64_t n = 0;
+  for (const auto& layer : layers_) n += layer->param_count();
+  return n;
+}
+
+absl::Status Sequential::Compile(const CompileOptions& options) {
+  if (layers_.empty()) return absl::InvalidArgumentError("the model has no layers");
+  compile_options_ = options;
+  RW_ASSIGN_OR_RETURN(Loss loss, Loss::Create(options.loss));
+  loss_ = std::make_unique<Loss>(loss);
+  RW_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(options.optimizer));
+  metrics_.clear();
+  for (const std::string& name : options.metrics) {
+    RW_ASSIGN_OR_RETURN(Metric metric, Metric::Create(name));
+    metrics_.push_back(metric);
+  }
+  if (strategy_ == nullptr) {
+    // Outside any scope: train alone, as TensorFlow's default strategy does.
+    StrategyOptions local;
+    RW_ASSIGN_OR_RETURN(default_strategy_, MultiWorkerMirroredStrategy::Create(
+                                               ClusterConfig::Local("local (no strategy)"), local));
+    strategy_ = default_strategy_.get();
+  }
+  kernels_ = std::make_unique<KernelContext>(
+      KernelOptions{options.intra_op_threads, options.precision},
+      strategy_->workers_on_this_host());
+  compiled_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Sequential::Build(const Shape& input_shape) {
+  if (built_) {
+    if (input_shape != input_shape_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the model was built for inputs of shape ", ShapeString(input_shape_), ", got ",
+          ShapeString(input_shape)));
+    }
+    return absl::OkStatus();
+  }
+  if (!compiled_) return absl::FailedPreconditionError("call Compile before Build");
+  input_shape_ = input_shape;
+  Shape shape = input_shape;
+  BuildContext ctx{compile_options_.seed};
+  for (auto& layer : layers_) {
+    absl::StatusOr<Shape> out = layer->Build(shape, ctx);
+    if (!out.ok()) {
+      return absl::Status(out.status().code(),
+                          absl::StrCat("building layer ", layer->name(), " for input ",
+                                       ShapeString(shape), ": ", out.status().message()));
+    }
+    layer->set_replica(strategy_->rank());
+    shape = *out;
+  }
+  // A softmax at the end goes into the loss: the same math, stabler and cheaper.
+  if (loss_->kind() == Loss::Kind::kSparseCategoricalCrossentropy && !loss_->from_logits()) {
+    if (auto* out = dynamic_cast<SoftmaxOutput*>(layers_.back().get())) {
+      if (out->OutputLogits(true)) {
+        fused_softmax_ = true;
+        loss_->set_fused_softmax();
+      }
+    }
+  }
+  const std::vector<Variable*> vars = variables();
+  reducer_ = strategy_->MakeGradientReducer(vars);  // Sets every gradient slot.
+  RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(vars));
+  acts_.assign(layers_.size() + 1, Tensor());
+  grads_.assign(layers_.size() + 1, Tensor());
+  built_ = true;
+  RW_VLOG(1) << "model built: " << param_count() << " parameters; gradients in "
+             << reducer_->DebugString();
+  return absl::OkStatus();
+}
+
+absl::Status Sequential::EnsureReady(const Shape& input_shape) {
+  if (!compiled_) return absl::FailedPreconditionError("call Compile before Fit/Evaluate/Predict");
+  return Build(input_shape);
+}
+
+absl::Status Sequential::Forward(const Tensor& x, bool training) {
+  input_ = &x;
+  const Tensor* in = &x;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    RW_RETURN_IF_ERROR(layers_[l]->Forward(*kernels_, *in, &acts_[l + 1], training));
+    in = &acts_[l + 1];
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch) {
+  RW_RETURN_IF_ERROR(EnsureReady(Shape(batch.features.shape().begin() + 1, batch.features.shape().end())));
+  reducer_->BeginStep();
+  absl::Status status = Forward(batch.features, /*training=*/true);
+  absl::StatusOr<float> loss = status.ok() ? loss_->Compute(acts_.back(), batch.labels, &grads_.back())
+                                           : absl::StatusOr<float>(status);
+  for (size_t l = layers_.size(); l-- > 0 && loss.ok();) {
+    const Tensor& x = l == 0 ? *input_ : acts_[l];
+    status = layers_[l]->Backward(*kernels_, x, acts_[l + 1], grads_[l + 1], l > 0 ? &grads_[l] : nullptr);
+    if (!status.ok()) loss = status;
+    for (Variable* v : layers_[l]->variables()) reducer_->Ready(v);
+  }
+  if (!loss.ok()) {
+    // Let the other replicas' collectives fail at once rather than time out.
+    strategy_->communicator()->Barrier().IgnoreError();
+    return loss.status();
+  }
+  RW_RETURN_IF_ERROR(reducer_->FinishStep());
+  optimizer_->Apply(variables());
+  return loss;
+}
+
+std::vector<double> Sequential::BatchSums(const std::vector<int32_t>& labels, double loss) {
+  const double n = static_cast<double>(labels.size());
+  std::vector<double> sums = {loss * n, n};
+  for (const Metric& prototype : metrics_) {
+    Metric m = prototype;
+    m.Reset();
+    m.Update(acts_.back(), labels, loss);
+    sums.push_back(m.total());
+    sums.push_back(m.count());
+  }
+  return sums;
+}
+
+Logs Sequential::LogsFrom(const std::vector<double>& sums) const {
+  Logs logs;
+  logs["loss"] = sums[1] > 0 ? sums[0] / sums[1] : 0;
+  for (size_t i = 0; i < metrics_.size(); ++i) {
+    const double count = sums[3 + 2 * i];
+    logs[metrics_[i].name()] = count > 0 ? sums[2 + 2 * i] / count : 0;
+  }
+  return logs;
+}
+
+absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& options) {
+  if (train.examples().count() == 0) return absl::InvalidArgumentError("fit on an empty dataset");
+  RW_RETURN_IF_ERROR(EnsureReady(train.examples().example_shape()));
+  RW_ASSIGN_OR_RETURN(DistributedDataset data,
+                      strategy_->DistributeDataset(train, options.batch_size, options.shard_policy,
+                                                   compile_options_.seed));
+  int64_t steps = data.steps_per_epoch;
+  if (options.steps_per_epoch > 0) steps = std::min(steps, options.steps_per_epoch);
+  History history;
+  ProgressBar progress;
+  std::vector<Callback*> callbacks = {&history};
+  if (options.verbose > 0 && strategy_->is_chief()) callbacks.push_back(&progress);
+  callbacks.insert(callbacks.end(), options.callbacks.begin(), options.callbacks.end());
+  TrainInfo info{options.epochs, steps, options.batch_size, strategy_->num_replicas_in_sync(),
+                 strategy_->is_chief()};
+  for (Callback* c : callbacks) c->OnTrainBegin(info);
+  Logs logs;
+  for (int64_t epoch = options.initial_epoch; epoch < options.epochs; ++epoch) {
+    for (Callback* c : callbacks) c->OnEpochBegin(epoch);
+    // Loss and metric sums of this epoch over all replicas: [loss * n, n, then
+    // (total, count) per metric].
+    std::vector<double> epoch_sums(2 + 2 * metrics_.size(), 0.0);
+    std::unique_ptr<Dataset::Iterator> it = data.local.Iterate(epoch, steps);
+    struct Batch batch;
+    for (int64_t step = 1; step <= steps; ++step) {
+      if (!it->Next(&batch)) {
+        return it->status().ok() ? absl::InternalError("the input ended before the agreed steps")
+                                 : it->status();
+      }
+      RW_ASSIGN_OR_RETURN(float loss, TrainStep(batch));
+      std::vector<double> sums = BatchSums(batch.labels, loss);
+      RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
+      for (size_t i = 0; i < sums.size(); ++i) epoch_sums[i] += sums[i];
+      logs = LogsFrom(epoch_sums);
+      for (Callback* c : callbacks) c->OnBatchEnd(step, logs);
+    }
+    if (options.validation_data != nullptr) {
+      RW_ASSIGN_OR_RETURN(EvaluateResult val, Evaluate(*options.validation_data, options.batch_size));
+      logs["val_loss"] = val.loss;
+      for (const auto& [name, value] : val.metrics) logs["val_" + name] = value;
+    }
+    for (Callback* c : callbacks) c->OnEpochEnd(epoch, logs);
+  }
+  for (Callback* c : callbacks) c->OnTrainEnd(logs);
+  return history;
+}
+
+absl::StatusOr<EvaluateResult> Sequential::Evaluate(const Dataset& data, int64_t batch_size) {
+  if (data.examples().count() == 0) return absl::InvalidArgumentError("evaluate on an empty dataset");
+  RW_RETURN_IF_ERROR(EnsureReady(data.examples().example_shape()));
+  const int replicas = strategy_->num_replicas_in_sync();
+  RW_ASSIGN_OR_RETURN(Dataset shard, data.Shard(replicas, strategy_->rank(), AutoShardPolicy::kData));
+  shard = shard.Batch(std::max<int64_t>(1, batch_size / replicas));
+  std::vector<double> sums(2 + 2 * metrics_.size(), 0.0);
+  std::unique_ptr<Dataset::Iterator> it = shard.Iterate(0);
+  struct Batch batch;
+  while (it->Next(&batch)) {
+    RW_RETURN_IF_ERROR(Forward(batch.features, /*training=*/false));
+    RW_ASSIGN_OR_RETURN(float loss, loss_->Compute(acts_.back(), batch.labels, nullptr));
+    std::vector<double> batch_sums = BatchSums(batch.labels, loss);
+    for (size_t i = 0; i < sums.size(); ++i) sums[i] += batch_sums[i];
+  }
+  RW_RETURN_IF_ERROR(it->status());
+  RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
+  const Logs logs = LogsFrom(sums);
+  EvaluateResult result;
+  result.loss = logs.at("loss");
+  result.examples = static_cast<int64_t>(sums[1]);
+  for (const Metric& m : metrics_) result.metrics[m.name()] = logs.at(m.name());
+  return result;
+}
+
+absl::StatusOr<Tensor> Sequential::Predict(const Tensor& x, int64_t batch_size) {
+  if (x.rank() < 1 || x.dim(0) == 0) return absl::InvalidArgumentError("predict on no examples");
+  RW_RETURN_IF_ERROR(EnsureReady(Shape(x.shape().begin() + 1, x.shape().end())));
+  const int64_t count = x.dim(0), size = x.size() / count;
+  Tensor out;
+  Tensor chunk;
+  for (int64_t begin = 0; begin < count; begin += batch_size) {
+    const int64_t n = std::min(batch_size, count - begin);
+    Shape shape = x.shape();
+    shape[0] = n;
+    chunk.Resize(shape);
+    std::copy(x.data() + begin * size, x.data() + (begin + n) * size, chunk.data());
+    RW_RETURN_IF_ERROR(Forward(chunk, /*training=*/false));
+    Tensor& y = acts_.back();
+    const int64_t width = y.size() / n;
+    if (fused_softmax_) {
+      RW_ASSIGN_OR_RETURN(std::unique_ptr<SoftmaxKernel> softmax, SoftmaxKernel::Create(*kernels_, n, width));
+      Tensor probs(y.shape());
+      softmax->Forward(*kernels_, y.data(), probs.data());
+      y = std::move(probs);
+    }
+    if (begin == 0) out = Tensor(WithBatch(count, layers_.back()->output_shape()));
+    std::copy(y.data(), y.data() + y.size(), out.data() + begin * width);
+  }
+  return out;
+}
+
+std::string Sequential::Summary() const {
+  std::ostringstream s;
+  const std::string rule(65, '_'), double_rule(65, '=');
+  s << "Model: \"sequential\"\n" << rule << "\n";
+  s << absl::StrFormat(" %-28s%-26s%s\n", "Layer (type)", "Output Shape", "Param #");
+  s << double_rule << "\n";
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = *layers_[i];
+    std::string shape = "(None";
+    for (int64_t d : l.output_shape()) absl::StrAppend(&shape, ", ", d);
+    shape += ")";
+    if (!built_) shape = "(unbuilt)";
+    s << absl::StrFormat(" %-28s%-26s%s\n", absl::StrCat(l.name(), " (", l.type(), ")"), shape,
+                         WithCommas(l.param_count()));
+    if (i + 1 < layers_.size()) s << "\n";
+  }
+  s << double_rule << "\n";
+  s << "Total params: " << WithCommas(param_count()) << "\n";
+  s << "Trainable params: " << WithCommas(param_count()) << "\n";
+  s << "Non-trainable params: 0\n" << rule << "\n";
+  return s.str();
+}
+
+}  // namespace ringwork

@@ -1,0 +1,134 @@
+// A Keras-like Sequential model: a stack of layers, compiled with a loss, an
+// optimizer and metrics, trained with fit(), measured with evaluate(), used with
+// predict(). Built inside a MultiWorkerMirroredStrategy scope it trains on every
+// worker of the cluster in lock step; otherwise it trains alone.
+//
+//   auto strategy = MultiWorkerMirroredStrategy::Create();          // TF_CONFIG
+//   auto scope = (*strategy)->scope();
+//   Sequential model;
+//   model.Add(Flatten());
+//   model.Add(Dense(256, {.activation = "relu"}));
+//   model.Add(Dense(10));
+//   RW_RETURN_IF_ERROR(model.Compile({.loss = {"sparse_categorical_crossentropy", true},
+//                                     .optimizer = {.name = "adam"}}));
+//   absl::StatusOr<History> history = model.Fit(train, {.epochs = 5, .batch_size = 256});
+//   absl::StatusOr<EvaluateResult> test = model.Evaluate(test_set);
+//
+// fit()'s batch_size is the global batch: each of the N replicas takes batch / N
+// examples per step of its shard of the data; losses and metrics are reported over
+// all replicas, so every worker returns the same numbers.
+#ifndef RINGWORK_KERAS_SEQUENTIAL_H_
+#define RINGWORK_KERAS_SEQUENTIAL_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "data/dataset.h"
+#include "keras/callbacks.h"
+#include "keras/layer.h"
+#include "keras/layers.h"
+#include "keras/losses.h"
+#include "keras/metrics.h"
+#include "keras/optimizers.h"
+#include "kernels/kernel_context.h"
+#include "strategy/gradient_reducer.h"
+#include "strategy/multi_worker_mirrored_strategy.h"
+
+namespace ringwork {
+
+struct CompileOptions {
+  LossSpec loss;
+  OptimizerSpec optimizer;
+  std::vector<std::string> metrics = {"accuracy"};
+  Precision precision = Precision::kFloat32;
+  // Intra-op threads (TensorFlow's intra_op_parallelism_threads); 0: this
+  // process's cores divided by the workers on this host.
+  int intra_op_threads = 0;
+  uint64_t seed = 42;  // Initialisation, shuffling and dropout.
+};
+
+struct FitOptions {
+  int64_t epochs = 1;
+  int64_t batch_size = 32;  // Global: over all replicas.
+  const Dataset* validation_data = nullptr;  // Evaluated after every epoch.
+  int verbose = 1;  // 1: progress bar on the chief; 0: silent.
+  std::vector<Callback*> callbacks;
+  AutoShardPolicy shard_policy = AutoShardPolicy::kData;
+  int64_t steps_per_epoch = 0;  // 0: every full global batch of the data.
+  int64_t initial_epoch = 0;
+};
+
+struct EvaluateResult {
+  double loss = 0;
+  std::map<std::string, double> metrics;
+  int64_t examples = 0;  // Over all replicas.
+};
+
+class Sequential {
+ public:
+  // Uses the strategy of the current scope, if any.
+  Sequential();
+  explicit Sequential(std::vector<std::unique_ptr<Layer>> layers);
+  ~Sequential();
+  Sequential(Sequential&&) noexcept;  // Everything it owns is held by pointer.
+  Sequential& operator=(Sequential&&) noexcept;
+
+  void Add(std::unique_ptr<Layer> layer);
+  // Creates the variables for inputs of `input_shape` (no batch dimension) and
+  // makes them equal on every replica (the chief's values). fit/evaluate/predict
+  // build on first use.
+  absl::Status Build(const Shape& input_shape);
+  absl::Status Compile(const CompileOptions& options);
+
+  absl::StatusOr<History> Fit(const Dataset& train, const FitOptions& options);
+  absl::StatusOr<EvaluateResult> Evaluate(const Dataset& data, int64_t batch_size = 256);
+  // Outputs for `x` [count, ...] (probabilities when the model ends in a softmax).
+  absl::StatusOr<Tensor> Predict(const Tensor& x, int64_t batch_size = 256);
+  std::string Summary() const;
+
+  // One training step on this replica's `batch`: forward, backward, gradients
+  // averaged over the replicas, optimizer update. Every replica must call it.
+  // Returns this replica's loss.
+  absl::StatusOr<float> TrainStep(const struct Batch& batch);
+
+  bool built() const { return built_; }
+  std::vector<Variable*> variables() const;
+  int64_t param_count() const;
+  MultiWorkerMirroredStrategy* strategy() const { return strategy_; }
+  KernelContext* kernel_context() { return kernels_.get(); }
+  Optimizer* optimizer() { return optimizer_.get(); }
+  // The compiled metrics (their names; values come back in Logs and results).
+  const std::vector<Metric>& metrics() const { return metrics_; }
+
+ private:
+  absl::Status EnsureReady(const Shape& input_shape);
+  absl::Status Forward(const Tensor& x, bool training);
+  // This replica's [loss * n, n, (total, count) per metric] for the last forward.
+  std::vector<double> BatchSums(const std::vector<int32_t>& labels, double loss);
+  Logs LogsFrom(const std::vector<double>& sums) const;
+
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::map<std::string, int> type_counts_;  // For Keras-style layer names.
+  MultiWorkerMirroredStrategy* strategy_ = nullptr;  // Not owned (or default_strategy_).
+  std::unique_ptr<MultiWorkerMirroredStrategy> default_strategy_;
+  bool compiled_ = false, built_ = false;
+  CompileOptions compile_options_;
+  Shape input_shape_;
+  std::unique_ptr<KernelContext> kernels_;
+  std::unique_ptr<Loss> loss_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<Metric> metrics_;
+  bool fused_softmax_ = false;
+  std::unique_ptr<GradientReducer> reducer_;
+  // Activations (acts_[0] is unused: the input) and their gradients.
+  std::vector<Tensor> acts_, grads_;
+  const Tensor* input_ = nullptr;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERAS_SEQUENTIAL_H_

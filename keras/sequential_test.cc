@@ -1,0 +1,135 @@
+#include "keras/sequential.h"
+
+#include <cmath>
+
+#include <catch2/catch.hpp>
+
+#include "data/fashion_mnist.h"
+
+namespace ringwork {
+namespace {
+
+Sequential Mlp(const std::string& last_activation = "") {
+  Sequential model;
+  model.Add(Flatten());
+  model.Add(Dense(256, {.activation = "relu"}));
+  model.Add(Dense(128, {.activation = "relu"}));
+  model.Add(Dense(10, {.activation = last_activation}));
+  return model;
+}
+
+CompileOptions Options(bool from_logits = true) {
+  CompileOptions o;
+  o.loss = {"sparse_categorical_crossentropy", from_logits};
+  o.optimizer = {.name = "adam", .learning_rate = 1e-3f};
+  o.metrics = {"accuracy"};
+  o.intra_op_threads = 1;
+  return o;
+}
+
+TEST_CASE("summary lists layers, shapes and Keras' parameter counts", "[sequential]") {
+  Sequential model = Mlp();
+  REQUIRE(model.Compile(Options()).ok());
+  REQUIRE(model.Build({28, 28, 1}).ok());
+  const std::string summary = model.Summary();
+  INFO(summary);
+  CHECK(summary.find(" flatten (Flatten)           (None, 784)               0") != std::string::npos);
+  CHECK(summary.find(" dense (Dense)               (None, 256)               200,960") != std::string::npos);
+  CHECK(summary.find(" dense_2 (Dense)             (None, 10)                1,290") != std::string::npos);
+  CHECK(summary.find("Total params: 235,146") != std::string::npos);
+}
+
+TEST_CASE("a model learns synthetic images and reports loss and accuracy", "[sequential]") {
+  TrainTest data = SyntheticImages(4096, 1024, 7);
+  Dataset train = Dataset::FromExamples(std::move(data.train));
+  Dataset test = Dataset::FromExamples(std::move(data.test));
+  Sequential model = Mlp();
+  REQUIRE(model.Compile(Options()).ok());
+  FitOptions fit;
+  fit.epochs = 4;
+  fit.batch_size = 64;
+  fit.verbose = 0;
+  fit.validation_data = &test;
+  auto history = model.Fit(train, fit);
+  REQUIRE(history.ok());
+  const auto loss = (*history)["loss"];
+  REQUIRE(loss.size() == 4);
+  CHECK(loss.back() < loss.front());
+  CHECK((*history)["val_accuracy"].back() > 0.6);
+  auto result = model.Evaluate(test);
+  REQUIRE(result.ok());
+  CHECK(result->examples == 1024);
+  CHECK(result->metrics.at("accuracy") == Approx((*history)["val_accuracy"].back()));
+}
+
+TEST_CASE("a softmax output is fused into the loss and predictions are probabilities", "[sequential]") {
+  TrainTest data = SyntheticImages(512, 64, 9);
+  Sequential model = Mlp("softmax");
+  REQUIRE(model.Compile(Options(/*from_logits=*/false)).ok());
+  FitOptions fit;
+  fit.batch_size = 32;
+  fit.verbose = 0;
+  REQUIRE(model.Fit(Dataset::FromExamples(data.train), fit).ok());
+  auto probs = model.Predict(data.test.features);
+  REQUIRE(probs.ok());
+  CHECK(probs->shape() == Shape{64, 10});
+  for (int64_t r = 0; r < 64; ++r) {
+    double sum = 0;
+    for (int64_t c = 0; c < 10; ++c) sum += (*probs)[r * 10 + c];
+    CHECK(sum == Approx(1.0).epsilon(1e-4));
+  }
+}
+
+TEST_CASE("a small CNN trains a step", "[sequential]") {
+  TrainTest data = SyntheticImages(256, 32, 11);
+  Sequential model;
+  model.Add(Conv2D(8, 3, {.padding = "same", .activation = "relu"}));
+  model.Add(MaxPool2D(2));
+  model.Add(Conv2D(16, 3, {.padding = "same", .activation = "relu"}));
+  model.Add(AveragePooling2D(2));
+  model.Add(Flatten());
+  model.Add(Dropout(0.25));
+  model.Add(Dense(10));
+  REQUIRE(model.Compile(Options()).ok());
+  FitOptions fit;
+  fit.batch_size = 32;
+  fit.verbose = 0;
+  auto history = model.Fit(Dataset::FromExamples(data.train), fit);
+  REQUIRE(history.ok());
+  CHECK(std::isfinite((*history)["loss"][0]));
+  CHECK(model.Summary().find("conv2d_1 (Conv2D)") != std::string::npos);
+}
+
+TEST_CASE("misconfigured models are refused with clear messages", "[sequential]") {
+  {
+    Sequential empty;
+    auto st = empty.Compile(Options());
+    CHECK(std::string(st.message()) == "the model has no layers");
+  }
+  {
+    Sequential model;
+    model.Add(Dense(10, {.activation = "swish"}));
+    REQUIRE(model.Compile(Options()).ok());
+    auto st = model.Build({4});
+    CHECK(std::string(st.message()) ==
+          "building layer dense for input [4]: unknown activation \"swish\"; expected relu, "
+          "tanh, sigmoid, gelu, softmax or linear");
+  }
+  {
+    Sequential model;
+    model.Add(Conv2D(4, 5));
+    REQUIRE(model.Compile(Options()).ok());
+    auto st = model.Build({3, 3, 1});
+    CHECK(std::string(st.message()).find("do not fit a [3, 3, 1] input") != std::string::npos);
+  }
+  {
+    Sequential model = Mlp();
+    CompileOptions o = Options();
+    o.optimizer.name = "adagrad";
+    CHECK(std::string(model.Compile(o).message()) ==
+          "unknown optimizer \"adagrad\"; expected sgd, adam or adamw");
+  }
+}
+
+}  // namespace
+}  // namespace ringwork

@@ -1,0 +1,32 @@
+// Ringwork's public API in one include, for apps that depend on //:ringwork (or
+// @ringwork//:ringwork from another workspace).
+//
+//   #include "ringwork.h"
+//   auto strategy = ringwork::MultiWorkerMirroredStrategy::Create();   // TF_CONFIG
+//   auto scope = (*strategy)->scope();
+//   ringwork::Sequential model;
+//   model.Add(ringwork::Dense(10));
+//   ...
+// See examples/keras_app.cc (Keras-style) and examples/custom_training_loop.cc
+// (your own loop with the kernels and the strategy).
+#ifndef RINGWORK_RINGWORK_H_
+#define RINGWORK_RINGWORK_H_
+
+#include "base/exit_code.h"
+#include "base/status_macros.h"
+#include "data/csv_reader.h"
+#include "data/dataset.h"
+#include "data/fashion_mnist.h"
+#include "keras/callbacks.h"
+#include "keras/initializers.h"
+#include "keras/layers.h"
+#include "keras/sequential.h"
+#include "kernels/dense.h"
+#include "kernels/kernel_context.h"
+#include "kernels/losses.h"
+#include "kernels/optimizers.h"
+#include "runtime/config/cluster_source.h"
+#include "runtime/worker_runtime.h"
+#include "strategy/multi_worker_mirrored_strategy.h"
+
+#endif  // RINGWORK_RINGWORK_H_

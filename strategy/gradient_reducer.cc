@@ -1,0 +1,148 @@
+#include "strategy/gradient_reducer.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/check.h"
+
+namespace ringwork {
+namespace {
+
+int64_t AutoPackBytes(int64_t total_bytes) {
+  return std::clamp<int64_t>(total_bytes / 4, 256 << 10, 16 << 20);
+}
+
+}  // namespace
+
+GradientReducer::GradientReducer(Communicator* comm, std::vector<Variable*> variables,
+                                 Options options)
+    : comm_(comm), options_(options) {
+  int64_t total = 0;
+  for (const Variable* v : variables) total += v->size();
+  arena_.assign(static_cast<size_t>(total), 0.f);
+  const int64_t pack_floats =
+      (options_.bytes_per_pack > 0 ? options_.bytes_per_pack : AutoPackBytes(total * 4)) / 4;
+  // Backward order: the last variable's gradient is produced first.
+  int64_t offset = 0;
+  for (auto it = variables.rbegin(); it != variables.rend(); ++it) {
+    Variable* v = *it;
+    // Close the open pack before it would outgrow the target.
+    if (packs_.empty() || (packs_.back().count > 0 && packs_.back().count + v->size() > pack_floats)) {
+      packs_.push_back(Pack{offset, 0, 0, 0, {}});
+    }
+    Pack& pack = packs_.back();
+    v->grad = arena_.data() + offset;
+    pack.count += v->size();
+    pack.total += 1;
+    pack.names.push_back(v->name);
+    pack_of_[v] = static_cast<int>(packs_.size()) - 1;
+    offset += v->size();
+  }
+  if (options_.overlap && comm_->world_size() > 1) {
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "rw-allreduce");
+      RunPacks();
+    });
+  }
+}
+
+GradientReducer::~GradientReducer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void GradientReducer::BeginStep() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Pack& p : packs_) p.waiting = p.total;
+  next_to_reduce_ = 0;
+  error_ = absl::OkStatus();
+  in_step_ = true;
+}
+
+void GradientReducer::Ready(const Variable* variable) {
+  auto it = pack_of_.find(variable);
+  RW_CHECK(it != pack_of_.end()) << "variable " << variable->name << " is not in this reducer";
+  bool pack_complete;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pack_complete = --packs_[it->second].waiting == 0;
+  }
+  if (pack_complete) cv_.notify_all();
+}
+
+absl::Status GradientReducer::Reduce(const Pack& pack) {
+  return comm_->AllReduce(arena_.data() + pack.offset, static_cast<size_t>(pack.count),
+                          DataType::kFloat32, ReduceOp::kMean);
+}
+
+void GradientReducer::RunPacks() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    // Wait for the next pack in order (every worker reduces packs in this order).
+    while (!stopping_ && !(in_step_ && next_to_reduce_ < num_packs() &&
+                           packs_[next_to_reduce_].waiting == 0)) {
+      cv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    if (stopping_) return;
+    const Pack& pack = packs_[next_to_reduce_];
+    lock.unlock();
+    const absl::Status status = Reduce(pack);
+    lock.lock();
+    if (!status.ok() && error_.ok()) error_ = status;
+    ++next_to_reduce_;
+    cv_.notify_all();
+  }
+}
+
+absl::Status GradientReducer::FinishStep() {
+  if (comm_->world_size() == 1) {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_step_ = false;
+    return absl::OkStatus();
+  }
+  if (!thread_.joinable()) {
+    for (const Pack& pack : packs_) {
+      absl::Status status = Reduce(pack);
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  for (const Pack& p : packs_) {
+    RW_CHECK_EQ(p.waiting, 0) << "FinishStep before every gradient of pack " << p.names[0]
+                              << " was Ready";
+  }
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(options_.finish_timeout_s);
+  while (next_to_reduce_ < num_packs()) {
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        next_to_reduce_ < num_packs()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "gradient all-reduce did not finish within ", options_.finish_timeout_s, " s (",
+          next_to_reduce_, " of ", num_packs(), " packs done)"));
+    }
+  }
+  in_step_ = false;
+  return error_;
+}
+
+std::string GradientReducer::DebugString() const {
+  std::vector<std::string> parts;
+  for (const Pack& p : packs_) {
+    const int64_t bytes = p.count * 4;
+    parts.push_back(absl::StrCat(bytes < 1024 ? bytes : bytes / 1024, bytes < 1024 ? " B [" : " KiB [",
+                                 absl::StrJoin(p.names, ", "), "]"));
+  }
+  return absl::StrCat(packs_.size(), " pack", packs_.size() == 1 ? "" : "s", ": ",
+                      absl::StrJoin(parts, "; "));
+}
+
+}  // namespace ringwork

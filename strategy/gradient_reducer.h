@@ -1,0 +1,94 @@
+// Averages the gradients of every variable over all replicas, overlapping the
+// communication with the backward pass: gradients are laid out in one arena in the
+// order the backward pass produces them (last layer first), cut into packs of about
+// `bytes_per_pack`, and a pack is all-reduced (MEAN) as soon as all of its
+// gradients are final, on a thread of its own, while the caller computes the
+// gradients of earlier layers.
+//
+//   GradientReducer reducer(comm, variables, {.bytes_per_pack = 0, .overlap = true});
+//   // every step:
+//   reducer.BeginStep();
+//   ... backward of the last layer writes v->grad ...;  reducer.Ready(v);
+//   ... backward of earlier layers ...;                 reducer.Ready(...);
+//   RW_RETURN_IF_ERROR(reducer.FinishStep());   // all gradients are averaged
+//
+// Threads: BeginStep, Ready and FinishStep from the training thread; packs are
+// reduced on "rw-allreduce" (or on the training thread in FinishStep when overlap
+// is off). Nothing else may use the Communicator between BeginStep and FinishStep.
+// Every worker must create its reducer over the same variables in the same order.
+#ifndef RINGWORK_STRATEGY_GRADIENT_REDUCER_H_
+#define RINGWORK_STRATEGY_GRADIENT_REDUCER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "runtime/collectives/communicator.h"
+#include "strategy/variable.h"
+
+namespace ringwork {
+
+class GradientReducer {
+ public:
+  struct Options {
+    // Target size of one pack; 0 chooses automatically (a quarter of all gradients,
+    // between 256 KiB and 16 MiB). TensorFlow's CommunicationOptions.bytes_per_pack.
+    int64_t bytes_per_pack = 0;
+    // Reduce packs on a thread of their own while the backward pass goes on
+    // (inter-op parallelism >= 2); off: all packs after the backward pass.
+    bool overlap = true;
+    // How long FinishStep may wait beyond the collectives' own deadlines.
+    double finish_timeout_s = 600;
+  };
+
+  // `variables` in creation order; their grad pointers are set into the arena.
+  GradientReducer(Communicator* comm, std::vector<Variable*> variables, Options options);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  void BeginStep();
+  // The gradient of `variable` is final for this step.
+  void Ready(const Variable* variable);
+  // Waits until every pack is averaged; the first error of any pack otherwise.
+  absl::Status FinishStep();
+
+  int num_packs() const { return static_cast<int>(packs_.size()); }
+  int64_t arena_bytes() const { return static_cast<int64_t>(arena_.size() * sizeof(float)); }
+  // "2 packs: 136 KiB [dense_2/*, dense_1/*], 803 KiB [dense/*]"
+  std::string DebugString() const;
+
+ private:
+  struct Pack {
+    int64_t offset = 0;  // In floats, into the arena.
+    int64_t count = 0;
+    int waiting = 0;     // Gradients not yet ready this step.
+    int total = 0;
+    std::vector<std::string> names;
+  };
+  void RunPacks();
+  absl::Status Reduce(const Pack& pack);
+
+  Communicator* comm_;  // Not owned.
+  const Options options_;
+  std::vector<float> arena_;
+  std::vector<Pack> packs_;
+  std::unordered_map<const Variable*, int> pack_of_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int next_to_reduce_ = 0;   // Guarded by mu_: packs reduced so far this step.
+  bool in_step_ = false;     // Guarded by mu_.
+  bool stopping_ = false;    // Guarded by mu_.
+  absl::Status error_;       // Guarded by mu_: the first error of this step.
+  std::thread thread_;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_STRATEGY_GRADIENT_REDUCER_H_

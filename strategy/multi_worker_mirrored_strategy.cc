@@ -1,0 +1,144 @@
+#include "strategy/multi_worker_mirrored_strategy.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+
+namespace ringwork {
+namespace {
+
+thread_local MultiWorkerMirroredStrategy* g_current = nullptr;
+
+// Applies the strategy's communication options to the runtime's.
+RuntimeOptions WithCommunication(RuntimeOptions runtime, const CommunicationOptions& c) {
+  if (c.timeout_seconds > 0) runtime.collectives.timeout_s = c.timeout_seconds;
+  if (c.implementation == "ring") {
+    runtime.collectives.allreduce_algorithm = AllReduceAlgorithm::kRing;
+  }
+  return runtime;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrategy::Create(
+    const Options& options) {
+  RW_ASSIGN_OR_RETURN(ClusterConfig cluster, ResolveCluster(options.cluster, EnvFromProcess()));
+  return Create(cluster, options);
+}
+
+absl::StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrategy::Create(
+    const ClusterConfig& cluster, const Options& options) {
+  if (options.communication.implementation != "auto" &&
+      options.communication.implementation != "ring") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "communication implementation \"", options.communication.implementation,
+        "\": expected auto or ring (NCCL is for GPUs)"));
+  }
+  RW_ASSIGN_OR_RETURN(std::unique_ptr<WorkerRuntime> runtime,
+                      WorkerRuntime::Start(cluster, WithCommunication(options.runtime,
+                                                                      options.communication)));
+  return std::unique_ptr<MultiWorkerMirroredStrategy>(
+      new MultiWorkerMirroredStrategy(std::move(runtime), options));
+}
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::unique_ptr<WorkerRuntime> runtime,
+                                                         const Options& options)
+    : owned_runtime_(std::move(runtime)), runtime_(owned_runtime_.get()), options_(options) {}
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(WorkerRuntime* runtime,
+                                                         const Options& options)
+    : runtime_(runtime), options_(options) {}
+
+MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
+  if (g_current == this) g_current = nullptr;
+}
+
+int MultiWorkerMirroredStrategy::workers_on_this_host() const {
+  const ClusterConfig& config = runtime_->config();
+  if (config.local_mode() || !config.address()) return 1;
+  int count = 0;
+  for (const RingMember& m : config.Ring()) {
+    if (m.address.host == config.address()->host) ++count;
+  }
+  return std::max(1, count);
+}
+
+MultiWorkerMirroredStrategy::Scope::Scope(MultiWorkerMirroredStrategy* strategy)
+    : previous_(g_current) {
+  g_current = strategy;
+}
+
+MultiWorkerMirroredStrategy::Scope::Scope(Scope&& other) noexcept
+    : previous_(other.previous_), active_(other.active_) {
+  other.active_ = false;
+}
+
+MultiWorkerMirroredStrategy::Scope::~Scope() {
+  if (active_) g_current = previous_;
+}
+
+MultiWorkerMirroredStrategy::Scope MultiWorkerMirroredStrategy::scope() { return Scope(this); }
+
+MultiWorkerMirroredStrategy* MultiWorkerMirroredStrategy::Current() { return g_current; }
+
+absl::Status MultiWorkerMirroredStrategy::Reduce(ReduceOp op, float* values, int64_t count) {
+  return comm()->AllReduce(values, static_cast<size_t>(count), DataType::kFloat32, op);
+}
+
+absl::Status MultiWorkerMirroredStrategy::Reduce(ReduceOp op, double* values, int64_t count) {
+  return comm()->AllReduce(values, static_cast<size_t>(count), DataType::kFloat64, op);
+}
+
+absl::Status MultiWorkerMirroredStrategy::BroadcastVariables(
+    const std::vector<Variable*>& variables) {
+  for (Variable* v : variables) {
+    RW_RETURN_IF_ERROR(comm()->Broadcast(v->value.data(), static_cast<size_t>(v->size()),
+                                         DataType::kFloat32, /*root=*/0));
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<GradientReducer> MultiWorkerMirroredStrategy::MakeGradientReducer(
+    const std::vector<Variable*>& variables) {
+  GradientReducer::Options options;
+  options.bytes_per_pack = options_.communication.bytes_per_pack;
+  options.overlap = options_.inter_op_threads >= 2;
+  return std::make_unique<GradientReducer>(comm(), variables, options);
+}
+
+absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDataset(
+    const Dataset& dataset, int64_t global_batch_size, AutoShardPolicy policy,
+    uint64_t shuffle_seed, int64_t prefetch_batches) {
+  const int replicas = num_replicas_in_sync();
+  if (global_batch_size <= 0 || global_batch_size % replicas != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the global batch size ", global_batch_size, " must be a positive multiple of the ",
+        replicas, " replicas (each gets global / replicas examples per step)"));
+  }
+  DistributedDataset d;
+  d.global_batch_size = global_batch_size;
+  d.per_replica_batch_size = global_batch_size / replicas;
+  Dataset shuffled = dataset.Shuffle(shuffle_seed);
+  RW_ASSIGN_OR_RETURN(Dataset shard, shuffled.Shard(replicas, rank(), policy));
+  d.local = shard.Batch(d.per_replica_batch_size, /*drop_remainder=*/true).Prefetch(prefetch_batches);
+  // Shards may differ by an example or (FILE) by a file: every worker runs the
+  // smallest number of full steps, so none waits for a step another never takes.
+  int64_t steps = d.local.batches_per_epoch();
+  RW_RETURN_IF_ERROR(comm()->AllReduce(&steps, 1, DataType::kInt64, ReduceOp::kMin));
+  if (steps == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the dataset (", dataset.examples().count(), " examples) has no full global batch of ",
+        global_batch_size, " for ", replicas, " replicas"));
+  }
+  d.steps_per_epoch = steps;
+  return d;
+}
+
+absl::Status MultiWorkerMirroredStrategy::Shutdown() {
+  if (owned_runtime_ == nullptr) return absl::OkStatus();
+  // Nobody leaves while another still needs it (its last collectives).
+  RW_RETURN_IF_ERROR(comm()->Barrier());
+  return owned_runtime_->Shutdown();
+}
+
+}  // namespace ringwork

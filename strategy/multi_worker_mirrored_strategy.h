@@ -1,0 +1,136 @@
+// MultiWorkerMirroredStrategy for C++: synchronous data parallelism over the
+// workers of a cluster, one replica per worker, as TensorFlow's.
+//
+//   // Every worker runs the same program; TF_CONFIG says who it is.
+//   absl::StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> strategy =
+//       MultiWorkerMirroredStrategy::Create();
+//   {
+//     auto scope = (*strategy)->scope();   // models built here are mirrored
+//     Sequential model;  model.Add(Dense(10));
+//     model.Compile({...});
+//   }
+//   model.Fit(train, {.epochs = 5, .batch_size = 256});   // 256 is the global batch
+//
+// Mirrored variables: every worker creates the same variables in the same order and
+// then takes the chief's values (BroadcastVariables), so replicas start equal; the
+// gradients are averaged over all replicas every step (GradientReducer, packed and
+// overlapped with the backward pass), so they stay bit-identical.
+//
+// Input: DistributeDataset splits a dataset between workers with tf.distribute's
+// semantics (global batch -> global / replicas per worker; auto-shard DATA by
+// default) and makes all workers agree on the steps per epoch.
+//
+// Threads: use a strategy from one thread (plus the reducer's own thread).
+#ifndef RINGWORK_STRATEGY_MULTI_WORKER_MIRRORED_STRATEGY_H_
+#define RINGWORK_STRATEGY_MULTI_WORKER_MIRRORED_STRATEGY_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "data/dataset.h"
+#include "runtime/config/cluster_source.h"
+#include "runtime/worker_runtime.h"
+#include "strategy/gradient_reducer.h"
+#include "strategy/variable.h"
+
+namespace ringwork {
+
+// TensorFlow's tf.distribute.experimental.CommunicationOptions.
+struct CommunicationOptions {
+  // "auto" or "ring" (TensorFlow's AUTO / RING; NCCL does not apply on CPUs).
+  std::string implementation = "auto";
+  // Deadline of each collective; 0 keeps the runtime's --collective_timeout_s.
+  double timeout_seconds = 0;
+  // Gradient pack size; 0: automatic.
+  int64_t bytes_per_pack = 0;
+};
+
+struct DistributedDataset {
+  Dataset local;                  // This worker's shard, batched per replica.
+  int64_t global_batch_size = 0;
+  int64_t per_replica_batch_size = 0;
+  int64_t steps_per_epoch = 0;    // Equal on every worker.
+};
+
+struct StrategyOptions {
+  ClusterSourceFlags cluster;  // Where the cluster comes from (TF_CONFIG by default).
+  RuntimeOptions runtime;      // Transport, startup and collective timeouts.
+  CommunicationOptions communication;
+  // Inter-op parallelism (TensorFlow's inter_op_parallelism_threads): 2 or more
+  // overlaps the gradient all-reduce with the backward pass on a second thread.
+  int inter_op_threads = 2;
+};
+
+class MultiWorkerMirroredStrategy {
+ public:
+  using Options = StrategyOptions;
+
+  // Resolves the cluster (TF_CONFIG, Slurm, or local mode) and joins the ring.
+  static absl::StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> Create(
+      const Options& options = Options());
+  static absl::StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> Create(
+      const ClusterConfig& cluster, const Options& options);
+  // Over a runtime that is already connected (e.g. from testing::LocalCluster).
+  MultiWorkerMirroredStrategy(WorkerRuntime* runtime /* not owned */, const Options& options);
+  ~MultiWorkerMirroredStrategy();
+
+  int num_replicas_in_sync() const { return comm()->world_size(); }
+  int rank() const { return comm()->rank(); }
+  bool is_chief() const { return runtime_->config().is_chief(); }
+  const ClusterConfig& cluster() const { return runtime_->config(); }
+  const Options& options() const { return options_; }
+  Communicator* communicator() { return comm(); }
+  // Workers sharing this host (for the default intra-op thread count).
+  int workers_on_this_host() const;
+
+  // While a Scope lives, models built on this thread use this strategy.
+  class Scope {
+   public:
+    ~Scope();
+    Scope(Scope&& other) noexcept;
+    Scope(const Scope&) = delete;
+
+   private:
+    friend class MultiWorkerMirroredStrategy;
+    explicit Scope(MultiWorkerMirroredStrategy* strategy);
+    MultiWorkerMirroredStrategy* previous_;
+    bool active_ = true;
+  };
+  Scope scope();
+  // The strategy of the innermost live Scope on this thread, or null.
+  static MultiWorkerMirroredStrategy* Current();
+
+  // Runs one replica's step (one replica per worker).
+  absl::Status Run(const std::function<absl::Status()>& replica_step) { return replica_step(); }
+  // Element-wise reduction across replicas, in place (kSum, kMean, kMin, kMax).
+  absl::Status Reduce(ReduceOp op, float* values, int64_t count);
+  absl::Status Reduce(ReduceOp op, double* values, int64_t count);
+  // Makes every replica's variables equal to the chief's.
+  absl::Status BroadcastVariables(const std::vector<Variable*>& variables);
+  // A reducer for these variables' gradients (every worker, same variables, same order).
+  std::unique_ptr<GradientReducer> MakeGradientReducer(const std::vector<Variable*>& variables);
+  // This worker's part of `dataset` for a `global_batch_size`; every worker must call it.
+  absl::StatusOr<DistributedDataset> DistributeDataset(const Dataset& dataset,
+                                                       int64_t global_batch_size,
+                                                       AutoShardPolicy policy = AutoShardPolicy::kData,
+                                                       uint64_t shuffle_seed = 0,
+                                                       int64_t prefetch_batches = 2);
+  // A barrier, then an orderly shutdown of the runtime (if the strategy owns it).
+  absl::Status Shutdown();
+
+ private:
+  MultiWorkerMirroredStrategy(std::unique_ptr<WorkerRuntime> runtime, const Options& options);
+  Communicator* comm() const { return runtime_->communicator(); }
+
+  std::unique_ptr<WorkerRuntime> owned_runtime_;
+  WorkerRuntime* runtime_;  // Not owned (or owned_runtime_).
+  Options options_;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_STRATEGY_MULTI_WORKER_MIRRORED_STRATEGY_H_

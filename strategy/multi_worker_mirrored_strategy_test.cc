@@ -1,0 +1,104 @@
+// The strategy on in-process clusters of real workers (gRPC servers on port 0).
+#include "strategy/multi_worker_mirrored_strategy.h"
+
+#include <catch2/catch.hpp>
+
+#include "base/status_macros.h"
+#include "testing/local_cluster.h"
+#include "absl/strings/str_cat.h"
+
+namespace ringwork {
+namespace {
+
+Examples Numbered(int64_t n, int files) {
+  Examples e;
+  e.features = Tensor({n, 1});
+  for (int64_t i = 0; i < n; ++i) {
+    e.features[i] = static_cast<float>(i);
+    e.labels.push_back(static_cast<int32_t>(i % 10));
+    // Uneven files: file 0 holds half of everything.
+    e.file_index.push_back(i % 2 == 0 ? 0 : static_cast<int32_t>(1 + i % files));
+  }
+  for (int f = 0; f <= files; ++f) e.files.push_back("f" + std::to_string(f));
+  return e;
+}
+
+void CheckAllOk(const std::vector<absl::Status>& results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    INFO("worker " << i << ": " << results[i].message());
+    CHECK(results[i].ok());
+  }
+}
+
+TEST_CASE("replica counts, chief, reductions and broadcast", "[strategy]") {
+  for (const char* transport : {"auto", "grpc"}) {
+    INFO(transport);
+    LocalCluster::Options options;
+    options.num_workers = 2;
+    options.chief = true;
+    options.runtime.transport_kind = transport;
+    CheckAllOk(LocalCluster::Run(options, [](LocalCluster::Worker& w) -> absl::Status {
+      MultiWorkerMirroredStrategy& s = *w.strategy;
+      if (s.num_replicas_in_sync() != 3) return absl::InternalError("replicas");
+      if (s.is_chief() != (w.rank == 0)) return absl::InternalError("chief");
+      float values[2] = {static_cast<float>(w.rank), 1.f};
+      RW_RETURN_IF_ERROR(s.Reduce(ReduceOp::kMean, values, 2));
+      if (values[0] != 1.f || values[1] != 1.f) return absl::InternalError("mean");
+      Variable v;
+      v.name = "v";
+      v.value = Tensor({4}, {1.f * w.rank, 2, 3, 4});
+      RW_RETURN_IF_ERROR(s.BroadcastVariables({&v}));
+      if (v.value[0] != 0.f) return absl::InternalError("broadcast did not take the chief's values");
+      return absl::OkStatus();
+    }));
+  }
+}
+
+TEST_CASE("distributed input: global batch, DATA and FILE sharding, agreed steps", "[strategy]") {
+  LocalCluster::Options options;
+  options.num_workers = 3;
+  CheckAllOk(LocalCluster::Run(options, [](LocalCluster::Worker& w) -> absl::Status {
+    MultiWorkerMirroredStrategy& s = *w.strategy;
+    Dataset data = Dataset::FromExamples(Numbered(1000, 3));
+    auto bad = s.DistributeDataset(data, 100);
+    if (bad.ok() || std::string(bad.status().message()) !=
+                        "the global batch size 100 must be a positive multiple of the 3 "
+                        "replicas (each gets global / replicas examples per step)") {
+      return absl::InternalError("global batch not refused");
+    }
+    RW_ASSIGN_OR_RETURN(DistributedDataset d, s.DistributeDataset(data, 30));
+    if (d.per_replica_batch_size != 10 || d.steps_per_epoch != 33) {
+      return absl::InternalError(absl::StrCat("data: ", d.per_replica_batch_size, " ", d.steps_per_epoch));
+    }
+    // FILE sharding with uneven files: shard sizes differ, the steps do not.
+    RW_ASSIGN_OR_RETURN(DistributedDataset f, s.DistributeDataset(data, 30, AutoShardPolicy::kFile));
+    const int64_t local_batches = f.local.batches_per_epoch();
+    int64_t most = local_batches;
+    RW_RETURN_IF_ERROR(s.communicator()->AllReduce(&most, 1, DataType::kInt64, ReduceOp::kMax));
+    if (most == f.steps_per_epoch || f.steps_per_epoch > local_batches) {
+      return absl::InternalError(absl::StrCat("file: steps ", f.steps_per_epoch, " local ", local_batches));
+    }
+    return absl::OkStatus();
+  }));
+}
+
+TEST_CASE("a crashed worker fails the others' collectives promptly", "[strategy]") {
+  LocalCluster::Options options;
+  options.num_workers = 3;
+  auto results = LocalCluster::Run(options, [](LocalCluster::Worker& w) -> absl::Status {
+    if (w.rank == 2) {
+      w.Crash();
+      return absl::OkStatus();
+    }
+    float x = 1;
+    for (int i = 0; i < 1000; ++i) RW_RETURN_IF_ERROR(w.strategy->Reduce(ReduceOp::kSum, &x, 1));
+    return absl::InternalError("the collectives should have failed");
+  });
+  for (int r : {0, 1}) {
+    INFO(results[r].message());
+    CHECK(absl::IsUnavailable(results[r]));
+  }
+}
+
+}  // namespace
+}  // namespace ringwork

@@ -1,0 +1,24 @@
+// A trainable variable: its value, and where its gradient goes. Gradients live in
+// one flat arena owned by the strategy's GradientReducer (gradient_reducer.h), so
+// that many small gradients are all-reduced as a few large contiguous packs.
+#ifndef RINGWORK_STRATEGY_VARIABLE_H_
+#define RINGWORK_STRATEGY_VARIABLE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/tensor.h"
+
+namespace ringwork {
+
+struct Variable {
+  std::string name;       // "dense_1/kernel"
+  Tensor value;
+  float* grad = nullptr;  // size() floats in the gradient arena. Not owned.
+
+  int64_t size() const { return value.size(); }
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_STRATEGY_VARIABLE_H_

@@ -1,0 +1,63 @@
+#include "testing/local_cluster.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/config/localhost.h"
+
+namespace ringwork {
+
+RuntimeOptions LocalCluster::TestRuntimeOptions() {
+  RuntimeOptions options;
+  options.rendezvous.startup_timeout_s = 60;
+  options.collectives.timeout_s = 60;
+  options.shutdown_timeout_s = 5;
+  (void)options.Finish();
+  return options;
+}
+
+void LocalCluster::Worker::Crash() {
+  runtime->transport()->Abort(
+      absl::AbortedError(absl::StrCat("worker rank ", rank, " crashed (LocalCluster::Crash)")));
+}
+
+std::vector<absl::Status> LocalCluster::Run(const Options& options,
+                                            const std::function<absl::Status(Worker&)>& fn) {
+  ClusterSpec spec;
+  if (options.chief) spec.chief.push_back(HostPort{"127.0.0.1", 0});
+  for (int i = 0; i < options.num_workers; ++i) spec.worker.push_back(HostPort{"127.0.0.1", 0});
+  const std::vector<TaskId> tasks = AllTasks(spec);
+  const int n = static_cast<int>(tasks.size());
+  std::vector<absl::Status> results(n);
+  // Listen on port 0 everywhere, then tell every worker the ports.
+  std::vector<std::unique_ptr<WorkerRuntime>> runtimes(n);
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
+        WorkerRuntime::Listen(ClusterConfig(spec, tasks[i], "LocalCluster"), options.runtime);
+    if (!runtime.ok()) {
+      results.assign(n, runtime.status());
+      return results;
+    }
+    runtimes[i] = std::move(*runtime);
+  }
+  for (auto& runtime : runtimes) {
+    for (int j = 0; j < n; ++j) runtime->SetAddress(tasks[j], {"127.0.0.1", runtimes[j]->bound_port()});
+  }
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      absl::Status status = runtimes[i]->Connect();
+      if (status.ok()) {
+        MultiWorkerMirroredStrategy strategy(runtimes[i].get(), options.strategy);
+        Worker worker{runtimes[i]->config().rank(), runtimes[i].get(), &strategy};
+        status = fn(worker);
+      }
+      results[i] = status;
+      (void)runtimes[i]->Shutdown();
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+}  // namespace ringwork

@@ -1,0 +1,136 @@
+// The train binary on localhost clusters of real processes: Fashion-MNIST from
+// Debian's package, metrics written, replicas identical, a killed worker fails the
+// job quickly, bad flags fail at once.
+#include <signal.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "testing/process_cluster.h"
+
+namespace ringwork {
+namespace {
+
+constexpr char kTrain[] = "tools/train";
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name;
+}
+
+std::set<std::string> Fingerprints(const std::vector<SubprocessResult>& results) {
+  std::set<std::string> found;
+  const std::regex pattern("weights fingerprint ([0-9a-f]{16})");
+  for (const auto& r : results) {
+    std::smatch m;
+    if (std::regex_search(r.output, m, pattern)) found.insert(m[1]);
+  }
+  return found;
+}
+
+TEST_CASE("two workers train on Fashion-MNIST and agree bit for bit", "[train]") {
+  const std::string metrics = TempPath("metrics.json");
+  ProcessCluster cluster({kTrain, 2, false,
+                          {"--epochs=2", "--steps_per_epoch=60", "--metrics_json=" + metrics}});
+  std::vector<SubprocessResult> results = cluster.Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+  }
+  CHECK(results[0].output.find("Epoch 2/2") != std::string::npos);
+  CHECK(results[0].output.find("Test accuracy: ") != std::string::npos);
+  CHECK(results[1].output.find("Epoch 1/2") == std::string::npos);  // Only the chief prints.
+  CHECK(Fingerprints(results).size() == 1);
+  std::ifstream in(metrics);
+  std::stringstream text;
+  text << in.rdbuf();
+  INFO(text.str());
+  for (const char* key : {"\"test_accuracy\"", "\"test_loss\"", "\"train_samples_per_second\"",
+                          "\"wall_seconds\"", "\"num_workers\": 2"}) {
+    CHECK(text.str().find(key) != std::string::npos);
+  }
+  std::smatch m;
+  const std::string json = text.str();
+  REQUIRE(std::regex_search(json, m, std::regex("\"test_accuracy\": ([0-9.]+)")));
+  CHECK(std::stod(m[1]) > 0.70);
+}
+
+TEST_CASE("bfloat16 training runs and stays in sync", "[train]") {
+  ProcessCluster cluster({kTrain, 2, false,
+                          {"--epochs=1", "--steps_per_epoch=30", "--precision=bfloat16",
+                           "--verbose=0"}});
+  std::vector<SubprocessResult> results = cluster.Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+  }
+  CHECK(Fingerprints(results).size() == 1);
+}
+
+TEST_CASE("a worker killed mid-training makes the others exit 3 promptly", "[train]") {
+  ProcessCluster cluster({kTrain, 3, false, {}});
+  std::vector<std::unique_ptr<Subprocess>> processes;
+  for (int i = 0; i < 3; ++i) {
+    Subprocess::Options options;
+    options.env["TF_CONFIG"] = cluster.tf_config(i);
+    options.timeout_s = 120;
+    processes.push_back(std::make_unique<Subprocess>(
+        Subprocess::Start({kTrain, "--dataset=synthetic", "--epochs=1000", "--verbose=0",
+                           "--global_batch_size=240", "--collective_timeout_s=120"},
+                          options)));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const double killed_at = MonotonicSeconds();
+  processes[1]->Signal(SIGKILL);
+  for (int i : {0, 2}) {
+    SubprocessResult r = processes[i]->Wait();
+    INFO(r.output);
+    CHECK(r.exit_code == 3);
+    CHECK(MonotonicSeconds() - killed_at < 15);
+    CHECK(r.output.find("worker:1 (" + cluster.address(1) + ")") != std::string::npos);
+  }
+  CHECK(processes[1]->Wait().exit_code == 128 + SIGKILL);
+}
+
+TEST_CASE("bad flags fail at once with exit 2", "[train]") {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--model=rnn"}, "--model=rnn: expected mlp or cnn"},
+      {{"--dataset=imagenet"}, "--dataset=imagenet: expected fashion_mnist or synthetic"},
+      {{"--data_dir=/nope"}, "--data_dir=/nope does not exist; install Debian's dataset-fashion-mnist"},
+      {{"--optimizer=lamb"}, "unknown optimizer \"lamb\""},
+      {{"--precision=fp8"}, "--precision=fp8: expected float32 or bfloat16"},
+      {{"--epochs=many"}, "flag --epochs: expected an integer, got \"many\""},
+  };
+  for (const Case& c : cases) {
+    Subprocess::Options options;
+    options.unset_env = {"TF_CONFIG"};
+    options.timeout_s = 30;
+    std::vector<std::string> argv = {kTrain};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    SubprocessResult r = RunSubprocess(argv, options);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(c.message) != std::string::npos);
+  }
+  // A global batch the workers cannot split evenly.
+  ProcessCluster cluster({kTrain, 3, false, {"--global_batch_size=256", "--dataset=synthetic"}});
+  std::vector<SubprocessResult> results = cluster.Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("the global batch size 256 must be a positive multiple of the 3 replicas") !=
+          std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace ringwork
