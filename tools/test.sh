@@ -9,4 +9,13 @@ tools/setup.sh || exit $?
 output=$(mktemp)
 trap 'rm -f "$output"' EXIT
 bazel test --keep_going --test_summary=short "$@" //... 2>&1 | tee "$output"
+
+# Embedding: an app in another Bazel workspace that depends on @ringwork builds and
+# runs. Counted as one more test target.
+embed_status=PASSED
+if ! (cd examples/external_workspace && bazel build //:app && ./bazel-bin/app &&
+      bazel shutdown); then
+  embed_status=FAILED
+fi
+echo "//examples/external_workspace:app $embed_status" >> "$output"
 tools/count_test_results.sh "$output"
