@@ -15,10 +15,13 @@
 #include "runtime/transport/shm/shm_endpoint.h"
 #include "testing/rank_threads.h"
 
-// Counts heap allocations of the whole test binary.
+// Counts heap allocations of the whole test binary (not under AddressSanitizer,
+// which replaces operator new itself).
 namespace {
 std::atomic<long> g_allocations{0};
 }  // namespace
+#if !defined(__SANITIZE_ADDRESS__)
+#define RW_COUNTS_ALLOCATIONS 1
 void* operator new(size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size)) return p;
@@ -26,6 +29,7 @@ void* operator new(size_t size) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
+#endif
 
 namespace ringwork {
 namespace {
@@ -145,6 +149,10 @@ long AllocationsFor(ShmWorld& world, size_t segment_bytes, size_t n, int iterati
 }
 
 TEST_CASE("moving data allocates nothing per segment", "[shm][allocations]") {
+#if !defined(RW_COUNTS_ALLOCATIONS)
+  SUCCEED("allocation counting is off under AddressSanitizer");
+  return;
+#endif
   ShmWorld world(2);
   const size_t n = 1 << 20;  // 4 MiB of floats.
   const long few_segments = AllocationsFor(world, 1 << 20, n, 20);     // 4 segments
