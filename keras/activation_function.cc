@@ -27,20 +27,15 @@ absl::Status ActivationFunction::Forward(KernelContext& k, const Tensor& z, Tens
   }
   if (is_softmax()) {
     const int64_t cols = z.shape().back(), rows = z.size() / cols;
-    auto& kernel = softmax_kernels_[z.size()];
-    if (kernel == nullptr) {
-      RW_ASSIGN_OR_RETURN(std::unique_ptr<SoftmaxKernel> made, SoftmaxKernel::Create(k, rows, cols));
-      kernel = std::move(made);
-    }
+    RW_ASSIGN_OR_RETURN(SoftmaxKernel * kernel, softmax_kernels_->Get(z.size(), [&](int64_t) {
+      return SoftmaxKernel::Create(k, rows, cols);
+    }));
     kernel->Forward(k, z.data(), y->data());
     return absl::OkStatus();
   }
-  auto& kernel = elementwise_kernels_[z.size()];
-  if (kernel == nullptr) {
-    RW_ASSIGN_OR_RETURN(std::unique_ptr<ActivationKernel> made,
-                        ActivationKernel::Create(k, elementwise_, z.size()));
-    kernel = std::move(made);
-  }
+  RW_ASSIGN_OR_RETURN(ActivationKernel * kernel, elementwise_kernels_->Get(z.size(), [&](int64_t n) {
+    return ActivationKernel::Create(k, elementwise_, n);
+  }));
   kernel->Forward(k, z.data(), y->data());
   return absl::OkStatus();
 }
@@ -53,10 +48,17 @@ absl::Status ActivationFunction::Backward(KernelContext& k, const Tensor& z, con
     return absl::OkStatus();
   }
   if (is_softmax()) {
-    softmax_kernels_.at(z.size())->Backward(k, y.data(), dy.data(), dz->data());
+    const int64_t cols = z.shape().back(), rows = z.size() / cols;
+    RW_ASSIGN_OR_RETURN(SoftmaxKernel * kernel, softmax_kernels_->Get(z.size(), [&](int64_t) {
+      return SoftmaxKernel::Create(k, rows, cols);
+    }));
+    kernel->Backward(k, y.data(), dy.data(), dz->data());
     return absl::OkStatus();
   }
-  elementwise_kernels_.at(z.size())->Backward(k, z.data(), dy.data(), dz->data());
+  RW_ASSIGN_OR_RETURN(ActivationKernel * kernel, elementwise_kernels_->Get(z.size(), [&](int64_t n) {
+    return ActivationKernel::Create(k, elementwise_, n);
+  }));
+  kernel->Backward(k, z.data(), dy.data(), dz->data());
   return absl::OkStatus();
 }
 

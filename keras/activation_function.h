@@ -5,11 +5,11 @@
 #ifndef RINGWORK_KERAS_ACTIVATION_FUNCTION_H_
 #define RINGWORK_KERAS_ACTIVATION_FUNCTION_H_
 
-#include <map>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "keras/kernel_cache.h"
 #include "kernels/activation.h"
 #include "kernels/softmax.h"
 #include "kernels/tensor.h"
@@ -34,8 +34,11 @@ class ActivationFunction {
  private:
   std::string name_ = "linear";
   Activation elementwise_ = Activation::kLinear;
-  std::map<int64_t, std::shared_ptr<ActivationKernel>> elementwise_kernels_;
-  std::map<int64_t, std::shared_ptr<SoftmaxKernel>> softmax_kernels_;
+  // By element count. Shared: copies of an ActivationFunction share its kernels.
+  std::shared_ptr<PerBatch<ActivationKernel>> elementwise_kernels_ =
+      std::make_shared<PerBatch<ActivationKernel>>();
+  std::shared_ptr<PerBatch<SoftmaxKernel>> softmax_kernels_ =
+      std::make_shared<PerBatch<SoftmaxKernel>>();
 };
 
 }  // namespace ringwork

@@ -1,10 +1,9 @@
 // Conv2D, MaxPool2D and AveragePooling2D over NHWC inputs.
-#include <map>
-
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "keras/activation_function.h"
 #include "keras/initializers.h"
+#include "keras/kernel_cache.h"
 #include "keras/layers.h"
 #include "kernels/conv2d.h"
 #include "kernels/pooling.h"
@@ -84,13 +83,11 @@ class Conv2DLayer : public Layer {
 
  private:
   absl::StatusOr<Conv2DKernel*> KernelFor(KernelContext& k, int64_t batch) {
-    auto& kernel = kernels_[batch];
-    if (kernel == nullptr) {
+    return kernels_.Get(batch, [&](int64_t b) {
       Conv2DShape s = shape_;
-      s.batch = batch;
-      RW_ASSIGN_OR_RETURN(kernel, Conv2DKernel::Create(k, s));
-    }
-    return kernel.get();
+      s.batch = b;
+      return Conv2DKernel::Create(k, s);
+    });
   }
 
   const int64_t filters_, kernel_size_;
@@ -98,7 +95,7 @@ class Conv2DLayer : public Layer {
   Conv2DShape shape_;
   ActivationFunction activation_;
   Tensor z_, dz_;
-  std::map<int64_t, std::unique_ptr<Conv2DKernel>> kernels_;
+  PerBatch<Conv2DKernel> kernels_;
 };
 
 class PoolLayer : public Layer {
@@ -141,20 +138,18 @@ class PoolLayer : public Layer {
 
  private:
   absl::StatusOr<Pool2DKernel*> KernelFor(KernelContext& k, int64_t batch) {
-    auto& kernel = kernels_[batch];
-    if (kernel == nullptr) {
+    return kernels_.Get(batch, [&](int64_t b) {
       Pool2DShape s = shape_;
-      s.batch = batch;
-      RW_ASSIGN_OR_RETURN(kernel, Pool2DKernel::Create(k, s));
-    }
-    return kernel.get();
+      s.batch = b;
+      return Pool2DKernel::Create(k, s);
+    });
   }
 
   const PoolKind kind_;
   const int64_t pool_;
   const PoolOptions options_;
   Pool2DShape shape_;
-  std::map<int64_t, std::unique_ptr<Pool2DKernel>> kernels_;
+  PerBatch<Pool2DKernel> kernels_;
 };
 
 }  // namespace

@@ -1,12 +1,11 @@
 // Dense: y = activation(x . kernel + bias). Inputs of rank > 2 are flattened
 // (Keras applies Dense to the last axis; for the models here that is the same
 // after a Flatten, and rank-2 inputs are the common case).
-#include <map>
-
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "keras/activation_function.h"
 #include "keras/initializers.h"
+#include "keras/kernel_cache.h"
 #include "keras/layers.h"
 #include "kernels/dense.h"
 
@@ -70,11 +69,7 @@ class DenseLayer : public Layer, public SoftmaxOutput {
 
  private:
   absl::StatusOr<DenseKernel*> KernelFor(KernelContext& k, int64_t batch) {
-    auto& kernel = kernels_[batch];
-    if (kernel == nullptr) {
-      RW_ASSIGN_OR_RETURN(kernel, DenseKernel::Create(k, {batch, in_, units_}));
-    }
-    return kernel.get();
+    return kernels_.Get(batch, [&](int64_t b) { return DenseKernel::Create(k, {b, in_, units_}); });
   }
 
   const int64_t units_;
@@ -84,7 +79,7 @@ class DenseLayer : public Layer, public SoftmaxOutput {
   ActivationFunction activation_;
   bool logits_ = false;
   Tensor z_, dz_;  // Pre-activation and its gradient.
-  std::map<int64_t, std::unique_ptr<DenseKernel>> kernels_;  // By batch size.
+  PerBatch<DenseKernel> kernels_;
 };
 
 }  // namespace
