@@ -62,6 +62,12 @@ Dataset Dataset::Prefetch(int64_t buffer_batches) const {
   return d;
 }
 
+Dataset Dataset::Repeat(int64_t count) const {
+  Dataset d = *this;
+  d.repeat_ = count;
+  return d;
+}
+
 absl::StatusOr<Dataset> Dataset::Shard(int64_t num_shards, int64_t index,
                                        AutoShardPolicy policy) const {
   if (num_shards < 1 || index < 0 || index >= num_shards) {
@@ -164,6 +170,42 @@ class PlainIterator : public Dataset::Iterator {
   int64_t produced_ = 0;
 };
 
+// Runs one epoch's iterator after another.
+class RepeatIterator : public Dataset::Iterator {
+ public:
+  RepeatIterator(const Dataset& single, int64_t first_epoch, int64_t epochs, int64_t max_batches)
+      : single_(single), epoch_(first_epoch), left_(epochs), max_batches_(max_batches) {}
+  bool Next(struct Batch* batch) override {
+    while (max_batches_ < 0 || produced_ < max_batches_) {
+      if (current_ == nullptr) {
+        if (left_ == 0) return false;
+        if (left_ > 0) --left_;
+        current_ = single_.Iterate(epoch_++);
+      }
+      if (current_->Next(batch)) {
+        ++produced_;
+        return true;
+      }
+      if (!current_->status().ok()) {
+        status_ = current_->status();
+        return false;
+      }
+      current_.reset();
+    }
+    return false;
+  }
+  absl::Status status() const override { return status_; }
+
+ private:
+  Dataset single_;
+  int64_t epoch_;
+  int64_t left_;  // Epochs still to start; negative: forever.
+  int64_t max_batches_;
+  int64_t produced_ = 0;
+  std::unique_ptr<Dataset::Iterator> current_;
+  absl::Status status_;
+};
+
 // Assembles up to `buffer` batches ahead on a thread of its own.
 class PrefetchIterator : public Dataset::Iterator {
  public:
@@ -232,6 +274,15 @@ class PrefetchIterator : public Dataset::Iterator {
 }  // namespace
 
 std::unique_ptr<Dataset::Iterator> Dataset::Iterate(int64_t epoch, int64_t max_batches) const {
+  if (repeat_ != 1) {
+    Dataset single = *this;
+    single.repeat_ = 1;
+    single.prefetch_ = 0;
+    std::unique_ptr<Iterator> repeated =
+        std::make_unique<RepeatIterator>(single, epoch, repeat_, max_batches);
+    if (prefetch_ <= 0) return repeated;
+    return std::make_unique<PrefetchIterator>(std::move(repeated), prefetch_);
+  }
   std::vector<int64_t> order = Order(epoch);
   const int64_t n = static_cast<int64_t>(order.size());
   int64_t batches = drop_remainder_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;

@@ -1,6 +1,6 @@
 // An input pipeline over in-memory examples, with tf.data's vocabulary: a seeded
 // shuffle (a new order every epoch, the same on every worker), sharding between
-// workers, batching, and prefetching on a background thread.
+// workers, batching, repeating, and prefetching on a background thread.
 //
 //   Dataset train = Dataset::FromExamples(std::move(examples))
 //                       .Shuffle(/*seed=*/42)
@@ -44,6 +44,9 @@ class Dataset {
   Dataset Shuffle(uint64_t seed) const;
   Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
   Dataset Prefetch(int64_t buffer_batches) const;
+  // Iterate(epoch) goes on through `count` epochs (epoch, epoch + 1, ...; each in
+  // its own shuffled order); -1 repeats forever.
+  Dataset Repeat(int64_t count = -1) const;
   absl::StatusOr<Dataset> Shard(int64_t num_shards, int64_t index,
                                 AutoShardPolicy policy) const;
 
@@ -79,6 +82,7 @@ class Dataset {
   int64_t batch_size_ = 1;
   bool drop_remainder_ = false;
   int64_t prefetch_ = 0;
+  int64_t repeat_ = 1;
   int64_t num_shards_ = 1, shard_index_ = 0;
   AutoShardPolicy policy_ = AutoShardPolicy::kOff;
 };

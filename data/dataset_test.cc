@@ -87,6 +87,21 @@ TEST_CASE("batching keeps or drops the remainder", "[dataset]") {
   CHECK(batches == 2);
 }
 
+TEST_CASE("repeat runs through epochs, each in its own order", "[dataset]") {
+  Dataset d = Dataset::FromExamples(Numbered(10)).Shuffle(5).Batch(4);
+  auto three = Epoch(d.Repeat(3), 0);
+  CHECK(three.size() == 30);
+  std::vector<int32_t> expected = Epoch(d, 0);
+  for (int32_t x : Epoch(d, 1)) expected.push_back(x);
+  for (int32_t x : Epoch(d, 2)) expected.push_back(x);
+  CHECK(three == expected);
+  auto forever = d.Repeat().Prefetch(2).Iterate(0, /*max_batches=*/100);
+  Batch b;
+  int batches = 0;
+  while (forever->Next(&b)) ++batches;
+  CHECK(batches == 100);
+}
+
 TEST_CASE("prefetching yields exactly what plain iteration does", "[dataset]") {
   Dataset plain = Dataset::FromExamples(Numbered(1000)).Shuffle(3).Batch(32);
   CHECK(Epoch(plain.Prefetch(3), 1) == Epoch(plain, 1));
