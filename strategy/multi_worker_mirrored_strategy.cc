@@ -1,6 +1,7 @@
 #include "strategy/multi_worker_mirrored_strategy.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/exit_code.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 
@@ -118,7 +119,20 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
   DistributedDataset d;
   d.global_batch_size = global_batch_size;
   d.per_replica_batch_size = global_batch_size / replicas;
-  Dataset shuffled = dataset.Shuffle(shuffle_seed);
+  // Sharding splits one common order: every worker must hold the same examples and
+  // shuffle with the same seed. The chief's seed wins (a user may seed by rank), and
+  // datasets of different sizes are refused instead of silently overlapping.
+  int64_t agreed[3] = {static_cast<int64_t>(shuffle_seed), dataset.examples().count(),
+                       -dataset.examples().count()};
+  RW_RETURN_IF_ERROR(comm()->Broadcast(agreed, 1, DataType::kInt64, /*root=*/0));
+  RW_RETURN_IF_ERROR(comm()->AllReduce(agreed + 1, 2, DataType::kInt64, ReduceOp::kMin));
+  if (agreed[1] != -agreed[2]) {
+    return MismatchError(absl::StrCat(
+        "the workers' datasets differ in size (", agreed[1], " to ", -agreed[2],
+        " examples; this worker, rank ", rank(), ", has ", dataset.examples().count(),
+        "): every worker must load the same data set, which is then sharded"));
+  }
+  Dataset shuffled = dataset.Shuffle(static_cast<uint64_t>(agreed[0]));
   RW_ASSIGN_OR_RETURN(Dataset shard, shuffled.Shard(replicas, rank(), policy));
   d.local = shard.Batch(d.per_replica_batch_size, /*drop_remainder=*/true).Prefetch(prefetch_batches);
   // Shards may differ by an example or (FILE) by a file: every worker runs the

@@ -82,6 +82,45 @@ TEST_CASE("distributed input: global batch, DATA and FILE sharding, agreed steps
   }));
 }
 
+TEST_CASE("distributed input: shards partition the data even when seeded by rank", "[strategy]") {
+  LocalCluster::Options options;
+  options.num_workers = 3;
+  CheckAllOk(LocalCluster::Run(options, [](LocalCluster::Worker& w) -> absl::Status {
+    MultiWorkerMirroredStrategy& s = *w.strategy;
+    Dataset data = Dataset::FromExamples(Numbered(300, 3));
+    // PyTorch users often seed by rank; the chief's seed must win.
+    RW_ASSIGN_OR_RETURN(DistributedDataset d,
+                        s.DistributeDataset(data, 30, AutoShardPolicy::kData, 7 + w.rank));
+    std::vector<float> seen(300, 0.f);
+    auto it = d.local.Iterate(0);
+    Batch batch;
+    while (it->Next(&batch)) {
+      for (int64_t i = 0; i < batch.size(); ++i) seen[static_cast<size_t>(batch.features[i])] += 1.f;
+    }
+    RW_RETURN_IF_ERROR(it->status());
+    RW_RETURN_IF_ERROR(s.communicator()->AllReduce(absl::MakeSpan(seen), ReduceOp::kSum));
+    for (size_t i = 0; i < seen.size(); ++i) {
+      if (seen[i] != 1.f) return absl::InternalError(absl::StrCat("example ", i, " seen ", seen[i], " times"));
+    }
+    return absl::OkStatus();
+  }));
+}
+
+TEST_CASE("distributed input: datasets of different sizes are refused on every worker", "[strategy]") {
+  LocalCluster::Options options;
+  options.num_workers = 2;
+  auto results = LocalCluster::Run(options, [](LocalCluster::Worker& w) -> absl::Status {
+    Dataset data = Dataset::FromExamples(Numbered(w.rank == 0 ? 100 : 90, 1));
+    return w.strategy->DistributeDataset(data, 10).status();
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO(results[r].message());
+    CHECK(results[r].code() == absl::StatusCode::kFailedPrecondition);
+    CHECK_THAT(std::string(results[r].message()),
+               Catch::Contains("the workers' datasets differ in size (90 to 100 examples"));
+  }
+}
+
 TEST_CASE("a crashed worker fails the others' collectives promptly", "[strategy]") {
   LocalCluster::Options options;
   options.num_workers = 3;

@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# The same training job (MLP on Fashion-MNIST, Adam, global batch 256) with
-# Ringwork's train and with PyTorch 1.13 DDP over gloo, N workers on this machine,
-# one thread each; prints samples/s and test accuracy side by side.
+# The same training job (MLP 784-256-128-10 on Fashion-MNIST, Adam, global batch
+# 256) with Ringwork's train and with PyTorch 1.13, on this machine, repeated
+# --runs times; prints the median samples/s and test accuracy of each, and ratios:
 #
-#   bash tools/compare_training.sh [--num_workers=2] [--epochs=5]
+#   ringwork           N workers x 1 thread (shared memory between them)
+#   DDP, OpenBLAS      N processes x 1 thread, DDP over gloo, OpenBLAS
+#   DDP, ref. BLAS     the same with Debian's reference BLAS (PyTorch's fallback)
+#   1 process          one PyTorch process with N threads, OpenBLAS, no DDP
+#
+#   bash tools/compare_training.sh [--num_workers=2] [--epochs=5] [--runs=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-num_workers=2; epochs=5
+num_workers=2; epochs=5; runs=3
 for arg in "$@"; do
   case "$arg" in
     --num_workers=*) num_workers=${arg#*=};;
     --epochs=*) epochs=${arg#*=};;
+    --runs=*) runs=${arg#*=};;
     *) echo "unknown argument $arg" >&2; exit 2;;
   esac
 done
@@ -18,23 +24,49 @@ tools/setup.sh --peers
 bazel build -c opt //tools:train //tools/launch:launch //tools:tfconfig >&2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/tools/train \
-  --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 --verbose=0 \
-  --metrics_json="$work/ringwork.json" >&2
-port=$(bazel-bin/tools/tfconfig localhost --num_workers=1 | sed 's/.*127.0.0.1:\([0-9]*\).*/\1/')
-for ((r = num_workers - 1; r >= 0; --r)); do
-  RANK=$r WORLD_SIZE=$num_workers MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GLOO_SOCKET_IFNAME=lo \
-    OMP_NUM_THREADS=1 /usr/bin/python3 tools/peers/torch_ddp_train.py --epochs="$epochs" \
-    --global_batch_size=256 > "$work/torch$r.json" &
+libs=/usr/lib/x86_64-linux-gnu
+openblas=$libs/openblas-pthread reference_blas=$libs/blas
+
+# torch_run OUT BLAS_DIR WORLD THREADS: one PyTorch job; rank 0's JSON goes to OUT.
+torch_run() {
+  local out=$1 blas=$2 world=$3 threads=$4 port r
+  port=$(bazel-bin/tools/tfconfig localhost --num_workers=1 | sed 's/.*127.0.0.1:\([0-9]*\).*/\1/')
+  for ((r = world - 1; r >= 0; --r)); do
+    LD_LIBRARY_PATH=$blas RANK=$r WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=$threads timeout 900 /usr/bin/python3 \
+      tools/peers/torch_ddp_train.py --epochs="$epochs" --global_batch_size=256 \
+      --threads="$threads" > "$out.$r" &
+  done
+  wait
+  mv "$out.0" "$out"
+}
+
+for ((run = 1; run <= runs; ++run)); do
+  echo "run $run of $runs" >&2
+  bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/tools/train \
+    --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 --verbose=0 \
+    --metrics_json="$work/ringwork.$run.json" >&2
+  torch_run "$work/ddp_openblas.$run.json" "$openblas" "$num_workers" 1
+  torch_run "$work/ddp_refblas.$run.json" "$reference_blas" "$num_workers" 1
+  torch_run "$work/single.$run.json" "$openblas" 1 "$num_workers"
 done
-wait
-/usr/bin/python3 - "$work/ringwork.json" "$work/torch0.json" <<'PY'
-import json, sys
-ringwork, torch = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-print(f"# MLP 784-256-128-10 on Fashion-MNIST, Adam, global batch 256, "
-      f"{ringwork['num_workers']} workers x 1 thread, {ringwork['epochs']} epochs")
-print(f"{'':28} {'train samples/s':>16} {'test accuracy':>14}")
-print(f"{'ringwork':28} {ringwork['train_samples_per_second']:>16.0f} {ringwork['test_accuracy']:>14.4f}")
-print(f"{torch['framework']:28} {torch['train_samples_per_second']:>16.0f} {torch['test_accuracy']:>14.4f}")
-print(f"ringwork / pytorch: {ringwork['train_samples_per_second'] / torch['train_samples_per_second']:.2f}x samples/s")
+
+/usr/bin/python3 - "$work" "$num_workers" "$epochs" "$runs" <<'PY'
+import glob, json, statistics, sys
+work, n, epochs, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+rows = [("ringwork", "ringwork", f"{n} workers x 1 thread"),
+        ("ddp_openblas", "pytorch DDP gloo, OpenBLAS", f"{n} processes x 1 thread"),
+        ("ddp_refblas", "pytorch DDP gloo, ref. BLAS", f"{n} processes x 1 thread"),
+        ("single", "pytorch, OpenBLAS", f"1 process x {n} threads")]
+medians = {}
+print(f"# MLP 784-256-128-10 on Fashion-MNIST, Adam, global batch 256, {epochs} epochs, "
+      f"medians of {runs} runs")
+print(f"{'':30} {'layout':24} {'samples/s':>10} {'test acc':>9} {'ringwork is':>12}")
+for key, name, layout in rows:
+    results = [json.load(open(f)) for f in sorted(glob.glob(f"{work}/{key}.*.json"))]
+    speed = statistics.median(r["train_samples_per_second"] for r in results)
+    accuracy = statistics.median(r["test_accuracy"] for r in results)
+    medians[key] = speed
+    ratio = medians["ringwork"] / speed
+    print(f"{name:30} {layout:24} {speed:>10.0f} {accuracy:>9.4f} {ratio:>11.2f}x")
 PY

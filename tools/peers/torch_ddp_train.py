@@ -1,10 +1,11 @@
 """The same job as `tools/train --model=mlp` in PyTorch 1.13 DistributedDataParallel
 over gloo: MLP 784-256-128-10, Adam (lr 1e-3, eps 1e-7), global batch 256 split
-over the workers, Fashion-MNIST from Debian's package, one thread per worker.
-Rank 0 prints train samples/s (over the whole fit) and the test accuracy.
+over the workers, Fashion-MNIST from Debian's package, --threads per worker (1).
+Rank 0 prints train samples/s (over the whole fit) and the test accuracy as JSON.
+With WORLD_SIZE=1 it trains in one plain process, without DDP.
 
   RANK=r WORLD_SIZE=n MASTER_ADDR=127.0.0.1 MASTER_PORT=p \\
-      /usr/bin/python3 torch_ddp_train.py [--epochs=5] [--global_batch_size=256]
+      /usr/bin/python3 torch_ddp_train.py [--epochs=5] [--global_batch_size=256] [--threads=1]
 """
 import gzip
 import json
@@ -31,16 +32,19 @@ def main():
     args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
     epochs = int(args.get("epochs", 5))
     global_batch = int(args.get("global_batch_size", 256))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
+    threads = int(args.get("threads", 1))
+    torch.set_num_threads(threads)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1:
+        dist.init_process_group("gloo")
+    rank = dist.get_rank() if world > 1 else 0
     torch.manual_seed(42)
     x, y = load("train")
     tx, ty = load("t10k")
     model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
                                 torch.nn.Linear(256, 128), torch.nn.ReLU(),
                                 torch.nn.Linear(128, 10))
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     optimizer = torch.optim.Adam(ddp.parameters(), lr=1e-3, eps=1e-7)
     loss_fn = torch.nn.CrossEntropyLoss()
     per_worker = global_batch // world
@@ -58,12 +62,14 @@ def main():
     with torch.no_grad():
         accuracy = (model(tx).argmax(1) == ty).float().mean().item()
     if rank == 0:
-        print(json.dumps({"framework": f"pytorch {torch.__version__} DDP gloo",
-                          "num_workers": world, "epochs": epochs,
+        kind = "DDP gloo" if world > 1 else "one process"
+        print(json.dumps({"framework": f"pytorch {torch.__version__} {kind}",
+                          "num_workers": world, "threads": threads, "epochs": epochs,
                           "global_batch_size": global_batch,
                           "train_samples_per_second": steps * epochs * global_batch / train_s,
                           "test_accuracy": accuracy}), flush=True)
-    dist.destroy_process_group()
+    if world > 1:
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
