@@ -126,5 +126,63 @@ TEST_CASE("N workers with global batch B end where 1 worker with batch B does", 
   }
 }
 
+TEST_CASE("workers with different models refuse to train, showing the difference",
+          "[distributed]") {
+  TrainTest data = SyntheticImages(384, 0, 3);
+  Dataset train = Dataset::FromExamples(data.train);
+  LocalCluster::Options options;
+  options.num_workers = 3;
+  auto results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+    auto scope = w.strategy->scope();
+    Sequential model;
+    model.Add(Flatten());
+    model.Add(Dense(w.rank == 2 ? 32 : 64, {.activation = "relu"}));
+    model.Add(Dense(10));
+    CompileOptions compile;
+    compile.loss = {"sparse_categorical_crossentropy", true};
+    RW_RETURN_IF_ERROR(model.Compile(compile));
+    FitOptions fit;
+    fit.verbose = 0;
+    fit.batch_size = 96;
+    return model.Fit(train, fit).status();
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO("worker " << r << ": " << results[r].message());
+    CHECK(results[r].code() == absl::StatusCode::kFailedPrecondition);
+  }
+  // The odd one and the chief show the first differing line on both sides.
+  for (int r : {0, 2}) {
+    const std::string message(results[r].message());
+    CHECK_THAT(message, Catch::Contains("the model differs between workers, refusing to train"));
+    CHECK_THAT(message, Catch::Contains("`variable dense/kernel: float32 [784, 64]`"));
+    CHECK_THAT(message, Catch::Contains("`variable dense/kernel: float32 [784, 32]`"));
+  }
+}
+
+TEST_CASE("workers with different optimizer settings refuse to train", "[distributed]") {
+  TrainTest data = SyntheticImages(384, 0, 3);
+  Dataset train = Dataset::FromExamples(data.train);
+  LocalCluster::Options options;
+  options.num_workers = 2;
+  auto results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+    auto scope = w.strategy->scope();
+    Sequential model;
+    model.Add(Flatten());
+    model.Add(Dense(10));
+    CompileOptions compile;
+    compile.optimizer.learning_rate = w.rank == 0 ? 0.001f : 0.01f;
+    RW_RETURN_IF_ERROR(model.Compile(compile));
+    FitOptions fit;
+    fit.verbose = 0;
+    fit.batch_size = 64;
+    return model.Fit(train, fit).status();
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO("worker " << r << ": " << results[r].message());
+    CHECK(results[r].code() == absl::StatusCode::kFailedPrecondition);
+    CHECK_THAT(std::string(results[r].message()), Catch::Contains("`optimizer: adam, learning_rate 0.01,"));
+  }
+}
+
 }  // namespace
 }  // namespace ringwork

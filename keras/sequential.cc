@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -127,6 +128,9 @@ absl::Status Sequential::Build(const Shape& input_shape) {
     }
   }
   const std::vector<Variable*> vars = variables();
+  // Before anything is exchanged: a different model would otherwise fail later
+  // with a less helpful collective mismatch, or train on garbage.
+  RW_RETURN_IF_ERROR(strategy_->CheckSameOnEveryWorker("model", AgreementLines()));
   reducer_ = strategy_->MakeGradientReducer(vars);  // Sets every gradient slot.
   RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(vars));
   acts_.assign(layers_.size() + 1, Tensor());
@@ -135,6 +139,32 @@ absl::Status Sequential::Build(const Shape& input_shape) {
   RW_VLOG(1) << "model built: " << param_count() << " parameters; gradients in "
              << reducer_->DebugString();
   return absl::OkStatus();
+}
+
+std::vector<std::string> Sequential::AgreementLines() const {
+  std::vector<std::string> lines;
+  lines.push_back(absl::StrCat("input: ", ShapeString(input_shape_)));
+  for (const Variable* v : variables()) {
+    lines.push_back(absl::StrCat("variable ", v->name, ": float32 ", ShapeString(v->value.shape())));
+  }
+  for (const auto& layer : layers_) {
+    std::string line = absl::StrCat("layer ", layer->name(), ": ", layer->type(), ", output ",
+                                    ShapeString(layer->output_shape()));
+    if (!layer->activation_name().empty()) absl::StrAppend(&line, ", ", layer->activation_name());
+    lines.push_back(std::move(line));
+  }
+  const LossSpec& loss = compile_options_.loss;
+  lines.push_back(absl::StrCat("loss: ", loss.name, loss.from_logits ? " from logits" : ""));
+  const OptimizerSpec& o = compile_options_.optimizer;
+  lines.push_back(absl::StrCat("optimizer: ", o.name, ", learning_rate ", o.learning_rate,
+                               ", momentum ", o.momentum, ", nesterov ", o.nesterov,
+                               ", beta_1 ", o.beta_1, ", beta_2 ", o.beta_2, ", epsilon ",
+                               o.epsilon, ", weight_decay ", o.weight_decay));
+  lines.push_back(absl::StrCat("precision: ", PrecisionName(compile_options_.precision)));
+  std::vector<std::string> metric_names;
+  for (const Metric& m : metrics_) metric_names.push_back(m.name());
+  lines.push_back(absl::StrCat("metrics: ", absl::StrJoin(metric_names, ", ")));
+  return lines;
 }
 
 absl::Status Sequential::EnsureReady(const Shape& input_shape) {
@@ -222,13 +252,23 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     std::unique_ptr<Dataset::Iterator> it = data.local.Iterate(epoch, steps);
     struct Batch batch;
     for (int64_t step = 1; step <= steps; ++step) {
+      // Failures name the step, as users count them (epoch and step from 1).
+      auto at_step = [&](const absl::Status& status) {
+        return absl::Status(status.code(), absl::StrCat("epoch ", epoch + 1, ", step ", step,
+                                                        ": ", status.message()));
+      };
+      strategy_->BeginStep(epoch * steps + step - 1);
       if (!it->Next(&batch)) {
-        return it->status().ok() ? absl::InternalError("the input ended before the agreed steps")
-                                 : it->status();
+        return at_step(it->status().ok()
+                           ? absl::InternalError("the input ended before the agreed steps")
+                           : it->status());
       }
-      RW_ASSIGN_OR_RETURN(float loss, TrainStep(batch));
-      std::vector<double> sums = BatchSums(batch.labels, loss);
-      RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
+      absl::StatusOr<float> loss = TrainStep(batch);
+      if (!loss.ok()) return at_step(loss.status());
+      std::vector<double> sums = BatchSums(batch.labels, *loss);
+      absl::Status reduced =
+          strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size()));
+      if (!reduced.ok()) return at_step(reduced);
       for (size_t i = 0; i < sums.size(); ++i) epoch_sums[i] += sums[i];
       logs = LogsFrom(epoch_sums);
       for (Callback* c : callbacks) c->OnBatchEnd(step, logs);

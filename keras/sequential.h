@@ -110,6 +110,9 @@ class Sequential {
   // This replica's [loss * n, n, (total, count) per metric] for the last forward.
   std::vector<double> BatchSums(const std::vector<int32_t>& labels, double loss);
   Logs LogsFrom(const std::vector<double>& sums) const;
+  // What every worker's model must agree on, a line per item: variables, layers,
+  // loss, optimizer, precision, metrics.
+  std::vector<std::string> AgreementLines() const;
 
   std::vector<std::unique_ptr<Layer>> layers_;
   std::map<std::string, int> type_counts_;  // For Keras-style layer names.

@@ -8,9 +8,24 @@ void RuntimeOptions::Register(FlagSet* flags) {
   flags->Double("startup_timeout_s", &rendezvous.startup_timeout_s,
                 "how long a worker waits for all its peers to come up",
                 "RINGWORK_STARTUP_TIMEOUT_S");
+  flags->Double("first_step_timeout_s", &first_step_timeout_s,
+                "deadline of each collective until the first training step has ended "
+                "(initial broadcast, first all-reduces)",
+                "RINGWORK_FIRST_STEP_TIMEOUT_S");
   flags->Double("collective_timeout_s", &collectives.timeout_s,
-                "deadline of one collective (all-reduce, broadcast, ...)",
+                "deadline of one collective (all-reduce, broadcast, ...) after the "
+                "first step",
                 "RINGWORK_COLLECTIVE_TIMEOUT_S");
+  flags->Double("heartbeat_interval_s", &heartbeat.interval_s,
+                "how often a worker checks that each peer answers",
+                "RINGWORK_HEARTBEAT_INTERVAL_S");
+  flags->Int("heartbeat_misses", &heartbeat.misses,
+             "missed heartbeat intervals after which a peer is declared failed",
+             "RINGWORK_HEARTBEAT_MISSES");
+  flags->Double("stall_warning_s", &heartbeat.stall_warning_s,
+                "after how long a waiting collective is reported with the peers that "
+                "have not reached it (repeated every period)",
+                "RINGWORK_STALL_WARNING_S");
   flags->Int("segment_bytes", &segment_bytes_,
              "largest piece of a pipelined collective sent in one frame; 0: what the "
              "links prefer (256 KiB shared memory, 1 MiB gRPC), the smallest over all "
@@ -62,12 +77,19 @@ absl::Status RuntimeOptions::Finish() {
   }
   for (auto [name, value] : {std::pair<const char*, double>{"startup_timeout_s",
                                                             rendezvous.startup_timeout_s},
+                             {"first_step_timeout_s", first_step_timeout_s},
                              {"collective_timeout_s", collectives.timeout_s},
+                             {"heartbeat_interval_s", heartbeat.interval_s},
+                             {"stall_warning_s", heartbeat.stall_warning_s},
                              {"shutdown_timeout_s", shutdown_timeout_s}}) {
     if (!(value > 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", name, "=", value, ": expected a positive number of seconds"));
     }
+  }
+  if (heartbeat.misses < 1 || heartbeat.misses > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--heartbeat_misses=", heartbeat.misses, ": expected 1..1000"));
   }
   if (spin_us < -1) {
     return absl::InvalidArgumentError("--spin_us: expected -1 (automatic) or >= 0");

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "base/flags.h"
 #include "runtime/collectives/collective_options.h"
+#include "runtime/heartbeat_monitor.h"
 #include "runtime/transport/grpc/grpc_link.h"
 #include "runtime/transport/grpc/rendezvous.h"
 #include "runtime/transport/transport.h"
@@ -22,7 +23,12 @@ namespace ringwork {
 
 struct RuntimeOptions {
   RendezvousOptions rendezvous;      // --startup_timeout_s
-  CollectiveOptions collectives;     // --collective_timeout_s, --segment_bytes, ...
+  // Deadline of each collective until the first training step has ended (the
+  // chief's initial broadcast, the first step's all-reduces: peers may still be
+  // loading data). Flag --first_step_timeout_s, env RINGWORK_FIRST_STEP_TIMEOUT_S.
+  double first_step_timeout_s = 600;
+  CollectiveOptions collectives;     // --collective_timeout_s (steady state), ...
+  HeartbeatOptions heartbeat;        // --heartbeat_interval_s, --heartbeat_misses, ...
   Transport::Options transport;      // --spin_us
   GrpcLink::Options grpc;
   // "auto": shared memory between workers on one host, gRPC otherwise; "grpc":

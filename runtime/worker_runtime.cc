@@ -61,6 +61,19 @@ std::shared_ptr<grpc::Channel> MakeChannel(const HostPort& address, size_t max_m
                                    args);
 }
 
+// Heartbeats get a connection of their own, so that they never queue behind a
+// data stream's frames.
+std::shared_ptr<grpc::Channel> MakeHeartbeatChannel(const HostPort& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetString("rw-channel", "heartbeat");  // Not pooled with the data channel.
+  return grpc::CreateCustomChannel(address.ToString(), grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
 }  // namespace
 
 WorkerRuntime::WorkerRuntime(const ClusterConfig& config, const RuntimeOptions& options)
@@ -121,6 +134,14 @@ absl::Status WorkerRuntime::StartServer() {
                               proto::HeartbeatResponse* response) {
     response->set_rank(config_.rank());
     response->set_incarnation(incarnation_);
+    response->set_step(progress_.step());
+    response->set_collectives_started(progress_.started());
+    response->set_collectives_finished(progress_.finished());
+    const absl::Status error = transport_->status();
+    if (!error.ok()) {
+      response->set_error_code(static_cast<int>(error.code()));
+      response->set_error_message(std::string(error.message()));
+    }
     return grpc::Status::OK;
   };
   handlers.transfer = [this](std::unique_ptr<InboundCall> call) {
@@ -210,8 +231,11 @@ grpc::Status WorkerRuntime::HandleJoin(const std::string& caller,
 absl::Status WorkerRuntime::Connect() {
   const int world = config_.world_size();
   const int rank = config_.rank();
+  CollectiveOptions first_step = options_.collectives;
+  first_step.timeout_s = options_.first_step_timeout_s;
+  first_step.timeout_flag = "--first_step_timeout_s (env RINGWORK_FIRST_STEP_TIMEOUT_S)";
   if (world == 1) {
-    communicator_ = std::make_unique<Communicator>(transport_.get(), options_.collectives);
+    communicator_ = std::make_unique<Communicator>(transport_.get(), first_step, &progress_);
     return absl::OkStatus();
   }
   fingerprint_ = config_.Fingerprint();
@@ -272,12 +296,28 @@ absl::Status WorkerRuntime::Connect() {
   // Spinning pays off when the data arrives by shared memory; over gRPC the
   // transport's completion-queue thread needs the core more than the waiter.
   transport_->set_spin_us(options_.spin_us >= 0 ? options_.spin_us : (shm_peers > 0 ? 50 : 0));
-  communicator_ = std::make_unique<Communicator>(transport_.get(), options_.collectives);
+  communicator_ = std::make_unique<Communicator>(transport_.get(), first_step, &progress_);
+  std::vector<HeartbeatMonitor::Peer> heartbeat_peers;
+  for (int peer = 0; peer < world; ++peer) {
+    if (peer == rank) continue;
+    heartbeat_peers.push_back({peer, config_.DescribeRank(peer), (*peers)[peer].incarnation,
+                               MakeHeartbeatChannel(ring[peer].address)});
+  }
+  heartbeat_ = std::make_unique<HeartbeatMonitor>(
+      options_.heartbeat, rank, incarnation_, config_.DescribeRank(rank),
+      std::move(heartbeat_peers), &progress_,
+      [this](const absl::Status& cause) { transport_->Abort(cause); });
+  heartbeat_->Start();
   RW_RETURN_IF_ERROR(communicator_->AgreeOnSegmentBytes());
   RW_LOG(INFO) << "joined the ring: rank " << rank << " of " << world << "; links: "
                << absl::StrJoin(kinds, ", ") << "; segment "
                << communicator_->segment_bytes() << " bytes";
   return absl::OkStatus();
+}
+
+void WorkerRuntime::EndFirstStep() {
+  if (communicator_ == nullptr) return;
+  communicator_->SetTimeout(options_.collectives.timeout_s, options_.collectives.timeout_flag);
 }
 
 std::string WorkerRuntime::DescribeLinks() const {
@@ -294,6 +334,7 @@ std::string WorkerRuntime::DescribeLinks() const {
 absl::Status WorkerRuntime::Shutdown() {
   if (shut_down_) return absl::OkStatus();
   shut_down_ = true;
+  if (heartbeat_ != nullptr) heartbeat_->Stop();  // Peers leaving now is no failure.
   if (server_ == nullptr) return absl::OkStatus();
   const Deadline deadline = Deadline::AfterSeconds(options_.shutdown_timeout_s);
   for (auto& link : grpc_links_) {

@@ -14,7 +14,8 @@
 // Connect() each on its own thread.
 //
 // Threads: the caller's (collectives, Start, Shutdown); one completion-queue thread
-// (rw-grpc-cq); gRPC's own server and resolver threads.
+// (rw-grpc-cq); one heartbeat thread (rw-heartbeat, after Connect); gRPC's own
+// server and resolver threads.
 #ifndef RINGWORK_RUNTIME_WORKER_RUNTIME_H_
 #define RINGWORK_RUNTIME_WORKER_RUNTIME_H_
 
@@ -26,6 +27,8 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/collectives/communicator.h"
+#include "runtime/collectives/progress.h"
+#include "runtime/heartbeat_monitor.h"
 #include "runtime/config/cluster_config.h"
 #include "runtime/runtime_options.h"
 #include "runtime/transport/transport.h"
@@ -66,6 +69,13 @@ class WorkerRuntime {
   uint64_t incarnation() const { return incarnation_; }
   // Valid after Connect.
   Communicator* communicator() { return communicator_.get(); }
+  // This worker's step and collectives (the strategy sets the step); heartbeats
+  // report them to peers.
+  Progress& progress() { return progress_; }
+  // Collectives run under --first_step_timeout_s until this is called (the strategy
+  // calls it after the first training step; programs without steps, right after
+  // Start), then under --collective_timeout_s.
+  void EndFirstStep();
   Transport* transport() { return transport_.get(); }
   // "worker:1 shm, worker:2 grpc": which link reaches each peer.
   std::string DescribeLinks() const;
@@ -86,6 +96,7 @@ class WorkerRuntime {
   int bound_port_ = 0;
   std::atomic<bool> accepting_joins_{false};
   std::string fingerprint_;  // Fixed when Connect starts.
+  Progress progress_;        // Read by the Heartbeat handler on gRPC's threads.
 
   // Destroyed in reverse order: the communicator and transport before the links
   // they use, the links before the loop and server whose queue they use.
@@ -97,6 +108,7 @@ class WorkerRuntime {
   std::vector<std::unique_ptr<GrpcLink>> grpc_links_;  // By peer rank; null for self.
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Communicator> communicator_;
+  std::unique_ptr<HeartbeatMonitor> heartbeat_;  // Stopped first by Shutdown.
   bool shut_down_ = false;
 };
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/exit_code.h"
+#include "strategy/agreement.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 
@@ -122,10 +123,16 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
   // Sharding splits one common order: every worker must hold the same examples and
   // shuffle with the same seed. The chief's seed wins (a user may seed by rank), and
   // datasets of different sizes are refused instead of silently overlapping.
-  int64_t agreed[3] = {static_cast<int64_t>(shuffle_seed), dataset.examples().count(),
-                       -dataset.examples().count()};
+  int64_t agreed[5] = {static_cast<int64_t>(shuffle_seed), dataset.examples().count(),
+                       -dataset.examples().count(), global_batch_size, -global_batch_size};
   RW_RETURN_IF_ERROR(comm()->Broadcast(agreed, 1, DataType::kInt64, /*root=*/0));
-  RW_RETURN_IF_ERROR(comm()->AllReduce(agreed + 1, 2, DataType::kInt64, ReduceOp::kMin));
+  RW_RETURN_IF_ERROR(comm()->AllReduce(agreed + 1, 4, DataType::kInt64, ReduceOp::kMin));
+  if (agreed[3] != -agreed[4]) {
+    return MismatchError(absl::StrCat(
+        "the workers' global batch sizes differ (", agreed[3], " to ", -agreed[4],
+        "; this worker, rank ", rank(), ", has ", global_batch_size,
+        "): every worker must pass the same global batch size"));
+  }
   if (agreed[1] != -agreed[2]) {
     return MismatchError(absl::StrCat(
         "the workers' datasets differ in size (", agreed[1], " to ", -agreed[2],
@@ -146,6 +153,19 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
   }
   d.steps_per_epoch = steps;
   return d;
+}
+
+absl::Status MultiWorkerMirroredStrategy::CheckSameOnEveryWorker(
+    absl::string_view what, const std::vector<std::string>& lines) {
+  return ::ringwork::CheckSameOnEveryWorker(comm(), cluster(), what, lines);
+}
+
+void MultiWorkerMirroredStrategy::BeginStep(int64_t step) {
+  runtime_->progress().set_step(step);
+  if (step >= 1 && !first_step_done_) {
+    first_step_done_ = true;
+    runtime_->EndFirstStep();
+  }
 }
 
 absl::Status MultiWorkerMirroredStrategy::Shutdown() {

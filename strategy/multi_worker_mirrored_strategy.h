@@ -109,6 +109,10 @@ class MultiWorkerMirroredStrategy {
   // Element-wise reduction across replicas, in place (kSum, kMean, kMin, kMax).
   absl::Status Reduce(ReduceOp op, float* values, int64_t count);
   absl::Status Reduce(ReduceOp op, double* values, int64_t count);
+  // Refuses (exit 7) when the workers' descriptions of `what` differ, naming the
+  // first differing line on both sides (strategy/agreement.h).
+  absl::Status CheckSameOnEveryWorker(absl::string_view what,
+                                      const std::vector<std::string>& lines);
   // Makes every replica's variables equal to the chief's.
   absl::Status BroadcastVariables(const std::vector<Variable*>& variables);
   // A reducer for these variables' gradients (every worker, same variables, same order).
@@ -119,6 +123,12 @@ class MultiWorkerMirroredStrategy {
                                                        AutoShardPolicy policy = AutoShardPolicy::kData,
                                                        uint64_t shuffle_seed = 0,
                                                        int64_t prefetch_batches = 2);
+  // Marks the start of training step `step` (counted from 0 over the whole run):
+  // heartbeats report it to peers, failure messages name it, and once step 1
+  // begins, collectives switch from --first_step_timeout_s to
+  // --collective_timeout_s. fit() calls it; custom training loops should too.
+  void BeginStep(int64_t step);
+  int64_t step() const { return runtime_->progress().step(); }
   // A barrier, then an orderly shutdown of the runtime (if the strategy owns it).
   absl::Status Shutdown();
 
@@ -129,6 +139,7 @@ class MultiWorkerMirroredStrategy {
   std::unique_ptr<WorkerRuntime> owned_runtime_;
   WorkerRuntime* runtime_;  // Not owned (or owned_runtime_).
   Options options_;
+  bool first_step_done_ = false;
 };
 
 }  // namespace ringwork

@@ -10,6 +10,7 @@ namespace ringwork {
 RuntimeOptions LocalCluster::TestRuntimeOptions() {
   RuntimeOptions options;
   options.rendezvous.startup_timeout_s = 60;
+  options.first_step_timeout_s = 60;
   options.collectives.timeout_s = 60;
   options.shutdown_timeout_s = 5;
   (void)options.Finish();

@@ -51,7 +51,7 @@ std::vector<SubprocessResult> ProcessCluster::Run() {
     Subprocess::Options options;
     options.env = options_.env;
     options.env["TF_CONFIG"] = tf_configs_[i];
-    options.timeout_s = options_.timeout_s;
+    options.timeout_s = timeouts_.count(i) ? timeouts_.at(i) : options_.timeout_s;
     std::vector<std::string> argv = {options_.binary};
     argv.insert(argv.end(), options_.args.begin(), options_.args.end());
     auto extra = extra_args_.find(i);

@@ -36,6 +36,9 @@ class ProcessCluster {
   // Task i is the i-th ring member (chief first). By default all start at once.
   void SetStartOrder(std::vector<int> order, double gap_s);
   void AddArgs(int task, std::vector<std::string> args);
+  // A shorter (or longer) deadline for one task: e.g. a task that stops itself,
+  // which the test expects to be killed at its deadline.
+  void SetTimeout(int task, double timeout_s) { timeouts_[task] = timeout_s; }
   // The task is in every TF_CONFIG but never started.
   void Skip(int task) { skipped_.insert(task); }
   // Replaces a task's TF_CONFIG (to give it a different view of the cluster).
@@ -60,6 +63,7 @@ class ProcessCluster {
   double gap_s_ = 0;
   std::map<int, std::vector<std::string>> extra_args_;
   std::set<int> skipped_;
+  std::map<int, double> timeouts_;
 };
 
 }  // namespace ringwork

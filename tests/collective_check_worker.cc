@@ -28,6 +28,9 @@ struct Faults {
   int64_t hang_after = -1;       // Stop calling collectives (sleep) after this many.
   bool wrong_count = false;      // Call the first all-reduce with one element fewer.
   int64_t start_delay_ms = 0;    // Sleep before starting (start order tests).
+  int64_t stop_after = -1;       // SIGSTOP itself after this many collectives.
+  int64_t pause_after = -1;      // Sleep pause_ms once after this many collectives
+  int64_t pause_ms = 0;          // (a slow step), then go on.
 };
 
 class Checker {
@@ -67,6 +70,14 @@ class Checker {
     if (faults_.die_after >= 0 && done_ > faults_.die_after) {
       RW_LOG(INFO) << "fault injection: killing this worker now";
       ::kill(::getpid(), SIGKILL);
+    }
+    if (faults_.stop_after >= 0 && done_ == faults_.stop_after + 1) {
+      RW_LOG(INFO) << "fault injection: stopping this worker (SIGSTOP)";
+      ::kill(::getpid(), SIGSTOP);
+    }
+    if (faults_.pause_after >= 0 && done_ == faults_.pause_after + 1) {
+      RW_LOG(INFO) << "fault injection: a slow step of " << faults_.pause_ms << " ms";
+      std::this_thread::sleep_for(std::chrono::milliseconds(faults_.pause_ms));
     }
     if (faults_.hang_after >= 0 && done_ > faults_.hang_after) {
       RW_LOG(INFO) << "fault injection: hanging";
@@ -164,6 +175,9 @@ int Main(int argc, char** argv) {
   flags.Int("hang_after", &faults.hang_after, "stop taking part after N collectives");
   flags.Bool("wrong_count", &faults.wrong_count, "disagree on the first all-reduce's size");
   flags.Int("start_delay_ms", &faults.start_delay_ms, "sleep before starting");
+  flags.Int("stop_after", &faults.stop_after, "SIGSTOP itself after N collectives");
+  flags.Int("pause_after", &faults.pause_after, "sleep --pause_ms once after N collectives");
+  flags.Int("pause_ms", &faults.pause_ms, "how long --pause_after sleeps");
   flags.Bool("large", &large, "add a 5 MiB all-reduce");
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
   if (!args.ok()) ExitWithStatus(args.status());
@@ -175,6 +189,7 @@ int Main(int argc, char** argv) {
   std::this_thread::sleep_for(std::chrono::milliseconds(faults.start_delay_ms));
   absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime = WorkerRuntime::Start(*config, options);
   if (!runtime.ok()) ExitWithStatus(runtime.status());
+  (*runtime)->EndFirstStep();  // No training steps here: steady-state timeouts at once.
   Checker checker((*runtime)->communicator(), faults);
   status = checker.Sweep(large);
   if (!status.ok()) ExitWithStatus(status);

@@ -149,6 +149,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
       WorkerRuntime::Start(*config, options);
   if (!runtime.ok()) ExitWithStatus(runtime.status());
+  (*runtime)->EndFirstStep();  // No training steps here: steady-state timeouts at once.
   Communicator* comm = (*runtime)->communicator();
   const int p = comm->world_size();
   const bool printer = comm->rank() == 0;

@@ -11,8 +11,12 @@
 
 namespace ringwork {
 
-Communicator::Communicator(Transport* transport, CollectiveOptions options)
-    : transport_(transport), options_(std::move(options)) {
+Communicator::Communicator(Transport* transport, CollectiveOptions options, Progress* progress)
+    : transport_(transport),
+      options_(std::move(options)),
+      progress_(progress != nullptr ? progress : &own_progress_),
+      timeout_s_(options_.timeout_s),
+      timeout_flag_(options_.timeout_flag) {
   max_frame_bytes_ = std::numeric_limits<size_t>::max();
   size_t preferred = std::numeric_limits<size_t>::max();
   for (int peer = 0; peer < transport_->world_size(); ++peer) {
@@ -38,15 +42,31 @@ absl::Status Communicator::AgreeOnSegmentBytes() {
   return status;
 }
 
+void Communicator::SetTimeout(double seconds, std::string flag) {
+  std::lock_guard<std::mutex> lock(timeout_mu_);
+  timeout_s_ = seconds;
+  timeout_flag_ = std::move(flag);
+}
+
 absl::Status Communicator::Run(const CollectiveInfo& info, const Body& body) {
   const uint64_t seq = next_seq_++;
+  progress_->CollectiveStarted();
+  struct Finished {
+    Progress* progress;
+    ~Finished() { progress->CollectiveFinished(); }
+  } finished{progress_};
   if (transport_->aborted()) return transport_->status();
   if (world_size() == 1) return body(CollectiveContext{transport_, seq, info});
+  double timeout_s;
+  {
+    std::lock_guard<std::mutex> lock(timeout_mu_);
+    timeout_s = timeout_s_;
+  }
   CollectiveContext ctx;
   ctx.transport = transport_;
   ctx.seq = seq;
   ctx.info = info;
-  ctx.deadline = Deadline::AfterSeconds(options_.timeout_s);
+  ctx.deadline = Deadline::AfterSeconds(timeout_s);
   ctx.segment_elems = SegmentElems(info.dtype);
   const absl::Status status = body(ctx);
   if (status.ok()) return status;
@@ -54,9 +74,14 @@ absl::Status Communicator::Run(const CollectiveInfo& info, const Body& body) {
     const std::string what = absl::StrCat(info.ToString(), " (collective #", seq, ") on ",
                                           transport_->self_name());
     if (absl::IsDeadlineExceeded(status)) {
+      std::string timeout_flag;
+      {
+        std::lock_guard<std::mutex> lock(timeout_mu_);
+        timeout_flag = timeout_flag_;
+      }
       transport_->Abort(absl::DeadlineExceededError(absl::StrCat(
-          what, " timed out after ", options_.timeout_s, " s: ", status.message(),
-          "; set ", options_.timeout_flag, " to wait longer")));
+          what, " timed out after ", timeout_s, " s: ", status.message(), "; set ",
+          timeout_flag, " to wait longer")));
     } else {
       transport_->Abort(
           absl::Status(status.code(), absl::StrCat(what, " failed: ", status.message())));

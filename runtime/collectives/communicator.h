@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -26,6 +28,7 @@
 #include "runtime/collectives/collective_options.h"
 #include "runtime/collectives/dissemination_barrier.h"
 #include "runtime/collectives/pipelined_broadcast.h"
+#include "runtime/collectives/progress.h"
 #include "runtime/collectives/recursive_doubling_allreduce.h"
 #include "runtime/collectives/ring_pipeline.h"
 #include "runtime/transport/transport.h"
@@ -34,12 +37,19 @@ namespace ringwork {
 
 class Communicator {
  public:
-  // `transport` must have all its links installed, and outlive this object.
-  Communicator(Transport* transport, CollectiveOptions options);
+  // `transport` must have all its links installed, and outlive this object. The
+  // progress is recorded in `progress` when given (it must outlive this object;
+  // the runtime's, which its heartbeat thread reads), else in one of its own.
+  Communicator(Transport* transport, CollectiveOptions options, Progress* progress = nullptr);
 
   int rank() const { return transport_->rank(); }
   int world_size() const { return transport_->world_size(); }
   const CollectiveOptions& options() const { return options_; }
+
+  // Changes the deadline of the collectives started from now on, and the flag that
+  // timeout messages name (the runtime starts with the first-step timeout and
+  // switches to the steady-state one). Thread-safe.
+  void SetTimeout(double seconds, std::string flag);
 
   // In place: `data` holds `count` elements on every rank; afterwards each holds
   // the element-wise reduction over all ranks (kMean: divided by world size).
@@ -68,7 +78,10 @@ class Communicator {
   // OK, or the first error of this communicator's transport.
   absl::Status status() const { return transport_->status(); }
   // How many collectives were started (the next sequence number).
-  uint64_t collectives_started() const { return next_seq_; }
+  uint64_t collectives_started() const { return progress_->started(); }
+  // This worker's step and collectives, for heartbeats and stall reports.
+  Progress& progress() { return *progress_; }
+  const Progress& progress() const { return *progress_; }
   // The algorithm the last all-reduce used, for benchmarks and tests.
   AllReduceAlgorithm last_allreduce_algorithm() const { return last_allreduce_; }
   // The segment size of pipelined collectives on this rank.
@@ -88,6 +101,11 @@ class Communicator {
   size_t max_frame_bytes_;
   size_t segment_bytes_;
   uint64_t next_seq_ = 0;
+  Progress own_progress_;
+  Progress* progress_;
+  std::mutex timeout_mu_;
+  double timeout_s_;          // Guarded by timeout_mu_.
+  std::string timeout_flag_;  // Guarded by timeout_mu_.
   AllReduceAlgorithm last_allreduce_ = AllReduceAlgorithm::kAuto;
   RingPipeline ring_;
   RecursiveDoublingAllReduce doubling_;

@@ -1,0 +1,87 @@
+// Failure detection between workers. From a thread of its own (rw-heartbeat), a
+// worker calls Heartbeat on every peer every `interval_s`; a peer that has not
+// answered for interval_s x misses is declared failed, and `on_failure` (which
+// aborts every pending collective) gets a message naming the peer, its address, the
+// step and how it was detected. Heartbeats are answered by gRPC's server threads,
+// so a worker busy computing a long step keeps answering; a killed, stopped
+// (SIGSTOP) or cut-off one does not.
+//
+// Replies also carry the peer's progress and its first error, so that
+//  - a peer that failed is reported with its own cause (a mismatch stays exit 7);
+//  - a collective that has waited `stall_warning_s` is reported once per period,
+//    naming the peers that have not reached it yet (like Horovod's stall inspector).
+//
+//   HeartbeatMonitor monitor(options, self_name, peers, &progress,
+//                            [&](absl::Status st) { transport.Abort(st); });
+//   monitor.Start();   ...   monitor.Stop();
+#ifndef RINGWORK_RUNTIME_HEARTBEAT_MONITOR_H_
+#define RINGWORK_RUNTIME_HEARTBEAT_MONITOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "runtime/collectives/progress.h"
+
+namespace ringwork {
+
+struct HeartbeatOptions {
+  // Flags --heartbeat_interval_s, --heartbeat_misses, --stall_warning_s (env
+  // RINGWORK_HEARTBEAT_INTERVAL_S, ...). A dead peer is detected within
+  // interval_s x misses (+ up to one check period, 0.1 s).
+  double interval_s = 1;
+  int64_t misses = 5;
+  double stall_warning_s = 60;
+};
+
+class HeartbeatMonitor {
+ public:
+  struct Peer {
+    int rank = 0;
+    std::string name;          // "worker:1 (10.0.0.2:2222)"
+    uint64_t incarnation = 0;  // The process that joined; another one is a restart.
+    std::shared_ptr<grpc::Channel> channel;
+  };
+
+  HeartbeatMonitor(HeartbeatOptions options, int rank, uint64_t incarnation,
+                   std::string self_name, std::vector<Peer> peers,
+                   const Progress* progress /* not owned */,
+                   std::function<void(const absl::Status&)> on_failure);
+  ~HeartbeatMonitor();  // Stops.
+  HeartbeatMonitor(const HeartbeatMonitor&) = delete;
+  HeartbeatMonitor& operator=(const HeartbeatMonitor&) = delete;
+
+  void Start();
+  // Cancels outstanding calls and joins the thread. Idempotent.
+  void Stop();
+
+  // How many stall reports were logged (for tests).
+  int stall_reports() const { return stall_reports_total_.load(); }
+
+ private:
+  struct PeerState;
+  struct Call;
+  void Loop();
+
+  const HeartbeatOptions options_;
+  const int rank_;
+  const uint64_t incarnation_;
+  const std::string self_name_;
+  std::vector<Peer> peers_;
+  const Progress* progress_;
+  std::function<void(const absl::Status&)> on_failure_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> stall_reports_total_{0};
+  std::thread thread_;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_RUNTIME_HEARTBEAT_MONITOR_H_
