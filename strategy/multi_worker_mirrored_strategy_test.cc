@@ -1,6 +1,9 @@
 // The strategy on in-process clusters of real workers (gRPC servers on port 0).
 #include "strategy/multi_worker_mirrored_strategy.h"
 
+#include <chrono>
+#include <thread>
+
 #include <catch2/catch.hpp>
 
 #include "base/status_macros.h"
@@ -118,6 +121,30 @@ TEST_CASE("distributed input: datasets of different sizes are refused on every w
     CHECK(results[r].code() == absl::StatusCode::kFailedPrecondition);
     CHECK_THAT(std::string(results[r].message()),
                Catch::Contains("the workers' datasets differ in size (90 to 100 examples"));
+  }
+}
+
+TEST_CASE("collectives use the first-step timeout until step 1 begins, then the steady one",
+          "[strategy]") {
+  for (bool after_first_step : {false, true}) {
+    INFO("after the first step: " << after_first_step);
+    LocalCluster::Options options;
+    options.num_workers = 2;
+    options.runtime.first_step_timeout_s = after_first_step ? 60 : 0.5;
+    options.runtime.collectives.timeout_s = after_first_step ? 0.5 : 60;
+    auto results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+      MultiWorkerMirroredStrategy& s = *w.strategy;
+      s.BeginStep(0);
+      if (after_first_step) s.BeginStep(1);
+      if (w.rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+      float value = 1;
+      return s.Reduce(ReduceOp::kSum, &value, 1);
+    });
+    INFO(results[0].message());
+    CHECK(results[0].code() == absl::StatusCode::kDeadlineExceeded);
+    CHECK_THAT(std::string(results[0].message()),
+               Catch::Contains(after_first_step ? "set --collective_timeout_s" : "set --first_step_timeout_s"));
+    CHECK(!results[1].ok());
   }
 }
 

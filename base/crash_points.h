@@ -1,0 +1,23 @@
+// Test-only crash points: places where a test can have a worker die by SIGKILL, as
+// if killed -9 at exactly that moment (during a checkpoint write, in the middle of
+// an all-reduce, ...). Disarmed unless the environment asks, and then one flag
+// check per pass.
+//
+//   RINGWORK_CRASH_AT="<point>[#<n>][@<task>]"
+//
+// kills this process the n-th time (default: the first) it passes `point`, if it is
+// `task` (the task logging knows, e.g. "worker:1"; any task when absent), and only
+// in the first run of a job: RINGWORK_RESTART (set by `launch --max_restarts`) unset
+// or 0. Points: startup, broadcast, allreduce, checkpoint_write.
+//
+//   CrashPoint("checkpoint_write");
+#ifndef RINGWORK_BASE_CRASH_POINTS_H_
+#define RINGWORK_BASE_CRASH_POINTS_H_
+
+namespace ringwork {
+
+void CrashPoint(const char* point);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_BASE_CRASH_POINTS_H_
