@@ -3,11 +3,24 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/cord.h"
 #include "base/logging.h"
 
 namespace ringwork {
+namespace {
+
+constexpr char kExitCodePayload[] = "type.googleapis.com/ringwork.ExitCode";
+
+}  // namespace
+
+absl::Status PreemptedError(absl::string_view message) {
+  absl::Status status = absl::CancelledError(message);
+  status.SetPayload(kExitCodePayload, absl::Cord("143"));
+  return status;
+}
 
 ExitCode ExitCodeFor(const absl::Status& status) {
+  if (status.GetPayload(kExitCodePayload).has_value()) return kPreempted;
   switch (status.code()) {
     case absl::StatusCode::kOk:
       return kOk;
@@ -50,6 +63,8 @@ absl::string_view ExitCodeName(int code) {
       return "authentication or identity rejected";
     case kMismatch:
       return "model or collective mismatch between workers";
+    case kPreempted:
+      return "preempted (SIGTERM): backup saved, rerun to resume";
     default:
       return "internal error";
   }

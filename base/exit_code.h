@@ -14,6 +14,7 @@
 //   DATA_LOSS                                5  kInvalidCheckpoint
 //   UNAUTHENTICATED, PERMISSION_DENIED       6  kAuthRejected
 //   FAILED_PRECONDITION                      7  kMismatch
+//   PreemptedError() (CANCELLED + payload)   143 kPreempted
 //   anything else (INTERNAL, UNKNOWN, ...)   1  kInternal (a bug: please report)
 #ifndef RINGWORK_BASE_EXIT_CODE_H_
 #define RINGWORK_BASE_EXIT_CODE_H_
@@ -34,6 +35,10 @@ enum ExitCode : int {
   kInvalidCheckpoint = 5,
   kAuthRejected = 6,
   kMismatch = 7,
+  // SIGTERM (preemption) arrived: every worker stopped at a step boundary after
+  // saving a backup. 128 + SIGTERM, as schedulers expect of a terminated process
+  // (Kubeflow's ExitCode restart policy retries 128-255); rerun to resume.
+  kPreempted = 143,
 };
 
 ExitCode ExitCodeFor(const absl::Status& status);
@@ -64,6 +69,9 @@ inline absl::Status AuthError(absl::string_view message) {
 inline absl::Status MismatchError(absl::string_view message) {
   return absl::FailedPreconditionError(message);
 }
+// Carries kPreempted in a payload (no canonical code means "preempted"). Keep
+// the status itself when adding context, or the payload is lost.
+absl::Status PreemptedError(absl::string_view message);
 
 }  // namespace ringwork
 

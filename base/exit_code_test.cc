@@ -17,6 +17,8 @@ TEST_CASE("each error helper maps to its documented exit code", "[exit_code]") {
   CHECK(ExitCodeFor(absl::InternalError("x")) == 1);
   CHECK(ExitCodeFor(absl::NotFoundError("x")) == 2);
   CHECK(ExitCodeFor(absl::AbortedError("x")) == 3);
+  CHECK(ExitCodeFor(PreemptedError("x")) == 143);
+  CHECK(ExitCodeFor(absl::CancelledError("x")) == 3);  // Without the payload.
 }
 
 TEST_CASE("exit codes have names", "[exit_code]") {

@@ -1,4 +1,4 @@
-// Early-return helpers for absl::Status / absl::StatusOr.
+// Early-return helpers for absl::Status / absl::StatusOr, and WithContext.
 //
 //   absl::StatusOr<Cluster> Load() {
 //     RW_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
@@ -10,6 +10,22 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+namespace ringwork {
+
+// `status` with `prefix` before its message, same code and payloads; OK stays OK.
+//   return WithContext(status, "epoch 2, step 17: ");
+inline absl::Status WithContext(const absl::Status& status, absl::string_view prefix) {
+  if (status.ok()) return status;
+  absl::Status annotated(status.code(), absl::StrCat(prefix, status.message()));
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    annotated.SetPayload(url, payload);
+  });
+  return annotated;
+}
+
+}  // namespace ringwork
 
 #define RW_RETURN_IF_ERROR(expr)                 \
   do {                                           \

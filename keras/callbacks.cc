@@ -9,8 +9,9 @@
 
 namespace ringwork {
 
-void History::OnEpochEnd(int64_t, const Logs& logs) {
+absl::Status History::OnEpochEnd(int64_t, const Logs& logs) {
   for (const auto& [name, value] : logs) history_[name].push_back(value);
+  return absl::OkStatus();
 }
 
 std::vector<double> History::operator[](const std::string& metric) const {
@@ -21,13 +22,18 @@ std::vector<double> History::operator[](const std::string& metric) const {
 ProgressBar::ProgressBar(std::FILE* out, double line_interval_s)
     : out_(out), terminal_(::isatty(::fileno(out)) != 0), line_interval_s_(line_interval_s) {}
 
-void ProgressBar::OnTrainBegin(const TrainInfo& info) { info_ = info; }
+absl::Status ProgressBar::OnTrainBegin(const TrainInfo& info) {
+  info_ = info;
+  return absl::OkStatus();
+}
 
-void ProgressBar::OnEpochBegin(int64_t epoch) {
+absl::Status ProgressBar::OnEpochBegin(int64_t epoch) {
   std::fprintf(out_, "Epoch %lld/%lld\n", static_cast<long long>(epoch + 1),
                static_cast<long long>(info_.epochs));
   std::fflush(out_);
   epoch_start_ = last_line_ = std::chrono::steady_clock::now();
+  first_step_ = -1;
+  return absl::OkStatus();
 }
 
 std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const {
@@ -42,7 +48,9 @@ std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const 
   text += "]";
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                        epoch_start_).count();
-  const double per_step = elapsed / std::max<int64_t>(step, 1);
+  // A resumed epoch starts in its middle: rates count the steps run here.
+  const int64_t run = step - std::max<int64_t>(first_step_, 0);
+  const double per_step = elapsed / std::max<int64_t>(run, 1);
   if (final) {
     absl::StrAppendFormat(&text, " - %.0fs %.0fms/step", elapsed, per_step * 1000);
   } else {
@@ -53,15 +61,16 @@ std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const 
     absl::StrAppendFormat(&text, " - %s: %.4f", name, value);
   }
   absl::StrAppendFormat(&text, " - %.0f samples/s",
-                        step * info_.global_batch_size / std::max(elapsed, 1e-9));
+                        run * info_.global_batch_size / std::max(elapsed, 1e-9));
   for (const auto& [name, value] : logs) {
     if (name.rfind("val_", 0) == 0) absl::StrAppendFormat(&text, " - %s: %.4f", name, value);
   }
   return text;
 }
 
-void ProgressBar::OnBatchEnd(int64_t step, const Logs& logs) {
-  if (step >= info_.steps_per_epoch) return;  // The epoch's end prints the final line.
+absl::Status ProgressBar::OnBatchEnd(int64_t step, const Logs& logs) {
+  if (first_step_ < 0) first_step_ = step - 1;
+  if (step >= info_.steps_per_epoch) return absl::OkStatus();  // The epoch's end prints it.
   const auto now = std::chrono::steady_clock::now();
   if (terminal_) {
     std::fprintf(out_, "\r%s", Line(step, logs, false).c_str());
@@ -71,12 +80,14 @@ void ProgressBar::OnBatchEnd(int64_t step, const Logs& logs) {
     std::fflush(out_);
     last_line_ = now;
   }
+  return absl::OkStatus();
 }
 
-void ProgressBar::OnEpochEnd(int64_t, const Logs& logs) {
+absl::Status ProgressBar::OnEpochEnd(int64_t, const Logs& logs) {
   std::fprintf(out_, "%s%s\n", terminal_ ? "\r" : "",
                Line(info_.steps_per_epoch, logs, true).c_str());
   std::fflush(out_);
+  return absl::OkStatus();
 }
 
 }  // namespace ringwork

@@ -1,6 +1,8 @@
 // Callbacks that fit() calls, as Keras': History (returned by fit) and the
 // progress bar (on the chief only, so a cluster prints one bar). The values a
-// callback sees are global: averaged over every replica so far this epoch.
+// callback sees are global: averaged over every replica so far this epoch. A hook
+// that fails stops fit() with its status. Checkpoint callbacks (ModelCheckpoint,
+// BackupAndRestore) are in checkpoint_callbacks.h.
 #ifndef RINGWORK_KERAS_CALLBACKS_H_
 #define RINGWORK_KERAS_CALLBACKS_H_
 
@@ -11,7 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace ringwork {
+
+class Sequential;
 
 // "loss", "accuracy", "val_loss", ... -> value.
 using Logs = std::map<std::string, double>;
@@ -24,20 +30,35 @@ struct TrainInfo {
   bool is_chief = true;
 };
 
+// Where training is: `step` steps done in all, the next one being step
+// `step_in_epoch` (from 0) of `epoch` (from 0).
+struct TrainPosition {
+  int64_t epoch = 0;
+  int64_t step_in_epoch = 0;
+  int64_t step = 0;
+};
+
 class Callback {
  public:
   virtual ~Callback() = default;
-  virtual void OnTrainBegin(const TrainInfo& info) {}
-  virtual void OnEpochBegin(int64_t epoch) {}
+  // The model being fitted (Keras' `callback.model`); set before OnTrainBegin.
+  void set_model(Sequential* model) { model_ = model; }
+  virtual absl::Status OnTrainBegin(const TrainInfo& info) { return absl::OkStatus(); }
+  virtual absl::Status OnEpochBegin(int64_t epoch) { return absl::OkStatus(); }
   // After step `step` (from 1) of the current epoch.
-  virtual void OnBatchEnd(int64_t step, const Logs& logs) {}
-  virtual void OnEpochEnd(int64_t epoch, const Logs& logs) {}
-  virtual void OnTrainEnd(const Logs& last_epoch) {}
+  virtual absl::Status OnBatchEnd(int64_t step, const Logs& logs) { return absl::OkStatus(); }
+  virtual absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) { return absl::OkStatus(); }
+  virtual absl::Status OnTrainEnd(const Logs& last_epoch) { return absl::OkStatus(); }
+  // A worker received SIGTERM: every worker stops after this step, at `next`.
+  virtual absl::Status OnPreempted(const TrainPosition& next) { return absl::OkStatus(); }
+
+ protected:
+  Sequential* model_ = nullptr;
 };
 
 class History : public Callback {
  public:
-  void OnEpochEnd(int64_t epoch, const Logs& logs) override;
+  absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
   // Per metric, one value per epoch.
   const std::map<std::string, std::vector<double>>& history() const { return history_; }
   std::vector<double> operator[](const std::string& metric) const;
@@ -52,10 +73,10 @@ class History : public Callback {
 class ProgressBar : public Callback {
  public:
   explicit ProgressBar(std::FILE* out = stdout, double line_interval_s = 5);
-  void OnTrainBegin(const TrainInfo& info) override;
-  void OnEpochBegin(int64_t epoch) override;
-  void OnBatchEnd(int64_t step, const Logs& logs) override;
-  void OnEpochEnd(int64_t epoch, const Logs& logs) override;
+  absl::Status OnTrainBegin(const TrainInfo& info) override;
+  absl::Status OnEpochBegin(int64_t epoch) override;
+  absl::Status OnBatchEnd(int64_t step, const Logs& logs) override;
+  absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
 
  private:
   std::string Line(int64_t step, const Logs& logs, bool final) const;
@@ -65,6 +86,7 @@ class ProgressBar : public Callback {
   const double line_interval_s_;
   TrainInfo info_;
   std::chrono::steady_clock::time_point epoch_start_, last_line_;
+  int64_t first_step_ = -1;  // Steps of this epoch done before this run (resumed).
 };
 
 }  // namespace ringwork

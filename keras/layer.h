@@ -51,6 +51,9 @@ class Layer {
   virtual std::string activation_name() const { return ""; }
   // Which replica runs this copy of the model (layers with randomness mix it in).
   virtual void set_replica(int64_t replica) {}
+  // How many training steps this layer has run (layers with randomness draw from
+  // it); restored with a checkpoint, so that a resumed run draws the same masks.
+  virtual void set_training_step(int64_t step) {}
 
  protected:
   Variable* AddVariable(const std::string& suffix, Shape shape);

@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "base/exit_code.h"
 #include "base/logging.h"
+#include "base/termination.h"
 #include "base/status_macros.h"
 #include "kernels/softmax.h"
 
@@ -141,6 +143,10 @@ absl::Status Sequential::Build(const Shape& input_shape) {
   return absl::OkStatus();
 }
 
+void Sequential::SetTrainingStep(int64_t step) {
+  for (auto& layer : layers_) layer->set_training_step(step);
+}
+
 std::vector<std::string> Sequential::AgreementLines() const {
   std::vector<std::string> lines;
   lines.push_back(absl::StrCat("input: ", ShapeString(input_shape_)));
@@ -242,20 +248,35 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   callbacks.insert(callbacks.end(), options.callbacks.begin(), options.callbacks.end());
   TrainInfo info{options.epochs, steps, options.batch_size, strategy_->num_replicas_in_sync(),
                  strategy_->is_chief()};
-  for (Callback* c : callbacks) c->OnTrainBegin(info);
+  for (Callback* c : callbacks) {
+    c->set_model(this);
+    RW_RETURN_IF_ERROR(c->OnTrainBegin(info));
+  }
+  TrainPosition start{options.initial_epoch, 0, options.initial_epoch * steps};
+  if (resume_.has_value()) {
+    start = *resume_;
+    resume_.reset();
+    RW_LOG(INFO) << "resuming at epoch " << start.epoch + 1 << ", step " << start.step_in_epoch
+                 << " (" << start.step << " steps done)";
+  }
   Logs logs;
-  for (int64_t epoch = options.initial_epoch; epoch < options.epochs; ++epoch) {
-    for (Callback* c : callbacks) c->OnEpochBegin(epoch);
+  for (int64_t epoch = start.epoch; epoch < options.epochs; ++epoch) {
+    for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochBegin(epoch));
     // Loss and metric sums of this epoch over all replicas: [loss * n, n, then
     // (total, count) per metric].
     std::vector<double> epoch_sums(2 + 2 * metrics_.size(), 0.0);
     std::unique_ptr<Dataset::Iterator> it = data.local.Iterate(epoch, steps);
     struct Batch batch;
-    for (int64_t step = 1; step <= steps; ++step) {
+    // A resumed epoch skips the batches its earlier run trained on.
+    const int64_t first = epoch == start.epoch ? start.step_in_epoch : 0;
+    for (int64_t skipped = 0; skipped < first; ++skipped) {
+      if (!it->Next(&batch)) return absl::InternalError("the input ended while skipping to the resumed step");
+    }
+    for (int64_t step = first + 1; step <= steps; ++step) {
       // Failures name the step, as users count them (epoch and step from 1).
       auto at_step = [&](const absl::Status& status) {
-        return absl::Status(status.code(), absl::StrCat("epoch ", epoch + 1, ", step ", step,
-                                                        ": ", status.message()));
+        if (status.ok()) return status;
+        return WithContext(status, absl::StrCat("epoch ", epoch + 1, ", step ", step, ": "));
       };
       strategy_->BeginStep(epoch * steps + step - 1);
       if (!it->Next(&batch)) {
@@ -266,21 +287,36 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       absl::StatusOr<float> loss = TrainStep(batch);
       if (!loss.ok()) return at_step(loss.status());
       std::vector<double> sums = BatchSums(batch.labels, *loss);
+      // One more slot: how many workers received SIGTERM (all stop together).
+      const bool terminating = TerminationRequested();
+      sums.push_back(terminating ? 1.0 : 0.0);
       absl::Status reduced =
           strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size()));
       if (!reduced.ok()) return at_step(reduced);
+      const double preempted_workers = sums.back();
+      sums.pop_back();
       for (size_t i = 0; i < sums.size(); ++i) epoch_sums[i] += sums[i];
       logs = LogsFrom(epoch_sums);
-      for (Callback* c : callbacks) c->OnBatchEnd(step, logs);
+      for (Callback* c : callbacks) RW_RETURN_IF_ERROR(at_step(c->OnBatchEnd(step, logs)));
+      if (preempted_workers > 0) {
+        const int64_t done = epoch * steps + step;
+        const TrainPosition next =
+            step == steps ? TrainPosition{epoch + 1, 0, done} : TrainPosition{epoch, step, done};
+        for (Callback* c : callbacks) RW_RETURN_IF_ERROR(at_step(c->OnPreempted(next)));
+        return PreemptedError(absl::StrCat(
+            "stopped after epoch ", epoch + 1, ", step ", step, ": ",
+            static_cast<int64_t>(preempted_workers), " worker(s) received SIGTERM",
+            terminating ? " (this one did)" : "", "; rerun the job to resume from its backup"));
+      }
     }
     if (options.validation_data != nullptr) {
       RW_ASSIGN_OR_RETURN(EvaluateResult val, Evaluate(*options.validation_data, options.batch_size));
       logs["val_loss"] = val.loss;
       for (const auto& [name, value] : val.metrics) logs["val_" + name] = value;
     }
-    for (Callback* c : callbacks) c->OnEpochEnd(epoch, logs);
+    for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs));
   }
-  for (Callback* c : callbacks) c->OnTrainEnd(logs);
+  for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnTrainEnd(logs));
   return history;
 }
 

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,12 @@ class Sequential {
   // Returns this replica's loss.
   absl::StatusOr<float> TrainStep(const struct Batch& batch);
 
+  // The next Fit starts at `position` instead of its initial_epoch (a restored
+  // backup: BackupAndRestore calls it from OnTrainBegin).
+  void ResumeAt(const TrainPosition& position) { resume_ = position; }
+  // Sets every layer's count of training steps run (their random draws).
+  void SetTrainingStep(int64_t step);
+
   bool built() const { return built_; }
   std::vector<Variable*> variables() const;
   int64_t param_count() const;
@@ -130,6 +137,7 @@ class Sequential {
   // Activations (acts_[0] is unused: the input) and their gradients.
   std::vector<Tensor> acts_, grads_;
   const Tensor* input_ = nullptr;
+  std::optional<TrainPosition> resume_;
 };
 
 }  // namespace ringwork

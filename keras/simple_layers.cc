@@ -45,6 +45,7 @@ class DropoutLayer : public Layer {
   }
   // Each worker uses other masks (as each replica in TensorFlow does).
   void set_replica(int64_t replica) override { replica_ = replica; }
+  void set_training_step(int64_t step) override { step_ = static_cast<uint64_t>(step); }
   absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool training) override {
     y->Resize(x.shape());
     if (!training || rate_ == 0) {

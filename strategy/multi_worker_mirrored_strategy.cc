@@ -1,5 +1,7 @@
 #include "strategy/multi_worker_mirrored_strategy.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "base/exit_code.h"
 #include "strategy/agreement.h"
@@ -158,6 +160,25 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
 absl::Status MultiWorkerMirroredStrategy::CheckSameOnEveryWorker(
     absl::string_view what, const std::vector<std::string>& lines) {
   return ::ringwork::CheckSameOnEveryWorker(comm(), cluster(), what, lines);
+}
+
+absl::Status MultiWorkerMirroredStrategy::ShareChiefStatus(const absl::Status& status) {
+  constexpr size_t kMaxMessage = 64 << 10;
+  const absl::string_view message = status.message().substr(0, kMaxMessage);
+  int64_t head[2] = {static_cast<int64_t>(status.code()), static_cast<int64_t>(message.size())};
+  RW_RETURN_IF_ERROR(comm()->Broadcast(head, 2, DataType::kInt64, /*root=*/0));
+  if (head[0] == 0) return absl::OkStatus();
+  if (head[1] < 0 || head[1] > static_cast<int64_t>(kMaxMessage)) {
+    return absl::InternalError("the chief sent a malformed status");
+  }
+  std::vector<int64_t> words((static_cast<size_t>(head[1]) + 7) / 8 + 1, 0);
+  if (rank() == 0) std::memcpy(words.data(), message.data(), message.size());
+  RW_RETURN_IF_ERROR(comm()->Broadcast(words.data(), words.size(), DataType::kInt64, 0));
+  if (rank() == 0) return status;
+  return absl::Status(static_cast<absl::StatusCode>(head[0]),
+                      absl::StrCat("on the chief ", cluster().DescribeRank(0), ": ",
+                                   absl::string_view(reinterpret_cast<const char*>(words.data()),
+                                                     static_cast<size_t>(head[1]))));
 }
 
 void MultiWorkerMirroredStrategy::BeginStep(int64_t step) {

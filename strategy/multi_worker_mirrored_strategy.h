@@ -113,6 +113,10 @@ class MultiWorkerMirroredStrategy {
   // first differing line on both sides (strategy/agreement.h).
   absl::Status CheckSameOnEveryWorker(absl::string_view what,
                                       const std::vector<std::string>& lines);
+  // Every worker returns the chief's `status` (what other workers pass is ignored):
+  // after work only the chief does (reading a checkpoint), so that all of them
+  // fail, or go on, together. Others' errors name the chief.
+  absl::Status ShareChiefStatus(const absl::Status& status);
   // Makes every replica's variables equal to the chief's.
   absl::Status BroadcastVariables(const std::vector<Variable*>& variables);
   // A reducer for these variables' gradients (every worker, same variables, same order).

@@ -1,0 +1,127 @@
+#include "keras/checkpoint_callbacks.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "keras/sequential.h"
+#include "keras/training_state.h"
+
+namespace ringwork {
+namespace {
+
+// The chief opens (and locks) the directory; other workers write nothing.
+absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenOnChief(const Sequential& model,
+                                                                 const std::string& dir, int keep) {
+  if (dir.empty()) return absl::InvalidArgumentError("a checkpoint callback needs a directory");
+  if (!model.strategy()->is_chief()) return std::unique_ptr<CheckpointDirectory>();
+  return CheckpointDirectory::OpenForWriting(dir, keep);
+}
+
+TrainPosition AfterStep(const TrainInfo& info, int64_t epoch, int64_t step) {
+  const int64_t done = epoch * info.steps_per_epoch + step;
+  if (step >= info.steps_per_epoch) return {epoch + 1, 0, done};
+  return {epoch, step, done};
+}
+
+}  // namespace
+
+absl::Status ModelCheckpoint::OnTrainBegin(const TrainInfo& info) {
+  info_ = info;
+  // Every worker learns whether the chief could open it (a locked directory).
+  absl::StatusOr<std::unique_ptr<CheckpointDirectory>> dir =
+      OpenOnChief(*model_, options_.directory, options_.keep);
+  RW_RETURN_IF_ERROR(model_->strategy()->ShareChiefStatus(dir.status()));
+  dir_ = std::move(*dir);
+  return absl::OkStatus();
+}
+
+absl::Status ModelCheckpoint::OnEpochBegin(int64_t epoch) {
+  epoch_ = epoch;
+  return absl::OkStatus();
+}
+
+absl::Status ModelCheckpoint::Save(const TrainPosition& position, bool final) {
+  RW_ASSIGN_OR_RETURN(std::string path, SaveTrainingState(*model_, dir_.get(), position, final));
+  if (!path.empty()) last_path_ = path;
+  last_ = position;
+  return absl::OkStatus();
+}
+
+absl::Status ModelCheckpoint::OnBatchEnd(int64_t step, const Logs&) {
+  const TrainPosition at = AfterStep(info_, epoch_, step);
+  if (options_.save_freq_steps > 0 && at.step % options_.save_freq_steps == 0) return Save(at, false);
+  return absl::OkStatus();
+}
+
+absl::Status ModelCheckpoint::OnEpochEnd(int64_t epoch, const Logs&) {
+  if (options_.save_freq_steps > 0) return absl::OkStatus();
+  return Save(AfterStep(info_, epoch, info_.steps_per_epoch), false);
+}
+
+absl::Status ModelCheckpoint::OnTrainEnd(const Logs&) {
+  // The final state, marked final: a sidecar evaluator stops after it.
+  const TrainPosition end{info_.epochs, 0, info_.epochs * info_.steps_per_epoch};
+  absl::Status status = Save(end, true);
+  dir_.reset();
+  return status;
+}
+
+absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
+  info_ = info;
+  sigterm_ = std::make_unique<ScopedTerminationHandler>();
+  absl::StatusOr<std::unique_ptr<CheckpointDirectory>> dir =
+      OpenOnChief(*model_, options_.backup_dir, /*keep=*/1);
+  RW_RETURN_IF_ERROR(model_->strategy()->ShareChiefStatus(dir.status()));
+  dir_ = std::move(*dir);
+  RW_ASSIGN_OR_RETURN(std::optional<TrainPosition> at,
+                      RestoreLatestTrainingState(*model_, options_.backup_dir));
+  if (at.has_value()) {
+    restored_ = true;
+    restored_at_ = *at;
+    model_->ResumeAt(*at);
+    if (info.is_chief) {
+      RW_LOG(INFO) << "BackupAndRestore: resuming from the backup in " << options_.backup_dir
+                   << " at epoch " << at->epoch + 1 << ", step " << at->step_in_epoch;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BackupAndRestore::OnEpochBegin(int64_t epoch) {
+  epoch_ = epoch;
+  return absl::OkStatus();
+}
+
+absl::Status BackupAndRestore::Save(const TrainPosition& position) {
+  return SaveTrainingState(*model_, dir_.get(), position, false).status();
+}
+
+absl::Status BackupAndRestore::OnBatchEnd(int64_t step, const Logs&) {
+  const TrainPosition at = AfterStep(info_, epoch_, step);
+  if (options_.save_freq_steps > 0 && at.step % options_.save_freq_steps == 0) return Save(at);
+  return absl::OkStatus();
+}
+
+absl::Status BackupAndRestore::OnEpochEnd(int64_t epoch, const Logs&) {
+  if (options_.save_freq_steps > 0) return absl::OkStatus();
+  return Save(AfterStep(info_, epoch, info_.steps_per_epoch));
+}
+
+absl::Status BackupAndRestore::OnPreempted(const TrainPosition& next) {
+  RW_RETURN_IF_ERROR(Save(next));
+  if (info_.is_chief) {
+    RW_LOG(WARNING) << "preempted: backup saved in " << options_.backup_dir << " at step "
+                    << next.step;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BackupAndRestore::OnTrainEnd(const Logs&) {
+  absl::Status status;
+  if (dir_ != nullptr && options_.delete_checkpoint) status = dir_->RemoveAll();
+  dir_.reset();
+  sigterm_.reset();
+  return status;
+}
+
+}  // namespace ringwork

@@ -1,0 +1,93 @@
+// Keras' checkpoint callbacks for fit().
+//
+// ModelCheckpoint keeps checkpoints of the training state in a directory (the
+// newest `keep`), every epoch or every N steps, and a final one marked final (what
+// a sidecar evaluator waits for).
+//
+// BackupAndRestore makes a job survive a crash or a preemption: at the start of
+// fit it restores the last backup (weights, optimizer, data position) if there is
+// one and fit resumes there; it backs up every epoch or every N steps; on SIGTERM
+// every worker stops at the next step boundary after a backup (exit 143); when fit
+// completes the backup is removed. Rerunning the same job after a failure ends
+// with the same weights as a run that never failed.
+//
+//   BackupAndRestore backup({.backup_dir = "/ckpt/backup", .save_freq_steps = 100});
+//   ModelCheckpoint checkpoints({.directory = "/ckpt/models"});
+//   model.Fit(train, {.epochs = 10, .batch_size = 256, .callbacks = {&backup, &checkpoints}});
+//
+// Only the chief writes (and holds the directory's lock); every worker must use
+// the same callbacks, since restoring is collective.
+#ifndef RINGWORK_KERAS_CHECKPOINT_CALLBACKS_H_
+#define RINGWORK_KERAS_CHECKPOINT_CALLBACKS_H_
+
+#include <memory>
+#include <string>
+
+#include "base/termination.h"
+#include "checkpoint/checkpoint_directory.h"
+#include "keras/callbacks.h"
+
+namespace ringwork {
+
+struct ModelCheckpointOptions {
+  std::string directory;
+  int64_t save_freq_steps = 0;  // 0: at the end of every epoch.
+  int keep = 5;
+};
+
+class ModelCheckpoint : public Callback {
+ public:
+  explicit ModelCheckpoint(ModelCheckpointOptions options) : options_(std::move(options)) {}
+  absl::Status OnTrainBegin(const TrainInfo& info) override;
+  absl::Status OnEpochBegin(int64_t epoch) override;
+  absl::Status OnBatchEnd(int64_t step, const Logs& logs) override;
+  absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
+  absl::Status OnTrainEnd(const Logs& last_epoch) override;
+  // The newest checkpoint written (on the chief).
+  const std::string& last_path() const { return last_path_; }
+
+ private:
+  absl::Status Save(const TrainPosition& position, bool final);
+
+  ModelCheckpointOptions options_;
+  TrainInfo info_;
+  int64_t epoch_ = 0;
+  TrainPosition last_{};
+  std::unique_ptr<CheckpointDirectory> dir_;  // The chief's.
+  std::string last_path_;
+};
+
+struct BackupOptions {
+  std::string backup_dir;
+  int64_t save_freq_steps = 0;  // 0: at the end of every epoch.
+  bool delete_checkpoint = true;  // Remove the backup when fit completes.
+};
+
+class BackupAndRestore : public Callback {
+ public:
+  explicit BackupAndRestore(BackupOptions options) : options_(std::move(options)) {}
+  absl::Status OnTrainBegin(const TrainInfo& info) override;
+  absl::Status OnEpochBegin(int64_t epoch) override;
+  absl::Status OnBatchEnd(int64_t step, const Logs& logs) override;
+  absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
+  absl::Status OnTrainEnd(const Logs& last_epoch) override;
+  absl::Status OnPreempted(const TrainPosition& next) override;
+  // Whether this fit resumed from a backup, and where.
+  bool restored() const { return restored_; }
+  const TrainPosition& restored_at() const { return restored_at_; }
+
+ private:
+  absl::Status Save(const TrainPosition& position);
+
+  BackupOptions options_;
+  TrainInfo info_;
+  int64_t epoch_ = 0;
+  bool restored_ = false;
+  TrainPosition restored_at_{};
+  std::unique_ptr<CheckpointDirectory> dir_;  // The chief's.
+  std::unique_ptr<ScopedTerminationHandler> sigterm_;
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERAS_CHECKPOINT_CALLBACKS_H_

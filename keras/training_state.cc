@@ -1,0 +1,159 @@
+#include "keras/training_state.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/exit_code.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+
+namespace ringwork {
+namespace {
+
+constexpr char kIterations[] = "optimizer_iterations";
+
+struct StateTensor {
+  std::string name;
+  Tensor* tensor;
+};
+
+// Variables, then each variable's optimizer slots: the same list, in the same
+// order, on every worker.
+std::vector<StateTensor> StateTensors(Sequential& model) {
+  std::vector<StateTensor> state;
+  const std::vector<Variable*> variables = model.variables();
+  for (Variable* v : variables) state.push_back({v->name, &v->value});
+  for (Variable* v : variables) {
+    std::vector<Tensor>& slots = model.optimizer()->Slots(v);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      state.push_back({absl::StrCat("optimizer/", v->name, "/slot", i), &slots[i]});
+    }
+  }
+  return state;
+}
+
+absl::Status MustBeBuilt(const Sequential& model, const char* doing) {
+  if (model.built()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("cannot ", doing, " a model that is not built (call Fit, Evaluate or Build first)"));
+}
+
+// The chief's half of a restore: verify `path` against the model and read every
+// tensor into `staged`, touching nothing of the model.
+absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor>& state,
+                          std::vector<Tensor>* staged, int64_t header[4]) {
+  RW_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader, CheckpointReader::Open(path));
+  const CheckpointManifest& m = reader->manifest();
+  std::set<std::string> ours;
+  for (const StateTensor& s : state) {
+    ours.insert(s.name);
+    const CheckpointTensor* t = m.Find(s.name);
+    if (t == nullptr) {
+      return MismatchError(absl::StrCat("checkpoint ", path, " was written by another model: it has no tensor \"",
+                                        s.name, "\""));
+    }
+    const Shape& want = s.tensor->shape();
+    if (t->dtype != DataType::kFloat32 || t->shape != want) {
+      return MismatchError(absl::StrCat(
+          "checkpoint ", path, " was written by another model: tensor \"", s.name, "\" is ",
+          DataTypeName(t->dtype), " ", ShapeString(t->shape), " there, float32 ", ShapeString(want),
+          " in this model"));
+    }
+  }
+  for (const CheckpointTensor& t : m.tensors) {
+    if (!ours.count(t.name)) {
+      return MismatchError(absl::StrCat("checkpoint ", path, " was written by another model: this model has no \"",
+                                        t.name, "\""));
+    }
+  }
+  staged->clear();
+  for (const StateTensor& s : state) {
+    staged->emplace_back(s.tensor->shape());
+    RW_RETURN_IF_ERROR(reader->Read(*m.Find(s.name), staged->back().data()));
+  }
+  const auto iterations = m.counters.find(kIterations);
+  header[0] = m.epoch;
+  header[1] = m.step_in_epoch;
+  header[2] = m.step;
+  header[3] = iterations == m.counters.end() ? m.step : iterations->second;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ModelFingerprint(const Sequential& model) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const Variable* v : model.variables()) {
+    for (unsigned char c : absl::StrCat(v->name, " ", ShapeString(v->value.shape()), ";")) {
+      h = (h ^ c) * 0x100000001b3ull;
+    }
+  }
+  return absl::StrFormat("%016x", h);
+}
+
+absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirectory* dir,
+                                              const TrainPosition& position, bool final) {
+  RW_RETURN_IF_ERROR(MustBeBuilt(model, "save"));
+  if (!model.strategy()->is_chief()) return std::string();
+  if (dir == nullptr) return absl::InternalError("the chief saves without a checkpoint directory");
+  CheckpointManifest manifest;
+  manifest.step = position.step;
+  manifest.epoch = position.epoch;
+  manifest.step_in_epoch = position.step_in_epoch;
+  manifest.final = final;
+  manifest.cluster_fingerprint = model.strategy()->cluster().Fingerprint();
+  manifest.model_fingerprint = ModelFingerprint(model);
+  manifest.counters[kIterations] = model.optimizer()->iterations();
+  std::vector<TensorData> tensors;
+  for (const StateTensor& s : StateTensors(model)) {
+    tensors.push_back({s.name, DataType::kFloat32, s.tensor->shape(), s.tensor->data()});
+  }
+  RW_ASSIGN_OR_RETURN(std::string path, dir->Write(manifest, tensors));
+  RW_VLOG(1) << "saved " << path << " (step " << position.step << ")";
+  return path;
+}
+
+absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std::string& path) {
+  RW_RETURN_IF_ERROR(MustBeBuilt(model, "restore"));
+  MultiWorkerMirroredStrategy* strategy = model.strategy();
+  const std::vector<StateTensor> state = StateTensors(model);
+  std::vector<Tensor> staged;
+  int64_t header[4] = {0, 0, 0, 0};
+  absl::Status read;
+  if (strategy->is_chief()) read = ReadVerified(path, state, &staged, header);
+  RW_RETURN_IF_ERROR(strategy->ShareChiefStatus(read));
+  if (strategy->is_chief()) {
+    // Into the existing buffers: kernels may hold on to where the weights live.
+    for (size_t i = 0; i < state.size(); ++i) {
+      std::copy(staged[i].data(), staged[i].data() + staged[i].size(), state[i].tensor->data());
+    }
+  }
+  Communicator* comm = strategy->communicator();
+  for (const StateTensor& s : state) {
+    RW_RETURN_IF_ERROR(comm->Broadcast(s.tensor->data(), s.tensor->size(), DataType::kFloat32, 0));
+  }
+  RW_RETURN_IF_ERROR(comm->Broadcast(header, 4, DataType::kInt64, 0));
+  model.optimizer()->set_iterations(header[3]);
+  model.SetTrainingStep(header[2]);
+  return TrainPosition{header[0], header[1], header[2]};
+}
+
+absl::StatusOr<std::optional<TrainPosition>> RestoreLatestTrainingState(Sequential& model,
+                                                                        const std::string& dir) {
+  MultiWorkerMirroredStrategy* strategy = model.strategy();
+  absl::StatusOr<std::string> latest = std::string();
+  if (strategy->is_chief()) latest = LatestCheckpoint(dir);
+  const bool none = strategy->is_chief() && absl::IsNotFound(latest.status());
+  RW_RETURN_IF_ERROR(strategy->ShareChiefStatus(none ? absl::OkStatus() : latest.status()));
+  int64_t found = strategy->is_chief() && !none ? 1 : 0;
+  RW_RETURN_IF_ERROR(strategy->communicator()->Broadcast(&found, 1, DataType::kInt64, 0));
+  if (!found) return std::optional<TrainPosition>();
+  RW_ASSIGN_OR_RETURN(TrainPosition position, RestoreTrainingState(model, *latest));
+  if (strategy->is_chief()) RW_LOG(INFO) << "restored " << *latest;
+  return std::optional<TrainPosition>(position);
+}
+
+}  // namespace ringwork

@@ -1,0 +1,46 @@
+// A model's training state in checkpoints: its variables, its optimizer's slots
+// and iteration count, its layers' random-draw counters and where training is.
+// Restoring it into a model compiled the same way continues training exactly where
+// it stopped (bit-identical with the same thread counts).
+//
+// Only the chief writes. Restoring is collective: the chief reads and verifies the
+// file, then broadcasts the state, so other workers need no shared file system;
+// when the chief refuses the file, every worker fails with its message.
+//
+//   // chief: dir = CheckpointDirectory::OpenForWriting(...); others: nullptr
+//   RW_ASSIGN_OR_RETURN(std::string path, SaveTrainingState(model, dir, position, false));
+//   RW_ASSIGN_OR_RETURN(std::optional<TrainPosition> at, RestoreLatestTrainingState(model, "/ckpt"));
+#ifndef RINGWORK_KERAS_TRAINING_STATE_H_
+#define RINGWORK_KERAS_TRAINING_STATE_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "checkpoint/checkpoint_directory.h"
+#include "keras/sequential.h"
+
+namespace ringwork {
+
+// Writes the state on the chief (into `dir`, which only the chief needs) and
+// returns the file's path there; other workers write nothing and return "".
+// The model must be built.
+absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirectory* dir,
+                                              const TrainPosition& position, bool final);
+
+// Restores the state from checkpoint `path` (read on the chief). Errors: DATA_LOSS
+// (exit 5) for a corrupt or missing file, FAILED_PRECONDITION (exit 7) for a
+// checkpoint of another model, each naming the file and the tensor.
+absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std::string& path);
+
+// As RestoreTrainingState from the checkpoint `latest` names in `dir` (the chief's
+// view); nullopt on every worker when there is none yet.
+absl::StatusOr<std::optional<TrainPosition>> RestoreLatestTrainingState(Sequential& model,
+                                                                        const std::string& dir);
+
+// A stable hash of the model's variable names and shapes ("a1b2c3d4e5f60718").
+std::string ModelFingerprint(const Sequential& model);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERAS_TRAINING_STATE_H_
