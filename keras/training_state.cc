@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "base/crash_points.h"
 #include "base/exit_code.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -14,6 +16,9 @@ namespace ringwork {
 namespace {
 
 constexpr char kIterations[] = "optimizer_iterations";
+constexpr char kOptimizerPrefix[] = "optimizer/";
+// Broadcast after the tensors: epoch, step in epoch, step, iterations, final.
+constexpr int kHeaderWords = 5;
 
 struct StateTensor {
   std::string name;
@@ -22,14 +27,15 @@ struct StateTensor {
 
 // Variables, then each variable's optimizer slots: the same list, in the same
 // order, on every worker.
-std::vector<StateTensor> StateTensors(Sequential& model) {
+std::vector<StateTensor> StateTensors(Sequential& model, bool include_optimizer) {
   std::vector<StateTensor> state;
   const std::vector<Variable*> variables = model.variables();
   for (Variable* v : variables) state.push_back({v->name, &v->value});
+  if (!include_optimizer) return state;
   for (Variable* v : variables) {
     std::vector<Tensor>& slots = model.optimizer()->Slots(v);
     for (size_t i = 0; i < slots.size(); ++i) {
-      state.push_back({absl::StrCat("optimizer/", v->name, "/slot", i), &slots[i]});
+      state.push_back({absl::StrCat(kOptimizerPrefix, v->name, "/slot", i), &slots[i]});
     }
   }
   return state;
@@ -44,7 +50,8 @@ absl::Status MustBeBuilt(const Sequential& model, const char* doing) {
 // The chief's half of a restore: verify `path` against the model and read every
 // tensor into `staged`, touching nothing of the model.
 absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor>& state,
-                          std::vector<Tensor>* staged, int64_t header[4]) {
+                          bool include_optimizer, std::vector<Tensor>* staged,
+                          int64_t header[kHeaderWords]) {
   RW_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader, CheckpointReader::Open(path));
   const CheckpointManifest& m = reader->manifest();
   std::set<std::string> ours;
@@ -64,6 +71,7 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
     }
   }
   for (const CheckpointTensor& t : m.tensors) {
+    if (!include_optimizer && absl::StartsWith(t.name, kOptimizerPrefix)) continue;
     if (!ours.count(t.name)) {
       return MismatchError(absl::StrCat("checkpoint ", path, " was written by another model: this model has no \"",
                                         t.name, "\""));
@@ -79,6 +87,7 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
   header[1] = m.step_in_epoch;
   header[2] = m.step;
   header[3] = iterations == m.counters.end() ? m.step : iterations->second;
+  header[4] = m.final ? 1 : 0;
   return absl::OkStatus();
 }
 
@@ -97,7 +106,10 @@ std::string ModelFingerprint(const Sequential& model) {
 absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirectory* dir,
                                               const TrainPosition& position, bool final) {
   RW_RETURN_IF_ERROR(MustBeBuilt(model, "save"));
-  if (!model.strategy()->is_chief()) return std::string();
+  if (!model.strategy()->is_chief()) {
+    CrashPoint("checkpoint_write");  // Tests: a worker dies while the chief writes.
+    return std::string();
+  }
   if (dir == nullptr) return absl::InternalError("the chief saves without a checkpoint directory");
   CheckpointManifest manifest;
   manifest.step = position.step;
@@ -108,7 +120,7 @@ absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirec
   manifest.model_fingerprint = ModelFingerprint(model);
   manifest.counters[kIterations] = model.optimizer()->iterations();
   std::vector<TensorData> tensors;
-  for (const StateTensor& s : StateTensors(model)) {
+  for (const StateTensor& s : StateTensors(model, /*include_optimizer=*/true)) {
     tensors.push_back({s.name, DataType::kFloat32, s.tensor->shape(), s.tensor->data()});
   }
   RW_ASSIGN_OR_RETURN(std::string path, dir->Write(manifest, tensors));
@@ -116,14 +128,17 @@ absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirec
   return path;
 }
 
-absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std::string& path) {
+namespace {
+
+absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& path,
+                                         bool include_optimizer) {
   RW_RETURN_IF_ERROR(MustBeBuilt(model, "restore"));
   MultiWorkerMirroredStrategy* strategy = model.strategy();
-  const std::vector<StateTensor> state = StateTensors(model);
+  const std::vector<StateTensor> state = StateTensors(model, include_optimizer);
   std::vector<Tensor> staged;
-  int64_t header[4] = {0, 0, 0, 0};
+  int64_t header[kHeaderWords] = {0, 0, 0, 0, 0};
   absl::Status read;
-  if (strategy->is_chief()) read = ReadVerified(path, state, &staged, header);
+  if (strategy->is_chief()) read = ReadVerified(path, state, include_optimizer, &staged, header);
   RW_RETURN_IF_ERROR(strategy->ShareChiefStatus(read));
   if (strategy->is_chief()) {
     // Into the existing buffers: kernels may hold on to where the weights live.
@@ -135,10 +150,23 @@ absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std:
   for (const StateTensor& s : state) {
     RW_RETURN_IF_ERROR(comm->Broadcast(s.tensor->data(), s.tensor->size(), DataType::kFloat32, 0));
   }
-  RW_RETURN_IF_ERROR(comm->Broadcast(header, 4, DataType::kInt64, 0));
-  model.optimizer()->set_iterations(header[3]);
-  model.SetTrainingStep(header[2]);
-  return TrainPosition{header[0], header[1], header[2]};
+  RW_RETURN_IF_ERROR(comm->Broadcast(header, kHeaderWords, DataType::kInt64, 0));
+  if (include_optimizer) {
+    model.optimizer()->set_iterations(header[3]);
+    model.SetTrainingStep(header[2]);
+  }
+  return LoadedCheckpoint{TrainPosition{header[0], header[1], header[2]}, header[4] != 0};
+}
+
+}  // namespace
+
+absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std::string& path) {
+  RW_ASSIGN_OR_RETURN(LoadedCheckpoint loaded, Restore(model, path, /*include_optimizer=*/true));
+  return loaded.position;
+}
+
+absl::StatusOr<LoadedCheckpoint> LoadWeights(Sequential& model, const std::string& path) {
+  return Restore(model, path, /*include_optimizer=*/false);
 }
 
 absl::StatusOr<std::optional<TrainPosition>> RestoreLatestTrainingState(Sequential& model,

@@ -33,6 +33,16 @@ absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirec
 // checkpoint of another model, each naming the file and the tensor.
 absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std::string& path);
 
+struct LoadedCheckpoint {
+  TrainPosition position;
+  bool final = false;  // Written at the end of training.
+};
+
+// Keras' load_weights: the variables only (the file's optimizer state is left
+// alone, so a model compiled with any optimizer can load it). Collective, with
+// the same errors as RestoreTrainingState.
+absl::StatusOr<LoadedCheckpoint> LoadWeights(Sequential& model, const std::string& path);
+
 // As RestoreTrainingState from the checkpoint `latest` names in `dir` (the chief's
 // view); nullopt on every worker when there is none yet.
 absl::StatusOr<std::optional<TrainPosition>> RestoreLatestTrainingState(Sequential& model,

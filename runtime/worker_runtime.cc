@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/crash_points.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "proto/worker.grpc.pb.h"
@@ -238,6 +239,7 @@ absl::Status WorkerRuntime::Connect() {
     communicator_ = std::make_unique<Communicator>(transport_.get(), first_step, &progress_);
     return absl::OkStatus();
   }
+  CrashPoint("startup");
   fingerprint_ = config_.Fingerprint();
   accepting_joins_.store(true);
   const size_t max_message = options_.grpc.max_payload_bytes + kFrameHeaderBytes + 4096;

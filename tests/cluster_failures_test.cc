@@ -11,7 +11,7 @@ namespace {
 
 constexpr char kWorker[] = "tests/collective_check_worker";
 
-TEST_CASE("a missing worker makes the others exit 3 at the startup deadline, naming it",
+TEST_CASE("a missing worker makes the others exit 4 at the startup deadline, naming it",
           "[cluster][failures]") {
   ProcessCluster cluster({kWorker, 3, false, {"--startup_timeout_s=3"}});
   cluster.Skip(2);
@@ -19,7 +19,7 @@ TEST_CASE("a missing worker makes the others exit 3 at the startup deadline, nam
   const std::string missing = "worker:2 (" + cluster.address(2) + "): not reachable";
   for (int i = 0; i < 2; ++i) {
     INFO(results[i].output);
-    CHECK(results[i].exit_code == 3);
+    CHECK(results[i].exit_code == 4);
     CHECK(results[i].elapsed_s >= 3);
     CHECK(results[i].elapsed_s < 8);
     CHECK(results[i].output.find("startup: gave up after 3 s waiting for 1 of 2 peers") !=
@@ -34,7 +34,7 @@ TEST_CASE("the startup wait reports who is missing while it waits", "[cluster][f
   cluster.Skip(1);
   std::vector<SubprocessResult> results = cluster.Run();
   INFO(results[0].output);
-  CHECK(results[0].exit_code == 3);
+  CHECK(results[0].exit_code == 4);
   CHECK(results[0].output.find("startup: waiting for 1 of 1 peers after 5 s") !=
         std::string::npos);
 }

@@ -5,6 +5,10 @@
 //
 //   launch --num_workers=2 -- bazel-bin/tools/train --model=mlp --epochs=5
 //   TF_CONFIG='{...}' bazel-bin/tools/train --global_batch_size=512   # on each host
+//
+// With --backup_dir a rerun after a failure resumes from the last backup; with
+// --checkpoint_dir the chief keeps checkpoints, which a task of type `evaluator`
+// (the same binary, the same flags) evaluates as they appear.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -18,81 +22,14 @@
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
-#include "data/fashion_mnist.h"
-#include "keras/sequential.h"
+#include "keras/checkpoint_callbacks.h"
 #include "runtime/config/cluster_source.h"
 #include "strategy/multi_worker_mirrored_strategy.h"
+#include "tools/train_evaluator.h"
+#include "tools/train_flags.h"
 
 namespace ringwork {
 namespace {
-
-struct TrainFlags {
-  std::string model = "mlp";
-  std::string dataset = "fashion_mnist";
-  std::string data_dir = kFashionMnistDir;
-  int64_t epochs = 5;
-  int64_t global_batch_size = 256;
-  std::string optimizer = "adam";
-  double learning_rate = 1e-3;
-  int64_t seed = 42;
-  int64_t intra_op_threads = 0;
-  int64_t inter_op_threads = 2;
-  std::string precision = "float32";
-  std::string shard_policy = "data";
-  std::string metrics_json;
-  int64_t steps_per_epoch = 0;
-  int64_t synthetic_examples = 8192;
-  int64_t bytes_per_pack = 0;
-  int64_t verbose = 1;
-  bool validate_each_epoch = false;
-};
-
-void Register(FlagSet* flags, TrainFlags* f) {
-  flags->String("model", &f->model, "mlp (784-256-128-10, ReLU) or cnn (a small conv net)");
-  flags->String("dataset", &f->dataset, "fashion_mnist or synthetic");
-  flags->String("data_dir", &f->data_dir, "where the Fashion-MNIST IDX files are");
-  flags->Int("epochs", &f->epochs, "passes over the training data");
-  flags->Int("global_batch_size", &f->global_batch_size,
-             "examples per step over all workers (each takes global / workers)");
-  flags->String("optimizer", &f->optimizer, "sgd, adam or adamw");
-  flags->Double("learning_rate", &f->learning_rate, "the optimizer's learning rate");
-  flags->Int("seed", &f->seed, "initialisation, shuffling and dropout seed");
-  flags->Int("intra_op_threads", &f->intra_op_threads,
-             "threads per kernel (0: this process's cores / workers on this host)",
-             "RINGWORK_INTRA_OP_THREADS");
-  flags->Int("inter_op_threads", &f->inter_op_threads,
-             "2 or more: all-reduce gradients while the backward pass runs; 1: after it",
-             "RINGWORK_INTER_OP_THREADS");
-  flags->String("precision", &f->precision, "float32 or bfloat16 (float32 master weights)");
-  flags->String("shard_policy", &f->shard_policy, "auto-shard policy: data, file or off");
-  flags->String("metrics_json", &f->metrics_json, "the chief writes its results here");
-  flags->Int("steps_per_epoch", &f->steps_per_epoch, "at most this many steps per epoch (0: all)");
-  flags->Int("synthetic_examples", &f->synthetic_examples, "training examples of --dataset=synthetic");
-  flags->Int("bytes_per_pack", &f->bytes_per_pack, "gradient pack size for the all-reduce (0: auto)");
-  flags->Int("verbose", &f->verbose, "1: progress bar on the chief; 0: quiet");
-  flags->Bool("validate_each_epoch", &f->validate_each_epoch, "evaluate the test set every epoch");
-}
-
-absl::StatusOr<Sequential> BuildModel(const std::string& name) {
-  Sequential model;
-  if (name == "mlp") {
-    model.Add(Flatten());
-    model.Add(Dense(256, {.activation = "relu"}));
-    model.Add(Dense(128, {.activation = "relu"}));
-    model.Add(Dense(10));
-  } else if (name == "cnn") {
-    model.Add(Conv2D(16, 3, {.padding = "same", .activation = "relu"}));
-    model.Add(MaxPool2D(2));
-    model.Add(Conv2D(32, 3, {.padding = "same", .activation = "relu"}));
-    model.Add(MaxPool2D(2));
-    model.Add(Flatten());
-    model.Add(Dense(128, {.activation = "relu"}));
-    model.Add(Dense(10));
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("--model=", name, ": expected mlp or cnn"));
-  }
-  return model;
-}
 
 // FNV-1a over every variable's bytes: equal on every replica when they are in sync.
 uint64_t WeightsFingerprint(const Sequential& model) {
@@ -106,19 +43,7 @@ uint64_t WeightsFingerprint(const Sequential& model) {
 
 absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const StrategyOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
-  CompileOptions compile;
-  compile.loss = {"sparse_categorical_crossentropy", /*from_logits=*/true};
-  compile.optimizer.name = f.optimizer;
-  compile.optimizer.learning_rate = static_cast<float>(f.learning_rate);
-  compile.metrics = {"accuracy"};
-  compile.intra_op_threads = static_cast<int>(f.intra_op_threads);
-  compile.seed = static_cast<uint64_t>(f.seed);
-  if (f.precision == "bfloat16") {
-    compile.precision = Precision::kBFloat16;
-  } else if (f.precision != "float32") {
-    return absl::InvalidArgumentError(absl::StrCat("--precision=", f.precision,
-                                                   ": expected float32 or bfloat16"));
-  }
+  RW_ASSIGN_OR_RETURN(CompileOptions compile, MakeCompileOptions(f));
   AutoShardPolicy policy;
   if (!ParseAutoShardPolicy(f.shard_policy, &policy)) {
     return absl::InvalidArgumentError(absl::StrCat("--shard_policy=", f.shard_policy,
@@ -132,15 +57,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
         " replicas (each gets global / replicas examples per step)"));
   }
   RW_ASSIGN_OR_RETURN(Sequential model, BuildModel(f.model));  // Validates --model early.
-  TrainTest data;
-  if (f.dataset == "fashion_mnist") {
-    RW_ASSIGN_OR_RETURN(data, LoadFashionMnist(f.data_dir));
-  } else if (f.dataset == "synthetic") {
-    data = SyntheticImages(f.synthetic_examples, f.synthetic_examples / 4, 1234);
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--dataset=", f.dataset, ": expected fashion_mnist or synthetic"));
-  }
+  RW_ASSIGN_OR_RETURN(TrainTest data, LoadData(f));
   // Every check a user can trip is done; now join the cluster.
   RW_ASSIGN_OR_RETURN(std::unique_ptr<MultiWorkerMirroredStrategy> strategy,
                       MultiWorkerMirroredStrategy::Create(cluster, options));
@@ -173,14 +90,30 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
   fit.shard_policy = policy;
   fit.steps_per_epoch = f.steps_per_epoch;
   if (f.validate_each_epoch) fit.validation_data = &test;
+  // Backup first: it restores before ModelCheckpoint's first save.
+  std::unique_ptr<BackupAndRestore> backup;
+  if (!f.backup_dir.empty()) {
+    backup = std::make_unique<BackupAndRestore>(
+        BackupOptions{.backup_dir = f.backup_dir, .save_freq_steps = f.backup_freq_steps});
+    fit.callbacks.push_back(backup.get());
+  }
+  std::unique_ptr<ModelCheckpoint> checkpoints;
+  if (!f.checkpoint_dir.empty()) {
+    checkpoints = std::make_unique<ModelCheckpoint>(
+        ModelCheckpointOptions{.directory = f.checkpoint_dir,
+                               .save_freq_steps = f.checkpoint_freq_steps,
+                               .keep = static_cast<int>(f.keep_checkpoints)});
+    fit.callbacks.push_back(checkpoints.get());
+  }
   const auto train_start = std::chrono::steady_clock::now();
   RW_ASSIGN_OR_RETURN(History history, model.Fit(train, fit));
   const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
   RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(test, f.global_batch_size));
-  const int64_t steps = static_cast<int64_t>(history["loss"].size()) > 0
-                            ? (f.steps_per_epoch > 0 ? f.steps_per_epoch : train.examples().count() / f.global_batch_size)
-                            : 0;
-  const double samples_per_s = static_cast<double>(steps * f.epochs * f.global_batch_size) / train_s;
+  // Steps this run trained (a resumed run skips what its backup had done).
+  const int64_t steps_per_epoch =
+      f.steps_per_epoch > 0 ? f.steps_per_epoch : train.examples().count() / f.global_batch_size;
+  const int64_t steps = steps_per_epoch * f.epochs - (backup != nullptr && backup->restored() ? backup->restored_at().step : 0);
+  const double samples_per_s = static_cast<double>(steps * f.global_batch_size) / train_s;
   const uint64_t fingerprint = WeightsFingerprint(model);
   RW_LOG(INFO) << absl::StrFormat("test accuracy %.4f, test loss %.4f, %.0f train samples/s, "
                                   "weights fingerprint %016x",
@@ -202,8 +135,9 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
                         {"epochs", f.epochs},
                         {"global_batch_size", f.global_batch_size},
                         {"precision", f.precision},
-                        {"final_train_loss", history["loss"].back()},
-                        {"final_train_accuracy", history["accuracy"].back()},
+                        {"final_train_loss", history["loss"].empty() ? 0.0 : history["loss"].back()},
+                        {"final_train_accuracy", history["accuracy"].empty() ? 0.0 : history["accuracy"].back()},
+                        {"resumed_from_step", backup != nullptr && backup->restored() ? backup->restored_at().step : -1},
                         {"weights_fingerprint", absl::StrFormat("%016x", fingerprint)}};
     const std::string tmp = f.metrics_json + ".tmp";
     {
@@ -228,7 +162,7 @@ int Main(int argc, char** argv) {
   StrategyOptions options;
   options.runtime.Register(&flags);
   TrainFlags f;
-  Register(&flags, &f);
+  RegisterTrainFlags(&flags, &f);
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
   if (flags.help_requested()) {
     std::cout << flags.Usage();
@@ -245,11 +179,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<ClusterConfig> cluster = ResolveCluster(source, EnvFromProcess());
   if (!cluster.ok()) ExitWithStatus(cluster.status());
   SetLogTask(cluster->task().ToString());
-  if (!cluster->in_ring()) {
-    ExitWithStatus(absl::InvalidArgumentError(absl::StrCat(
-        cluster->task().ToString(), ": the sidecar evaluator is not available yet; run train "
-        "only as chief or worker tasks")));
-  }
+  if (!cluster->in_ring()) ExitWithStatus(RunEvaluator(f));  // Task type evaluator.
   ExitWithStatus(Run(f, *cluster, options));
 }
 

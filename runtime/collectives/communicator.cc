@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "base/crash_points.h"
 #include "runtime/collectives/algorithm_selection.h"
 #include "runtime/collectives/chunking.h"
 
@@ -113,6 +114,7 @@ absl::Status Communicator::Broadcast(void* data, size_t count, DataType dtype, i
           "broadcast root ", root, " is not a rank (world size ", world_size(), ")"));
     }
     if (world_size() == 1 || count == 0) return absl::OkStatus();
+    CrashPoint("broadcast");
     const size_t bytes = count * DataTypeSize(dtype);
     const TreeNode node =
         ChooseBroadcast(bytes, world_size(), options_) == BroadcastShape::kChain

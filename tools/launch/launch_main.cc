@@ -1,6 +1,6 @@
 // launch: runs a program as every task of a localhost cluster.
 //
-//   launch --num_workers=N [--chief] [--evaluator] [--grace_s=5] -- PROGRAM ARGS...
+//   launch --num_workers=N [--chief] [--evaluator] [--max_restarts=K] -- PROGRAM ARGS...
 //
 // Each task gets a TF_CONFIG with free 127.0.0.1 ports; every output line is
 // prefixed with its task; the exit code is the first failing task's (0 if none).
@@ -20,7 +20,9 @@ int Main(int argc, char** argv) {
       "launch: runs PROGRAM as every task of a localhost cluster\n\n"
       "  launch --num_workers=N [--chief] [--evaluator] -- PROGRAM ARGS...\n\n"
       "Each task gets its TF_CONFIG; output lines are prefixed with the task; when a\n"
-      "task fails, the others get --grace_s to exit, then SIGTERM, then SIGKILL.\n"
+      "task fails, the others get --grace_s to exit, then SIGTERM, then SIGKILL; with\n"
+      "--max_restarts=K the whole group is then started again (RINGWORK_RESTART=n).\n"
+      "SIGTERM or SIGINT to launch is passed to every task (no restart follows).\n"
       "Exit code: the first failing task's code (0 when all succeed).");
   Launcher::Options options;
   int64_t num_workers = 2;
@@ -30,6 +32,9 @@ int Main(int argc, char** argv) {
   flags.Double("grace_s", &options.grace_s,
                "after a task fails, how long the others may take to exit by themselves");
   flags.Double("kill_s", &options.kill_s, "after SIGTERM, how long before SIGKILL");
+  int64_t max_restarts = 0;
+  flags.Int("max_restarts", &max_restarts,
+            "restart every task after a failure a restart could fix, up to this many times");
   absl::StatusOr<std::vector<std::string>> command = flags.Parse(argc, argv);
   if (flags.help_requested()) {
     std::cout << flags.Usage();
@@ -37,6 +42,7 @@ int Main(int argc, char** argv) {
   }
   if (!command.ok()) ExitWithStatus(command.status());
   options.num_workers = static_cast<int>(num_workers);
+  options.max_restarts = static_cast<int>(max_restarts);
   options.command = *command;
   absl::StatusOr<int> code = Launcher(options).Run();
   if (!code.ok()) ExitWithStatus(code.status());

@@ -14,6 +14,7 @@
 #include "base/deadline.h"
 #include "base/exit_code.h"
 #include "base/logging.h"
+#include "base/status_macros.h"
 #include "runtime/config/localhost.h"
 #include "runtime/config/tf_config.h"
 
@@ -44,7 +45,7 @@ int ExitCodeOfWaitStatus(int status) {
   return 1;
 }
 
-absl::Status Launcher::Spawn(Task& task, const std::string& tf_config) {
+absl::Status Launcher::Spawn(Task& task, const std::string& tf_config, int attempt) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
@@ -57,6 +58,7 @@ absl::Status Launcher::Spawn(Task& task, const std::string& tf_config) {
   }
   for (const auto& [key, value] : options_.env) env[key] = value;
   env["TF_CONFIG"] = tf_config;
+  env["RINGWORK_RESTART"] = std::to_string(attempt);  // As torchrun's TORCHELASTIC_RESTART_COUNT.
   env["RINGWORK_LOG_TASK_TAG"] = "0";  // We prefix every line ourselves.
   std::vector<std::string> env_strings;
   for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
@@ -135,7 +137,45 @@ void Launcher::Reap() {
   }
 }
 
+bool Launcher::RestartCouldHelp(int code) {
+  switch (code) {
+    case kUsageOrConfig:      // The same flags or TF_CONFIG fail again;
+    case kInvalidCheckpoint:  // so does the same checkpoint;
+    case kAuthRejected:       // and the same credentials;
+    case kMismatch:           // and the same models.
+    case kPreempted:          // Asked to stop.
+      return false;
+    default:
+      return true;  // A dead or stuck peer, a timeout, a crash, a bug.
+  }
+}
+
 absl::StatusOr<int> Launcher::Run() {
+  for (int attempt = 0;; ++attempt) {
+    RW_ASSIGN_OR_RETURN(int code, RunGroup(attempt));
+    if (code == 0 || g_signal != 0) return code;
+    if (attempt >= options_.max_restarts) {
+      if (options_.max_restarts > 0) {
+        RW_LOG(ERROR) << "giving up after " << options_.max_restarts << " restart"
+                      << (options_.max_restarts == 1 ? "" : "s") << " (--max_restarts)";
+      }
+      return code;
+    }
+    if (!RestartCouldHelp(code)) {
+      RW_LOG(ERROR) << "not restarting: " << first_failure_task_ << "'s exit " << code << " ("
+                    << ExitCodeName(code) << ") would happen again";
+      return code;
+    }
+    RW_LOG(WARNING) << "restarting every task (restart " << attempt + 1 << " of "
+                    << options_.max_restarts << ") after " << first_failure_task_ << " exited "
+                    << code;
+  }
+}
+
+absl::StatusOr<int> Launcher::RunGroup(int attempt) {
+  tasks_.clear();
+  first_failure_code_ = 0;
+  first_failure_task_.clear();
   if (options_.command.empty()) {
     return absl::InvalidArgumentError("no program given: launch [flags] -- PROGRAM ARGS...");
   }
@@ -159,7 +199,7 @@ absl::StatusOr<int> Launcher::Run() {
   }
   for (Task& task : tasks_) {
     const std::string tf_config = ToTfConfigJson(ClusterConfig(*spec, task.id, "launch"));
-    absl::Status status = Spawn(task, tf_config);
+    absl::Status status = Spawn(task, tf_config, attempt);
     if (!status.ok()) return status;
   }
   RW_LOG(INFO) << "started " << tasks_.size() << " tasks of " << options_.command[0];

@@ -9,7 +9,9 @@
 //   absl::StatusOr<int> exit_code = Launcher(options).Run();
 //
 // The exit code is 0 when every task exited 0, otherwise the code of the first
-// task that failed (128 + signal for a task killed by a signal).
+// task that failed (128 + signal for a task killed by a signal). With
+// max_restarts, a failed group is started again, as torchrun --max-restarts does;
+// with BackupAndRestore the rerun resumes from the last backup.
 #ifndef RINGWORK_TOOLS_LAUNCH_LAUNCHER_H_
 #define RINGWORK_TOOLS_LAUNCH_LAUNCHER_H_
 
@@ -37,6 +39,10 @@ class Launcher {
     // long before SIGKILL.
     double grace_s = 5;
     double kill_s = 5;
+    // After a failure a restart could fix (not a config, checkpoint, auth or
+    // mismatch error, nor a signal to launch itself), start every task again, up
+    // to this many times; each run's tasks see RINGWORK_RESTART=<n>.
+    int max_restarts = 0;
   };
 
   explicit Launcher(Options options) : options_(std::move(options)) {}
@@ -53,7 +59,9 @@ class Launcher {
     bool exited = false;
     int exit_code = 0;
   };
-  absl::Status Spawn(Task& task, const std::string& tf_config);
+  static bool RestartCouldHelp(int exit_code);
+  absl::StatusOr<int> RunGroup(int attempt);
+  absl::Status Spawn(Task& task, const std::string& tf_config, int attempt);
   void Drain(Task& task, int& fd, std::string& partial, int out_fd);
   void Reap();
 

@@ -140,7 +140,8 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     std::vector<int> waiting = missing();
     if (waiting.empty()) break;
     if (deadline.Expired()) {
-      result = absl::UnavailableError(absl::StrCat(
+      // A timeout (exit 4), like every other deadline: the peer may only be slow.
+      result = absl::DeadlineExceededError(absl::StrCat(
           "startup: gave up after ", options.startup_timeout_s, " s waiting for ",
           waiting.size(), " of ", world - 1, " peers of ", config.DescribeRank(config.rank()),
           ": ", describe_missing(waiting), ". Start the missing tasks, or set ",

@@ -1,0 +1,102 @@
+#include "keras/sidecar_evaluator.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/deadline.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "checkpoint/checkpoint_directory.h"
+#include "keras/training_state.h"
+
+namespace ringwork {
+namespace {
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+absl::Status SidecarEvaluator::Run() {
+  if (options_.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("the sidecar evaluator needs a checkpoint directory (--checkpoint_dir)");
+  }
+  RW_LOG(INFO) << "evaluator: watching " << options_.checkpoint_dir << " for checkpoints";
+  std::string last;
+  Deadline deadline = Deadline::AfterSeconds(options_.timeout_s);
+  while (true) {
+    absl::StatusOr<std::string> latest = LatestCheckpoint(options_.checkpoint_dir);
+    if (!latest.ok() && !absl::IsNotFound(latest.status())) return latest.status();
+    if (latest.ok() && *latest != last) {
+      last = *latest;
+      absl::Status evaluated = Evaluate(last);
+      if (!evaluated.ok()) {
+        // Rotated away by the trainer while we read it: a newer one is there.
+        if (Exists(last)) return evaluated;
+        RW_LOG(INFO) << "evaluator: " << last << " was replaced while being read; skipped";
+        continue;
+      }
+      deadline = Deadline::AfterSeconds(options_.timeout_s);
+      const CheckpointEvaluation& e = evaluations_.back();
+      if (e.final) return absl::OkStatus();
+      if (options_.max_evaluations > 0 &&
+          static_cast<int64_t>(evaluations_.size()) >= options_.max_evaluations) {
+        return absl::OkStatus();
+      }
+      continue;
+    }
+    if (deadline.Expired()) {
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "evaluator: no %scheckpoint in %s for %g s (%s); the training job may have failed",
+          last.empty() ? "" : "new ", options_.checkpoint_dir, options_.timeout_s,
+          options_.timeout_flag));
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(
+        std::min(options_.poll_interval_s, std::max(0.001, deadline.RemainingSeconds()))));
+  }
+}
+
+absl::Status SidecarEvaluator::Evaluate(const std::string& path) {
+  RW_ASSIGN_OR_RETURN(LoadedCheckpoint loaded, LoadWeights(*model_, path));
+  RW_ASSIGN_OR_RETURN(EvaluateResult result, model_->Evaluate(*data_, options_.batch_size));
+  CheckpointEvaluation e{path, loaded.position.step, loaded.position.epoch, loaded.final, result};
+  std::string metrics;
+  for (const auto& [name, value] : result.metrics) absl::StrAppendFormat(&metrics, " - %s: %.4f", name, value);
+  RW_LOG(INFO) << absl::StrFormat("evaluator: step %d%s: loss: %.4f%s", e.step,
+                                  e.final ? " (final)" : "", result.loss, metrics);
+  RW_RETURN_IF_ERROR(AppendMetrics(e));
+  evaluations_.push_back(std::move(e));
+  return absl::OkStatus();
+}
+
+absl::Status SidecarEvaluator::AppendMetrics(const CheckpointEvaluation& e) const {
+  if (options_.metrics_path.empty()) return absl::OkStatus();
+  nlohmann::json j = {{"checkpoint", e.path}, {"step", e.step}, {"epoch", e.epoch},
+                      {"final", e.final},     {"loss", e.result.loss}, {"examples", e.result.examples}};
+  for (const auto& [name, value] : e.result.metrics) j[name] = value;
+  const std::string line = j.dump() + "\n";
+  std::FILE* f = std::fopen(options_.metrics_path.c_str(), "a");
+  if (f == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("evaluator: cannot append to ", options_.metrics_path, ": ", std::strerror(errno)));
+  }
+  const bool written = std::fwrite(line.data(), 1, line.size(), f) == line.size();
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !closed) {
+    return absl::InvalidArgumentError(absl::StrCat("evaluator: cannot write ", options_.metrics_path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringwork

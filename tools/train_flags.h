@@ -1,0 +1,56 @@
+// The flags of `train` and what they build: the model, its compile options and
+// the data. Shared by training (tools/train.cc) and the sidecar evaluator
+// (tools/train_evaluator.cc), which must build the same model.
+#ifndef RINGWORK_TOOLS_TRAIN_FLAGS_H_
+#define RINGWORK_TOOLS_TRAIN_FLAGS_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "base/flags.h"
+#include "data/fashion_mnist.h"
+#include "keras/sequential.h"
+
+namespace ringwork {
+
+struct TrainFlags {
+  std::string model = "mlp";
+  std::string dataset = "fashion_mnist";
+  std::string data_dir = kFashionMnistDir;
+  int64_t epochs = 5;
+  int64_t global_batch_size = 256;
+  std::string optimizer = "adam";
+  double learning_rate = 1e-3;
+  int64_t seed = 42;
+  int64_t intra_op_threads = 0;
+  int64_t inter_op_threads = 2;
+  std::string precision = "float32";
+  std::string shard_policy = "data";
+  std::string metrics_json;
+  int64_t steps_per_epoch = 0;
+  int64_t synthetic_examples = 8192;
+  int64_t bytes_per_pack = 0;
+  int64_t verbose = 1;
+  bool validate_each_epoch = false;
+  // Checkpoints, backups and the sidecar evaluator.
+  std::string checkpoint_dir;
+  int64_t checkpoint_freq_steps = 0;
+  int64_t keep_checkpoints = 5;
+  std::string backup_dir;
+  int64_t backup_freq_steps = 0;
+  std::string evaluator_metrics;  // Default: <checkpoint_dir>/evaluations.jsonl.
+  double evaluator_timeout_s = 600;
+  double evaluator_poll_s = 1;
+};
+
+void RegisterTrainFlags(FlagSet* flags, TrainFlags* f);
+
+// The model --model names (unbuilt); INVALID_ARGUMENT for an unknown name.
+absl::StatusOr<Sequential> BuildModel(const std::string& name);
+absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f);
+// The train and test sets --dataset names.
+absl::StatusOr<TrainTest> LoadData(const TrainFlags& f);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_TOOLS_TRAIN_FLAGS_H_
