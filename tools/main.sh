@@ -2,10 +2,16 @@
 # The main job: installs what is missing, builds, and trains the MLP on
 # Fashion-MNIST (Debian's dataset-fashion-mnist) with two workers on localhost,
 # MultiWorkerMirroredStrategy over the real runtime, then prints the test accuracy.
-# Extra flags go to every worker, e.g.  bash tools/main.sh --model=cnn --epochs=2
+# Beside them a sidecar evaluator scores each epoch's checkpoint; a backup lets a
+# failed run restart (once, here) or a rerun resume where it stopped.
+# Extra flags go to every task, e.g.  bash tools/main.sh --model=cnn --epochs=2
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 bazel build //tools:train //tools/launch:launch //tools:tfconfig
-exec bazel-bin/tools/launch/launch --num_workers=2 -- bazel-bin/tools/train \
-  --model=mlp --epochs=5 --global_batch_size=256 --metrics_json=/tmp/ringwork_metrics.json "$@"
+work=/tmp/ringwork_main
+rm -rf "$work/checkpoints"  # The evaluator stops at a final checkpoint: start afresh.
+exec bazel-bin/tools/launch/launch --num_workers=2 --evaluator --max_restarts=1 -- \
+  bazel-bin/tools/train --model=mlp --epochs=5 --global_batch_size=256 \
+  --metrics_json=/tmp/ringwork_metrics.json --checkpoint_dir="$work/checkpoints" \
+  --backup_dir="$work/backup" "$@"
