@@ -127,6 +127,7 @@ void HeartbeatMonitor::Loop() {
         auto* call = new Call;
         call->peer = static_cast<int>(i);
         call->context.set_deadline(SystemIn(budget));
+        for (const auto& [key, value] : metadata_) call->context.AddMetadata(key, value);
         proto::HeartbeatRequest request;
         request.set_from_rank(rank_);
         request.set_incarnation(incarnation_);

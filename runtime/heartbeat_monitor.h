@@ -58,6 +58,10 @@ class HeartbeatMonitor {
   HeartbeatMonitor(const HeartbeatMonitor&) = delete;
   HeartbeatMonitor& operator=(const HeartbeatMonitor&) = delete;
 
+  // Attached to every Heartbeat call (identity, token HMAC). Before Start.
+  void set_call_metadata(std::vector<std::pair<std::string, std::string>> metadata) {
+    metadata_ = std::move(metadata);
+  }
   void Start();
   // Cancels outstanding calls and joins the thread. Idempotent.
   void Stop();
@@ -77,6 +81,7 @@ class HeartbeatMonitor {
   std::vector<Peer> peers_;
   const Progress* progress_;
   std::function<void(const absl::Status&)> on_failure_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
   std::atomic<bool> stop_{false};
   std::atomic<int> stall_reports_total_{0};
   std::thread thread_;

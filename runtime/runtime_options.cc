@@ -1,6 +1,9 @@
 #include "runtime/runtime_options.h"
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
+#include "runtime/auth/cluster_token.h"
 
 namespace ringwork {
 
@@ -51,6 +54,16 @@ void RuntimeOptions::Register(FlagSet* flags) {
               "RINGWORK_TUNE_MALLOC");
   flags->Double("shutdown_timeout_s", &shutdown_timeout_s,
                 "how long an orderly shutdown may take", "RINGWORK_SHUTDOWN_TIMEOUT_S");
+  flags->String("cluster_token_file", &cluster_token_file,
+                "a file holding the secret every task of the job shares; every RPC is "
+                "authenticated with it (or set env RINGWORK_CLUSTER_TOKEN; launch makes one)",
+                "RINGWORK_CLUSTER_TOKEN_FILE");
+  flags->String("tls_ca", &tls_files.ca, "mutual TLS: the CA certificate (PEM) that signs every worker's",
+                "RINGWORK_TLS_CA");
+  flags->String("tls_cert", &tls_files.cert, "mutual TLS: this worker's certificate (PEM)",
+                "RINGWORK_TLS_CERT");
+  flags->String("tls_key", &tls_files.key, "mutual TLS: this worker's private key (PEM)",
+                "RINGWORK_TLS_KEY");
 }
 
 absl::Status RuntimeOptions::Finish() {
@@ -94,6 +107,12 @@ absl::Status RuntimeOptions::Finish() {
   if (spin_us < -1) {
     return absl::InvalidArgumentError("--spin_us: expected -1 (automatic) or >= 0");
   }
+  absl::StatusOr<std::string> token = LoadClusterToken(cluster_token_file, std::getenv(kClusterTokenEnv));
+  if (!token.ok()) return token.status();
+  cluster_token = *token;
+  absl::StatusOr<TlsCredentials> credentials = LoadTlsCredentials(tls_files);
+  if (!credentials.ok()) return credentials.status();
+  tls = *credentials;
   return absl::OkStatus();
 }
 

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "base/flags.h"
+#include "runtime/auth/tls_credentials.h"
 #include "runtime/collectives/collective_options.h"
 #include "runtime/heartbeat_monitor.h"
 #include "runtime/transport/grpc/grpc_link.h"
@@ -44,6 +45,14 @@ struct RuntimeOptions {
   // Keep freed large blocks in the process (mallopt), so that gRPC's per-frame
   // buffers are not returned to the kernel and faulted in again. Process-wide.
   bool tune_malloc = true;
+  // Authentication (runtime/auth/rpc_auth.h): the cluster token, read by Finish()
+  // from --cluster_token_file or env RINGWORK_CLUSTER_TOKEN (never a flag value);
+  // empty: calls are not authenticated.
+  std::string cluster_token_file;
+  std::string cluster_token;
+  // Mutual TLS (--tls_ca, --tls_cert, --tls_key); Finish() loads `tls` from them.
+  TlsFiles tls_files;
+  TlsCredentials tls;
 
   void Register(FlagSet* flags);
   // Validates values and copies the flag-level fields into the nested options.

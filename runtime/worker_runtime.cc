@@ -13,6 +13,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "proto/worker.grpc.pb.h"
+#include "runtime/auth/rpc_auth.h"
 #include "runtime/transport/grpc/cq_loop.h"
 #include "runtime/transport/grpc/grpc_link.h"
 #include "runtime/transport/grpc/grpc_util.h"
@@ -23,10 +24,6 @@
 
 namespace ringwork {
 namespace {
-
-constexpr char kRankKey[] = "rw-rank";
-constexpr char kIncarnationKey[] = "rw-incarnation";
-constexpr char kFingerprintKey[] = "rw-fingerprint";
 
 uint64_t NewIncarnation() {
   std::random_device device;
@@ -39,17 +36,21 @@ uint64_t NewIncarnation() {
   return value;
 }
 
-std::string Metadata(const grpc::ServerContext& context, const char* key) {
-  auto it = context.client_metadata().find(key);
-  if (it == context.client_metadata().end()) return "";
-  return std::string(it->second.data(), it->second.size());
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const HostPort& address, size_t max_message) {
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const RuntimeOptions& options) {
+  return options.tls.channel != nullptr ? options.tls.channel : grpc::InsecureChannelCredentials();
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const HostPort& address, size_t max_message,
+                                           const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;
   for (const auto& [key, value] : DataStreamChannelSettings()) args.SetInt(key, value);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  // gRPC takes this as the connect timeout too (TCP and TLS handshakes): not less.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // Workers of one test process must not share connections.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
@@ -58,21 +59,21 @@ std::shared_ptr<grpc::Channel> MakeChannel(const HostPort& address, size_t max_m
   args.SetInt(GRPC_ARG_TCP_TX_ZEROCOPY_ENABLED, 0);
   args.SetMaxReceiveMessageSize(static_cast<int>(max_message));
   args.SetMaxSendMessageSize(static_cast<int>(max_message));
-  return grpc::CreateCustomChannel(address.ToString(), grpc::InsecureChannelCredentials(),
-                                   args);
+  return grpc::CreateCustomChannel(address.ToString(), credentials, args);
 }
 
 // Heartbeats get a connection of their own, so that they never queue behind a
 // data stream's frames.
-std::shared_ptr<grpc::Channel> MakeHeartbeatChannel(const HostPort& address) {
+std::shared_ptr<grpc::Channel> MakeHeartbeatChannel(
+    const HostPort& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  // gRPC takes this as the connect timeout too (TCP and TLS handshakes): not less.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetString("rw-channel", "heartbeat");  // Not pooled with the data channel.
-  return grpc::CreateCustomChannel(address.ToString(), grpc::InsecureChannelCredentials(),
-                                   args);
+  return grpc::CreateCustomChannel(address.ToString(), credentials, args);
 }
 
 }  // namespace
@@ -127,12 +128,35 @@ absl::Status WorkerRuntime::StartServer() {
   }
   inbound_joins_ = std::make_unique<InboundJoins>(world);
   WorkerServer::Handlers handlers;
+  // Every call is authenticated before anything else is looked at; a refused one
+  // changes nothing here (runtime/auth/rpc_auth.h).
   handlers.join = [this](grpc::ServerContext* context, const proto::JoinRequest& request,
                          proto::JoinResponse* response) {
+    if (!accepting_joins_.load()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this worker is still starting");
+    }
+    absl::StatusOr<RpcIdentity> who = auth_->Verify(context->client_metadata());
+    if (who.ok() && (who->rank != request.from_rank() || who->incarnation != request.incarnation() ||
+                     who->fingerprint != request.cluster_fingerprint())) {
+      who = absl::UnauthenticatedError("the call's identity does not match its Join request");
+    }
+    if (!who.ok()) {
+      refusals_.Refused(context->peer(), "a Join", who.status());
+      return ToGrpcStatus(who.status());
+    }
     return HandleJoin(context->peer(), request, response);
   };
-  handlers.heartbeat = [this](grpc::ServerContext*, const proto::HeartbeatRequest&,
+  handlers.heartbeat = [this](grpc::ServerContext* context, const proto::HeartbeatRequest&,
                               proto::HeartbeatResponse* response) {
+    if (!accepting_joins_.load()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this worker is still starting");
+    }
+    absl::StatusOr<RpcIdentity> who = auth_->Verify(context->client_metadata());
+    absl::Status allowed = who.ok() ? auth_->SameCluster(*who) : who.status();
+    if (!allowed.ok()) {
+      refusals_.Refused(context->peer(), "a Heartbeat", allowed);
+      return ToGrpcStatus(allowed);
+    }
     response->set_rank(config_.rank());
     response->set_incarnation(incarnation_);
     response->set_step(progress_.step());
@@ -146,27 +170,31 @@ absl::Status WorkerRuntime::StartServer() {
     return grpc::Status::OK;
   };
   handlers.transfer = [this](std::unique_ptr<InboundCall> call) {
-    int rank = -1;
-    uint64_t incarnation = 0;
-    const bool parsed = absl::SimpleAtoi(Metadata(call->context, kRankKey), &rank) &&
-                        absl::SimpleAtoi(Metadata(call->context, kIncarnationKey), &incarnation);
-    const bool valid = parsed && rank >= 0 && rank < config_.world_size() &&
-                       rank != config_.rank() && accepting_joins_.load() &&
-                       Metadata(call->context, kFingerprintKey) == fingerprint_ &&
-                       inbound_joins_->joined(rank) &&
-                       inbound_joins_->incarnation(rank) == incarnation;
-    if (!valid) {
-      RW_LOG(WARNING) << "refused a data stream from " << call->context.peer()
-                      << ": it did not identify as a joined peer of this cluster";
+    if (!accepting_joins_.load()) {
       call->context.TryCancel();
       return;
     }
-    grpc_links_[rank]->AttachInbound(std::move(call));
+    absl::StatusOr<RpcIdentity> who = auth_->Verify(call->context.client_metadata());
+    absl::Status allowed = who.ok() ? auth_->SameCluster(*who) : who.status();
+    if (allowed.ok() &&
+        !(who->rank >= 0 && who->rank < config_.world_size() && who->rank != config_.rank() &&
+          inbound_joins_->joined(static_cast<int>(who->rank)) &&
+          inbound_joins_->incarnation(static_cast<int>(who->rank)) == who->incarnation)) {
+      allowed = absl::PermissionDeniedError("it did not identify as a joined peer of this cluster");
+    }
+    if (!allowed.ok()) {
+      refusals_.Refused(call->context.peer(), "a data stream", allowed);
+      call->context.TryCancel();
+      return;
+    }
+    // A second stream for the same peer (injected) is refused by the link.
+    grpc_links_[who->rank]->AttachInbound(std::move(call));
   };
   const HostPort address = *config_.address();
   const size_t max_message = options_.grpc.max_payload_bytes + kFrameHeaderBytes + 4096;
   RW_ASSIGN_OR_RETURN(server_, WorkerServer::Start(address, config_.task().ToString(),
-                                                   std::move(handlers), max_message));
+                                                   std::move(handlers), max_message,
+                                                   options_.tls.server));
   bound_port_ = server_->port();
   config_.SetAddress(config_.task(), HostPort{address.host, bound_port_});
 
@@ -201,12 +229,24 @@ void WorkerRuntime::SetAddress(const TaskId& task, const HostPort& address) {
   }
 }
 
+void WorkerRuntime::WarnIfUnprotected() const {
+  if (auth_->enabled()) return;
+  std::vector<std::string> exposed;
+  for (const RingMember& member : config_.Ring()) {
+    if (!IsLoopback(member.address.host)) exposed.push_back(member.address.ToString());
+  }
+  if (exposed.empty()) return;
+  RW_LOG(WARNING) << "************************************************************";
+  RW_LOG(WARNING) << "NO CLUSTER TOKEN: anyone who can reach " << absl::StrJoin(exposed, ", ")
+                  << " can join or disturb this job. Give every task the same secret with "
+                     "--cluster_token_file or env RINGWORK_CLUSTER_TOKEN (see README, "
+                     "\"Security\"), and use --tls_* on networks you do not trust.";
+  RW_LOG(WARNING) << "************************************************************";
+}
+
 grpc::Status WorkerRuntime::HandleJoin(const std::string& caller,
                                        const proto::JoinRequest& request,
                                        proto::JoinResponse* response) {
-  if (!accepting_joins_.load()) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this worker is still starting");
-  }
   absl::Status valid = ValidateJoin(config_, request, caller);
   if (!valid.ok()) {
     RW_LOG(ERROR) << "refused a Join: " << valid.message();
@@ -241,7 +281,9 @@ absl::Status WorkerRuntime::Connect() {
   }
   CrashPoint("startup");
   fingerprint_ = config_.Fingerprint();
-  accepting_joins_.store(true);
+  auth_ = std::make_unique<RpcAuth>(options_.cluster_token, fingerprint_, rank, incarnation_);
+  WarnIfUnprotected();
+  accepting_joins_.store(true);  // Publishes auth_ to the server's handlers.
   const size_t max_message = options_.grpc.max_payload_bytes + kFrameHeaderBytes + 4096;
   const std::vector<RingMember> ring = config_.Ring();
   std::vector<std::shared_ptr<grpc::Channel>> channels(world);
@@ -249,7 +291,7 @@ absl::Status WorkerRuntime::Connect() {
   std::vector<proto::Worker::Stub*> stub_pointers(world, nullptr);
   for (int peer = 0; peer < world; ++peer) {
     if (peer == rank) continue;
-    channels[peer] = MakeChannel(ring[peer].address, max_message);
+    channels[peer] = MakeChannel(ring[peer].address, max_message, ChannelCredentials(options_));
     stubs[peer] = proto::Worker::NewStub(channels[peer]);
     stub_pointers[peer] = stubs[peer].get();
   }
@@ -270,14 +312,12 @@ absl::Status WorkerRuntime::Connect() {
     return request;
   };
   absl::StatusOr<std::vector<JoinedPeer>> peers =
-      RunRendezvous(config_, stub_pointers, make_request, *inbound_joins_, options_.rendezvous);
+      RunRendezvous(config_, stub_pointers, make_request, auth_->call_metadata(), *inbound_joins_,
+                    options_.rendezvous);
   if (shm_ != nullptr) shm_->Unlink();  // Every peer that will map it has.
   if (!peers.ok()) return peers.status();
 
-  const std::vector<std::pair<std::string, std::string>> metadata = {
-      {kRankKey, std::to_string(rank)},
-      {kIncarnationKey, std::to_string(incarnation_)},
-      {kFingerprintKey, fingerprint_}};
+  const CallMetadata& metadata = auth_->call_metadata();
   std::vector<std::string> kinds;
   int shm_peers = 0;
   for (int peer = 0; peer < world; ++peer) {
@@ -303,12 +343,13 @@ absl::Status WorkerRuntime::Connect() {
   for (int peer = 0; peer < world; ++peer) {
     if (peer == rank) continue;
     heartbeat_peers.push_back({peer, config_.DescribeRank(peer), (*peers)[peer].incarnation,
-                               MakeHeartbeatChannel(ring[peer].address)});
+                               MakeHeartbeatChannel(ring[peer].address, ChannelCredentials(options_))});
   }
   heartbeat_ = std::make_unique<HeartbeatMonitor>(
       options_.heartbeat, rank, incarnation_, config_.DescribeRank(rank),
       std::move(heartbeat_peers), &progress_,
       [this](const absl::Status& cause) { transport_->Abort(cause); });
+  heartbeat_->set_call_metadata(auth_->call_metadata());
   heartbeat_->Start();
   RW_RETURN_IF_ERROR(communicator_->AgreeOnSegmentBytes());
   RW_LOG(INFO) << "joined the ring: rank " << rank << " of " << world << "; links: "

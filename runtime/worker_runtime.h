@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/auth/rpc_auth.h"
 #include "runtime/collectives/communicator.h"
 #include "runtime/collectives/progress.h"
 #include "runtime/heartbeat_monitor.h"
@@ -87,6 +88,8 @@ class WorkerRuntime {
  private:
   WorkerRuntime(const ClusterConfig& config, const RuntimeOptions& options);
   absl::Status StartServer();
+  // The loud warning of a cluster that is reachable from other hosts and has no token.
+  void WarnIfUnprotected() const;
   grpc::Status HandleJoin(const std::string& caller, const proto::JoinRequest& request,
                           proto::JoinResponse* response);
 
@@ -96,6 +99,8 @@ class WorkerRuntime {
   int bound_port_ = 0;
   std::atomic<bool> accepting_joins_{false};
   std::string fingerprint_;  // Fixed when Connect starts.
+  std::unique_ptr<RpcAuth> auth_;  // Made when Connect starts; then read-only.
+  RefusalLog refusals_;
   Progress progress_;        // Read by the Heartbeat handler on gRPC's threads.
 
   // Destroyed in reverse order: the communicator and transport before the links

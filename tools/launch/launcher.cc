@@ -15,6 +15,7 @@
 #include "base/exit_code.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "runtime/auth/cluster_token.h"
 #include "runtime/config/localhost.h"
 #include "runtime/config/tf_config.h"
 
@@ -151,6 +152,12 @@ bool Launcher::RestartCouldHelp(int code) {
 }
 
 absl::StatusOr<int> Launcher::Run() {
+  // One secret per group: tasks of another run, or anyone else on this host, cannot
+  // talk to these workers. Passed in the environment, never on a command line.
+  if (std::getenv(kClusterTokenEnv) == nullptr && !options_.env.count(kClusterTokenEnv)) {
+    RW_ASSIGN_OR_RETURN(std::string token, NewClusterToken());
+    options_.env[kClusterTokenEnv] = token;
+  }
   for (int attempt = 0;; ++attempt) {
     RW_ASSIGN_OR_RETURN(int code, RunGroup(attempt));
     if (code == 0 || g_signal != 0) return code;

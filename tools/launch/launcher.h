@@ -11,7 +11,9 @@
 // The exit code is 0 when every task exited 0, otherwise the code of the first
 // task that failed (128 + signal for a task killed by a signal). With
 // max_restarts, a failed group is started again, as torchrun --max-restarts does;
-// with BackupAndRestore the rerun resumes from the last backup.
+// with BackupAndRestore the rerun resumes from the last backup. Every task gets
+// one cluster token, made for this run (RINGWORK_CLUSTER_TOKEN), unless the
+// environment has one.
 #ifndef RINGWORK_TOOLS_LAUNCH_LAUNCHER_H_
 #define RINGWORK_TOOLS_LAUNCH_LAUNCHER_H_
 

@@ -102,6 +102,7 @@ std::string Reason(const Attempt& a, const InboundJoins& inbound) {
 absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     const ClusterConfig& config, const std::vector<proto::Worker::Stub*>& stubs,
     const std::function<proto::JoinRequest(int rank)>& make_request,
+    const std::vector<std::pair<std::string, std::string>>& metadata,
     const InboundJoins& inbound, const RendezvousOptions& options) {
   const int world = config.world_size();
   const Deadline deadline = Deadline::AfterSeconds(options.startup_timeout_s);
@@ -170,6 +171,7 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
       a.context->set_deadline(ToSystemTime(
           Deadline::AfterSeconds(options.attempt_timeout_s).Min(deadline)));
       a.context->set_wait_for_ready(false);
+      for (const auto& [key, value] : metadata) a.context->AddMetadata(key, value);
       a.call = stubs[r]->AsyncJoin(a.context.get(), make_request(r), &cq);
       a.call->Finish(&a.response, &a.status, &a);
       a.in_flight = true;

@@ -67,10 +67,11 @@ absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest&
                           const std::string& caller_address);
 
 // `stubs[rank]` for every peer (null for this rank); `make_request(rank)` builds the
-// Join request for that peer.
+// Join request for that peer; every call carries `metadata` (identity, token HMAC).
 absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     const ClusterConfig& config, const std::vector<proto::Worker::Stub*>& stubs,
     const std::function<proto::JoinRequest(int rank)>& make_request,
+    const std::vector<std::pair<std::string, std::string>>& metadata,
     const InboundJoins& inbound, const RendezvousOptions& options);
 
 }  // namespace ringwork

@@ -77,13 +77,16 @@ class WorkerServer::Acceptor : public CqTag {
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     const HostPort& address, const std::string& task_name, Handlers handlers,
-    size_t max_message_bytes) {
+    size_t max_message_bytes, std::shared_ptr<grpc::ServerCredentials> credentials) {
   std::unique_ptr<WorkerServer> server(new WorkerServer());
   server->handlers_ = handlers;
   server->service_ = std::make_unique<Service>(&server->handlers_);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(address.ToString(), grpc::InsecureServerCredentials(), &port);
+  // Only this task's own address: never every interface.
+  builder.AddListeningPort(address.ToString(),
+                           credentials != nullptr ? credentials : grpc::InsecureServerCredentials(),
+                           &port);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(max_message_bytes));
   for (const auto& [key, value] : DataStreamChannelSettings()) {

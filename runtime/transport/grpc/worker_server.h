@@ -47,7 +47,8 @@ class WorkerServer {
   static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(const HostPort& address,
                                                              const std::string& task_name,
                                                              Handlers handlers,
-                                                             size_t max_message_bytes);
+                                                             size_t max_message_bytes,
+                                                             std::shared_ptr<grpc::ServerCredentials> credentials);
   ~WorkerServer();
   WorkerServer(const WorkerServer&) = delete;
   WorkerServer& operator=(const WorkerServer&) = delete;
