@@ -294,6 +294,10 @@ absl::StatusOr<ClusterConfig> ParseTfConfig(absl::string_view json,
     if (detail != std::string::npos) what = what.substr(detail);
     return Error(kRoot, absl::StrCat("is not valid JSON: syntax error at byte ",
                                      e.byte, ": ", what));
+  } catch (const Json::exception& e) {
+    // Found by tests/fuzz/tf_config_fuzzer: a number too large for a double
+    // ("1e999999") is an out_of_range error, not a parse_error.
+    return Error(kRoot, absl::StrCat("is not valid JSON: ", e.what()));
   }
   if (!root.is_object()) {
     return Error(kRoot, absl::StrCat("expected a JSON object with \"cluster\" and "

@@ -83,6 +83,17 @@ TEST_CASE("TF_CONFIG's looser forms are accepted as TF accepts them", "[tf_confi
   CHECK(master->world_size() == 2);
 }
 
+TEST_CASE("numbers JSON cannot hold are a clear error, not a crash", "[tf_config]") {
+  // Found by tests/fuzz/tf_config_fuzzer (nlohmann throws out_of_range, not parse_error).
+  for (const char* json : {"7e7166667", R"({"cluster": {"worker": ["a:1"]}, "task": {"index": 1e999}})"}) {
+    INFO(json);
+    absl::StatusOr<ClusterConfig> config = ParseTfConfig(json);
+    REQUIRE_FALSE(config.ok());
+    CHECK(absl::IsInvalidArgument(config.status()));
+    CHECK(config.status().message().find("TF_CONFIG") != absl::string_view::npos);
+  }
+}
+
 TEST_CASE("no cluster means local mode", "[tf_config]") {
   for (const char* text : {"", "  ", "{}", R"({"task": {"type": "worker"}})",
                            R"({"cluster": {}})"}) {
