@@ -13,7 +13,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libdnnl-dev catch2 libabsl-dev libgtest-dev zlib1g-dev
   dataset-fashion-mnist
-  openssl clang libclang-rt-14-dev iproute2
+  openssl libssl-dev clang libclang-rt-14-dev iproute2
 )
 if [[ "${1:-}" == "--peers" ]]; then
   # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS
