@@ -155,7 +155,11 @@ void GrpcLink::AttachInbound(std::unique_ptr<InboundCall> call) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (inbound_ != Inbound::kNone || closing_) {
-      RW_LOG(WARNING) << "refused a second data stream from " << peer_name_;
+      // Once per link: a flood of streams must not flood the log.
+      if (refused_streams_++ == 0) {
+        RW_LOG(WARNING) << "refused a second data stream from " << peer_name_ << " (from "
+                        << call->context.peer() << "; logged once)";
+      }
       call->context.TryCancel();
       // The refused call has no pending operation; it is released here.
       return;

@@ -141,6 +141,7 @@ class GrpcLink : public Link {
   std::condition_variable drained_;        // Signalled as operations finish.
   Outbound outbound_ = Outbound::kIdle;    // Guarded by mu_.
   Inbound inbound_ = Inbound::kNone;       // Guarded by mu_.
+  int refused_streams_ = 0;                // Guarded by mu_.
   bool closing_ = false;                   // Guarded by mu_.
   bool read_paused_ = false;               // Guarded by mu_.
   int outstanding_ops_ = 0;                // Guarded by mu_.
