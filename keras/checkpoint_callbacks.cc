@@ -47,14 +47,18 @@ absl::Status ModelCheckpoint::Save(const TrainPosition& position, bool final) {
   return absl::OkStatus();
 }
 
+// The last step is saved once, by OnTrainEnd, marked final.
 absl::Status ModelCheckpoint::OnBatchEnd(int64_t step, const Logs&) {
   const TrainPosition at = AfterStep(info_, epoch_, step);
-  if (options_.save_freq_steps > 0 && at.step % options_.save_freq_steps == 0) return Save(at, false);
+  const bool last = at.step == info_.epochs * info_.steps_per_epoch;
+  if (options_.save_freq_steps > 0 && at.step % options_.save_freq_steps == 0 && !last) {
+    return Save(at, false);
+  }
   return absl::OkStatus();
 }
 
 absl::Status ModelCheckpoint::OnEpochEnd(int64_t epoch, const Logs&) {
-  if (options_.save_freq_steps > 0) return absl::OkStatus();
+  if (options_.save_freq_steps > 0 || epoch + 1 == info_.epochs) return absl::OkStatus();
   return Save(AfterStep(info_, epoch, info_.steps_per_epoch), false);
 }
 

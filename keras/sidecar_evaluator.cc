@@ -26,6 +26,14 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+// A checkpoint rewritten under the same name (a rerun of the same steps) is a new
+// file: another inode, another modification time.
+std::string Identity(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return path;
+  return absl::StrCat(path, " ", st.st_ino, " ", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
+}
+
 }  // namespace
 
 absl::Status SidecarEvaluator::Run() {
@@ -38,13 +46,13 @@ absl::Status SidecarEvaluator::Run() {
   while (true) {
     absl::StatusOr<std::string> latest = LatestCheckpoint(options_.checkpoint_dir);
     if (!latest.ok() && !absl::IsNotFound(latest.status())) return latest.status();
-    if (latest.ok() && *latest != last) {
-      last = *latest;
-      absl::Status evaluated = Evaluate(last);
+    if (latest.ok() && Identity(*latest) != last) {
+      last = Identity(*latest);
+      absl::Status evaluated = Evaluate(*latest);
       if (!evaluated.ok()) {
         // Rotated away by the trainer while we read it: a newer one is there.
-        if (Exists(last)) return evaluated;
-        RW_LOG(INFO) << "evaluator: " << last << " was replaced while being read; skipped";
+        if (Exists(*latest)) return evaluated;
+        RW_LOG(INFO) << "evaluator: " << *latest << " was replaced while being read; skipped";
         continue;
       }
       deadline = Deadline::AfterSeconds(options_.timeout_s);

@@ -1,0 +1,81 @@
+// The sidecar evaluator against a directory a test writes: it scores each new
+// checkpoint, notices one rewritten under the same name, stops after the final
+// one, and gives up (exit 4's status) when none comes.
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "base/exit_code.h"
+#include "data/fashion_mnist.h"
+#include "keras/checkpoint_callbacks.h"
+#include "keras/sidecar_evaluator.h"
+#include "keras/training_state.h"
+
+namespace ringwork {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string FreshDir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  fs::path dir = fs::path(base != nullptr ? base : "/tmp") / name;
+  fs::remove_all(dir);
+  return dir.string();
+}
+
+Sequential Model() {
+  Sequential model;
+  model.Add(Flatten());
+  model.Add(Dense(10));
+  CompileOptions compile;
+  compile.loss = {"sparse_categorical_crossentropy", true};
+  compile.intra_op_threads = 1;
+  REQUIRE(model.Compile(compile).ok());
+  REQUIRE(model.Build({28, 28, 1}).ok());
+  return model;
+}
+
+TEST_CASE("the evaluator follows checkpoints, even one rewritten under its name", "[evaluator]") {
+  const std::string dir = FreshDir("sidecar");
+  const Dataset test = Dataset::FromExamples(SyntheticImages(0, 256, 3).test);
+  Sequential writer = Model();
+  auto checkpoints = CheckpointDirectory::OpenForWriting(dir, 3);
+  REQUIRE(checkpoints.ok());
+  REQUIRE(SaveTrainingState(writer, checkpoints->get(), {1, 0, 10}, /*final=*/false).ok());
+
+  Sequential reader = Model();
+  SidecarEvaluator evaluator(&reader, &test,
+                             {.checkpoint_dir = dir, .metrics_path = dir + "/eval.jsonl",
+                              .poll_interval_s = 0.01, .timeout_s = 30});
+  absl::Status result;
+  std::thread sidecar([&] { result = evaluator.Run(); });
+  // Once the first is evaluated, the same step is written again, now final.
+  for (int i = 0; i < 30000 && !fs::exists(dir + "/eval.jsonl"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(SaveTrainingState(writer, checkpoints->get(), {1, 0, 10}, /*final=*/true).ok());
+  sidecar.join();
+  INFO(result.message());
+  REQUIRE(result.ok());
+  REQUIRE(evaluator.evaluations().size() == 2);
+  CHECK_FALSE(evaluator.evaluations()[0].final);
+  CHECK(evaluator.evaluations()[1].final);
+  CHECK(evaluator.evaluations()[1].result.examples == 256);
+}
+
+TEST_CASE("the evaluator gives up after its timeout, naming the flag", "[evaluator]") {
+  const std::string dir = FreshDir("sidecar_empty");
+  const Dataset test = Dataset::FromExamples(SyntheticImages(0, 64, 3).test);
+  Sequential model = Model();
+  SidecarEvaluator evaluator(&model, &test,
+                             {.checkpoint_dir = dir, .poll_interval_s = 0.01, .timeout_s = 0.2,
+                              .timeout_flag = "--evaluator_timeout_s"});
+  absl::Status result = evaluator.Run();
+  CHECK(ExitCodeFor(result) == kTimeout);
+  CHECK(result.message().find("--evaluator_timeout_s") != absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace ringwork
