@@ -119,6 +119,7 @@ TEST_CASE("train runs across three network namespaces with their own addresses",
   for (int i = kHosts - 1; i >= 0; --i) {
     Subprocess::Options options;
     options.env["TF_CONFIG"] = TfConfig(i);
+    options.unset_env = {"RINGWORK_CLUSTER_TOKEN"};
     options.timeout_s = 120;
     workers.push_back(Subprocess::Start(
         {kIp, "netns", "exec", hosts.host(i), "tools/train", "--epochs=1",
@@ -137,6 +138,8 @@ TEST_CASE("train runs across three network namespaces with their own addresses",
     // It joined the ring over the namespaces' addresses, by gRPC, not loopback.
     const std::string next_peer = "(" + Address((index + 1) % kHosts) + ":" + kPort + ") grpc";
     CHECK(r.output.find(next_peer) != std::string::npos);
+    // Reachable from other hosts and no cluster token: a loud warning.
+    CHECK(r.output.find("NO CLUSTER TOKEN: anyone who can reach") != std::string::npos);
     std::smatch m;
     if (std::regex_search(r.output, m, fingerprint)) {
       fingerprints.insert(m[1]);
