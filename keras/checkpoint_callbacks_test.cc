@@ -18,6 +18,7 @@
 #include "keras/checkpoint_callbacks.h"
 #include "keras/sequential.h"
 #include "keras/training_state.h"
+#include "testing/temp_dir.h"
 #include "testing/local_cluster.h"
 
 namespace ringwork {
@@ -32,13 +33,6 @@ uint64_t WeightHash(const Sequential& model) {
     for (size_t i = 0; i < v->value.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
   }
   return h;
-}
-
-std::string TempDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(base != nullptr ? base : "/tmp") / name;
-  fs::remove_all(dir);
-  return dir.string();
 }
 
 const Dataset& TrainData() {
@@ -152,7 +146,7 @@ TEST_CASE("a failed fit run again from its backup ends as if it never failed", "
   const uint64_t expected = Uninterrupted();
   for (int64_t freq : {0, 4}) {  // Every epoch; every 4 steps.
     INFO("save_freq_steps " << freq);
-    const std::string dir = TempDir(absl::StrCat("backup_", freq));
+    const std::string dir = FreshTestDir(absl::StrCat("backup_", freq));
     // Fails after step 22 of 45: the last backup is at 15 (epoch) or 20 (steps).
     FitRun failed = RunFit(dir, freq, [](int) { return std::make_unique<FailAfterStep>(22); });
     for (const absl::Status& s : failed.results) {
@@ -180,7 +174,7 @@ TEST_CASE("a failed fit run again from its backup ends as if it never failed", "
 
 TEST_CASE("termination on one worker stops every worker after a backup (143)", "[backup]") {
   const uint64_t expected = Uninterrupted();
-  const std::string dir = TempDir("backup_sigterm");
+  const std::string dir = FreshTestDir("backup_sigterm");
   ClearTerminationRequestForTest();
   FitRun stopped = RunFit(dir, 0, [](int rank) { return std::make_unique<TerminateAfterStep>(19, 1, rank); });
   ClearTerminationRequestForTest();
@@ -217,7 +211,7 @@ std::vector<absl::Status> WithModel(int hidden,
 }
 
 TEST_CASE("ModelCheckpoint keeps the newest, marks the last final, and restores exactly", "[checkpoint]") {
-  const std::string dir = TempDir("model_checkpoints");
+  const std::string dir = FreshTestDir("model_checkpoints");
   std::vector<uint64_t> trained(kWorkers);
   LocalCluster::Options options;
   options.num_workers = kWorkers;
@@ -297,7 +291,7 @@ TEST_CASE("ModelCheckpoint keeps the newest, marks the last final, and restores 
 }
 
 TEST_CASE("a second job cannot back up into a directory in use", "[backup]") {
-  const std::string dir = TempDir("backup_locked");
+  const std::string dir = FreshTestDir("backup_locked");
   absl::StatusOr<std::unique_ptr<CheckpointDirectory>> held = CheckpointDirectory::OpenForWriting(dir, 1);
   REQUIRE(held.ok());
   FitRun run = RunFit(dir, 0, nullptr);

@@ -12,18 +12,12 @@
 #include "keras/checkpoint_callbacks.h"
 #include "keras/sidecar_evaluator.h"
 #include "keras/training_state.h"
+#include "testing/temp_dir.h"
 
 namespace ringwork {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string FreshDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(base != nullptr ? base : "/tmp") / name;
-  fs::remove_all(dir);
-  return dir.string();
-}
 
 Sequential Model() {
   Sequential model;
@@ -38,7 +32,7 @@ Sequential Model() {
 }
 
 TEST_CASE("the evaluator follows checkpoints, even one rewritten under its name", "[evaluator]") {
-  const std::string dir = FreshDir("sidecar");
+  const std::string dir = FreshTestDir("sidecar");
   const Dataset test = Dataset::FromExamples(SyntheticImages(0, 256, 3).test);
   Sequential writer = Model();
   auto checkpoints = CheckpointDirectory::OpenForWriting(dir, 3);
@@ -66,7 +60,7 @@ TEST_CASE("the evaluator follows checkpoints, even one rewritten under its name"
 }
 
 TEST_CASE("the evaluator gives up after its timeout, naming the flag", "[evaluator]") {
-  const std::string dir = FreshDir("sidecar_empty");
+  const std::string dir = FreshTestDir("sidecar_empty");
   const Dataset test = Dataset::FromExamples(SyntheticImages(0, 64, 3).test);
   Sequential model = Model();
   SidecarEvaluator evaluator(&model, &test,

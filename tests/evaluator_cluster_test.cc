@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "testing/temp_dir.h"
 #include "testing/process_cluster.h"
 
 namespace ringwork {
@@ -21,19 +22,12 @@ constexpr char kTrain[] = "tools/train";
 constexpr char kLaunch[] = "tools/launch/launch";
 constexpr double kGuardS = 90;
 
-std::string FreshDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(base != nullptr ? base : "/tmp") / name;
-  fs::remove_all(dir);
-  return dir.string();
-}
-
 const std::vector<std::string> kArgs = {"--dataset=synthetic", "--synthetic_examples=4096",
                                         "--global_batch_size=128", "--epochs=3", "--verbose=1",
                                         "--intra_op_threads=1"};
 
 TEST_CASE("the evaluator scores each new checkpoint and stops after the final one", "[evaluator]") {
-  const std::string dir = FreshDir("eval_ckpt");
+  const std::string dir = FreshTestDir("eval_ckpt");
   std::vector<std::string> argv = {kLaunch, "--num_workers=2", "--evaluator", "--", kTrain};
   argv.insert(argv.end(), kArgs.begin(), kArgs.end());
   argv.insert(argv.end(), {"--checkpoint_dir=" + dir, "--checkpoint_freq_steps=16",
@@ -63,7 +57,7 @@ TEST_CASE("the evaluator scores each new checkpoint and stops after the final on
 }
 
 TEST_CASE("an evaluator without checkpoints gives up with exit 4, naming the flag", "[evaluator]") {
-  const std::string dir = FreshDir("eval_none");
+  const std::string dir = FreshTestDir("eval_none");
   Subprocess::Options options;
   options.timeout_s = kGuardS;
   options.env["TF_CONFIG"] =

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_directory.h"
 #include "checkpoint/checkpoint_file.h"
+#include "testing/temp_dir.h"
 #include "testing/process_cluster.h"
 
 namespace ringwork {
@@ -29,13 +30,6 @@ namespace fs = std::filesystem;
 constexpr char kTrain[] = "tools/train";
 constexpr char kLaunch[] = "tools/launch/launch";
 constexpr double kGuardS = 90;  // Per process; reaching it is a failure.
-
-std::string FreshDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(base != nullptr ? base : "/tmp") / name;
-  fs::remove_all(dir);
-  return dir.string();
-}
 
 std::vector<std::string> Fingerprints(const std::string& output) {
   std::vector<std::string> found;
@@ -84,7 +78,7 @@ TEST_CASE("each of 4 workers killed at each moment: the others exit 3 or 4, nami
     for (int victim = 0; victim < 4; ++victim) {
       const std::string task = absl::StrCat("worker:", victim);
       INFO(moment.crash_at << " @" << task);
-      const std::string dir = FreshDir("crash_ckpt");
+      const std::string dir = FreshTestDir("crash_ckpt");
       std::vector<std::string> args = TrainArgs(2);
       args.insert(args.end(), {"--checkpoint_dir=" + dir, "--checkpoint_freq_steps=4",
                                "--startup_timeout_s=6", "--heartbeat_interval_s=0.5",
@@ -143,7 +137,7 @@ TEST_CASE("launch --max_restarts resumes from the backup to the uninterrupted we
   // A worker dies mid all-reduce; the chief dies while writing its second backup.
   for (const std::string crash_at : {"allreduce#40@worker:2", "checkpoint_write#2@worker:0"}) {
     INFO(crash_at);
-    const std::string backup = FreshDir("restart_backup");
+    const std::string backup = FreshTestDir("restart_backup");
     std::vector<std::string> argv = {kLaunch, "--num_workers=4", "--max_restarts=1", "--", kTrain};
     std::vector<std::string> args = TrainArgs(3);
     argv.insert(argv.end(), args.begin(), args.end());
@@ -178,7 +172,7 @@ TEST_CASE("launch does not restart what a restart cannot fix", "[restart]") {
 
 TEST_CASE("SIGTERM to one worker: all save a backup and exit 143; a rerun resumes", "[sigterm]") {
   const int64_t epochs = 40;  // Long enough to be stopped half-way.
-  const std::string backup = FreshDir("sigterm_backup");
+  const std::string backup = FreshTestDir("sigterm_backup");
   std::vector<std::string> args = TrainArgs(epochs);
   args.insert(args.end(), {"--backup_dir=" + backup, "--backup_freq_steps=100"});
   ProcessCluster cluster({kTrain, 4, false, args, {}, kGuardS});
@@ -227,7 +221,7 @@ TEST_CASE("SIGTERM to one worker: all save a backup and exit 143; a rerun resume
 }
 
 TEST_CASE("a corrupt backup stops every worker with 5; another model's with 7", "[corrupt]") {
-  const std::string dir = FreshDir("corrupt");
+  const std::string dir = FreshTestDir("corrupt");
   std::vector<std::string> args = TrainArgs(1);
   ProcessCluster writer({kTrain, 2, false, args, {}, kGuardS});
   writer.AddArgs(0, {"--checkpoint_dir=" + dir});

@@ -24,6 +24,7 @@
 #include "proto/worker.grpc.pb.h"
 #include "runtime/auth/rpc_auth.h"
 #include "runtime/config/cluster_config.h"
+#include "testing/temp_dir.h"
 #include "testing/process_cluster.h"
 
 namespace ringwork {
@@ -34,14 +35,6 @@ namespace fs = std::filesystem;
 constexpr char kTrain[] = "tools/train";
 constexpr double kGuardS = 90;
 const std::string kToken = "4f1c2a9be07d3658c1aa0e77b2d94c61";
-
-std::string FreshDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(base != nullptr ? base : "/tmp") / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
 
 std::string FingerprintIn(const std::string& output) {
   std::smatch m;
@@ -220,7 +213,7 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
 }
 
 TEST_CASE("a worker with another token, or none, is refused with exit 6", "[security]") {
-  const std::string dir = FreshDir("tokens");
+  const std::string dir = FreshTestDir("tokens");
   const std::string ours = dir + "/ours", theirs = dir + "/theirs";
   std::ofstream(ours) << kToken;
   std::ofstream(theirs) << "0000000000000000ffffffffffffffff";
@@ -286,7 +279,7 @@ struct Pki {
 
 Pki MakePki() {
   Pki pki;
-  pki.dir = FreshDir("pki");
+  pki.dir = FreshTestDir("pki");
   const std::string script = R"(set -e
 cd ")" + pki.dir + R"("
 key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
