@@ -9,12 +9,18 @@
 namespace ringwork {
 namespace {
 
-// The chief opens (and locks) the directory; other workers write nothing.
-absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenOnChief(const Sequential& model,
+// The chief opens (and locks) the directory; other workers write nothing, but
+// every worker learns whether the chief could (a locked directory fails them all).
+absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenOnChief(Sequential& model,
                                                                  const std::string& dir, int keep) {
-  if (dir.empty()) return absl::InvalidArgumentError("a checkpoint callback needs a directory");
-  if (!model.strategy()->is_chief()) return std::unique_ptr<CheckpointDirectory>();
-  return CheckpointDirectory::OpenForWriting(dir, keep);
+  absl::StatusOr<std::unique_ptr<CheckpointDirectory>> opened = std::unique_ptr<CheckpointDirectory>();
+  if (dir.empty()) {
+    opened = absl::InvalidArgumentError("a checkpoint callback needs a directory");
+  } else if (model.strategy()->is_chief()) {
+    opened = CheckpointDirectory::OpenForWriting(dir, keep);
+  }
+  RW_RETURN_IF_ERROR(model.strategy()->ShareChiefStatus(opened.status()));
+  return opened;
 }
 
 TrainPosition AfterStep(const TrainInfo& info, int64_t epoch, int64_t step) {
@@ -27,11 +33,7 @@ TrainPosition AfterStep(const TrainInfo& info, int64_t epoch, int64_t step) {
 
 absl::Status ModelCheckpoint::OnTrainBegin(const TrainInfo& info) {
   info_ = info;
-  // Every worker learns whether the chief could open it (a locked directory).
-  absl::StatusOr<std::unique_ptr<CheckpointDirectory>> dir =
-      OpenOnChief(*model_, options_.directory, options_.keep);
-  RW_RETURN_IF_ERROR(model_->strategy()->ShareChiefStatus(dir.status()));
-  dir_ = std::move(*dir);
+  RW_ASSIGN_OR_RETURN(dir_, OpenOnChief(*model_, options_.directory, options_.keep));
   return absl::OkStatus();
 }
 
@@ -73,10 +75,7 @@ absl::Status ModelCheckpoint::OnTrainEnd(const Logs&) {
 absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
   info_ = info;
   sigterm_ = std::make_unique<ScopedTerminationHandler>();
-  absl::StatusOr<std::unique_ptr<CheckpointDirectory>> dir =
-      OpenOnChief(*model_, options_.backup_dir, /*keep=*/1);
-  RW_RETURN_IF_ERROR(model_->strategy()->ShareChiefStatus(dir.status()));
-  dir_ = std::move(*dir);
+  RW_ASSIGN_OR_RETURN(dir_, OpenOnChief(*model_, options_.backup_dir, /*keep=*/1));
   RW_ASSIGN_OR_RETURN(std::optional<TrainPosition> at,
                       RestoreLatestTrainingState(*model_, options_.backup_dir));
   if (at.has_value()) {

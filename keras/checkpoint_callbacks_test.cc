@@ -26,15 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-uint64_t WeightHash(const Sequential& model) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const Variable* v : model.variables()) {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(v->value.data());
-    for (size_t i = 0; i < v->value.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
-  }
-  return h;
-}
-
 const Dataset& TrainData() {
   static const Dataset* data = new Dataset(Dataset::FromExamples(SyntheticImages(960, 0, 11).train));
   return *data;
@@ -122,7 +113,7 @@ FitRun RunFit(const std::string& backup_dir, int64_t backup_freq_steps,
     std::unique_ptr<Callback> more = extra ? extra(w.rank) : nullptr;
     if (more != nullptr) fit.callbacks.push_back(more.get());
     absl::Status status = model.Fit(TrainData(), fit).status();
-    run.hashes[w.rank] = WeightHash(model);
+    run.hashes[w.rank] = WeightsFingerprint(model);
     if (backup != nullptr) {
       run.restored[w.rank] = backup->restored();
       run.restored_at[w.rank] = backup->restored_at();
@@ -226,7 +217,7 @@ TEST_CASE("ModelCheckpoint keeps the newest, marks the last final, and restores 
     fit.verbose = 0;
     fit.callbacks = {&checkpoints};
     RW_RETURN_IF_ERROR(model.Fit(TrainData(), fit).status());
-    trained[w.rank] = WeightHash(model);
+    trained[w.rank] = WeightsFingerprint(model);
     return absl::OkStatus();
   });
   for (const absl::Status& s : results) REQUIRE(s.ok());
@@ -246,7 +237,7 @@ TEST_CASE("ModelCheckpoint keeps the newest, marks the last final, and restores 
     RW_ASSIGN_OR_RETURN(TrainPosition at, RestoreTrainingState(model, files[1]));
     if (at.step != 45 || at.epoch != kEpochs) return absl::InternalError("wrong position");
     if (model.optimizer()->iterations() != 45) return absl::InternalError("wrong iterations");
-    restored[rank] = WeightHash(model);
+    restored[rank] = WeightsFingerprint(model);
     return absl::OkStatus();
   });
   for (int r = 0; r < kWorkers; ++r) {

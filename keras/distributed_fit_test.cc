@@ -8,19 +8,11 @@
 #include "base/status_macros.h"
 #include "data/fashion_mnist.h"
 #include "keras/sequential.h"
+#include "keras/training_state.h"
 #include "testing/local_cluster.h"
 
 namespace ringwork {
 namespace {
-
-uint64_t Fingerprint(const Sequential& model) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const Variable* v : model.variables()) {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(v->value.data());
-    for (size_t i = 0; i < v->value.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
-  }
-  return h;
-}
 
 TEST_CASE("replicas stay bit-identical and agree on every number", "[distributed]") {
   TrainTest data = SyntheticImages(3072, 512, 5);
@@ -53,7 +45,7 @@ TEST_CASE("replicas stay bit-identical and agree on every number", "[distributed
       if (!history.ok()) return history.status();
       absl::StatusOr<EvaluateResult> result = model.Evaluate(test);
       if (!result.ok()) return result.status();
-      fingerprints[w.rank] = Fingerprint(model);
+      fingerprints[w.rank] = WeightsFingerprint(model);
       losses[w.rank] = (*history)["loss"].back();
       accuracies[w.rank] = result->metrics["accuracy"];
       return absl::OkStatus();

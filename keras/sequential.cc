@@ -270,7 +270,10 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     // A resumed epoch skips the batches its earlier run trained on.
     const int64_t first = epoch == start.epoch ? start.step_in_epoch : 0;
     for (int64_t skipped = 0; skipped < first; ++skipped) {
-      if (!it->Next(&batch)) return absl::InternalError("the input ended while skipping to the resumed step");
+      if (!it->Next(&batch)) {
+        return absl::InternalError(absl::StrCat("epoch ", epoch + 1, ": the input ended after ", skipped,
+                                                " of the ", first, " batches a resumed run skips"));
+      }
     }
     for (int64_t step = first + 1; step <= steps; ++step) {
       // Failures name the step, as users count them (epoch and step from 1).

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "base/crash_points.h"
 #include "base/exit_code.h"
+#include "base/fnv1a.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 
@@ -94,13 +95,19 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
 }  // namespace
 
 std::string ModelFingerprint(const Sequential& model) {
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = kFnv1aOffset;
   for (const Variable* v : model.variables()) {
-    for (unsigned char c : absl::StrCat(v->name, " ", ShapeString(v->value.shape()), ";")) {
-      h = (h ^ c) * 0x100000001b3ull;
-    }
+    h = Fnv1a64(absl::StrCat(v->name, " ", ShapeString(v->value.shape()), ";"), h);
   }
   return absl::StrFormat("%016x", h);
+}
+
+uint64_t WeightsFingerprint(const Sequential& model) {
+  uint64_t h = kFnv1aOffset;
+  for (const Variable* v : model.variables()) {
+    h = Fnv1a64(v->value.data(), static_cast<size_t>(v->value.size()) * sizeof(float), h);
+  }
+  return h;
 }
 
 absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirectory* dir,

@@ -51,6 +51,11 @@ absl::StatusOr<std::optional<TrainPosition>> RestoreLatestTrainingState(Sequenti
 // A stable hash of the model's variable names and shapes ("a1b2c3d4e5f60718").
 std::string ModelFingerprint(const Sequential& model);
 
+// A hash of every variable's bytes: equal on two models exactly when their
+// weights are bit-identical (replicas in sync, a resumed run equal to an
+// uninterrupted one), up to hash collisions.
+uint64_t WeightsFingerprint(const Sequential& model);
+
 }  // namespace ringwork
 
 #endif  // RINGWORK_KERAS_TRAINING_STATE_H_

@@ -36,10 +36,6 @@ uint64_t NewIncarnation() {
   return value;
 }
 
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
-}
-
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const RuntimeOptions& options) {
   return options.tls.channel != nullptr ? options.tls.channel : grpc::InsecureChannelCredentials();
 }
@@ -233,7 +229,7 @@ void WorkerRuntime::WarnIfUnprotected() const {
   if (auth_->enabled()) return;
   std::vector<std::string> exposed;
   for (const RingMember& member : config_.Ring()) {
-    if (!IsLoopback(member.address.host)) exposed.push_back(member.address.ToString());
+    if (!member.address.is_loopback()) exposed.push_back(member.address.ToString());
   }
   if (exposed.empty()) return;
   RW_LOG(WARNING) << "************************************************************";

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/exit_code.h"
+#include "base/fnv1a.h"
 #include "base/status_macros.h"
 
 namespace ringwork {
@@ -14,12 +15,6 @@ namespace {
 
 // Descriptions longer than this are compared by hash only past this point.
 constexpr size_t kMaxShownBytes = 1 << 20;
-
-uint64_t Fnv1a(absl::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
 
 std::string Quoted(const std::vector<absl::string_view>& lines, size_t i) {
   return i < lines.size() ? absl::StrCat("`", lines[i], "`") : std::string("(nothing)");
@@ -33,7 +28,7 @@ absl::Status CheckSameOnEveryWorker(Communicator* comm, const ClusterConfig& clu
   const int world = comm->world_size();
   if (world == 1) return absl::OkStatus();
   std::string text = absl::StrJoin(lines, "\n");
-  const uint64_t hash = Fnv1a(text);
+  const uint64_t hash = Fnv1a64(text);
   // MIN of h and of ~h: equal hashes everywhere iff min(h) == ~min(~h).
   int64_t folded[2] = {static_cast<int64_t>(hash), static_cast<int64_t>(~hash)};
   RW_RETURN_IF_ERROR(comm->AllReduce(folded, 2, DataType::kInt64, ReduceOp::kMin));

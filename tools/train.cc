@@ -23,6 +23,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "keras/checkpoint_callbacks.h"
+#include "keras/training_state.h"
 #include "runtime/config/cluster_source.h"
 #include "strategy/multi_worker_mirrored_strategy.h"
 #include "tools/train_evaluator.h"
@@ -30,16 +31,6 @@
 
 namespace ringwork {
 namespace {
-
-// FNV-1a over every variable's bytes: equal on every replica when they are in sync.
-uint64_t WeightsFingerprint(const Sequential& model) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const Variable* v : model.variables()) {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(v->value.data());
-    for (size_t i = 0; i < v->value.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
-  }
-  return h;
-}
 
 absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const StrategyOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();

@@ -8,20 +8,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/check.h"
+#include "base/fnv1a.h"
 
 namespace ringwork {
 namespace {
-
-// FNV-1a, 64 bits: stable across builds, platforms and library versions, which a
-// fingerprint compared between hosts must be.
-uint64_t Fnv1a64(absl::string_view text) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
 
 }  // namespace
 
