@@ -18,25 +18,25 @@ std::string TypeName(int type) {
 
 }  // namespace
 
+std::string FlagSet::Text(Type type, const void* target) {
+  switch (type) {
+    case Type::kString:
+      return "\"" + *static_cast<const std::string*>(target) + "\"";
+    case Type::kInt:
+      return std::to_string(*static_cast<const int64_t*>(target));
+    case Type::kDouble:
+      return absl::StrCat(*static_cast<const double*>(target));
+    case Type::kBool:
+      return *static_cast<const bool*>(target) ? "true" : "false";
+  }
+  return "";
+}
+
 FlagSet::FlagSet(std::string description) : description_(std::move(description)) {}
 
 void FlagSet::Add(const std::string& name, Type type, void* target,
                   const std::string& help, const std::string& env) {
-  Flag flag{type, target, help, env, "", false};
-  switch (type) {
-    case Type::kString:
-      flag.default_text = "\"" + *static_cast<std::string*>(target) + "\"";
-      break;
-    case Type::kInt:
-      flag.default_text = std::to_string(*static_cast<int64_t*>(target));
-      break;
-    case Type::kDouble:
-      flag.default_text = absl::StrCat(*static_cast<double*>(target));
-      break;
-    case Type::kBool:
-      flag.default_text = *static_cast<bool*>(target) ? "true" : "false";
-      break;
-  }
+  Flag flag{type, target, help, env, Text(type, target), false};
   flags_[name] = std::move(flag);
 }
 
@@ -83,18 +83,24 @@ absl::Status FlagSet::Assign(const std::string& name, Flag& flag,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> FlagSet::Parse(int argc,
-                                                        const char* const* argv,
-                                                        int first) {
-  // Environment first, so that the command line overrides it.
+absl::Status FlagSet::ParseEnvironment(
+    const std::function<bool(const std::string& name)>& applies) {
   for (auto& [name, flag] : flags_) {
-    if (flag.env.empty()) continue;
+    if (flag.env.empty() || !applies(name)) continue;
     const char* value = std::getenv(flag.env.c_str());
     if (value == nullptr || *value == '\0') continue;
     RW_RETURN_IF_ERROR(Assign(name, flag, value,
                               absl::StrCat("environment variable ", flag.env, "=",
                                            value)));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> FlagSet::Parse(int argc,
+                                                        const char* const* argv,
+                                                        int first) {
+  // Environment first, so that the command line overrides it.
+  RW_RETURN_IF_ERROR(ParseEnvironment([](const std::string&) { return true; }));
   std::vector<std::string> positional;
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
@@ -151,6 +157,27 @@ absl::StatusOr<std::vector<std::string>> FlagSet::Parse(int argc,
 bool FlagSet::IsSet(const std::string& name) const {
   auto it = flags_.find(name);
   return it != flags_.end() && it->second.set;
+}
+
+bool FlagSet::SameValue(const std::string& name, const FlagSet& other) const {
+  auto a = flags_.find(name);
+  auto b = other.flags_.find(name);
+  if (a == flags_.end() || b == other.flags_.end() || a->second.type != b->second.type) {
+    return false;
+  }
+  const void* x = a->second.target;
+  const void* y = b->second.target;
+  switch (a->second.type) {
+    case Type::kString:
+      return *static_cast<const std::string*>(x) == *static_cast<const std::string*>(y);
+    case Type::kInt:
+      return *static_cast<const int64_t*>(x) == *static_cast<const int64_t*>(y);
+    case Type::kDouble:
+      return *static_cast<const double*>(x) == *static_cast<const double*>(y);
+    case Type::kBool:
+      return *static_cast<const bool*>(x) == *static_cast<const bool*>(y);
+  }
+  return false;
 }
 
 std::string FlagSet::Usage() const {

@@ -20,6 +20,7 @@
 #define RINGWORK_BASE_FLAGS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -50,8 +51,16 @@ class FlagSet {
 
   // True when --help or -h was given; Parse then returns no error for it.
   bool help_requested() const { return help_requested_; }
+  // For programs that take no command line (apps embedding a library whose options
+  // register flags): assigns each flag from its environment variable when
+  // `applies(name)` is true. Errors name the variable and the value.
+  absl::Status ParseEnvironment(const std::function<bool(const std::string& name)>& applies);
+
   // True when the flag was given on the command line or by its environment variable.
   bool IsSet(const std::string& name) const;
+  // True when flag `name` holds the same value here as in `other` (same type, exact
+  // comparison); false when either lacks it.
+  bool SameValue(const std::string& name, const FlagSet& other) const;
   // The description and one line per flag with its default and environment variable.
   std::string Usage() const;
 
@@ -65,6 +74,7 @@ class FlagSet {
     std::string default_text;
     bool set = false;
   };
+  static std::string Text(Type type, const void* target);
   void Add(const std::string& name, Type type, void* target, const std::string& help,
            const std::string& env);
   absl::Status Assign(const std::string& name, Flag& flag, const std::string& value,

@@ -114,5 +114,40 @@ TEST_CASE("help is reported, usage lists defaults and env", "[flags]") {
         std::string::npos);
 }
 
+TEST_CASE("the environment alone fills only the flags a predicate allows", "[flags]") {
+  setenv("RINGWORK_TEST_A", "7", 1);
+  setenv("RINGWORK_TEST_B", "8", 1);
+  int64_t a = 1, b = 2;
+  FlagSet flags("embedded");
+  flags.Int("a", &a, "a", "RINGWORK_TEST_A");
+  flags.Int("b", &b, "b", "RINGWORK_TEST_B");
+  REQUIRE(flags.ParseEnvironment([](const std::string& name) { return name == "a"; }).ok());
+  CHECK(a == 7);
+  CHECK(b == 2);
+  CHECK(flags.IsSet("a"));
+  CHECK_FALSE(flags.IsSet("b"));
+  setenv("RINGWORK_TEST_B", "lots", 1);
+  const absl::Status bad = flags.ParseEnvironment([](const std::string&) { return true; });
+  CHECK(std::string(bad.message()) ==
+        "environment variable RINGWORK_TEST_B=lots: expected an integer, got \"lots\" (see --help)");
+  unsetenv("RINGWORK_TEST_A");
+  unsetenv("RINGWORK_TEST_B");
+}
+
+TEST_CASE("SameValue compares two flag sets' targets exactly", "[flags]") {
+  double x = 0.1, y = 0.1 + 1e-12;
+  std::string s = "p", t = "p";
+  FlagSet one("one"), two("two");
+  one.Double("d", &x, "d");
+  two.Double("d", &y, "d");
+  one.String("s", &s, "s");
+  two.String("s", &t, "s");
+  CHECK_FALSE(one.SameValue("d", two));
+  CHECK(one.SameValue("s", two));
+  CHECK_FALSE(one.SameValue("missing", two));
+  y = 0.1;
+  CHECK(one.SameValue("d", two));
+}
+
 }  // namespace
 }  // namespace ringwork

@@ -53,6 +53,25 @@ absl::Status MakeDirs(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// Someone else who can write in the directory could plant links or files where this
+// process writes, or replace what it wrote: refused.
+absl::Status MustBeOurs(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return Errno(absl::StrCat("cannot stat ", dir));
+  if (st.st_uid != ::geteuid()) {
+    return ConfigError(absl::StrCat("checkpoint directory ", dir, " belongs to user ", st.st_uid,
+                                    ", not to this process's user ", ::geteuid(),
+                                    "; use a directory of your own"));
+  }
+  if ((st.st_mode & S_IWOTH) != 0) {
+    return ConfigError(absl::StrFormat(
+        "checkpoint directory %s (owner %d) is writable by every user (mode %04o); "
+        "chmod o-w it, or use a directory of your own",
+        dir, st.st_uid, st.st_mode & 07777));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SyncDir(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Errno(absl::StrCat("cannot open directory ", dir));
@@ -75,7 +94,9 @@ std::vector<std::string> Entries(const std::string& dir) {
 absl::Status WriteSmallFileAtomically(const std::string& dir, const std::string& name,
                                       const std::string& content) {
   const std::string temp = Join(dir, absl::StrCat(kTempPrefix, name, "-", ::getpid()));
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ::unlink(temp.c_str());  // Left by a crash (we hold the lock).
+  // A new file, never through a link someone placed.
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return Errno(absl::StrCat("cannot create ", temp));
   const bool written = ::write(fd, content.data(), content.size()) ==
                        static_cast<ssize_t>(content.size());
@@ -145,8 +166,13 @@ absl::StatusOr<std::unique_ptr<CheckpointDirectory>> CheckpointDirectory::OpenFo
   if (keep < 1) return ConfigError(absl::StrCat("keep ", keep, " checkpoints: expected >= 1"));
   absl::Status made = MakeDirs(dir);
   if (!made.ok()) return made;
+  absl::Status ours = MustBeOurs(dir);
+  if (!ours.ok()) return ours;
   const std::string lock = Join(dir, kLock);
-  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ELOOP) {
+    return ConfigError(absl::StrCat("the lock ", lock, " is a symbolic link; remove it"));
+  }
   if (fd < 0) return Errno(absl::StrCat("cannot open the lock ", lock));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char holder[32] = {0};

@@ -28,6 +28,8 @@ class CheckpointDirectory {
  public:
   // Creates `dir` (and its parents) if needed, takes its lock and removes the
   // temporary files a crashed writer left. Keeps the newest `keep` checkpoints.
+  // A directory of another user, or one every user may write, is refused
+  // (INVALID_ARGUMENT, exit 2); files are created anew, never through a link.
   static absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenForWriting(
       const std::string& dir, int keep);
   ~CheckpointDirectory();  // Releases the lock.

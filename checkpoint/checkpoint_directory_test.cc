@@ -2,6 +2,7 @@
 // at a time, leftovers of a crashed writer removed, a garbled `latest` refused.
 #include "checkpoint/checkpoint_directory.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +69,52 @@ TEST_CASE("a second writer of one directory is refused with a config error", "[c
                              std::to_string(::getpid()) + " holds"));
   first->reset();  // Released: the next job may write.
   CHECK(CheckpointDirectory::OpenForWriting(dir, 3).ok());
+}
+
+TEST_CASE("a directory others may write, or another user's, is refused", "[checkpoint]") {
+  const std::string dir = FreshDir("ckpt_shared");
+  REQUIRE(CheckpointDirectory::OpenForWriting(dir, 1).ok());
+  REQUIRE(::chmod(dir.c_str(), 0777) == 0);
+  auto open = CheckpointDirectory::OpenForWriting(dir, 1);
+  REQUIRE(!open.ok());
+  CHECK(open.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(open.status().message()),
+             Catch::Contains(dir + " (owner " + std::to_string(::geteuid()) +
+                             ") is writable by every user (mode 0777)"));
+  REQUIRE(::chmod(dir.c_str(), 0755) == 0);
+  // Only root outside a user namespace (not Bazel's sandbox) can give it away.
+  if (::chown(dir.c_str(), ::geteuid() + 1, static_cast<gid_t>(-1)) == 0) {
+    open = CheckpointDirectory::OpenForWriting(dir, 1);
+    REQUIRE(!open.ok());
+    CHECK_THAT(std::string(open.status().message()),
+               Catch::Contains(dir + " belongs to user " + std::to_string(::geteuid() + 1)));
+    REQUIRE(::chown(dir.c_str(), ::geteuid(), static_cast<gid_t>(-1)) == 0);
+  }
+}
+
+TEST_CASE("links planted where the writer creates files are not followed", "[checkpoint]") {
+  const std::string dir = FreshDir("ckpt_links");
+  const std::string target = FreshDir("ckpt_links_target");
+  std::ofstream(target) << "precious";
+  REQUIRE(::mkdir(dir.c_str(), 0755) == 0);
+  SECTION("the lock") {
+    REQUIRE(::symlink(target.c_str(), (dir + "/.lock").c_str()) == 0);
+    auto open = CheckpointDirectory::OpenForWriting(dir, 1);
+    REQUIRE(!open.ok());
+    CHECK_THAT(std::string(open.status().message()), Catch::Contains("is a symbolic link"));
+  }
+  SECTION("the temporary file of latest") {
+    auto writer = CheckpointDirectory::OpenForWriting(dir, 1);
+    REQUIRE(writer.ok());
+    const std::string temp = dir + "/.tmp-latest-" + std::to_string(::getpid());
+    REQUIRE(::symlink(target.c_str(), temp.c_str()) == 0);
+    REQUIRE((*writer)->Write(AtStep(1), Tensors({1})).ok());
+    CHECK(*LatestCheckpoint(dir) == dir + "/" + CheckpointFileName(1));
+  }
+  std::ifstream in(target);
+  std::string text;
+  in >> text;
+  CHECK(text == "precious");  // Never written through the link.
 }
 
 TEST_CASE("a writer killed mid-write leaves the previous checkpoint intact", "[checkpoint]") {

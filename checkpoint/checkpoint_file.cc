@@ -306,7 +306,7 @@ absl::Status WriteCheckpointFile(const std::string& path, const CheckpointManife
   PutU32(header + 12, Crc32c(json.data(), json.size()));
   PutU64(header + 16, json.size());
 
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return SystemError(path, "cannot create");
   struct Closer {
     int fd;

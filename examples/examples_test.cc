@@ -27,6 +27,8 @@ TEST_CASE("the custom training loop example trains on two workers", "[examples]"
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("[worker:0] custom_training_loop: epoch 2 loss") != std::string::npos);
+  // launch made a token, and the app (no flags of its own) uses it.
+  CHECK(r.output.find("calls authenticated by the cluster token") != std::string::npos);
 }
 
 }  // namespace

@@ -49,6 +49,10 @@ class Callback {
   virtual absl::Status OnBatchEnd(int64_t step, const Logs& logs) { return absl::OkStatus(); }
   virtual absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) { return absl::OkStatus(); }
   virtual absl::Status OnTrainEnd(const Logs& last_epoch) { return absl::OkStatus(); }
+  // After every callback's OnTrainEnd succeeded on every worker (the final
+  // checkpoint is durable) and no worker received SIGTERM meanwhile: what guarded
+  // the run can go (BackupAndRestore removes its backup here).
+  virtual absl::Status OnTrainCommitted() { return absl::OkStatus(); }
   // A worker received SIGTERM: every worker stops after this step, at `next`.
   virtual absl::Status OnPreempted(const TrainPosition& next) { return absl::OkStatus(); }
 

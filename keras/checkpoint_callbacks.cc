@@ -119,7 +119,9 @@ absl::Status BackupAndRestore::OnPreempted(const TrainPosition& next) {
   return absl::OkStatus();
 }
 
-absl::Status BackupAndRestore::OnTrainEnd(const Logs&) {
+// Only once the whole run is durable: until then the backup, and the SIGTERM
+// handling, stay (a SIGTERM or a failed final checkpoint is resumed from it).
+absl::Status BackupAndRestore::OnTrainCommitted() {
   absl::Status status;
   if (dir_ != nullptr && options_.delete_checkpoint) status = dir_->RemoveAll();
   dir_.reset();

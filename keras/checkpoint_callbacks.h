@@ -8,7 +8,8 @@
 // fit it restores the last backup (weights, optimizer, data position) if there is
 // one and fit resumes there; it backs up every epoch or every N steps; on SIGTERM
 // every worker stops at the next step boundary after a backup (exit 143); when fit
-// completes the backup is removed. Rerunning the same job after a failure ends
+// completes, and every other callback has ended (the final checkpoint is durable),
+// the backup is removed (a SIGTERM or a failure before that keeps it). Rerunning the same job after a failure ends
 // with the same weights as a run that never failed.
 //
 //   BackupAndRestore backup({.backup_dir = "/ckpt/backup", .save_freq_steps = 100});
@@ -70,8 +71,8 @@ class BackupAndRestore : public Callback {
   absl::Status OnEpochBegin(int64_t epoch) override;
   absl::Status OnBatchEnd(int64_t step, const Logs& logs) override;
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
-  absl::Status OnTrainEnd(const Logs& last_epoch) override;
   absl::Status OnPreempted(const TrainPosition& next) override;
+  absl::Status OnTrainCommitted() override;
   // Whether this fit resumed from a backup, and where.
   bool restored() const { return restored_; }
   const TrainPosition& restored_at() const { return restored_at_; }

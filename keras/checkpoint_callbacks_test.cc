@@ -281,6 +281,101 @@ TEST_CASE("ModelCheckpoint keeps the newest, marks the last final, and restores 
   }
 }
 
+// At the end of training, on one rank: SIGTERM arrives (as a request), or the
+// checkpoint directory is replaced by a file so that the final write fails.
+class DisturbTrainEnd : public Callback {
+ public:
+  enum class How { kSigterm, kBreakDirectory };
+  DisturbTrainEnd(How how, int rank, int my_rank, std::string dir)
+      : how_(how), rank_(rank), my_rank_(my_rank), dir_(std::move(dir)) {}
+  absl::Status OnTrainEnd(const Logs&) override {
+    if (my_rank_ != rank_) return absl::OkStatus();
+    if (how_ == How::kSigterm) {
+      RequestTerminationForTest();
+    } else {
+      fs::remove_all(dir_);
+      std::ofstream(dir_) << "not a directory";
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  How how_;
+  int rank_, my_rank_;
+  std::string dir_;
+};
+
+TEST_CASE("the backup outlives a SIGTERM or a failed write at the end of training", "[backup]") {
+  const uint64_t expected = Uninterrupted();
+  for (auto how : {DisturbTrainEnd::How::kSigterm, DisturbTrainEnd::How::kBreakDirectory}) {
+    const bool sigterm = how == DisturbTrainEnd::How::kSigterm;
+    INFO((sigterm ? "SIGTERM on worker 1 while the final checkpoint is written"
+                  : "the chief's final checkpoint write fails"));
+    const std::string backup_dir = FreshTestDir(sigterm ? "end_backup_sigterm" : "end_backup_write");
+    const std::string models = FreshTestDir(sigterm ? "end_models_sigterm" : "end_models_write");
+    auto fit_once = [&](bool disturb, std::vector<uint64_t>* hashes) {
+      LocalCluster::Options options;
+      options.num_workers = kWorkers;
+      return LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+        auto scope = w.strategy->scope();
+        Sequential model;
+        RW_RETURN_IF_ERROR(BuildModel(model));
+        BackupAndRestore backup({.backup_dir = backup_dir});
+        DisturbTrainEnd disturbance(how, sigterm ? 1 : 0, w.rank, models);
+        ModelCheckpoint checkpoints({.directory = models});
+        FitOptions fit;
+        fit.epochs = kEpochs;
+        fit.batch_size = kBatch;
+        fit.verbose = 0;
+        fit.callbacks = {&backup, &checkpoints};
+        // Before ModelCheckpoint for a broken directory, after it for a SIGTERM
+        // that arrives once the final checkpoint is on its way.
+        if (disturb) {
+          fit.callbacks.insert(sigterm ? fit.callbacks.end() : fit.callbacks.begin() + 1,
+                               &disturbance);
+        }
+        absl::Status status = model.Fit(TrainData(), fit).status();
+        (*hashes)[w.rank] = WeightsFingerprint(model);
+        return status;
+      });
+    };
+    ClearTerminationRequestForTest();
+    std::vector<uint64_t> hashes(kWorkers);
+    std::vector<absl::Status> stopped = fit_once(true, &hashes);
+    ClearTerminationRequestForTest();
+    for (int r = 0; r < kWorkers; ++r) {
+      INFO("worker " << r << ": " << stopped[r].message());
+      if (sigterm) {
+        CHECK(ExitCodeFor(stopped[r]) == kPreempted);
+        CHECK(stopped[r].message().find("received SIGTERM") != absl::string_view::npos);
+      } else {
+        CHECK(!stopped[r].ok());
+        if (r != 0) CHECK(stopped[r].message().find("the backup is kept") != absl::string_view::npos);
+      }
+    }
+    // The backup of the last epoch is still there.
+    REQUIRE(LatestCheckpoint(backup_dir).ok());
+    CHECK(*LatestCheckpoint(backup_dir) == backup_dir + "/" + CheckpointFileName(45));
+    if (sigterm) CHECK(LatestCheckpoint(models).ok());  // The final checkpoint too.
+
+    // The rerun resumes at the end: nothing left to train; the final checkpoint is
+    // written and the backup removed.
+    if (!sigterm) fs::remove(models);
+    std::vector<absl::Status> rerun = fit_once(false, &hashes);
+    for (int r = 0; r < kWorkers; ++r) {
+      INFO("worker " << r << ": " << rerun[r].message());
+      REQUIRE(rerun[r].ok());
+      CHECK(hashes[r] == expected);
+    }
+    CHECK(ListCheckpoints(backup_dir).empty());
+    REQUIRE(LatestCheckpoint(models).ok());
+    absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+        CheckpointReader::Open(*LatestCheckpoint(models));
+    REQUIRE(reader.ok());
+    CHECK((*reader)->manifest().final);
+  }
+}
+
 TEST_CASE("a second job cannot back up into a directory in use", "[backup]") {
   const std::string dir = FreshTestDir("backup_locked");
   absl::StatusOr<std::unique_ptr<CheckpointDirectory>> held = CheckpointDirectory::OpenForWriting(dir, 1);

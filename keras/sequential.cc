@@ -319,8 +319,38 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     }
     for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs));
   }
-  for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnTrainEnd(logs));
+  absl::Status ended;
+  for (Callback* c : callbacks) {
+    ended = c->OnTrainEnd(logs);
+    if (!ended.ok()) break;
+  }
+  RW_RETURN_IF_ERROR(AgreeTrainingEnded(ended));
+  for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnTrainCommitted());
   return history;
+}
+
+absl::Status Sequential::AgreeTrainingEnded(const absl::Status& ended) {
+  // [workers whose end of training failed, workers that received SIGTERM]: a
+  // SIGTERM while the final checkpoint was written, or a failed write anywhere,
+  // keeps every worker's backup; the rerun resumes from it.
+  const bool terminating = TerminationRequested();
+  double counts[2] = {ended.ok() ? 0.0 : 1.0, terminating ? 1.0 : 0.0};
+  RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, counts, 2));
+  if (!ended.ok()) return ended;
+  if (counts[0] > 0) {
+    return absl::UnavailableError(absl::StrCat(
+        static_cast<int64_t>(counts[0]),
+        " other worker(s) failed to end training (see their logs: the final checkpoint?); "
+        "the backup is kept: rerun the job to finish from it"));
+  }
+  if (counts[1] > 0) {
+    return PreemptedError(absl::StrCat(
+        "stopped at the end of training: ", static_cast<int64_t>(counts[1]),
+        " worker(s) received SIGTERM", terminating ? " (this one did)" : "",
+        " while it ended; the final checkpoint is written and the backup kept; rerun the job "
+        "to finish from it"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<EvaluateResult> Sequential::Evaluate(const Dataset& data, int64_t batch_size) {

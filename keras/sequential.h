@@ -117,6 +117,9 @@ class Sequential {
   // This replica's [loss * n, n, (total, count) per metric] for the last forward.
   std::vector<double> BatchSums(const std::vector<int32_t>& labels, double loss);
   Logs LogsFrom(const std::vector<double>& sums) const;
+  // After the callbacks' OnTrainEnd (`ended`: this worker's result), every worker
+  // learns whether any failed or received SIGTERM; then OnTrainCommitted may run.
+  absl::Status AgreeTrainingEnded(const absl::Status& ended);
   // What every worker's model must agree on, a line per item: variables, layers,
   // loss, optimizer, precision, metrics.
   std::vector<std::string> AgreementLines() const;

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -34,6 +36,14 @@ std::string Identity(const std::string& path) {
   return absl::StrCat(path, " ", st.st_ino, " ", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
 }
 
+// True when `dir`/latest names a checkpoint file that does not exist.
+bool NamesMissingFile(const std::string& dir) {
+  std::ifstream in(dir + "/latest");
+  std::string name;
+  if (!(in >> name)) return false;
+  return !Exists(dir + "/" + name) && name.find('/') == std::string::npos;
+}
+
 }  // namespace
 
 absl::Status SidecarEvaluator::Run() {
@@ -43,8 +53,20 @@ absl::Status SidecarEvaluator::Run() {
   RW_LOG(INFO) << "evaluator: watching " << options_.checkpoint_dir << " for checkpoints";
   std::string last;
   Deadline deadline = Deadline::AfterSeconds(options_.timeout_s);
+  std::optional<Deadline> vanished;  // Since `latest` named a missing file.
   while (true) {
     absl::StatusOr<std::string> latest = LatestCheckpoint(options_.checkpoint_dir);
+    if (absl::IsDataLoss(latest.status()) && NamesMissingFile(options_.checkpoint_dir)) {
+      // The trainer (keep=1) may have replaced `latest` and removed the file it
+      // named between our two reads: a retry, unless it stays that way.
+      if (!vanished.has_value()) vanished = Deadline::AfterSeconds(options_.vanished_grace_s);
+      if (!vanished->Expired()) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(options_.poll_interval_s));
+        continue;
+      }
+    } else {
+      vanished.reset();
+    }
     if (!latest.ok() && !absl::IsNotFound(latest.status())) return latest.status();
     if (latest.ok() && Identity(*latest) != last) {
       last = Identity(*latest);

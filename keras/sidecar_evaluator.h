@@ -12,7 +12,9 @@
 // Errors: DEADLINE_EXCEEDED (exit 4) when no new checkpoint appears for
 // `timeout_s` (named with `timeout_flag`); DATA_LOSS (exit 5) for a corrupt one;
 // FAILED_PRECONDITION (exit 7) for another model's. A checkpoint the trainer
-// rotated away while it was being read is skipped.
+// rotated away while it was being read is skipped, and a `latest` that names a
+// file which is gone is read again (the trainer may have just replaced both): it is
+// corrupt only if it still does after `vanished_grace_s`.
 #ifndef RINGWORK_KERAS_SIDECAR_EVALUATOR_H_
 #define RINGWORK_KERAS_SIDECAR_EVALUATOR_H_
 
@@ -30,6 +32,7 @@ struct SidecarEvaluatorOptions {
   int64_t batch_size = 256;
   double poll_interval_s = 1.0;
   double timeout_s = 600;  // Without a new checkpoint.
+  double vanished_grace_s = 5;
   std::string timeout_flag = "--evaluator_timeout_s";
   int64_t max_evaluations = 0;  // 0: until the final checkpoint.
 };

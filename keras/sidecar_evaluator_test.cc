@@ -71,5 +71,38 @@ TEST_CASE("the evaluator gives up after its timeout, naming the flag", "[evaluat
   CHECK(result.message().find("--evaluator_timeout_s") != absl::string_view::npos);
 }
 
+TEST_CASE("a latest naming a vanished file is read again; corrupt only if it stays", "[evaluator]") {
+  const std::string dir = FreshTestDir("sidecar_vanished");
+  const Dataset test = Dataset::FromExamples(SyntheticImages(0, 64, 3).test);
+  // As if the trainer (keep=1) removed the file right after `latest` was read.
+  std::ofstream(dir + "/latest") << CheckpointFileName(10) << "\n";
+  Sequential reader = Model();
+  SECTION("the next checkpoint arrives: evaluated") {
+    SidecarEvaluator evaluator(&reader, &test,
+                               {.checkpoint_dir = dir, .poll_interval_s = 0.01, .timeout_s = 30,
+                                .vanished_grace_s = 30});
+    absl::Status result;
+    std::thread sidecar([&] { result = evaluator.Run(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    Sequential writer = Model();
+    auto checkpoints = CheckpointDirectory::OpenForWriting(dir, 1);
+    REQUIRE(checkpoints.ok());
+    REQUIRE(SaveTrainingState(writer, checkpoints->get(), {1, 0, 20}, /*final=*/true).ok());
+    sidecar.join();
+    INFO(result.message());
+    REQUIRE(result.ok());
+    REQUIRE(evaluator.evaluations().size() == 1);
+    CHECK(evaluator.evaluations()[0].step == 20);
+  }
+  SECTION("it stays missing: corrupt (exit 5)") {
+    SidecarEvaluator evaluator(&reader, &test,
+                               {.checkpoint_dir = dir, .poll_interval_s = 0.01, .timeout_s = 30,
+                                .vanished_grace_s = 0.3});
+    absl::Status result = evaluator.Run();
+    CHECK(ExitCodeFor(result) == kInvalidCheckpoint);
+    CHECK(result.message().find("missing") != absl::string_view::npos);
+  }
+}
+
 }  // namespace
 }  // namespace ringwork

@@ -127,7 +127,9 @@ void HeartbeatMonitor::Loop() {
         auto* call = new Call;
         call->peer = static_cast<int>(i);
         call->context.set_deadline(SystemIn(budget));
-        for (const auto& [key, value] : metadata_) call->context.AddMetadata(key, value);
+        for (const auto& [key, value] : peers_[i].metadata) {
+          call->context.AddMetadata(key, value);
+        }
         proto::HeartbeatRequest request;
         request.set_from_rank(rank_);
         request.set_incarnation(incarnation_);

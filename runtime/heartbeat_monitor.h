@@ -48,6 +48,8 @@ class HeartbeatMonitor {
     std::string name;          // "worker:1 (10.0.0.2:2222)"
     uint64_t incarnation = 0;  // The process that joined; another one is a restart.
     std::shared_ptr<grpc::Channel> channel;
+    // Attached to every Heartbeat call to this peer (identity, token HMAC).
+    std::vector<std::pair<std::string, std::string>> metadata;
   };
 
   HeartbeatMonitor(HeartbeatOptions options, int rank, uint64_t incarnation,
@@ -58,10 +60,6 @@ class HeartbeatMonitor {
   HeartbeatMonitor(const HeartbeatMonitor&) = delete;
   HeartbeatMonitor& operator=(const HeartbeatMonitor&) = delete;
 
-  // Attached to every Heartbeat call (identity, token HMAC). Before Start.
-  void set_call_metadata(std::vector<std::pair<std::string, std::string>> metadata) {
-    metadata_ = std::move(metadata);
-  }
   void Start();
   // Cancels outstanding calls and joins the thread. Idempotent.
   void Stop();
@@ -81,7 +79,6 @@ class HeartbeatMonitor {
   std::vector<Peer> peers_;
   const Progress* progress_;
   std::function<void(const absl::Status&)> on_failure_;
-  std::vector<std::pair<std::string, std::string>> metadata_;
   std::atomic<bool> stop_{false};
   std::atomic<int> stall_reports_total_{0};
   std::thread thread_;

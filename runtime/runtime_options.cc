@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "runtime/auth/cluster_token.h"
 
 namespace ringwork {
@@ -66,7 +67,22 @@ void RuntimeOptions::Register(FlagSet* flags) {
                 "RINGWORK_TLS_KEY");
 }
 
+absl::Status RuntimeOptions::ApplyEnvironmentAndFinish() {
+  if (finished_) return absl::OkStatus();
+  // The flag-level mirrors of nested fields the code may have set directly.
+  allreduce_algorithm_ = std::string(AllReduceAlgorithmName(collectives.allreduce_algorithm));
+  segment_bytes_ = static_cast<int64_t>(collectives.segment_bytes);
+  RuntimeOptions stock;
+  FlagSet stock_flags("defaults"), flags("environment");
+  stock.Register(&stock_flags);
+  Register(&flags);
+  RW_RETURN_IF_ERROR(flags.ParseEnvironment(
+      [&](const std::string& name) { return flags.SameValue(name, stock_flags); }));
+  return Finish();
+}
+
 absl::Status RuntimeOptions::Finish() {
+  if (finished_) return absl::OkStatus();
   if (!ParseAllReduceAlgorithm(allreduce_algorithm_, &collectives.allreduce_algorithm)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--allreduce_algorithm=", allreduce_algorithm_,
@@ -107,12 +123,18 @@ absl::Status RuntimeOptions::Finish() {
   if (spin_us < -1) {
     return absl::InvalidArgumentError("--spin_us: expected -1 (automatic) or >= 0");
   }
-  absl::StatusOr<std::string> token = LoadClusterToken(cluster_token_file, std::getenv(kClusterTokenEnv));
-  if (!token.ok()) return token.status();
-  cluster_token = *token;
-  absl::StatusOr<TlsCredentials> credentials = LoadTlsCredentials(tls_files);
-  if (!credentials.ok()) return credentials.status();
-  tls = *credentials;
+  if (cluster_token.empty()) {
+    absl::StatusOr<std::string> token =
+        LoadClusterToken(cluster_token_file, std::getenv(kClusterTokenEnv));
+    if (!token.ok()) return token.status();
+    cluster_token = *token;
+  }
+  if (tls_files.enabled() || !tls.enabled) {
+    absl::StatusOr<TlsCredentials> credentials = LoadTlsCredentials(tls_files);
+    if (!credentials.ok()) return credentials.status();
+    tls = *credentials;
+  }
+  finished_ = true;
   return absl::OkStatus();
 }
 

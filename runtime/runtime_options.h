@@ -5,6 +5,12 @@
 //   options.Register(&flags);          // --startup_timeout_s, --collective_timeout_s, ...
 //   ... flags.Parse(argc, argv) ...
 //   RW_RETURN_IF_ERROR(options.Finish());   // validates and fills derived fields
+//
+// Programs that parse no flags (apps embedding the strategy) need not do anything:
+// WorkerRuntime::Listen calls ApplyEnvironmentAndFinish() on options that were not
+// finished, so the RINGWORK_* variables (the cluster token, TLS files, timeouts,
+// heartbeats, transport) reach every app. Precedence, highest first: a value the
+// code set, a flag, the environment variable, the default.
 #ifndef RINGWORK_RUNTIME_RUNTIME_OPTIONS_H_
 #define RINGWORK_RUNTIME_RUNTIME_OPTIONS_H_
 
@@ -55,10 +61,18 @@ struct RuntimeOptions {
   TlsCredentials tls;
 
   void Register(FlagSet* flags);
-  // Validates values and copies the flag-level fields into the nested options.
+  // Validates values, copies the flag-level fields into the nested options, loads
+  // the cluster token (unless the code set `cluster_token`) and the TLS files
+  // (unless none is named and the code set `tls`). Does nothing the second time.
   absl::Status Finish();
+  // For options no flag parser filled: every setting the code left at its default
+  // takes its environment variable (RINGWORK_*), then Finish(). Does nothing when
+  // Finish() already ran (the flags' parser read the environment then).
+  absl::Status ApplyEnvironmentAndFinish();
+  bool finished() const { return finished_; }
 
  private:
+  bool finished_ = false;
   std::string allreduce_algorithm_ = "auto";
   int64_t segment_bytes_ = 0;
 };

@@ -92,8 +92,11 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> WorkerRuntime::Listen(
     return absl::InvalidArgumentError(absl::StrCat(
         config.task().ToString(), " is an evaluator: it does not join the training ring"));
   }
-  std::unique_ptr<WorkerRuntime> runtime(new WorkerRuntime(config, options));
-  if (options.tune_malloc) {
+  // Apps that embed the strategy parse no flags: the environment reaches them here.
+  RuntimeOptions finished = options;
+  RW_RETURN_IF_ERROR(finished.ApplyEnvironmentAndFinish());
+  std::unique_ptr<WorkerRuntime> runtime(new WorkerRuntime(config, finished));
+  if (finished.tune_malloc) {
     // gRPC allocates every received frame; glibc would return large freed blocks to
     // the kernel and fault them in again for the next frame (about 3x slower
     // all-reduces over gRPC here). Keep them in the process instead.
@@ -101,7 +104,7 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> WorkerRuntime::Listen(
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
   }
   if (config.world_size() == 1) {
-    runtime->transport_ = std::make_unique<Transport>(0, 1, options.transport);
+    runtime->transport_ = std::make_unique<Transport>(0, 1, finished.transport);
     runtime->transport_->set_self_name(config.DescribeRank(0));
     return runtime;
   }
@@ -126,51 +129,57 @@ absl::Status WorkerRuntime::StartServer() {
   WorkerServer::Handlers handlers;
   // Every call is authenticated before anything else is looked at; a refused one
   // changes nothing here (runtime/auth/rpc_auth.h).
-  handlers.join = [this](grpc::ServerContext* context, const proto::JoinRequest& request,
-                         proto::JoinResponse* response) {
+  handlers.join = [this](grpc::ServerContextBase* context, const grpc::ByteBuffer& raw,
+                         grpc::ByteBuffer* out) {
     if (!accepting_joins_.load()) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this worker is still starting");
     }
-    absl::StatusOr<RpcIdentity> who = auth_->Verify(context->client_metadata());
-    if (who.ok() && (who->rank != request.from_rank() || who->incarnation != request.incarnation() ||
-                     who->fingerprint != request.cluster_fingerprint())) {
-      who = absl::UnauthenticatedError("the call's identity does not match its Join request");
+    absl::StatusOr<RpcIdentity> who = auth_->Verify(context->client_metadata(), RpcMethod::kJoin);
+    if (!who.ok()) return Refuse(context, "a Join", who.status());
+    proto::JoinRequest request;
+    grpc::Status parsed = ParseSmallMessage(raw, kMaxControlMessageBytes, &request);
+    if (!parsed.ok()) return Refuse(context, "a Join", FromGrpcStatus(parsed));
+    if (who->rank != request.from_rank() || who->incarnation != request.incarnation() ||
+        who->fingerprint != request.cluster_fingerprint()) {
+      return Refuse(context, "a Join",
+                    absl::UnauthenticatedError("the call's identity does not match its Join request"));
     }
-    if (!who.ok()) {
-      refusals_.Refused(context->peer(), "a Join", who.status());
-      return ToGrpcStatus(who.status());
-    }
-    return HandleJoin(context->peer(), request, response);
+    proto::JoinResponse response;
+    grpc::Status status = HandleJoin(context, request, &response);
+    return status.ok() ? SerializeMessage(response, out) : status;
   };
-  handlers.heartbeat = [this](grpc::ServerContext* context, const proto::HeartbeatRequest&,
-                              proto::HeartbeatResponse* response) {
+  handlers.heartbeat = [this](grpc::ServerContextBase* context, const grpc::ByteBuffer& raw,
+                              grpc::ByteBuffer* out) {
     if (!accepting_joins_.load()) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this worker is still starting");
     }
-    absl::StatusOr<RpcIdentity> who = auth_->Verify(context->client_metadata());
+    absl::StatusOr<RpcIdentity> who =
+        auth_->Verify(context->client_metadata(), RpcMethod::kHeartbeat);
     absl::Status allowed = who.ok() ? auth_->SameCluster(*who) : who.status();
-    if (!allowed.ok()) {
-      refusals_.Refused(context->peer(), "a Heartbeat", allowed);
-      return ToGrpcStatus(allowed);
-    }
-    response->set_rank(config_.rank());
-    response->set_incarnation(incarnation_);
-    response->set_step(progress_.step());
-    response->set_collectives_started(progress_.started());
-    response->set_collectives_finished(progress_.finished());
+    if (!allowed.ok()) return Refuse(context, "a Heartbeat", allowed);
+    proto::HeartbeatRequest request;  // Nothing in it is needed; parsed to check it.
+    grpc::Status parsed = ParseSmallMessage(raw, kMaxControlMessageBytes, &request);
+    if (!parsed.ok()) return Refuse(context, "a Heartbeat", FromGrpcStatus(parsed));
+    proto::HeartbeatResponse response;
+    response.set_rank(config_.rank());
+    response.set_incarnation(incarnation_);
+    response.set_step(progress_.step());
+    response.set_collectives_started(progress_.started());
+    response.set_collectives_finished(progress_.finished());
     const absl::Status error = transport_->status();
     if (!error.ok()) {
-      response->set_error_code(static_cast<int>(error.code()));
-      response->set_error_message(std::string(error.message()));
+      response.set_error_code(static_cast<int>(error.code()));
+      response.set_error_message(std::string(error.message()));
     }
-    return grpc::Status::OK;
+    return SerializeMessage(response, out);
   };
   handlers.transfer = [this](std::unique_ptr<InboundCall> call) {
     if (!accepting_joins_.load()) {
       call->context.TryCancel();
       return;
     }
-    absl::StatusOr<RpcIdentity> who = auth_->Verify(call->context.client_metadata());
+    absl::StatusOr<RpcIdentity> who =
+        auth_->Verify(call->context.client_metadata(), RpcMethod::kTransfer);
     absl::Status allowed = who.ok() ? auth_->SameCluster(*who) : who.status();
     if (allowed.ok() &&
         !(who->rank >= 0 && who->rank < config_.world_size() && who->rank != config_.rank() &&
@@ -240,16 +249,34 @@ void WorkerRuntime::WarnIfUnprotected() const {
   RW_LOG(WARNING) << "************************************************************";
 }
 
-grpc::Status WorkerRuntime::HandleJoin(const std::string& caller,
+grpc::Status WorkerRuntime::Refuse(grpc::ServerContextBase* context, const std::string& what,
+                                   const absl::Status& why) {
+  // A call that asks for the challenge (a first Join) is expected: not logged.
+  if (!RpcAuth::AsksForChallenge(context->client_metadata())) {
+    refusals_.Refused(context->peer(), what, why);
+  }
+  // Tells a caller that did not know this incarnation (a first Join) which one to
+  // bind its call to; a replay learns nothing it could use without the token.
+  if (absl::IsUnauthenticated(why)) {
+    context->AddTrailingMetadata(kChallengeMetadataKey, auth_->challenge());
+  }
+  return ToGrpcStatus(why);
+}
+
+grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
                                        const proto::JoinRequest& request,
                                        proto::JoinResponse* response) {
-  absl::Status valid = ValidateJoin(config_, request, caller);
+  absl::Status valid = ValidateJoin(config_, request, context->peer());
   if (!valid.ok()) {
-    RW_LOG(ERROR) << "refused a Join: " << valid.message();
     if (request.cluster_fingerprint() != fingerprint_) inbound_joins_->RecordRejection(valid);
-    return ToGrpcStatus(valid);
+    return Refuse(context, "a Join", valid);
   }
+  // After startup a live peer's Join is a replay or a confused process: it must not
+  // change the membership nor remap memory that a link reads.
+  absl::Status admitted = inbound_joins_->Admit(request.from_rank(), request.incarnation());
+  if (!admitted.ok()) return Refuse(context, "a Join", admitted);
   bool mapped = false;
+  // Never remaps under a live link (ShmEndpoint refuses): a retry maps nothing new.
   if (shm_ != nullptr && !request.shm_segment().empty()) {
     absl::Status status = shm_->MapPeer(request.from_rank(), request.shm_segment());
     mapped = status.ok();
@@ -307,20 +334,25 @@ absl::Status WorkerRuntime::Connect() {
     request.set_pid(::getpid());
     return request;
   };
+  auto join_metadata = [this](int peer, uint64_t peer_incarnation) {
+    return auth_->CallMetadataFor(RpcMethod::kJoin, peer, peer_incarnation);
+  };
   absl::StatusOr<std::vector<JoinedPeer>> peers =
-      RunRendezvous(config_, stub_pointers, make_request, auth_->call_metadata(), *inbound_joins_,
+      RunRendezvous(config_, stub_pointers, make_request, join_metadata, *inbound_joins_,
                     options_.rendezvous);
   if (shm_ != nullptr) shm_->Unlink();  // Every peer that will map it has.
   if (!peers.ok()) return peers.status();
+  inbound_joins_->Seal();
 
-  const CallMetadata& metadata = auth_->call_metadata();
   std::vector<std::string> kinds;
   int shm_peers = 0;
   for (int peer = 0; peer < world; ++peer) {
     if (peer == rank) continue;
     // The gRPC stream is opened for every peer: for shared-memory peers it carries
     // no data, but its end tells us when the peer is gone.
-    grpc_links_[peer]->OpenOutbound(channels[peer], metadata);
+    grpc_links_[peer]->OpenOutbound(
+        channels[peer],
+        auth_->CallMetadataFor(RpcMethod::kTransfer, peer, (*peers)[peer].incarnation));
     const bool shm = shm_ != nullptr && shm_->mapped(peer) && (*peers)[peer].mapped_our_shm;
     if (shm) {
       std::unique_ptr<Link> link =
@@ -338,19 +370,23 @@ absl::Status WorkerRuntime::Connect() {
   std::vector<HeartbeatMonitor::Peer> heartbeat_peers;
   for (int peer = 0; peer < world; ++peer) {
     if (peer == rank) continue;
-    heartbeat_peers.push_back({peer, config_.DescribeRank(peer), (*peers)[peer].incarnation,
-                               MakeHeartbeatChannel(ring[peer].address, ChannelCredentials(options_))});
+    const uint64_t peer_incarnation = (*peers)[peer].incarnation;
+    heartbeat_peers.push_back(
+        {peer, config_.DescribeRank(peer), peer_incarnation,
+         MakeHeartbeatChannel(ring[peer].address, ChannelCredentials(options_)),
+         auth_->CallMetadataFor(RpcMethod::kHeartbeat, peer, peer_incarnation)});
   }
   heartbeat_ = std::make_unique<HeartbeatMonitor>(
       options_.heartbeat, rank, incarnation_, config_.DescribeRank(rank),
       std::move(heartbeat_peers), &progress_,
       [this](const absl::Status& cause) { transport_->Abort(cause); });
-  heartbeat_->set_call_metadata(auth_->call_metadata());
   heartbeat_->Start();
   RW_RETURN_IF_ERROR(communicator_->AgreeOnSegmentBytes());
   RW_LOG(INFO) << "joined the ring: rank " << rank << " of " << world << "; links: "
                << absl::StrJoin(kinds, ", ") << "; segment "
-               << communicator_->segment_bytes() << " bytes";
+               << communicator_->segment_bytes() << " bytes; calls "
+               << (auth_->enabled() ? "authenticated by the cluster token" : "NOT authenticated")
+               << (options_.tls.enabled ? ", mutual TLS" : ", plaintext");
   return absl::OkStatus();
 }
 

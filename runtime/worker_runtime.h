@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/auth/refusal_log.h"
 #include "runtime/auth/rpc_auth.h"
 #include "runtime/collectives/communicator.h"
 #include "runtime/collectives/progress.h"
@@ -90,8 +91,13 @@ class WorkerRuntime {
   absl::Status StartServer();
   // The loud warning of a cluster that is reachable from other hosts and has no token.
   void WarnIfUnprotected() const;
-  grpc::Status HandleJoin(const std::string& caller, const proto::JoinRequest& request,
+  grpc::Status HandleJoin(grpc::ServerContextBase* context, const proto::JoinRequest& request,
                           proto::JoinResponse* response);
+  // Logs a refused call (rate-limited; not a first Join asking for the challenge)
+  // and answers it; an UNAUTHENTICATED answer carries this worker's incarnation as
+  // the challenge.
+  grpc::Status Refuse(grpc::ServerContextBase* context, const std::string& what,
+                      const absl::Status& why);
 
   ClusterConfig config_;
   RuntimeOptions options_;

@@ -86,9 +86,13 @@ std::unique_ptr<proto::Worker::Stub> Stub(const std::string& address,
 }
 
 grpc::Status Heartbeat(proto::Worker::Stub& stub, const CallMetadata& metadata,
-                       proto::HeartbeatResponse* response = nullptr) {
+                       proto::HeartbeatResponse* response = nullptr, bool wait_for_ready = true) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  // Waits for the connection: a synchronous client makes progress on connecting
+  // only while a call waits (a fail-fast call would return at once, and the
+  // connection attempt would time out unattended).
+  context.set_wait_for_ready(wait_for_ready);
   for (const auto& [k, v] : metadata) context.AddMetadata(k, v);
   proto::HeartbeatRequest request;
   proto::HeartbeatResponse ignored;
@@ -103,10 +107,36 @@ grpc::Status FirstAnswer(proto::Worker::Stub& stub, const CallMetadata& metadata
   const double until = MonotonicSeconds() + 30;
   do {
     status = Heartbeat(stub, metadata, response);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (MonotonicSeconds() < until);
   return status;
+}
+
+// The incarnation `stub`'s worker challenges a call with (UNAUTHENTICATED with
+// trailing rw-challenge), waiting for it to start (at most 30 s); 0 if none came.
+uint64_t Challenge(proto::Worker::Stub& stub, const RpcAuth& caller, int to_rank) {
+  const double until = MonotonicSeconds() + 30;
+  do {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    context.set_wait_for_ready(true);  // As in Heartbeat() above.
+    for (const auto& [k, v] : caller.CallMetadataFor(RpcMethod::kHeartbeat, to_rank, 0)) {
+      context.AddMetadata(k, v);
+    }
+    proto::HeartbeatResponse response;
+    const grpc::Status status = stub.Heartbeat(&context, proto::HeartbeatRequest(), &response);
+    if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      auto it = context.GetServerTrailingMetadata().find(kChallengeMetadataKey);
+      if (it == context.GetServerTrailingMetadata().end()) return 0;
+      return std::stoull(std::string(it->second.data(), it->second.size()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (MonotonicSeconds() < until);
+  return 0;
 }
 
 std::string ClusterFingerprint(const ProcessCluster& cluster) {
@@ -139,22 +169,48 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
   const std::string fingerprint = ClusterFingerprint(cluster);
   auto worker0 = Stub(cluster.address(0));
   auto worker1 = Stub(cluster.address(1));
-  // The right token and cluster: answered (and tells an attacker the incarnation).
-  proto::HeartbeatResponse w1;
-  const grpc::Status first = FirstAnswer(*worker1, RpcAuth(kToken, fingerprint, 0, 1).call_metadata(), &w1);
+  // Whoever holds the token can learn a worker's incarnation from its challenge
+  // and make calls bound to it: answered.
+  const RpcAuth insider(kToken, fingerprint, 0, 1);
+  const uint64_t w1 = Challenge(*worker1, insider, 1);
+  REQUIRE(w1 != 0);
+  proto::HeartbeatResponse w1_reply;
+  const grpc::Status first =
+      Heartbeat(*worker1, insider.CallMetadataFor(RpcMethod::kHeartbeat, 1, w1), &w1_reply);
   INFO(first.error_message());
   REQUIRE(first.ok());
+  REQUIRE(w1_reply.incarnation() == w1);
+  const uint64_t w0 = Challenge(*worker0, insider, 0);
+  REQUIRE(w0 != 0);
+  // Worker 0 is past startup, and worker 1's data stream to it long open (streams
+  // open right after the rendezvous), once it trains a few steps.
+  const double until = MonotonicSeconds() + 30;
+  proto::HeartbeatResponse w0_reply;
+  while (MonotonicSeconds() < until &&
+         Heartbeat(*worker0, insider.CallMetadataFor(RpcMethod::kHeartbeat, 0, w0), &w0_reply).ok() &&
+         w0_reply.step() < 3) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(w0_reply.step() >= 3);
 
-  // No token (twice: logged once), a wrong one, the right one for another cluster.
+  // No token (twice: logged once), no identity, a wrong token, the right one for
+  // another cluster.
   for (int i = 0; i < 2; ++i) {
-    CHECK(Heartbeat(*worker0, RpcAuth("", fingerprint, 1, 5).call_metadata()).error_code() ==
-          grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(Heartbeat(*worker0, RpcAuth("", fingerprint, 1, 5).CallMetadataFor(RpcMethod::kHeartbeat, 0, w0))
+              .error_code() == grpc::StatusCode::UNAUTHENTICATED);
   }
   CHECK(Heartbeat(*worker0, {}).error_code() == grpc::StatusCode::UNAUTHENTICATED);
-  CHECK(Heartbeat(*worker0, RpcAuth("a-token-of-another-job-0000", fingerprint, 1, 5).call_metadata())
+  CHECK(Heartbeat(*worker0, RpcAuth("a-token-of-another-job-0000", fingerprint, 1, 5)
+                                .CallMetadataFor(RpcMethod::kHeartbeat, 0, w0))
             .error_code() == grpc::StatusCode::UNAUTHENTICATED);
-  CHECK(Heartbeat(*worker0, RpcAuth(kToken, "another-cluster", 1, 5).call_metadata()).error_code() ==
-        grpc::StatusCode::PERMISSION_DENIED);
+  CHECK(Heartbeat(*worker0, RpcAuth(kToken, "another-cluster", 1, 5)
+                                .CallMetadataFor(RpcMethod::kHeartbeat, 0, w0))
+            .error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  // A call of an earlier run of this job (same token, cluster and rank; the worker
+  // then had another incarnation), replayed now.
+  CHECK(Heartbeat(*worker0, RpcAuth(kToken, fingerprint, 1, 5)
+                                .CallMetadataFor(RpcMethod::kHeartbeat, 0, w0 ^ 0x5a5a))
+            .error_code() == grpc::StatusCode::UNAUTHENTICATED);
   {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
@@ -163,13 +219,41 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
     proto::JoinResponse response;
     CHECK(worker0->Join(&context, join, &response).error_code() == grpc::StatusCode::UNAUTHENTICATED);
   }
+  // A Join for a member of the running job (rank 1, as another process), signed
+  // and bound right: refused, and its shared-memory segment is not mapped.
+  {
+    const uint64_t intruder = w1 + 1;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    for (const auto& [k, v] :
+         RpcAuth(kToken, fingerprint, 1, intruder).CallMetadataFor(RpcMethod::kJoin, 0, w0)) {
+      context.AddMetadata(k, v);
+    }
+    proto::JoinRequest join;
+    join.set_protocol_version(1);
+    join.set_cluster_fingerprint(fingerprint);
+    join.set_from_rank(1);
+    join.set_to_rank(0);
+    join.set_from_task("worker:1");
+    join.set_incarnation(intruder);
+    join.set_shm_segment("/ringwork-1-1");
+    proto::JoinResponse response;
+    const grpc::Status status = worker0->Join(&context, join, &response);
+    INFO(status.error_message());
+    CHECK(status.error_code() == grpc::StatusCode::ALREADY_EXISTS);
+  }
   // Data streams with the right token: one claiming worker:1 (which already has its
-  // stream) and one with an incarnation that never joined. Both are cut off.
-  for (uint64_t incarnation : {w1.incarnation(), w1.incarnation() + 1}) {
+  // stream), one with an incarnation that never joined, one with a Heartbeat's
+  // metadata and one bound to an earlier run's worker:0. All are cut off.
+  const std::vector<CallMetadata> streams = {
+      RpcAuth(kToken, fingerprint, 1, w1).CallMetadataFor(RpcMethod::kTransfer, 0, w0),
+      RpcAuth(kToken, fingerprint, 1, w1 + 1).CallMetadataFor(RpcMethod::kTransfer, 0, w0),
+      RpcAuth(kToken, fingerprint, 1, w1).CallMetadataFor(RpcMethod::kHeartbeat, 0, w0),
+      RpcAuth(kToken, fingerprint, 1, w1).CallMetadataFor(RpcMethod::kTransfer, 0, w0 ^ 0x5a5a)};
+  for (const CallMetadata& metadata : streams) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    const RpcAuth claimed(kToken, fingerprint, 1, incarnation);
-    for (const auto& [k, v] : claimed.call_metadata()) context.AddMetadata(k, v);
+    for (const auto& [k, v] : metadata) context.AddMetadata(k, v);
     proto::TransferSummary summary;
     std::unique_ptr<grpc::ClientWriter<proto::RawFrame>> writer = worker0->Transfer(&context, &summary);
     for (int i = 0; i < 10 && writer->Write(proto::RawFrame()); ++i) {
@@ -177,7 +261,22 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
     writer->WritesDone();
     CHECK(!writer->Finish().ok());
   }
-  // A message over the size limit, with no token.
+  // A Join over the small limit for control messages, signed right, and one over
+  // the server's limit, with no token.
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    for (const auto& [k, v] :
+         RpcAuth(kToken, fingerprint, 1, w1).CallMetadataFor(RpcMethod::kJoin, 0, w0)) {
+      context.AddMetadata(k, v);
+    }
+    proto::JoinRequest big;
+    big.set_hostname(std::string(8 << 10, 'x'));
+    proto::JoinResponse response;
+    const grpc::Status status = worker0->Join(&context, big, &response);
+    INFO(status.error_message());
+    CHECK(status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
   {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -207,9 +306,41 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
   CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call does not identify") == 1);
   CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call's cluster token is wrong") == 1);
   CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the caller (rank 1) belongs to cluster another-cluster") == 1);
-  CHECK(Count(log, "refused a Join from ipv4:127.0.0.1") == 1);
+  CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call is meant for rank 0 incarnation") == 1);
+  CHECK(Count(log, "refused a Join from ipv4:127.0.0.1: the call does not identify") == 1);
+  CHECK(Count(log, "refused a Join from ipv4:127.0.0.1: rank 1 is a member of this running job already") == 1);
+  CHECK(Count(log, "refused a Join from ipv4:127.0.0.1: a ringwork.proto.JoinRequest of") == 1);
   CHECK(Count(log, "refused a data stream from ipv4:127.0.0.1: it did not identify as a joined peer") == 1);
+  CHECK(Count(log, "refused a data stream from ipv4:127.0.0.1: the call's cluster token is wrong") == 1);
+  CHECK(Count(log, "refused a data stream from ipv4:127.0.0.1: the call is meant for rank 0") == 1);
   CHECK(Count(log, "refused a second data stream from worker:1") == 1);
+}
+
+TEST_CASE("an app that embeds the strategy takes the token and timeouts from the environment",
+          "[security]") {
+  // Worker 0 of two, alone: it waits for its peer while the test calls it.
+  const std::map<std::string, std::string> env = {{"RINGWORK_CLUSTER_TOKEN", kToken},
+                                                  {"RINGWORK_STARTUP_TIMEOUT_S", "4"}};
+  ProcessCluster cluster({"examples/custom_training_loop", 2, false, {}, env, kGuardS});
+  cluster.Skip(1);
+  const double start = MonotonicSeconds();
+  grpc::Status status;  // Checked on this thread: Catch2 is not thread-safe.
+  std::thread probe([&] {
+    auto worker0 = Stub(cluster.address(0));
+    status = FirstAnswer(*worker0, RpcAuth("", ClusterFingerprint(cluster), 1, 5)
+                                       .CallMetadataFor(RpcMethod::kHeartbeat, 0, 1));
+  });
+  std::vector<SubprocessResult> results = cluster.Run();
+  probe.join();
+  INFO(status.error_message());
+  CHECK(status.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(status.error_message().find("carries no cluster token") != std::string::npos);
+  INFO(results[0].output);
+  CHECK(results[0].exit_code == 4);  // RINGWORK_STARTUP_TIMEOUT_S reached it (default: 300 s).
+  CHECK(results[0].output.find("gave up after 4 s") != std::string::npos);
+  CHECK(MonotonicSeconds() - start < 30);
+  CHECK(results[0].output.find("refused a Heartbeat from ipv4:127.0.0.1: the call carries no "
+                               "cluster token") != std::string::npos);
 }
 
 TEST_CASE("a worker with another token, or none, is refused with exit 6", "[security]") {
@@ -338,7 +469,7 @@ TEST_CASE("mutual TLS: workers train over it; no or a foreign certificate cannot
   std::vector<std::string> argv = {kTrain, "--dataset=synthetic", "--startup_timeout_s=15"};
   argv.insert(argv.end(), tls.begin(), tls.end());
   Subprocess worker = Subprocess::Start(argv, options);
-  const CallMetadata identity = RpcAuth(kToken, ClusterFingerprint(cluster), 1, 5).call_metadata();
+  const RpcAuth caller(kToken, ClusterFingerprint(cluster), 1, 5);
   auto with = [&](const std::string& key, const std::string& cert) {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = Read(pki.ca);
@@ -349,6 +480,9 @@ TEST_CASE("mutual TLS: workers train over it; no or a foreign certificate cannot
   // A member's certificate gets an answer (the worker is still starting up, but
   // the call got through TLS and the token check).
   auto member = with(pki.key, pki.cert);
+  const uint64_t incarnation = Challenge(*member, caller, 0);
+  REQUIRE(incarnation != 0);
+  const CallMetadata identity = caller.CallMetadataFor(RpcMethod::kHeartbeat, 0, incarnation);
   grpc::Status answered;
   std::string attempts;
   const double until = MonotonicSeconds() + 30;
@@ -370,7 +504,8 @@ TEST_CASE("mutual TLS: workers train over it; no or a foreign certificate cannot
         std::string(name) == "plaintext"     ? Stub(cluster.address(0))
         : std::string(name) == "another CA" ? with(pki.other_ca_key, pki.other_ca_cert)
                                             : with("", "");
-    grpc::Status refused = Heartbeat(*stub, identity);
+    // Fail fast: these connections never become ready.
+    grpc::Status refused = Heartbeat(*stub, identity, nullptr, /*wait_for_ready=*/false);
     CHECK(refused.error_code() == grpc::StatusCode::UNAVAILABLE);
     CHECK(refused.error_message().find("still starting") == std::string::npos);
   }

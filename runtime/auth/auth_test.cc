@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/auth/cluster_token.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/auth/refusal_log.h"
 #include "runtime/auth/rpc_auth.h"
 #include "runtime/auth/tls_credentials.h"
 
@@ -27,81 +29,141 @@ struct Call {
 const std::string kToken = "0123456789abcdef0123456789abcdef";
 
 TEST_CASE("the HMAC is deterministic and covers every field", "[auth]") {
-  const std::string mac = RpcAuth::Mac(kToken, "fp", 1, 42);
-  CHECK(mac.size() == 64);
-  CHECK(mac == RpcAuth::Mac(kToken, "fp", 1, 42));
-  CHECK(mac != RpcAuth::Mac(kToken + "x", "fp", 1, 42));
-  CHECK(mac != RpcAuth::Mac(kToken, "fq", 1, 42));
-  CHECK(mac != RpcAuth::Mac(kToken, "fp", 2, 42));
-  CHECK(mac != RpcAuth::Mac(kToken, "fp", 1, 43));
+  auto mac = [](const std::string& token, RpcMethod method, const std::string& fp, int64_t rank,
+                uint64_t incarnation, int64_t to_rank, uint64_t to_incarnation) {
+    return RpcAuth::Mac(token, method, fp, rank, incarnation, to_rank, to_incarnation);
+  };
+  const std::string base = mac(kToken, RpcMethod::kHeartbeat, "fp", 1, 42, 0, 7);
+  CHECK(base.size() == 64);
+  CHECK(base == mac(kToken, RpcMethod::kHeartbeat, "fp", 1, 42, 0, 7));
+  CHECK(base != mac(kToken + "x", RpcMethod::kHeartbeat, "fp", 1, 42, 0, 7));
+  CHECK(base != mac(kToken, RpcMethod::kTransfer, "fp", 1, 42, 0, 7));
+  CHECK(base != mac(kToken, RpcMethod::kJoin, "fp", 1, 42, 0, 7));
+  CHECK(base != mac(kToken, RpcMethod::kHeartbeat, "fq", 1, 42, 0, 7));
+  CHECK(base != mac(kToken, RpcMethod::kHeartbeat, "fp", 2, 42, 0, 7));
+  CHECK(base != mac(kToken, RpcMethod::kHeartbeat, "fp", 1, 43, 0, 7));
+  CHECK(base != mac(kToken, RpcMethod::kHeartbeat, "fp", 1, 42, 2, 7));
+  CHECK(base != mac(kToken, RpcMethod::kHeartbeat, "fp", 1, 42, 0, 8));
 }
 
 TEST_CASE("a server with a token accepts only calls signed with it", "[auth]") {
   RpcAuth server(kToken, "cluster-a", 0, 7);
-  SECTION("a worker of the same cluster") {
-    Call call(RpcAuth(kToken, "cluster-a", 1, 99).call_metadata());
-    absl::StatusOr<RpcIdentity> who = server.Verify(call.metadata);
+  const RpcAuth peer(kToken, "cluster-a", 1, 99);
+  {
+    Call call(peer.CallMetadataFor(RpcMethod::kHeartbeat, 0, 7));
+    absl::StatusOr<RpcIdentity> who = server.Verify(call.metadata, RpcMethod::kHeartbeat);
     REQUIRE(who.ok());
     CHECK(who->rank == 1);
     CHECK(who->incarnation == 99);
     CHECK(server.SameCluster(*who).ok());
   }
-  SECTION("no token") {
-    Call call(RpcAuth("", "cluster-a", 1, 99).call_metadata());
-    absl::Status st = server.Verify(call.metadata).status();
+  {
+    Call call(RpcAuth("", "cluster-a", 1, 99).CallMetadataFor(RpcMethod::kHeartbeat, 0, 7));
+    absl::Status st = server.Verify(call.metadata, RpcMethod::kHeartbeat).status();
     CHECK(absl::IsUnauthenticated(st));
-    CHECK(st.message().find("carries no cluster token") != absl::string_view::npos);
+    CHECK(std::string(st.message()).find("carries no cluster token") != std::string::npos);
   }
-  SECTION("another token") {
-    Call call(RpcAuth("another-token-of-another-job", "cluster-a", 1, 99).call_metadata());
-    absl::Status st = server.Verify(call.metadata).status();
+  {
+    Call call(RpcAuth("another-token-of-another-job", "cluster-a", 1, 99)
+                  .CallMetadataFor(RpcMethod::kHeartbeat, 0, 7));
+    absl::Status st = server.Verify(call.metadata, RpcMethod::kHeartbeat).status();
     CHECK(absl::IsUnauthenticated(st));
-    CHECK(st.message().find("token is wrong") != absl::string_view::npos);
+    CHECK(std::string(st.message()).find("token is wrong") != std::string::npos);
   }
-  SECTION("a forged field under a copied HMAC") {
-    CallMetadata pairs = RpcAuth(kToken, "cluster-a", 1, 99).call_metadata();
+  {  // A forged identity under a real MAC: the MAC no longer matches.
+    CallMetadata pairs = peer.CallMetadataFor(RpcMethod::kHeartbeat, 0, 7);
     for (auto& [k, v] : pairs) {
-      if (k == "rw-rank") v = "0";
+      if (k == "rw-rank") v = "2";
     }
     Call call(pairs);
-    CHECK(absl::IsUnauthenticated(server.Verify(call.metadata).status()));
+    CHECK(absl::IsUnauthenticated(server.Verify(call.metadata, RpcMethod::kHeartbeat).status()));
   }
-  SECTION("the right token, another cluster") {
-    Call call(RpcAuth(kToken, "cluster-b", 1, 99).call_metadata());
-    absl::StatusOr<RpcIdentity> who = server.Verify(call.metadata);
+  {
+    Call call(RpcAuth(kToken, "cluster-b", 1, 99).CallMetadataFor(RpcMethod::kHeartbeat, 0, 7));
+    absl::StatusOr<RpcIdentity> who = server.Verify(call.metadata, RpcMethod::kHeartbeat);
     REQUIRE(who.ok());
     CHECK(absl::IsPermissionDenied(server.SameCluster(*who)));
   }
-  SECTION("not a Ringwork call, or a repeated key") {
-    CHECK(absl::IsUnauthenticated(server.Verify(Metadata()).status()));
-    CallMetadata pairs = RpcAuth(kToken, "cluster-a", 1, 99).call_metadata();
+  {  // Nothing, or a repeated key.
+    CHECK(absl::IsUnauthenticated(server.Verify(Metadata(), RpcMethod::kHeartbeat).status()));
+    CallMetadata pairs = peer.CallMetadataFor(RpcMethod::kHeartbeat, 0, 7);
     pairs.push_back({"rw-rank", "1"});
     Call call(pairs);
-    CHECK(absl::IsUnauthenticated(server.Verify(call.metadata).status()));
+    CHECK(absl::IsUnauthenticated(server.Verify(call.metadata, RpcMethod::kHeartbeat).status()));
   }
 }
 
-TEST_CASE("without a token every Ringwork call is accepted", "[auth]") {
+TEST_CASE("a call binds to its method and to the callee's process", "[auth]") {
+  const RpcAuth peer(kToken, "cluster-a", 1, 99);
+  const RpcAuth server(kToken, "cluster-a", 0, 7);
+  SECTION("a Heartbeat's metadata does not open a Transfer") {
+    Call call(peer.CallMetadataFor(RpcMethod::kHeartbeat, 0, 7));
+    CHECK(server.Verify(call.metadata, RpcMethod::kHeartbeat).ok());
+    absl::Status st = server.Verify(call.metadata, RpcMethod::kTransfer).status();
+    CHECK(absl::IsUnauthenticated(st));
+    CHECK(absl::IsUnauthenticated(server.Verify(call.metadata, RpcMethod::kJoin).status()));
+  }
+  SECTION("a call captured in an earlier run is refused by this run's worker") {
+    // The same job (token, cluster, ranks) ran before; rank 0 was incarnation 6.
+    Call captured(peer.CallMetadataFor(RpcMethod::kTransfer, 0, 6));
+    absl::Status st = server.Verify(captured.metadata, RpcMethod::kTransfer).status();
+    CHECK(absl::IsUnauthenticated(st));
+    CHECK(std::string(st.message()).find("a call of an earlier run") != std::string::npos);
+    CHECK(server.challenge() == "7");
+  }
+  SECTION("a call for another rank is refused") {
+    Call call(peer.CallMetadataFor(RpcMethod::kHeartbeat, 2, 7));
+    CHECK(absl::IsUnauthenticated(server.Verify(call.metadata, RpcMethod::kHeartbeat).status()));
+  }
+  SECTION("a first Join, before the callee's incarnation is known, is challenged") {
+    Call first(peer.CallMetadataFor(RpcMethod::kJoin, 0, 0));
+    CHECK(absl::IsUnauthenticated(server.Verify(first.metadata, RpcMethod::kJoin).status()));
+    Call second(peer.CallMetadataFor(RpcMethod::kJoin, 0, std::stoull(server.challenge())));
+    CHECK(server.Verify(second.metadata, RpcMethod::kJoin).ok());
+  }
+}
+
+TEST_CASE("without a token a bound Ringwork call is accepted", "[auth]") {
   RpcAuth server("", "cluster-a", 0, 7);
-  Call call(RpcAuth("", "cluster-a", 1, 99).call_metadata());
-  CHECK(server.Verify(call.metadata).ok());
-  CHECK(server.call_metadata().size() == 3);  // No rw-auth.
+  const RpcAuth peer("", "cluster-a", 1, 99);
+  Call call(peer.CallMetadataFor(RpcMethod::kHeartbeat, 0, 7));
+  CHECK(server.Verify(call.metadata, RpcMethod::kHeartbeat).ok());
+  CHECK(call.storage.size() == 5);  // No rw-auth.
+  Call stale(peer.CallMetadataFor(RpcMethod::kHeartbeat, 0, 6));
+  CHECK(absl::IsUnauthenticated(server.Verify(stale.metadata, RpcMethod::kHeartbeat).status()));
 }
 
 TEST_CASE("refusals are logged once per host and kind, and bounded", "[auth]") {
-  RefusalLog log(3);
+  RefusalLog::Options bounded;
+  bounded.max_entries = 3;
+  RefusalLog log(bounded);
   const absl::Status bad = absl::UnauthenticatedError("x");
-  log.Refused("ipv4:10.0.0.5:1000", "Join", bad);
-  log.Refused("ipv4:10.0.0.5:1001", "Join", bad);  // Same host, another port.
+  CHECK(log.Refused("ipv4:10.0.0.5:1000", "Join", bad));
+  CHECK_FALSE(log.Refused("ipv4:10.0.0.5:1001", "Join", bad));  // Same host, another port.
   CHECK(log.size() == 1);
   log.Refused("ipv4:10.0.0.5:1002", "Heartbeat", bad);
   log.Refused("ipv4:10.0.0.6:1000", "Join", bad);
-  log.Refused("ipv4:10.0.0.7:1000", "Join", bad);  // Over the bound: not kept.
+  CHECK_FALSE(log.Refused("ipv4:10.0.0.7:1000", "Join", bad));  // Over the bound: not kept.
   CHECK(log.size() == 3);
   RefusalLog reasons;
   reasons.Refused("ipv4:10.0.0.5:1000", "Join", bad);
   reasons.Refused("ipv4:10.0.0.5:1000", "Join", absl::UnauthenticatedError("y"));  // Another reason.
   CHECK(reasons.size() == 2);
+}
+
+TEST_CASE("refusals are rate-limited, and caller-chosen text is cut and escaped", "[auth]") {
+  RefusalLog::Options options;
+  options.burst = 2;
+  options.period_s = 3600;
+  RefusalLog log(options);
+  int logged = 0;
+  for (int i = 0; i < 50; ++i) {
+    logged += log.Refused(absl::StrCat("ipv4:10.0.0.", i, ":1"), "a Join",
+                          absl::InvalidArgumentError("x")) ? 1 : 0;
+  }
+  CHECK(logged == 2);
+  CHECK(RefusalLog::Printable(std::string(1000, 'a'), 300) == std::string(300, 'a') + "...");
+  CHECK(RefusalLog::Printable("a'b\nc\x01\\", 300) == "a'b\\x0ac\\x01\\x5c");
 }
 
 std::string TempFile(const std::string& name, const std::string& text, mode_t mode = 0600) {

@@ -7,7 +7,6 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "base/logging.h"
 
 namespace ringwork {
 namespace {
@@ -15,6 +14,8 @@ namespace {
 constexpr char kFingerprintKey[] = "rw-fingerprint";
 constexpr char kRankKey[] = "rw-rank";
 constexpr char kIncarnationKey[] = "rw-incarnation";
+constexpr char kToRankKey[] = "rw-to-rank";
+constexpr char kToIncarnationKey[] = "rw-to-incarnation";
 constexpr char kMacKey[] = "rw-auth";
 constexpr size_t kMaxValueBytes = 256;
 
@@ -30,18 +31,44 @@ std::string Value(const std::multimap<grpc::string_ref, grpc::string_ref>& metad
 
 }  // namespace
 
-RpcAuth::RpcAuth(std::string token, std::string fingerprint, int rank, uint64_t incarnation)
-    : token_(std::move(token)), fingerprint_(std::move(fingerprint)) {
-  metadata_ = {{kFingerprintKey, fingerprint_},
-               {kRankKey, std::to_string(rank)},
-               {kIncarnationKey, std::to_string(incarnation)}};
-  if (enabled()) metadata_.push_back({kMacKey, Mac(token_, fingerprint_, rank, incarnation)});
+const char* RpcMethodName(RpcMethod method) {
+  switch (method) {
+    case RpcMethod::kJoin:
+      return "Join";
+    case RpcMethod::kHeartbeat:
+      return "Heartbeat";
+    case RpcMethod::kTransfer:
+      return "Transfer";
+  }
+  return "?";
 }
 
-std::string RpcAuth::Mac(const std::string& token, const std::string& fingerprint, int64_t rank,
-                         uint64_t incarnation) {
+RpcAuth::RpcAuth(std::string token, std::string fingerprint, int rank, uint64_t incarnation)
+    : token_(std::move(token)),
+      fingerprint_(std::move(fingerprint)),
+      rank_(rank),
+      incarnation_(incarnation) {}
+
+CallMetadata RpcAuth::CallMetadataFor(RpcMethod method, int64_t to_rank,
+                                      uint64_t to_incarnation) const {
+  CallMetadata metadata = {{kFingerprintKey, fingerprint_},
+                           {kRankKey, std::to_string(rank_)},
+                           {kIncarnationKey, std::to_string(incarnation_)},
+                           {kToRankKey, std::to_string(to_rank)},
+                           {kToIncarnationKey, std::to_string(to_incarnation)}};
+  if (enabled()) {
+    metadata.push_back({kMacKey, Mac(token_, method, fingerprint_, rank_, incarnation_, to_rank,
+                                     to_incarnation)});
+  }
+  return metadata;
+}
+
+std::string RpcAuth::Mac(const std::string& token, RpcMethod method,
+                         const std::string& fingerprint, int64_t rank, uint64_t incarnation,
+                         int64_t to_rank, uint64_t to_incarnation) {
   const std::string message =
-      absl::StrCat("ringwork-rpc-v1\n", fingerprint, "\n", rank, "\n", incarnation);
+      absl::StrCat("ringwork-rpc-v2\n", RpcMethodName(method), "\n", fingerprint, "\n", rank, "\n",
+                   incarnation, "\n", to_rank, "\n", to_incarnation);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
@@ -50,29 +77,46 @@ std::string RpcAuth::Mac(const std::string& token, const std::string& fingerprin
 }
 
 absl::StatusOr<RpcIdentity> RpcAuth::Verify(
-    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata, RpcMethod method) const {
   RpcIdentity who;
+  int64_t to_rank = -1;
+  uint64_t to_incarnation = 0;
   who.fingerprint = Value(metadata, kFingerprintKey);
   const bool parsed = !who.fingerprint.empty() &&
                       absl::SimpleAtoi(Value(metadata, kRankKey), &who.rank) &&
-                      absl::SimpleAtoi(Value(metadata, kIncarnationKey), &who.incarnation);
+                      absl::SimpleAtoi(Value(metadata, kIncarnationKey), &who.incarnation) &&
+                      absl::SimpleAtoi(Value(metadata, kToRankKey), &to_rank) &&
+                      absl::SimpleAtoi(Value(metadata, kToIncarnationKey), &to_incarnation);
   if (!parsed) {
     return absl::UnauthenticatedError("the call does not identify a Ringwork worker");
   }
-  if (!enabled()) return who;
-  const std::string got = Value(metadata, kMacKey);
-  if (got.empty()) {
-    return absl::UnauthenticatedError(
-        "the call carries no cluster token; every task needs the same token "
-        "(--cluster_token_file, or env RINGWORK_CLUSTER_TOKEN)");
+  if (enabled()) {
+    const std::string got = Value(metadata, kMacKey);
+    if (got.empty()) {
+      return absl::UnauthenticatedError(
+          "the call carries no cluster token; every task needs the same token "
+          "(--cluster_token_file, or env RINGWORK_CLUSTER_TOKEN)");
+    }
+    const std::string want =
+        Mac(token_, method, who.fingerprint, who.rank, who.incarnation, to_rank, to_incarnation);
+    if (got.size() != want.size() || CRYPTO_memcmp(got.data(), want.data(), want.size()) != 0) {
+      return absl::UnauthenticatedError(
+          "the call's cluster token is wrong (another job?), or its signature is for another "
+          "method; every task needs the same token (--cluster_token_file, or env "
+          "RINGWORK_CLUSTER_TOKEN)");
+    }
   }
-  const std::string want = Mac(token_, who.fingerprint, who.rank, who.incarnation);
-  if (got.size() != want.size() || CRYPTO_memcmp(got.data(), want.data(), want.size()) != 0) {
-    return absl::UnauthenticatedError(
-        "the call's cluster token is wrong (another job or run?); every task needs the same "
-        "token (--cluster_token_file, or env RINGWORK_CLUSTER_TOKEN)");
+  if (to_rank != rank_ || to_incarnation != incarnation_) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "the call is meant for rank ", to_rank, " incarnation ", to_incarnation,
+        ", not this worker (rank ", rank_, " incarnation ", incarnation_,
+        "): a call of an earlier run, or one made before learning this incarnation"));
   }
   return who;
+}
+
+bool RpcAuth::AsksForChallenge(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
+  return Value(metadata, kToIncarnationKey) == "0";
 }
 
 absl::Status RpcAuth::SameCluster(const RpcIdentity& who) const {
@@ -80,24 +124,6 @@ absl::Status RpcAuth::SameCluster(const RpcIdentity& who) const {
   return absl::PermissionDeniedError(absl::StrCat("the caller (rank ", who.rank,
                                                   ") belongs to cluster ", who.fingerprint,
                                                   ", not ", fingerprint_));
-}
-
-void RefusalLog::Refused(const std::string& peer, const std::string& what, const absl::Status& why) {
-  std::string host = peer;
-  const size_t colon = host.rfind(':');
-  if (colon != std::string::npos && host.find(':') != colon) host.resize(colon);  // "ipv4:h:port"
-  const std::string key = absl::StrCat(host, " ", what, " ", why.message());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (seen_.size() >= max_entries_ || !seen_.insert(key).second) return;
-  }
-  RW_LOG(WARNING) << "refused " << what << " from " << host << ": " << why.message()
-                  << " (logged once per host)";
-}
-
-size_t RefusalLog::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return seen_.size();
 }
 
 }  // namespace ringwork

@@ -1,28 +1,37 @@
 // Who may call a worker. Every RPC a worker makes (Join, Heartbeat, Transfer)
-// carries its identity in gRPC metadata: the cluster fingerprint it believes in,
-// its rank and its incarnation (one per process), and, when the cluster has a
-// token, an HMAC-SHA256 of those keyed with the token. The server recomputes the
-// HMAC with its own token before it looks at anything else:
+// carries in gRPC metadata its identity (the cluster fingerprint it believes in,
+// its rank, its incarnation: one per process) and the callee it is meant for (rank
+// and incarnation), and, when the cluster has a token, an HMAC-SHA256 of all of
+// that and the method, keyed with the token. The server checks before it looks at
+// anything else:
 //
-//   no or wrong HMAC (no token, another token: another job or run)  UNAUTHENTICATED
-//   right HMAC, another cluster fingerprint                          PERMISSION_DENIED
+//   no or wrong HMAC (no token, another token: another job)            UNAUTHENTICATED
+//   meant for another incarnation of this task (a call of an earlier
+//     run replayed, or a first Join that did not know it yet)          UNAUTHENTICATED
+//     + trailing metadata rw-challenge: this worker's incarnation
+//   right HMAC, another cluster fingerprint                            PERMISSION_DENIED
 //     (Join excepted: there the caller is told how the clusters differ, exit 2)
 //
+// So a call binds to the run (both ends' processes) and to its method: metadata
+// captured in an earlier run of the same job, or from a Heartbeat, opens nothing
+// now. A Join learns the callee's incarnation from the challenge and retries at
+// once (runtime/transport/grpc/rendezvous.h); later calls know it from the Join.
+//
 // A refused call changes nothing in the worker: training goes on. Without a token
-// every call is accepted (as TensorFlow and PyTorch do); the token is a shared
-// secret, so metadata can be replayed by whoever can read the traffic: use mutual
-// TLS (runtime/auth/tls_credentials.h) on networks you do not trust.
+// the identity is only a claim (as TensorFlow and PyTorch accept every call), and
+// the token is a shared secret: use mutual TLS (runtime/auth/tls_credentials.h) on
+// networks you do not trust.
 //
 //   RpcAuth auth(token, fingerprint, rank, incarnation);
-//   for (auto& [k, v] : auth.call_metadata()) context.AddMetadata(k, v);   // client
-//   absl::StatusOr<RpcIdentity> who = auth.Verify(server_context->client_metadata());
+//   for (auto& [k, v] : auth.CallMetadataFor(RpcMethod::kHeartbeat, peer, peer_incarnation))
+//     context.AddMetadata(k, v);                                           // client
+//   absl::StatusOr<RpcIdentity> who =
+//       auth.Verify(server_context->client_metadata(), RpcMethod::kHeartbeat);  // server
 #ifndef RINGWORK_RUNTIME_AUTH_RPC_AUTH_H_
 #define RINGWORK_RUNTIME_AUTH_RPC_AUTH_H_
 
 #include <cstdint>
 #include <map>
-#include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +44,12 @@ namespace ringwork {
 
 using CallMetadata = std::vector<std::pair<std::string, std::string>>;
 
+enum class RpcMethod { kJoin, kHeartbeat, kTransfer };
+const char* RpcMethodName(RpcMethod method);
+
+// Trailing metadata of a refusal for another incarnation: the callee's own.
+inline constexpr char kChallengeMetadataKey[] = "rw-challenge";
+
 struct RpcIdentity {
   std::string fingerprint;
   int64_t rank = -1;
@@ -46,38 +61,33 @@ class RpcAuth {
   RpcAuth(std::string token, std::string fingerprint, int rank, uint64_t incarnation);
 
   bool enabled() const { return !token_.empty(); }
-  // What this worker attaches to each of its calls.
-  const ::ringwork::CallMetadata& call_metadata() const { return metadata_; }
-  // The caller's identity, authenticated when there is a token (UNAUTHENTICATED
-  // otherwise). The fingerprint is the caller's; compare it (SameCluster).
-  absl::StatusOr<RpcIdentity> Verify(
-      const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
+  // What this worker attaches to a call of `method` to rank `to_rank` whose process
+  // has incarnation `to_incarnation` (0 when not known yet: it is then refused with
+  // a challenge).
+  CallMetadata CallMetadataFor(RpcMethod method, int64_t to_rank, uint64_t to_incarnation) const;
+  // The caller's identity, when the call is of `method`, meant for this worker's
+  // rank and incarnation, and (with a token) signed with it; UNAUTHENTICATED
+  // otherwise. The fingerprint is the caller's; compare it (SameCluster).
+  absl::StatusOr<RpcIdentity> Verify(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                                     RpcMethod method) const;
+  // True for a call that names no incarnation of the callee (a first Join asking
+  // for the challenge): refused, but nothing to log.
+  static bool AsksForChallenge(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
   // PERMISSION_DENIED unless `who` is of this worker's cluster.
   absl::Status SameCluster(const RpcIdentity& who) const;
+  // This worker's incarnation, as the rw-challenge value.
+  std::string challenge() const { return std::to_string(incarnation_); }
 
-  // HMAC-SHA256 of the identity under `token`, hex (exposed for tests).
-  static std::string Mac(const std::string& token, const std::string& fingerprint, int64_t rank,
-                         uint64_t incarnation);
+  // HMAC-SHA256 of a call under `token`, hex (exposed for tests).
+  static std::string Mac(const std::string& token, RpcMethod method, const std::string& fingerprint,
+                         int64_t rank, uint64_t incarnation, int64_t to_rank,
+                         uint64_t to_incarnation);
 
  private:
   std::string token_;
   std::string fingerprint_;
-  ::ringwork::CallMetadata metadata_;
-};
-
-// Logs each refusal (what was refused, and why) once per remote host, at most
-// `max_entries` lines in all, so that a flood of bad calls does not flood the log.
-class RefusalLog {
- public:
-  explicit RefusalLog(size_t max_entries = 256) : max_entries_(max_entries) {}
-  // `peer` as gRPC gives it ("ipv4:10.0.0.5:51234"); the port is ignored.
-  void Refused(const std::string& peer, const std::string& what, const absl::Status& why);
-  size_t size() const;
-
- private:
-  size_t max_entries_;
-  mutable std::mutex mu_;
-  std::set<std::string> seen_;  // Guarded by mu_.
+  int rank_;
+  uint64_t incarnation_;
 };
 
 }  // namespace ringwork

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/deadline.h"
@@ -16,6 +17,32 @@ void InboundJoins::Record(int rank, uint64_t incarnation) {
   std::lock_guard<std::mutex> lock(mu_);
   incarnation_[rank] = incarnation;
   joined_[rank] = true;
+}
+
+absl::Status InboundJoins::Admit(int rank, uint64_t incarnation) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!sealed_) return absl::OkStatus();
+  // The same process again (its answer was lost, it retried): nothing changes.
+  if (joined_[rank] && incarnation == incarnation_[rank]) return absl::OkStatus();
+  if (failed_[rank]) return absl::OkStatus();
+  return absl::AlreadyExistsError(absl::StrCat(
+      "rank ", rank, " is a member of this running job already (incarnation ", incarnation_[rank],
+      "); a Join for it is accepted only after that worker was declared failed"));
+}
+
+void InboundJoins::Seal() {
+  std::lock_guard<std::mutex> lock(mu_);
+  sealed_ = true;
+}
+
+bool InboundJoins::sealed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sealed_;
+}
+
+void InboundJoins::MarkFailed(int rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (rank >= 0 && rank < static_cast<int>(failed_.size())) failed_[rank] = true;
 }
 
 void InboundJoins::RecordRejection(const absl::Status& status) {
@@ -70,6 +97,8 @@ absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest&
 
 namespace {
 
+constexpr char kChallengeKey[] = "rw-challenge";  // runtime/auth/rpc_auth.h
+
 struct Attempt {
   int rank = 0;
   bool joined = false;
@@ -78,6 +107,8 @@ struct Attempt {
   Deadline next_try = Deadline::AfterSeconds(0);
   absl::Status last_error = absl::UnavailableError("not contacted yet");
   JoinedPeer result;
+  uint64_t challenge = 0;       // The peer's incarnation, as its refusal told it.
+  uint64_t sent_challenge = 0;  // The one the call in flight is bound to.
   std::unique_ptr<grpc::ClientContext> context;
   proto::JoinResponse response;
   grpc::Status status;
@@ -102,7 +133,8 @@ std::string Reason(const Attempt& a, const InboundJoins& inbound) {
 absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     const ClusterConfig& config, const std::vector<proto::Worker::Stub*>& stubs,
     const std::function<proto::JoinRequest(int rank)>& make_request,
-    const std::vector<std::pair<std::string, std::string>>& metadata,
+    const std::function<std::vector<std::pair<std::string, std::string>>(
+        int rank, uint64_t incarnation)>& metadata,
     const InboundJoins& inbound, const RendezvousOptions& options) {
   const int world = config.world_size();
   const Deadline deadline = Deadline::AfterSeconds(options.startup_timeout_s);
@@ -171,7 +203,8 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
       a.context->set_deadline(ToSystemTime(
           Deadline::AfterSeconds(options.attempt_timeout_s).Min(deadline)));
       a.context->set_wait_for_ready(false);
-      for (const auto& [key, value] : metadata) a.context->AddMetadata(key, value);
+      for (const auto& [key, value] : metadata(r, a.challenge)) a.context->AddMetadata(key, value);
+      a.sent_challenge = a.challenge;
       a.call = stubs[r]->AsyncJoin(a.context.get(), make_request(r), &cq);
       a.call->Finish(&a.response, &a.status, &a);
       a.in_flight = true;
@@ -187,6 +220,20 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
       a.result.incarnation = a.response.incarnation();
       a.result.mapped_our_shm = a.response.shm_mapped();
       continue;
+    }
+    if (a.status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      // Refused for another incarnation: the first attempt, or the peer restarted.
+      // Its challenge names the one to bind to: retry at once, once per challenge.
+      const auto& trailing = a.context->GetServerTrailingMetadata();
+      auto it = trailing.find(kChallengeKey);
+      uint64_t challenge = 0;
+      if (it != trailing.end() &&
+          absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &challenge) &&
+          challenge != 0 && challenge != a.sent_challenge) {
+        a.challenge = challenge;
+        a.last_error = absl::UnavailableError("answered its challenge");
+        continue;
+      }
     }
     if (!IsRetryable(a.status.error_code())) {
       // The peer refused us: another cluster, protocol or identity. Not transient.

@@ -45,8 +45,19 @@ struct JoinedPeer {
 // threads, read by the rendezvous loop).
 class InboundJoins {
  public:
-  explicit InboundJoins(int world_size) : incarnation_(world_size, 0), joined_(world_size) {}
+  explicit InboundJoins(int world_size)
+      : incarnation_(world_size, 0), joined_(world_size), failed_(world_size) {}
+  // Whether a Join from `rank` (process `incarnation`) may be accepted: always
+  // during startup; after Seal() only from the process that joined (a retry changes
+  // nothing) or for a rank declared failed (MarkFailed). ALREADY_EXISTS otherwise.
+  absl::Status Admit(int rank, uint64_t incarnation) const;
   void Record(int rank, uint64_t incarnation);
+  // The rendezvous is over: the membership is fixed.
+  void Seal();
+  bool sealed() const;
+  // A peer declared failed (heartbeats, its link): a later process of that rank may
+  // join again (what elastic training will build on).
+  void MarkFailed(int rank);
   // A Join this worker refused because the caller describes another cluster: the
   // rendezvous then fails with the same error.
   void RecordRejection(const absl::Status& status);
@@ -58,6 +69,8 @@ class InboundJoins {
   mutable std::mutex mu_;
   std::vector<uint64_t> incarnation_;  // Guarded by mu_.
   std::vector<bool> joined_;           // Guarded by mu_.
+  std::vector<bool> failed_;           // Guarded by mu_.
+  bool sealed_ = false;                // Guarded by mu_.
   absl::Status rejection_;             // Guarded by mu_.
 };
 
@@ -67,11 +80,14 @@ absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest&
                           const std::string& caller_address);
 
 // `stubs[rank]` for every peer (null for this rank); `make_request(rank)` builds the
-// Join request for that peer; every call carries `metadata` (identity, token HMAC).
+// Join request for that peer; each call carries `metadata(rank, incarnation)`
+// (identity and token HMAC, bound to the peer's incarnation: 0 until a refusal's
+// rw-challenge tells it, then the call is retried at once with it).
 absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     const ClusterConfig& config, const std::vector<proto::Worker::Stub*>& stubs,
     const std::function<proto::JoinRequest(int rank)>& make_request,
-    const std::vector<std::pair<std::string, std::string>>& metadata,
+    const std::function<std::vector<std::pair<std::string, std::string>>(
+        int rank, uint64_t incarnation)>& metadata,
     const InboundJoins& inbound, const RendezvousOptions& options);
 
 }  // namespace ringwork

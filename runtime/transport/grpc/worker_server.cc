@@ -2,6 +2,9 @@
 
 #include <chrono>
 
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/support/proto_buffer_writer.h>
+
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "runtime/transport/grpc/grpc_util.h"
@@ -9,23 +12,54 @@
 namespace ringwork {
 
 class WorkerServer::Service final
-    : public proto::Worker::WithRawMethod_Transfer<proto::Worker::Service> {
+    : public proto::Worker::WithRawCallbackMethod_Join<
+          proto::Worker::WithRawCallbackMethod_Heartbeat<
+              proto::Worker::WithRawMethod_Transfer<proto::Worker::Service>>> {
  public:
   explicit Service(const Handlers* handlers) : handlers_(handlers) {}
 
-  grpc::Status Join(grpc::ServerContext* context, const proto::JoinRequest* request,
-                    proto::JoinResponse* response) override {
-    return handlers_->join(context, *request, response);
+  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(handlers_->join(context, *request, response));
+    return reactor;
   }
-  grpc::Status Heartbeat(grpc::ServerContext* context,
-                         const proto::HeartbeatRequest* request,
-                         proto::HeartbeatResponse* response) override {
-    return handlers_->heartbeat(context, *request, response);
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(handlers_->heartbeat(context, *request, response));
+    return reactor;
   }
 
  private:
   const Handlers* handlers_;  // Not owned.
 };
+
+grpc::Status ParseSmallMessage(const grpc::ByteBuffer& request, size_t max_bytes,
+                               google::protobuf::Message* message) {
+  if (request.Length() > max_bytes) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("a ", message->GetTypeName(), " of ", request.Length(),
+                                     " bytes is over the limit of ", max_bytes, " bytes"));
+  }
+  grpc::ByteBuffer copy(request);  // Shares the slices; Deserialize consumes them.
+  grpc::Status status =
+      grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::Message>(&copy, message);
+  if (!status.ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("not a valid ", message->GetTypeName()));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status SerializeMessage(const google::protobuf::Message& message,
+                              grpc::ByteBuffer* response) {
+  bool own = false;
+  return grpc::GenericSerialize<grpc::ProtoBufferWriter, google::protobuf::Message>(
+      message, response, &own);
+}
 
 // Keeps one RequestTransfer outstanding; hands every accepted call on.
 class WorkerServer::Acceptor : public CqTag {
@@ -95,9 +129,6 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   // gRPC would share the port with another process (SO_REUSEPORT): a second worker
   // with the same address would then receive half the connections. Refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
   server->cq_ = builder.AddCompletionQueue();
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {

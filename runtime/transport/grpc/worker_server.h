@@ -1,7 +1,9 @@
 // The gRPC server every ring member runs on its own TF_CONFIG address (never on
-// 0.0.0.0). It answers Join and Heartbeat (synchronously, on gRPC's server threads)
-// and accepts the peers' Transfer calls (asynchronously, on the completion queue
-// the transport's loop thread drives), handing each to a callback.
+// 0.0.0.0). It answers Join and Heartbeat (gRPC's callback API, on gRPC's own
+// threads, with the request still raw bytes: the handler authenticates the call
+// before it parses anything, and parses only small messages, ParseSmallMessage) and
+// accepts the peers' Transfer calls (asynchronously, on the completion queue the
+// transport's loop thread drives), handing each to a callback.
 //
 //   WorkerServer::Handlers handlers{join_fn, heartbeat_fn, transfer_fn};
 //   absl::StatusOr<std::unique_ptr<WorkerServer>> server =
@@ -31,13 +33,12 @@ namespace ringwork {
 
 class WorkerServer {
  public:
+  // A unary call: the request as received, the response to fill.
+  using UnaryHandler = std::function<grpc::Status(grpc::ServerContextBase*, const grpc::ByteBuffer&,
+                                                  grpc::ByteBuffer*)>;
   struct Handlers {
-    std::function<grpc::Status(grpc::ServerContext*, const proto::JoinRequest&,
-                               proto::JoinResponse*)>
-        join;
-    std::function<grpc::Status(grpc::ServerContext*, const proto::HeartbeatRequest&,
-                               proto::HeartbeatResponse*)>
-        heartbeat;
+    UnaryHandler join;
+    UnaryHandler heartbeat;
     // Called on the loop thread for every accepted Transfer call; owns it from then.
     std::function<void(std::unique_ptr<InboundCall>)> transfer;
   };
@@ -74,6 +75,17 @@ class WorkerServer {
   int port_ = 0;
   bool shut_down_ = false;
 };
+
+// Join and Heartbeat messages are a few hundred bytes; no caller makes the server
+// parse more than this.
+inline constexpr size_t kMaxControlMessageBytes = 4096;
+
+// Parses `request` into `message` when it is at most `max_bytes` long:
+// RESOURCE_EXHAUSTED over it, INVALID_ARGUMENT when it does not parse.
+grpc::Status ParseSmallMessage(const grpc::ByteBuffer& request, size_t max_bytes,
+                               google::protobuf::Message* message);
+// Serializes `message` into `response`.
+grpc::Status SerializeMessage(const google::protobuf::Message& message, grpc::ByteBuffer* response);
 
 }  // namespace ringwork
 

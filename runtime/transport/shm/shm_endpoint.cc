@@ -129,6 +129,11 @@ absl::Status ShmEndpoint::MapPeer(int peer, const std::string& segment_name) {
   std::lock_guard<std::mutex> lock(mu_);
   PeerMapping& mapping = peers_[peer];
   if (mapping.name == segment_name && mapping.slot.valid()) return absl::OkStatus();
+  if (mapping.linked) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "peer rank ", peer, "'s segment is in use by a live link; not replacing it with \"",
+        segment_name, "\""));
+  }
   const int fd = ::shm_open(segment_name.c_str(), O_RDWR, 0);
   if (fd < 0) return Errno("shm_open", segment_name);  // Another host: expected.
   struct stat info;
@@ -169,7 +174,8 @@ bool ShmEndpoint::mapped(int peer) const {
 std::unique_ptr<Link> ShmEndpoint::MakeLink(int peer, std::shared_ptr<PeerLiveness> liveness,
                                             size_t max_payload_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  const PeerMapping& mapping = peers_[peer];
+  PeerMapping& mapping = peers_[peer];
+  mapping.linked = true;
   uint8_t* in_slot = own_.data() + ShmSlotOffset(peer, ring_bytes_);
   ShmLink::Rings rings;
   rings.out_header = reinterpret_cast<RingHeader*>(mapping.slot.data());

@@ -56,7 +56,9 @@ class ShmEndpoint {
   // This worker's doorbell, where peers ring it.
   DoorbellWord* bell() const;
   // Maps `peer`'s segment `segment_name`: its doorbell and its ring for frames from
-  // this worker. Thread-safe; mapping the same name again is a no-op.
+  // this worker. Thread-safe; mapping the same name again is a no-op. Once a link
+  // was made for `peer` its mapping is never replaced (FAILED_PRECONDITION): the
+  // link points into it.
   absl::Status MapPeer(int peer, const std::string& segment_name);
   bool mapped(int peer) const;
   std::unique_ptr<Link> MakeLink(int peer, std::shared_ptr<PeerLiveness> liveness,
@@ -69,6 +71,7 @@ class ShmEndpoint {
     std::string name;
     Mapping header;  // The peer's SegmentHeader page.
     Mapping slot;    // Its slot for frames from us.
+    bool linked = false;  // A ShmLink points into the mappings.
   };
   ShmEndpoint(int rank, int world_size, size_t ring_bytes);
 

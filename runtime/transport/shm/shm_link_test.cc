@@ -121,6 +121,27 @@ TEST_CASE("a rank that aborts is noticed by its peer at once", "[shm]") {
   CHECK(seconds < 2);
 }
 
+TEST_CASE("a peer's segment is never remapped under a live link", "[shm]") {
+  ShmWorld world(2);
+  auto stranger = ShmEndpoint::Create(1, 2, 1 << 20, 0x2001);
+  REQUIRE(stranger.ok());
+  // Before a link exists (a restart during startup) the same name is a no-op and
+  // another is mapped; once linked, another name is refused.
+  CHECK(world.endpoints[0]->MapPeer(1, world.endpoints[1]->name()).ok());
+  const absl::Status refused = world.endpoints[0]->MapPeer(1, (*stranger)->name());
+  CHECK(absl::IsFailedPrecondition(refused));
+  CHECK(std::string(refused.message()).find("in use by a live link") != std::string::npos);
+  // The link still works.
+  auto results = RunOnRanks(2, [&](int rank) {
+    Communicator comm(world.transports[rank].get(), CollectiveOptions());
+    std::vector<float> data(1000, 1);
+    return comm.AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum);
+  });
+  CHECK(results[0].ok());
+  CHECK(results[1].ok());
+  (*stranger)->Unlink();
+}
+
 // Runs `iterations` all-reduces of `n` floats with the given segment size and
 // returns the heap allocations they made (all ranks together).
 long AllocationsFor(ShmWorld& world, size_t segment_bytes, size_t n, int iterations) {

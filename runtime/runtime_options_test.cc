@@ -1,0 +1,74 @@
+// One configuration path for binaries and embedded apps: the precedence of a value
+// set in code, a flag, the environment and the default.
+#include "runtime/runtime_options.h"
+
+#include <cstdlib>
+
+#include <catch2/catch.hpp>
+
+namespace ringwork {
+namespace {
+
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name); }
+  const char* name;
+};
+
+TEST_CASE("an embedded app's options take the environment where the code left defaults", "[options]") {
+  ScopedEnv timeout("RINGWORK_COLLECTIVE_TIMEOUT_S", "7");
+  ScopedEnv misses("RINGWORK_HEARTBEAT_MISSES", "9");
+  ScopedEnv algorithm("RINGWORK_ALLREDUCE_ALGORITHM", "ring");
+  ScopedEnv segment("RINGWORK_SEGMENT_BYTES", "65536");
+  ScopedEnv transport("RINGWORK_TRANSPORT", "grpc");
+  ScopedEnv token("RINGWORK_CLUSTER_TOKEN", "0123456789abcdef0123456789abcdef");
+  RuntimeOptions options;
+  options.heartbeat.misses = 3;                    // Set by the code: it wins.
+  options.collectives.segment_bytes = 1 << 20;     // Likewise.
+  REQUIRE(options.ApplyEnvironmentAndFinish().ok());
+  CHECK(options.finished());
+  CHECK(options.collectives.timeout_s == 7);
+  CHECK(options.heartbeat.misses == 3);
+  CHECK(options.collectives.allreduce_algorithm == AllReduceAlgorithm::kRing);
+  CHECK(options.collectives.segment_bytes == (1 << 20));
+  CHECK(options.transport_kind == "grpc");
+  CHECK(options.cluster_token == "0123456789abcdef0123456789abcdef");
+  CHECK(options.heartbeat.interval_s == HeartbeatOptions().interval_s);  // No variable: default.
+}
+
+TEST_CASE("a token set in code is kept; options a flag parser finished are left alone", "[options]") {
+  ScopedEnv token("RINGWORK_CLUSTER_TOKEN", "0123456789abcdef0123456789abcdef");
+  ScopedEnv timeout("RINGWORK_STARTUP_TIMEOUT_S", "11");
+  {
+    RuntimeOptions options;
+    options.cluster_token = "fedcba9876543210fedcba9876543210";
+    options.collectives.allreduce_algorithm = AllReduceAlgorithm::kRecursiveDoubling;
+    REQUIRE(options.ApplyEnvironmentAndFinish().ok());
+    CHECK(options.cluster_token == "fedcba9876543210fedcba9876543210");
+    CHECK(options.collectives.allreduce_algorithm == AllReduceAlgorithm::kRecursiveDoubling);
+    CHECK(options.rendezvous.startup_timeout_s == 11);
+  }
+  {
+    // A binary: flags (which read the environment) then Finish(); a flag wins.
+    RuntimeOptions options;
+    FlagSet flags("binary");
+    options.Register(&flags);
+    const char* argv[] = {"binary", "--startup_timeout_s=12"};
+    REQUIRE(flags.Parse(2, argv).ok());
+    REQUIRE(options.Finish().ok());
+    options.rendezvous.startup_timeout_s = 13;  // Changed after: no second pass.
+    REQUIRE(options.ApplyEnvironmentAndFinish().ok());
+    CHECK(options.rendezvous.startup_timeout_s == 13);
+  }
+}
+
+TEST_CASE("a bad environment value is an error naming the variable", "[options]") {
+  ScopedEnv misses("RINGWORK_HEARTBEAT_MISSES", "many");
+  RuntimeOptions options;
+  const absl::Status status = options.ApplyEnvironmentAndFinish();
+  CHECK(absl::IsInvalidArgument(status));
+  CHECK(std::string(status.message()).find("RINGWORK_HEARTBEAT_MISSES=many") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringwork
