@@ -285,13 +285,15 @@ TEST_CASE("ModelCheckpoint keeps the newest, marks the last final, and restores 
 // checkpoint directory is replaced by a file so that the final write fails.
 class DisturbTrainEnd : public Callback {
  public:
-  enum class How { kSigterm, kBreakDirectory };
+  enum class How { kSigterm, kBreakDirectory, kFail };
   DisturbTrainEnd(How how, int rank, int my_rank, std::string dir)
       : how_(how), rank_(rank), my_rank_(my_rank), dir_(std::move(dir)) {}
   absl::Status OnTrainEnd(const Logs&) override {
     if (my_rank_ != rank_) return absl::OkStatus();
     if (how_ == How::kSigterm) {
       RequestTerminationForTest();
+    } else if (how_ == How::kFail) {
+      return absl::InternalError("simulated failure at the end of training");
     } else {
       fs::remove_all(dir_);
       std::ofstream(dir_) << "not a directory";
@@ -374,6 +376,34 @@ TEST_CASE("the backup outlives a SIGTERM or a failed write at the end of trainin
     REQUIRE(reader.ok());
     CHECK((*reader)->manifest().final);
   }
+}
+
+TEST_CASE("a worker that fails to end training keeps every worker's backup", "[backup]") {
+  // Worker 1 (not the chief, which writes and removes the backup) fails at the end:
+  // the chief learns it from the agreement and keeps the backup.
+  const std::string backup_dir = FreshTestDir("end_backup_fail");
+  LocalCluster::Options options;
+  options.num_workers = kWorkers;
+  std::vector<absl::Status> results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+    auto scope = w.strategy->scope();
+    Sequential model;
+    RW_RETURN_IF_ERROR(BuildModel(model));
+    BackupAndRestore backup({.backup_dir = backup_dir});
+    DisturbTrainEnd failure(DisturbTrainEnd::How::kFail, 1, w.rank, "");
+    FitOptions fit;
+    fit.epochs = kEpochs;
+    fit.batch_size = kBatch;
+    fit.verbose = 0;
+    fit.callbacks = {&backup, &failure};
+    return model.Fit(TrainData(), fit).status();
+  });
+  INFO(results[0].message());
+  CHECK(absl::IsUnavailable(results[0]));
+  CHECK(results[0].message().find("1 other worker(s) failed to end training") != absl::string_view::npos);
+  INFO(results[1].message());
+  CHECK(results[1].message().find("simulated failure at the end of training") != absl::string_view::npos);
+  REQUIRE(LatestCheckpoint(backup_dir).ok());
+  CHECK(*LatestCheckpoint(backup_dir) == backup_dir + "/" + CheckpointFileName(45));
 }
 
 TEST_CASE("a second job cannot back up into a directory in use", "[backup]") {

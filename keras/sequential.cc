@@ -319,11 +319,9 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     }
     for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs));
   }
+  // Every callback ends (one may run collectives), even after another failed.
   absl::Status ended;
-  for (Callback* c : callbacks) {
-    ended = c->OnTrainEnd(logs);
-    if (!ended.ok()) break;
-  }
+  for (Callback* c : callbacks) ended.Update(c->OnTrainEnd(logs));
   RW_RETURN_IF_ERROR(AgreeTrainingEnded(ended));
   for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnTrainCommitted());
   return history;

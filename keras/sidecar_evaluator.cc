@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <optional>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -36,12 +36,12 @@ std::string Identity(const std::string& path) {
   return absl::StrCat(path, " ", st.st_ino, " ", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
 }
 
-// True when `dir`/latest names a checkpoint file that does not exist.
-bool NamesMissingFile(const std::string& dir) {
+// The content of `dir`/latest ("" when it cannot be read).
+std::string ReadLatest(const std::string& dir) {
   std::ifstream in(dir + "/latest");
-  std::string name;
-  if (!(in >> name)) return false;
-  return !Exists(dir + "/" + name) && name.find('/') == std::string::npos;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace
@@ -53,19 +53,25 @@ absl::Status SidecarEvaluator::Run() {
   RW_LOG(INFO) << "evaluator: watching " << options_.checkpoint_dir << " for checkpoints";
   std::string last;
   Deadline deadline = Deadline::AfterSeconds(options_.timeout_s);
-  std::optional<Deadline> vanished;  // Since `latest` named a missing file.
+  // A `latest` that named a file which was gone: the trainer (keep=1) writes the
+  // new `latest` and then removes the old file, so a read can fall between. Read
+  // again; it is corrupt only if the same `latest` stays that way for the grace.
+  std::string suspect;  // The content of `latest` when it failed.
+  Deadline suspect_until = Deadline::AfterSeconds(0);
   while (true) {
     absl::StatusOr<std::string> latest = LatestCheckpoint(options_.checkpoint_dir);
-    if (absl::IsDataLoss(latest.status()) && NamesMissingFile(options_.checkpoint_dir)) {
-      // The trainer (keep=1) may have replaced `latest` and removed the file it
-      // named between our two reads: a retry, unless it stays that way.
-      if (!vanished.has_value()) vanished = Deadline::AfterSeconds(options_.vanished_grace_s);
-      if (!vanished->Expired()) {
+    if (absl::IsDataLoss(latest.status())) {
+      const std::string now = ReadLatest(options_.checkpoint_dir);
+      if (now != suspect) {
+        suspect = now;
+        suspect_until = Deadline::AfterSeconds(options_.vanished_grace_s);
+      }
+      if (!suspect_until.Expired()) {
         std::this_thread::sleep_for(std::chrono::duration<double>(options_.poll_interval_s));
         continue;
       }
     } else {
-      vanished.reset();
+      suspect.clear();
     }
     if (!latest.ok() && !absl::IsNotFound(latest.status())) return latest.status();
     if (latest.ok() && Identity(*latest) != last) {

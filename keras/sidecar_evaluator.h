@@ -12,9 +12,10 @@
 // Errors: DEADLINE_EXCEEDED (exit 4) when no new checkpoint appears for
 // `timeout_s` (named with `timeout_flag`); DATA_LOSS (exit 5) for a corrupt one;
 // FAILED_PRECONDITION (exit 7) for another model's. A checkpoint the trainer
-// rotated away while it was being read is skipped, and a `latest` that names a
-// file which is gone is read again (the trainer may have just replaced both): it is
-// corrupt only if it still does after `vanished_grace_s`.
+// rotated away while it was being read is skipped, and a `latest` that is corrupt
+// or names a file which is gone is read again (the trainer replaces `latest`, then
+// removes the old file): it is corrupt only if the same `latest` stays so for
+// `vanished_grace_s`.
 #ifndef RINGWORK_KERAS_SIDECAR_EVALUATOR_H_
 #define RINGWORK_KERAS_SIDECAR_EVALUATOR_H_
 

@@ -104,5 +104,33 @@ TEST_CASE("a latest naming a vanished file is read again; corrupt only if it sta
   }
 }
 
+TEST_CASE("an evaluator racing a trainer that keeps one checkpoint never calls it corrupt",
+          "[evaluator]") {
+  // The trainer replaces `latest`, then removes the file it named: an evaluator
+  // that read `latest` just before finds that file gone.
+  const std::string dir = FreshTestDir("sidecar_race");
+  const Dataset test = Dataset::FromExamples(SyntheticImages(0, 16, 3).test);
+  Sequential writer = Model();
+  auto checkpoints = CheckpointDirectory::OpenForWriting(dir, 1);
+  REQUIRE(checkpoints.ok());
+  REQUIRE(SaveTrainingState(writer, checkpoints->get(), {0, 1, 1}, false).ok());
+  Sequential reader = Model();
+  SidecarEvaluator evaluator(&reader, &test,
+                             {.checkpoint_dir = dir, .batch_size = 16, .poll_interval_s = 0,
+                              .timeout_s = 60});
+  absl::Status result;
+  std::thread sidecar([&] { result = evaluator.Run(); });
+  absl::Status written;
+  for (int64_t step = 2; step <= 300 && written.ok(); ++step) {
+    written = SaveTrainingState(writer, checkpoints->get(), {0, step, step}, step == 300).status();
+  }
+  sidecar.join();
+  REQUIRE(written.ok());
+  INFO(result.message());
+  CHECK(result.ok());
+  REQUIRE(!evaluator.evaluations().empty());
+  CHECK(evaluator.evaluations().back().final);
+}
+
 }  // namespace
 }  // namespace ringwork

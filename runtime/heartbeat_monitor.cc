@@ -51,7 +51,7 @@ struct HeartbeatMonitor::Call {
 HeartbeatMonitor::HeartbeatMonitor(HeartbeatOptions options, int rank, uint64_t incarnation,
                                    std::string self_name, std::vector<Peer> peers,
                                    const Progress* progress,
-                                   std::function<void(const absl::Status&)> on_failure)
+                                   std::function<void(int failed_rank, const absl::Status&)> on_failure)
     : options_(options),
       rank_(rank),
       incarnation_(incarnation),
@@ -93,10 +93,10 @@ void HeartbeatMonitor::Loop() {
   int stall_reports = 0;
   Clock::time_point last_tick = now;
 
-  auto fail = [&](const absl::Status& status) {
+  auto fail = [&](int failed_rank, const absl::Status& status) {
     failed = true;
     RW_LOG(ERROR) << status.message();
-    on_failure_(status);
+    on_failure_(failed_rank, status);
   };
 
   while (!stop_.load() && !failed) {
@@ -114,7 +114,7 @@ void HeartbeatMonitor::Loop() {
     for (size_t i = 0; i < peers_.size() && !failed; ++i) {
       PeerState& p = state[i];
       if (now - p.last_reply > budget) {
-        fail(absl::UnavailableError(absl::StrCat(
+        fail(peers_[i].rank, absl::UnavailableError(absl::StrCat(
             peers_[i].name, " stopped answering heartbeats: no reply for ",
             absl::StrFormat("%.1f", Seconds(now - p.last_reply)), " s (",
             options_.misses, " missed at ", options_.interval_s,
@@ -191,13 +191,15 @@ void HeartbeatMonitor::Loop() {
       p.step = r.step();
       p.collectives_started = r.collectives_started();
       if (r.incarnation() != peer.incarnation) {
-        fail(absl::UnavailableError(absl::StrCat(
+        fail(peer.rank, absl::UnavailableError(absl::StrCat(
             peer.name, " was restarted (incarnation ", r.incarnation(), ", joined as ",
             peer.incarnation, "): its state is lost; ", self_name_, " at step ",
             progress_->step())));
       } else if (r.error_code() != 0) {
-        fail(absl::Status(static_cast<absl::StatusCode>(r.error_code()),
-                          absl::StrCat(peer.name, " failed: ", r.error_message())));
+        // The peer's first error, root cause first (it may name a third worker).
+        fail(-1, absl::Status(static_cast<absl::StatusCode>(r.error_code()),
+                              absl::StrCat(r.error_message(), " (reported by ", peer.name,
+                                           " in its heartbeat reply)")));
       }
     } else {
       p.last_error = absl::StrCat("gRPC code ", static_cast<int>(call->status.error_code()),

@@ -11,8 +11,11 @@
 //  - a collective that has waited `stall_warning_s` is reported once per period,
 //    naming the peers that have not reached it yet (like Horovod's stall inspector).
 //
-//   HeartbeatMonitor monitor(options, self_name, peers, &progress,
-//                            [&](absl::Status st) { transport.Abort(st); });
+//   HeartbeatMonitor monitor(options, rank, incarnation, self_name, peers, &progress,
+//                            [&](int failed_rank, absl::Status st) { transport.Abort(st); });
+//
+// `failed_rank` is the peer declared failed (silent, or restarted), or -1 when a
+// peer that is alive reported a failure of its own (its first error).
 //   monitor.Start();   ...   monitor.Stop();
 #ifndef RINGWORK_RUNTIME_HEARTBEAT_MONITOR_H_
 #define RINGWORK_RUNTIME_HEARTBEAT_MONITOR_H_
@@ -55,7 +58,7 @@ class HeartbeatMonitor {
   HeartbeatMonitor(HeartbeatOptions options, int rank, uint64_t incarnation,
                    std::string self_name, std::vector<Peer> peers,
                    const Progress* progress /* not owned */,
-                   std::function<void(const absl::Status&)> on_failure);
+                   std::function<void(int failed_rank, const absl::Status&)> on_failure);
   ~HeartbeatMonitor();  // Stops.
   HeartbeatMonitor(const HeartbeatMonitor&) = delete;
   HeartbeatMonitor& operator=(const HeartbeatMonitor&) = delete;
@@ -78,7 +81,7 @@ class HeartbeatMonitor {
   const std::string self_name_;
   std::vector<Peer> peers_;
   const Progress* progress_;
-  std::function<void(const absl::Status&)> on_failure_;
+  std::function<void(int failed_rank, const absl::Status&)> on_failure_;
   std::atomic<bool> stop_{false};
   std::atomic<int> stall_reports_total_{0};
   std::thread thread_;

@@ -69,9 +69,12 @@ void RuntimeOptions::Register(FlagSet* flags) {
 
 absl::Status RuntimeOptions::ApplyEnvironmentAndFinish() {
   if (finished_) return absl::OkStatus();
-  // The flag-level mirrors of nested fields the code may have set directly.
-  allreduce_algorithm_ = std::string(AllReduceAlgorithmName(collectives.allreduce_algorithm));
-  segment_bytes_ = static_cast<int64_t>(collectives.segment_bytes);
+  // The flag-level mirrors of nested fields the code may have set directly (unless
+  // a flag parser already set the mirror).
+  if (allreduce_algorithm_ == "auto") {
+    allreduce_algorithm_ = std::string(AllReduceAlgorithmName(collectives.allreduce_algorithm));
+  }
+  if (segment_bytes_ == 0) segment_bytes_ = static_cast<int64_t>(collectives.segment_bytes);
   RuntimeOptions stock;
   FlagSet stock_flags("defaults"), flags("environment");
   stock.Register(&stock_flags);
@@ -128,8 +131,19 @@ absl::Status RuntimeOptions::Finish() {
         LoadClusterToken(cluster_token_file, std::getenv(kClusterTokenEnv));
     if (!token.ok()) return token.status();
     cluster_token = *token;
+  } else if (cluster_token.size() < kMinClusterTokenBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the cluster token set in code has ", cluster_token.size(), " characters; use at least ",
+        kMinClusterTokenBytes));
   }
-  if (tls_files.enabled() || !tls.enabled) {
+  if (tls.server != nullptr || tls.channel != nullptr) {
+    // Credentials made in code win over files named by flags or the environment.
+    if (tls.server == nullptr || tls.channel == nullptr) {
+      return absl::InvalidArgumentError(
+          "TLS credentials set in code need both the server and the channel credentials");
+    }
+    tls.enabled = true;
+  } else {
     absl::StatusOr<TlsCredentials> credentials = LoadTlsCredentials(tls_files);
     if (!credentials.ok()) return credentials.status();
     tls = *credentials;

@@ -10,7 +10,10 @@
 // WorkerRuntime::Listen calls ApplyEnvironmentAndFinish() on options that were not
 // finished, so the RINGWORK_* variables (the cluster token, TLS files, timeouts,
 // heartbeats, transport) reach every app. Precedence, highest first: a value the
-// code set, a flag, the environment variable, the default.
+// code set, a flag, the environment variable, the default. ("Set" means changed
+// from the default: code that sets a value equal to the default does not keep
+// the environment out. TLS credentials or a token set in code always win.) An
+// app that parses no flags should not call Finish() itself.
 #ifndef RINGWORK_RUNTIME_RUNTIME_OPTIONS_H_
 #define RINGWORK_RUNTIME_RUNTIME_OPTIONS_H_
 
@@ -56,7 +59,8 @@ struct RuntimeOptions {
   // empty: calls are not authenticated.
   std::string cluster_token_file;
   std::string cluster_token;
-  // Mutual TLS (--tls_ca, --tls_cert, --tls_key); Finish() loads `tls` from them.
+  // Mutual TLS (--tls_ca, --tls_cert, --tls_key); Finish() loads `tls` from them
+  // unless the code set `tls.server` and `tls.channel` itself.
   TlsFiles tls_files;
   TlsCredentials tls;
 

@@ -62,6 +62,46 @@ TEST_CASE("a token set in code is kept; options a flag parser finished are left 
   }
 }
 
+TEST_CASE("TLS credentials made in code win over TLS files from the environment", "[options]") {
+  ScopedEnv ca("RINGWORK_TLS_CA", "/nonexistent/ca.pem");
+  ScopedEnv cert("RINGWORK_TLS_CERT", "/nonexistent/cert.pem");
+  ScopedEnv key("RINGWORK_TLS_KEY", "/nonexistent/key.pem");
+  RuntimeOptions options;
+  options.tls.server = grpc::InsecureServerCredentials();  // Stand-ins for real ones.
+  options.tls.channel = grpc::InsecureChannelCredentials();
+  const auto server = options.tls.server;
+  REQUIRE(options.ApplyEnvironmentAndFinish().ok());
+  CHECK(options.tls.server == server);
+  CHECK(options.tls.enabled);
+  // Without credentials in code, the environment's files are loaded (and these
+  // do not exist).
+  RuntimeOptions plain;
+  const absl::Status missing = plain.ApplyEnvironmentAndFinish();
+  CHECK(absl::IsInvalidArgument(missing));
+  CHECK(std::string(missing.message()).find("/nonexistent/") != std::string::npos);
+}
+
+TEST_CASE("flags parsed but not finished keep their values when the runtime finishes them",
+          "[options]") {
+  ScopedEnv algorithm("RINGWORK_ALLREDUCE_ALGORITHM", "recursive_doubling");
+  RuntimeOptions options;
+  FlagSet flags("app");
+  options.Register(&flags);
+  const char* argv[] = {"app", "--allreduce_algorithm=ring", "--segment_bytes=65536"};
+  REQUIRE(flags.Parse(3, argv).ok());
+  REQUIRE(options.ApplyEnvironmentAndFinish().ok());
+  CHECK(options.collectives.allreduce_algorithm == AllReduceAlgorithm::kRing);
+  CHECK(options.collectives.segment_bytes == 65536);
+}
+
+TEST_CASE("a token set in code must be long enough", "[options]") {
+  RuntimeOptions options;
+  options.cluster_token = "short";
+  const absl::Status status = options.ApplyEnvironmentAndFinish();
+  CHECK(absl::IsInvalidArgument(status));
+  CHECK(std::string(status.message()).find("5 characters") != std::string::npos);
+}
+
 TEST_CASE("a bad environment value is an error naming the variable", "[options]") {
   ScopedEnv misses("RINGWORK_HEARTBEAT_MISSES", "many");
   RuntimeOptions options;

@@ -134,11 +134,15 @@ absl::Status WorkerRuntime::StartServer() {
     if (!accepting_joins_.load()) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this worker is still starting");
     }
-    absl::StatusOr<RpcIdentity> who = auth_->Verify(context->client_metadata(), RpcMethod::kJoin);
-    if (!who.ok()) return Refuse(context, "a Join", who.status());
+    bool stale_callee = false;
+    absl::StatusOr<RpcIdentity> who =
+        auth_->Verify(context->client_metadata(), RpcMethod::kJoin, &stale_callee);
+    if (!who.ok()) return Refuse(context, "a Join", who.status(), stale_callee);
     proto::JoinRequest request;
     grpc::Status parsed = ParseSmallMessage(raw, kMaxControlMessageBytes, &request);
     if (!parsed.ok()) return Refuse(context, "a Join", FromGrpcStatus(parsed));
+    absl::Status signed_body = auth_->VerifyBody(context->client_metadata(), SignedJoinFields(request));
+    if (!signed_body.ok()) return Refuse(context, "a Join", signed_body);
     if (who->rank != request.from_rank() || who->incarnation != request.incarnation() ||
         who->fingerprint != request.cluster_fingerprint()) {
       return Refuse(context, "a Join",
@@ -153,10 +157,11 @@ absl::Status WorkerRuntime::StartServer() {
     if (!accepting_joins_.load()) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this worker is still starting");
     }
+    bool stale_callee = false;
     absl::StatusOr<RpcIdentity> who =
-        auth_->Verify(context->client_metadata(), RpcMethod::kHeartbeat);
+        auth_->Verify(context->client_metadata(), RpcMethod::kHeartbeat, &stale_callee);
     absl::Status allowed = who.ok() ? auth_->SameCluster(*who) : who.status();
-    if (!allowed.ok()) return Refuse(context, "a Heartbeat", allowed);
+    if (!allowed.ok()) return Refuse(context, "a Heartbeat", allowed, stale_callee);
     proto::HeartbeatRequest request;  // Nothing in it is needed; parsed to check it.
     grpc::Status parsed = ParseSmallMessage(raw, kMaxControlMessageBytes, &request);
     if (!parsed.ok()) return Refuse(context, "a Heartbeat", FromGrpcStatus(parsed));
@@ -250,16 +255,14 @@ void WorkerRuntime::WarnIfUnprotected() const {
 }
 
 grpc::Status WorkerRuntime::Refuse(grpc::ServerContextBase* context, const std::string& what,
-                                   const absl::Status& why) {
-  // A call that asks for the challenge (a first Join) is expected: not logged.
-  if (!RpcAuth::AsksForChallenge(context->client_metadata())) {
-    refusals_.Refused(context->peer(), what, why);
-  }
-  // Tells a caller that did not know this incarnation (a first Join) which one to
-  // bind its call to; a replay learns nothing it could use without the token.
-  if (absl::IsUnauthenticated(why)) {
-    context->AddTrailingMetadata(kChallengeMetadataKey, auth_->challenge());
-  }
+                                   const absl::Status& why, bool stale_callee) {
+  // A genuine call meant for another incarnation learns this one's (a first Join
+  // asks for it that way: expected, not logged). Only a caller that could sign the
+  // call gets it; a replay learns nothing it could use without the token.
+  const bool first_join = stale_callee && what == "a Join" &&
+                          RpcAuth::AsksForChallenge(context->client_metadata());
+  if (!first_join) refusals_.Refused(context->peer(), what, why);
+  if (stale_callee) context->AddTrailingMetadata(kChallengeMetadataKey, auth_->challenge());
   return ToGrpcStatus(why);
 }
 
@@ -272,17 +275,18 @@ grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
     return Refuse(context, "a Join", valid);
   }
   // After startup a live peer's Join is a replay or a confused process: it must not
-  // change the membership nor remap memory that a link reads.
-  absl::Status admitted = inbound_joins_->Admit(request.from_rank(), request.incarnation());
-  if (!admitted.ok()) return Refuse(context, "a Join", admitted);
+  // change the membership nor remap memory that a link reads. Admission, mapping
+  // and recording happen as one step that the end of the rendezvous (Seal) waits for.
   bool mapped = false;
-  // Never remaps under a live link (ShmEndpoint refuses): a retry maps nothing new.
-  if (shm_ != nullptr && !request.shm_segment().empty()) {
-    absl::Status status = shm_->MapPeer(request.from_rank(), request.shm_segment());
-    mapped = status.ok();
-    if (!mapped) RW_VLOG(1) << "no shared memory with " << request.from_task() << ": " << status;
-  }
-  inbound_joins_->Record(request.from_rank(), request.incarnation());
+  absl::Status admitted = inbound_joins_->AdmitAndRecord(
+      request.from_rank(), request.incarnation(), [&] {
+        // Never remaps under a live link (ShmEndpoint refuses): a retry maps nothing new.
+        if (shm_ == nullptr || request.shm_segment().empty()) return;
+        absl::Status status = shm_->MapPeer(request.from_rank(), request.shm_segment());
+        mapped = status.ok();
+        if (!mapped) RW_VLOG(1) << "no shared memory with " << request.from_task() << ": " << status;
+      });
+  if (!admitted.ok()) return Refuse(context, "a Join", admitted);
   response->set_protocol_version(kProtocolVersion);
   response->set_cluster_fingerprint(fingerprint_);
   response->set_rank(config_.rank());
@@ -334,8 +338,9 @@ absl::Status WorkerRuntime::Connect() {
     request.set_pid(::getpid());
     return request;
   };
-  auto join_metadata = [this](int peer, uint64_t peer_incarnation) {
-    return auth_->CallMetadataFor(RpcMethod::kJoin, peer, peer_incarnation);
+  auto join_metadata = [&](int peer, uint64_t peer_incarnation) {
+    return auth_->CallMetadataFor(RpcMethod::kJoin, peer, peer_incarnation,
+                                  SignedJoinFields(make_request(peer)));
   };
   absl::StatusOr<std::vector<JoinedPeer>> peers =
       RunRendezvous(config_, stub_pointers, make_request, join_metadata, *inbound_joins_,
@@ -379,7 +384,11 @@ absl::Status WorkerRuntime::Connect() {
   heartbeat_ = std::make_unique<HeartbeatMonitor>(
       options_.heartbeat, rank, incarnation_, config_.DescribeRank(rank),
       std::move(heartbeat_peers), &progress_,
-      [this](const absl::Status& cause) { transport_->Abort(cause); });
+      [this](int failed_rank, const absl::Status& cause) {
+        // A failed peer may be replaced later (elastic training); a live one never.
+        if (failed_rank >= 0) inbound_joins_->MarkFailed(failed_rank);
+        transport_->Abort(cause);
+      });
   heartbeat_->Start();
   RW_RETURN_IF_ERROR(communicator_->AgreeOnSegmentBytes());
   RW_LOG(INFO) << "joined the ring: rank " << rank << " of " << world << "; links: "
@@ -411,6 +420,24 @@ absl::Status WorkerRuntime::Shutdown() {
   shut_down_ = true;
   if (heartbeat_ != nullptr) heartbeat_->Stop();  // Peers leaving now is no failure.
   if (server_ == nullptr) return absl::OkStatus();
+  const absl::Status failure = transport_ != nullptr ? transport_->status() : absl::OkStatus();
+  if (!failure.ok()) {
+    // This worker failed (or a peer did): there is nothing to flush, and a peer that
+    // is stopped or cut off would never answer an orderly close. End every call at
+    // once, telling each peer the cause, and wait only for local completions.
+    const Deadline deadline = Deadline::AfterSeconds(std::min(1.0, options_.shutdown_timeout_s));
+    for (auto& link : grpc_links_) {
+      if (link != nullptr) link->OnAbort(failure);
+    }
+    for (auto& link : grpc_links_) {
+      if (link != nullptr) link->WaitClosed(deadline);
+    }
+    server_->Shutdown(Deadline::AfterSeconds(0));  // Cancels what is left.
+    loop_->ShutdownAndJoin();
+    communicator_.reset();
+    transport_.reset();
+    return absl::OkStatus();
+  }
   const Deadline deadline = Deadline::AfterSeconds(options_.shutdown_timeout_s);
   for (auto& link : grpc_links_) {
     if (link != nullptr) link->BeginClose(deadline);

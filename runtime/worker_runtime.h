@@ -94,10 +94,10 @@ class WorkerRuntime {
   grpc::Status HandleJoin(grpc::ServerContextBase* context, const proto::JoinRequest& request,
                           proto::JoinResponse* response);
   // Logs a refused call (rate-limited; not a first Join asking for the challenge)
-  // and answers it; an UNAUTHENTICATED answer carries this worker's incarnation as
-  // the challenge.
+  // and answers it; for a genuine call meant for another incarnation
+  // (`stale_callee`), the answer carries this worker's incarnation as the challenge.
   grpc::Status Refuse(grpc::ServerContextBase* context, const std::string& what,
-                      const absl::Status& why);
+                      const absl::Status& why, bool stale_callee = false);
 
   ClusterConfig config_;
   RuntimeOptions options_;

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -148,6 +149,57 @@ TEST_CASE("train runs across three network namespaces with their own addresses",
   }
   CHECK(found == kHosts);
   CHECK(fingerprints.size() == 1);  // The same weights everywhere.
+}
+
+TEST_CASE("a host cut off from the others: the survivors exit 3 within the heartbeat bound "
+          "+ 1 s, naming it", "[netns]") {
+  if (geteuid() != 0) {
+    WARN("skipped: creating network namespaces needs root (run the suite as root)");
+    return;
+  }
+  EmulatedHosts hosts;
+  std::vector<std::unique_ptr<Subprocess>> workers(kHosts);
+  std::vector<double> started(kHosts);
+  for (int i = 0; i < kHosts; ++i) {
+    Subprocess::Options options;
+    options.env["TF_CONFIG"] = TfConfig(i);
+    options.unset_env = {"RINGWORK_CLUSTER_TOKEN"};
+    options.timeout_s = 90;
+    started[i] = MonotonicSeconds();
+    // Default heartbeats (1 s x 5 misses); gRPC between the namespaces.
+    workers[i] = std::make_unique<Subprocess>(Subprocess::Start(
+        {kIp, "netns", "exec", hosts.host(i), "tools/train", "--dataset=synthetic",
+         "--epochs=1000", "--global_batch_size=96", "--transport=grpc", "--intra_op_threads=1",
+         "--startup_timeout_s=60", "--verbose=0"},
+        options));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(8));
+  const double cut_s = MonotonicSeconds();
+  Ip({"-n", hosts.hub(), "link", "set", "v1", "down"});  // Host 1's cable, pulled.
+  std::vector<SubprocessResult> results(kHosts);
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kHosts; ++i) {
+    waiters.emplace_back([&, i] { results[i] = workers[i]->Wait(); });
+  }
+  for (auto& t : waiters) t.join();
+  const std::string cut_name = "worker:1 (" + Address(1) + ":" + kPort + ")";
+  for (int i : {0, 2}) {
+    const double after = started[i] + results[i].elapsed_s - cut_s;
+    INFO("worker " << i << " exited " << after << " s after the cut: " << results[i].output);
+    CHECK(results[i].exit_code == 3);
+    CHECK(after <= 7.0);  // 5.1 s + 1 s, with slack for a loaded machine.
+    std::smatch m;
+    REQUIRE(std::regex_search(results[i].output, m,
+                              std::regex("exit_code\\.cc:[0-9]+\\] error: [^\n]*")));
+    const std::string error = m[0];
+    const size_t first = error.find("worker:");
+    REQUIRE(first != std::string::npos);
+    CHECK(error.compare(first, cut_name.size(), cut_name) == 0);
+    CHECK(error.find("stopped answering heartbeats") != std::string::npos);
+  }
+  // The host that was cut off finds its peers silent, and exits as well.
+  INFO("worker 1: " << results[1].output);
+  CHECK(results[1].exit_code == 3);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "proto/worker.grpc.pb.h"
 #include "runtime/auth/rpc_auth.h"
 #include "runtime/config/cluster_config.h"
+#include "runtime/transport/grpc/rendezvous.h"
 #include "testing/temp_dir.h"
 #include "testing/process_cluster.h"
 
@@ -220,27 +221,30 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
     CHECK(worker0->Join(&context, join, &response).error_code() == grpc::StatusCode::UNAUTHENTICATED);
   }
   // A Join for a member of the running job (rank 1, as another process), signed
-  // and bound right: refused, and its shared-memory segment is not mapped.
-  {
+  // and bound right: refused (ALREADY_EXISTS). The same Join with its segment
+  // changed after signing: refused (UNAUTHENTICATED).
+  for (bool tampered : {false, true}) {
     const uint64_t intruder = w1 + 1;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
-    for (const auto& [k, v] :
-         RpcAuth(kToken, fingerprint, 1, intruder).CallMetadataFor(RpcMethod::kJoin, 0, w0)) {
-      context.AddMetadata(k, v);
-    }
     proto::JoinRequest join;
-    join.set_protocol_version(1);
+    join.set_protocol_version(kProtocolVersion);
     join.set_cluster_fingerprint(fingerprint);
     join.set_from_rank(1);
     join.set_to_rank(0);
     join.set_from_task("worker:1");
     join.set_incarnation(intruder);
     join.set_shm_segment("/ringwork-1-1");
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    for (const auto& [k, v] : RpcAuth(kToken, fingerprint, 1, intruder)
+                                  .CallMetadataFor(RpcMethod::kJoin, 0, w0, SignedJoinFields(join))) {
+      context.AddMetadata(k, v);
+    }
+    if (tampered) join.set_shm_segment("/ringwork-2-2");
     proto::JoinResponse response;
     const grpc::Status status = worker0->Join(&context, join, &response);
     INFO(status.error_message());
-    CHECK(status.error_code() == grpc::StatusCode::ALREADY_EXISTS);
+    CHECK(status.error_code() == (tampered ? grpc::StatusCode::UNAUTHENTICATED
+                                           : grpc::StatusCode::ALREADY_EXISTS));
   }
   // Data streams with the right token: one claiming worker:1 (which already has its
   // stream), one with an incarnation that never joined, one with a Heartbeat's
@@ -306,10 +310,12 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
   CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call does not identify") == 1);
   CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call's cluster token is wrong") == 1);
   CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the caller (rank 1) belongs to cluster another-cluster") == 1);
-  CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call is meant for rank 0 incarnation") == 1);
+  CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call is meant for rank 0 incarnation " +
+                       std::to_string(w0 ^ 0x5a5a)) == 1);
   CHECK(Count(log, "refused a Join from ipv4:127.0.0.1: the call does not identify") == 1);
   CHECK(Count(log, "refused a Join from ipv4:127.0.0.1: rank 1 is a member of this running job already") == 1);
   CHECK(Count(log, "refused a Join from ipv4:127.0.0.1: a ringwork.proto.JoinRequest of") == 1);
+  CHECK(Count(log, "refused a Join from ipv4:127.0.0.1: the request is not the one its caller signed") == 1);
   CHECK(Count(log, "refused a data stream from ipv4:127.0.0.1: it did not identify as a joined peer") == 1);
   CHECK(Count(log, "refused a data stream from ipv4:127.0.0.1: the call's cluster token is wrong") == 1);
   CHECK(Count(log, "refused a data stream from ipv4:127.0.0.1: the call is meant for rank 0") == 1);
@@ -320,7 +326,7 @@ TEST_CASE("an app that embeds the strategy takes the token and timeouts from the
           "[security]") {
   // Worker 0 of two, alone: it waits for its peer while the test calls it.
   const std::map<std::string, std::string> env = {{"RINGWORK_CLUSTER_TOKEN", kToken},
-                                                  {"RINGWORK_STARTUP_TIMEOUT_S", "4"}};
+                                                  {"RINGWORK_STARTUP_TIMEOUT_S", "8"}};
   ProcessCluster cluster({"examples/custom_training_loop", 2, false, {}, env, kGuardS});
   cluster.Skip(1);
   const double start = MonotonicSeconds();
@@ -337,8 +343,8 @@ TEST_CASE("an app that embeds the strategy takes the token and timeouts from the
   CHECK(status.error_message().find("carries no cluster token") != std::string::npos);
   INFO(results[0].output);
   CHECK(results[0].exit_code == 4);  // RINGWORK_STARTUP_TIMEOUT_S reached it (default: 300 s).
-  CHECK(results[0].output.find("gave up after 4 s") != std::string::npos);
-  CHECK(MonotonicSeconds() - start < 30);
+  CHECK(results[0].output.find("gave up after 8 s") != std::string::npos);
+  CHECK(MonotonicSeconds() - start < 40);
   CHECK(results[0].output.find("refused a Heartbeat from ipv4:127.0.0.1: the call carries no "
                                "cluster token") != std::string::npos);
 }

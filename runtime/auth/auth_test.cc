@@ -123,12 +123,42 @@ TEST_CASE("a call binds to its method and to the callee's process", "[auth]") {
   }
 }
 
+TEST_CASE("another build's protocol is named; a signed body must be the one sent", "[auth]") {
+  const RpcAuth server(kToken, "cluster-a", 0, 7);
+  const RpcAuth peer(kToken, "cluster-a", 1, 99);
+  CallMetadata pairs = peer.CallMetadataFor(RpcMethod::kJoin, 0, 7, "segment /a");
+  {
+    Call call(pairs);
+    REQUIRE(server.Verify(call.metadata, RpcMethod::kJoin).ok());
+    CHECK(server.VerifyBody(call.metadata, "segment /a").ok());
+    CHECK(absl::IsUnauthenticated(server.VerifyBody(call.metadata, "segment /b")));
+  }
+  for (auto& [k, v] : pairs) {
+    if (k == "rw-protocol") v = "1";
+  }
+  Call old_build(pairs);
+  const absl::Status st = server.Verify(old_build.metadata, RpcMethod::kJoin).status();
+  CHECK(absl::IsInvalidArgument(st));
+  CHECK(std::string(st.message()).find("protocol \"1\", this worker 2") != std::string::npos);
+}
+
+TEST_CASE("only a genuine call for another incarnation is told this one", "[auth]") {
+  const RpcAuth server(kToken, "cluster-a", 0, 7);
+  bool stale = false;
+  Call signed_call(RpcAuth(kToken, "cluster-a", 1, 99).CallMetadataFor(RpcMethod::kJoin, 0, 0));
+  CHECK_FALSE(server.Verify(signed_call.metadata, RpcMethod::kJoin, &stale).ok());
+  CHECK(stale);
+  Call unsigned_call(RpcAuth("", "cluster-a", 1, 99).CallMetadataFor(RpcMethod::kJoin, 0, 0));
+  CHECK_FALSE(server.Verify(unsigned_call.metadata, RpcMethod::kJoin, &stale).ok());
+  CHECK_FALSE(stale);
+}
+
 TEST_CASE("without a token a bound Ringwork call is accepted", "[auth]") {
   RpcAuth server("", "cluster-a", 0, 7);
   const RpcAuth peer("", "cluster-a", 1, 99);
   Call call(peer.CallMetadataFor(RpcMethod::kHeartbeat, 0, 7));
   CHECK(server.Verify(call.metadata, RpcMethod::kHeartbeat).ok());
-  CHECK(call.storage.size() == 5);  // No rw-auth.
+  CHECK(call.storage.size() == 6);  // No rw-auth.
   Call stale(peer.CallMetadataFor(RpcMethod::kHeartbeat, 0, 6));
   CHECK(absl::IsUnauthenticated(server.Verify(stale.metadata, RpcMethod::kHeartbeat).status()));
 }
@@ -162,6 +192,15 @@ TEST_CASE("refusals are rate-limited, and caller-chosen text is cut and escaped"
                           absl::InvalidArgumentError("x")) ? 1 : 0;
   }
   CHECK(logged == 2);
+  // One host cannot use the log up with reasons of its own choosing.
+  RefusalLog per_host;
+  int from_one = 0;
+  for (int i = 0; i < 50; ++i) {
+    from_one += per_host.Refused("ipv4:10.0.0.9:1", "a Join",
+                                 absl::InvalidArgumentError(absl::StrCat("reason ", i))) ? 1 : 0;
+  }
+  CHECK(from_one == 8);
+  CHECK(per_host.Refused("ipv4:10.0.0.10:1", "a Join", absl::InvalidArgumentError("x")));
   CHECK(RefusalLog::Printable(std::string(1000, 'a'), 300) == std::string(300, 'a') + "...");
   CHECK(RefusalLog::Printable("a'b\nc\x01\\", 300) == "a'b\\x0ac\\x01\\x5c");
 }

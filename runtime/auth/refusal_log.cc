@@ -40,26 +40,41 @@ bool RefusalLog::Refused(const std::string& peer, const std::string& what,
   const std::string reason = Printable(std::string(why.message()), options_.max_reason_bytes);
   const std::string key = absl::StrCat(host, " ", what, " ", reason);
   int64_t suppressed = 0;
+  bool log_line = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (seen_.count(key) != 0) return false;
-    if (seen_.size() >= options_.max_entries) {
-      ++suppressed_;
-      return false;
-    }
     const double now = NowSeconds();
     if (period_start_s_ < 0 || now - period_start_s_ >= options_.period_s) {
       period_start_s_ = now;
       lines_in_period_ = 0;
     }
-    if (lines_in_period_ >= options_.burst) {
+    size_t& reasons = reasons_per_host_[absl::StrCat(host, " ", what)];
+    if (seen_.size() >= options_.max_entries || reasons >= options_.max_reasons_per_host ||
+        lines_in_period_ >= options_.burst) {
       ++suppressed_;  // Not remembered: it may be logged in a later period.
-      return false;
+      // Say how many went unlogged, once a period.
+      if (lines_in_period_ < options_.burst && now - last_summary_s_ >= options_.period_s) {
+        last_summary_s_ = now;
+        ++lines_in_period_;
+        suppressed = suppressed_;
+        suppressed_ = 0;
+      }
+    } else {
+      ++lines_in_period_;
+      ++reasons;
+      seen_.insert(key);
+      suppressed = suppressed_;
+      suppressed_ = 0;
+      log_line = true;
     }
-    ++lines_in_period_;
-    seen_.insert(key);
-    suppressed = suppressed_;
-    suppressed_ = 0;
+  }
+  if (!log_line) {
+    if (suppressed > 0) {
+      RW_LOG(WARNING) << suppressed << " refused calls not logged (too many; the last from "
+                      << host << ")";
+    }
+    return false;
   }
   RW_LOG(WARNING) << "refused " << what << " from " << host << ": " << reason
                   << " (logged once per host"

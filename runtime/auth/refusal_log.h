@@ -1,8 +1,10 @@
 // How a worker logs the calls it refused, so that a flood of bad calls cannot
 // flood its log: each (remote host, what, reason) is logged once; at most
-// `max_entries` distinct ones in all; at most `burst` lines per `period_s`, and the
-// refusals left unlogged are counted in the next line; caller-chosen text is cut
-// to `max_reason_bytes` and non-printable bytes are escaped.
+// `max_reasons_per_host` reasons per host and kind of call, `max_entries` in all (reasons carry
+// caller-chosen text, so one host cannot use them up); at most `burst` lines per
+// `period_s`. Refusals left unlogged are counted, and the count is logged with the
+// next line or, once a period has passed, on its own. Caller-chosen text is cut to
+// `max_reason_bytes` and non-printable bytes are escaped.
 //
 //   RefusalLog refusals;
 //   refusals.Refused(context->peer(), "a Heartbeat", status);   // any thread
@@ -11,6 +13,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <map>
 #include <set>
 #include <string>
 
@@ -23,6 +26,7 @@ class RefusalLog {
  public:
   struct Options {
     size_t max_entries = 256;
+    size_t max_reasons_per_host = 8;
     int burst = 30;
     double period_s = 60;
     size_t max_reason_bytes = 300;
@@ -44,6 +48,8 @@ class RefusalLog {
   const Options options_;
   mutable std::mutex mu_;
   std::set<std::string> seen_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, size_t> reasons_per_host_ ABSL_GUARDED_BY(mu_);
+  double last_summary_s_ ABSL_GUARDED_BY(mu_) = 0;
   double period_start_s_ ABSL_GUARDED_BY(mu_) = -1;
   int lines_in_period_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t suppressed_ ABSL_GUARDED_BY(mu_) = 0;

@@ -49,6 +49,9 @@ const char* RpcMethodName(RpcMethod method);
 
 // Trailing metadata of a refusal for another incarnation: the callee's own.
 inline constexpr char kChallengeMetadataKey[] = "rw-challenge";
+// The version of this authentication scheme, sent with every call: a worker of
+// another build is told so instead of "wrong token".
+inline constexpr int kRpcAuthVersion = 2;
 
 struct RpcIdentity {
   std::string fingerprint;
@@ -63,15 +66,24 @@ class RpcAuth {
   bool enabled() const { return !token_.empty(); }
   // What this worker attaches to a call of `method` to rank `to_rank` whose process
   // has incarnation `to_incarnation` (0 when not known yet: it is then refused with
-  // a challenge).
-  CallMetadata CallMetadataFor(RpcMethod method, int64_t to_rank, uint64_t to_incarnation) const;
-  // The caller's identity, when the call is of `method`, meant for this worker's
-  // rank and incarnation, and (with a token) signed with it; UNAUTHENTICATED
-  // otherwise. The fingerprint is the caller's; compare it (SameCluster).
+  // a challenge). With a token, `body` (the fields of the request that matter, see
+  // VerifyBody) is signed too.
+  CallMetadata CallMetadataFor(RpcMethod method, int64_t to_rank, uint64_t to_incarnation,
+                               const std::string& body = "") const;
+  // The caller's identity, when the call is of this build's protocol, of `method`,
+  // meant for this worker's rank and incarnation, and (with a token) signed with
+  // it; UNAUTHENTICATED otherwise (INVALID_ARGUMENT for another protocol version).
+  // `*stale_callee` (optional) is set when the call is genuine but meant for
+  // another incarnation of this worker (answer it with challenge()). The
+  // fingerprint is the caller's; compare it (SameCluster).
   absl::StatusOr<RpcIdentity> Verify(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
-                                     RpcMethod method) const;
+                                     RpcMethod method, bool* stale_callee = nullptr) const;
+  // After Verify and parsing: UNAUTHENTICATED unless `body` is what the caller
+  // signed (always OK without a token).
+  absl::Status VerifyBody(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                          const std::string& body) const;
   // True for a call that names no incarnation of the callee (a first Join asking
-  // for the challenge): refused, but nothing to log.
+  // for the challenge).
   static bool AsksForChallenge(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
   // PERMISSION_DENIED unless `who` is of this worker's cluster.
   absl::Status SameCluster(const RpcIdentity& who) const;

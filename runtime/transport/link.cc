@@ -1,6 +1,7 @@
 #include "runtime/transport/link.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace ringwork {
 
@@ -44,15 +45,13 @@ absl::Status Link::CheckFrame(const FrameHeader& got, const Request& expected) c
 
 absl::Status PeerClosedError(const std::string& peer_name, const std::string& self_name,
                              const FrameKey& key, const absl::Status& cause) {
-  std::string text = absl::StrCat(peer_name, " closed its connection while this task (",
-                                  self_name, ") waits for frame ", key.ToString());
-  if (cause.ok()) {
-    absl::StrAppend(&text, " (it failed or exited)");
-    return absl::UnavailableError(text);
-  }
-  absl::StrAppend(&text, "; it reported: ", cause.message());
-  if (absl::IsFailedPrecondition(cause)) return absl::FailedPreconditionError(text);
-  return absl::UnavailableError(text);
+  const std::string closed = absl::StrCat(peer_name, " closed its connection while this task (",
+                                          self_name, ") waits for frame ", key.ToString());
+  if (cause.ok()) return absl::UnavailableError(absl::StrCat(closed, " (it failed or exited)"));
+  // The root cause first, with its code (a mismatch stays exit 7, a timeout 4).
+  return absl::Status(cause.code(),
+                      absl::StrCat(cause.message(), " (reported by ", peer_name, ", which ",
+                                   absl::StripPrefix(closed, peer_name + " "), ")"));
 }
 
 }  // namespace ringwork

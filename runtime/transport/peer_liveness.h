@@ -14,10 +14,12 @@ namespace ringwork {
 class PeerLiveness {
  public:
   bool gone() const { return gone_.load(std::memory_order_acquire); }
-  // Records that the peer is gone; the first cause wins. Thread-safe.
+  // Records that the peer is gone; the first cause the peer gave wins (a later one
+  // replaces "no cause": the end of one stream may arrive before the other stream
+  // delivers the peer's reason). Thread-safe.
   void MarkGone(const absl::Status& cause) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (gone_.load()) return;
+    if (gone_.load() && (!cause_.ok() || cause.ok())) return;
     cause_ = cause;
     gone_.store(true, std::memory_order_release);
   }

@@ -1,7 +1,10 @@
 #include "runtime/transport/grpc/grpc_link.h"
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "runtime/transport/grpc/grpc_util.h"
 #include "runtime/transport/piece_feeder.h"
 
 namespace ringwork {
@@ -37,14 +40,24 @@ void GrpcLink::OpenOutbound(
 void GrpcLink::OnStartCall(bool ok) {
   RW_VLOG(2) << "data stream to " << peer_name_ << (ok ? " open" : " failed to open");
   Request* next = nullptr;
+  bool watch = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --outstanding_ops_;
     if (outbound_ == Outbound::kStarting) {
       outbound_ = ok ? Outbound::kOpen : Outbound::kBroken;
     }
+    if (ok && !finishing_) {
+      // The watch: a Read that completes when the peer ends this call, at an
+      // orderly close (its reply) or when it aborts (its first error, which then
+      // tells this worker the root cause). Held from here until Finish completes.
+      watching_ = true;
+      watch = true;
+      ++outstanding_ops_;
+    }
     if (outbound_ == Outbound::kOpen) next = TakeNextWrite_Locked();
   }
+  if (watch) out_stream_->Read(&response_, &response_tag_);
   if (!ok) {
     MarkPeerGone(absl::OkStatus());
     FailQueuedSends(absl::UnavailableError(
@@ -127,9 +140,12 @@ void GrpcLink::OnWriteDone(bool ok) {
     done->progress = done->bytes;
     CompleteRequest(done, absl::OkStatus());
   } else {
-    CompleteRequest(done, absl::UnavailableError(absl::StrCat(
-                              "lost the connection to ", peer_name_, " while sending frame ",
-                              done->key.ToString(), " (the peer failed or exited)")));
+    const absl::Status cause = liveness_->cause();
+    CompleteRequest(done, !cause.ok() ? PeerClosedError(peer_name_, env_.self_name, done->key, cause)
+                                      : absl::UnavailableError(absl::StrCat(
+                                            "lost the connection to ", peer_name_,
+                                            " while sending frame ", done->key.ToString(),
+                                            " (the peer failed or exited)")));
   }
   env_.bell->Ring();
   if (broke) {
@@ -182,6 +198,11 @@ void GrpcLink::OnRead(bool ok) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --outstanding_ops_;
+    if (inbound_ == Inbound::kFinishing) {
+      // This worker aborted and ended the call with its cause: drop what arrives.
+      drained_.notify_all();
+      return;
+    }
     if (ok) {
       arrived_bytes_ += read_buffer_.Length();
       arrived_.emplace_back();
@@ -217,12 +238,23 @@ void GrpcLink::OnInboundFinish(bool) {
   drained_.notify_all();
 }
 
-void GrpcLink::MarkPeerGone(const absl::Status& cause) { liveness_->MarkGone(cause); }
+void GrpcLink::MarkPeerGone(const absl::Status& cause) {
+  liveness_->MarkGone(cause);
+  if (env_.bell != nullptr) env_.bell->Ring();  // A waiter may be in its grace period.
+}
 
 void GrpcLink::PostRecv(Request* request) { recvs_.push_back(request); }
 
 bool GrpcLink::Poll() {
   if (recvs_.empty()) return false;
+  // A peer that aborted and said why: its collective is over, whatever is buffered.
+  if (liveness_->gone()) {
+    const absl::Status cause = liveness_->cause();
+    if (!cause.ok()) {
+      env_.fail(PeerClosedError(peer_name_, env_.self_name, recvs_.front()->key, cause));
+      return true;
+    }
+  }
   bool progressed = false;
   while (!recvs_.empty()) {
     grpc::ByteBuffer frame;
@@ -247,8 +279,15 @@ bool GrpcLink::Poll() {
     if (resume_reading) StartRead();
     if (frame.Length() == 0) {
       if (peer_ended) {
-        env_.fail(PeerClosedError(peer_name_, env_.self_name, recvs_.front()->key,
-                                  liveness_->cause()));
+        // The peer's reason (its abort ends our outbound call with it) may arrive a
+        // moment after its end of stream: give it that moment.
+        absl::Status cause = liveness_->cause();
+        const auto now = std::chrono::steady_clock::now();
+        if (cause.ok() && !cause_grace_until_.has_value()) {
+          cause_grace_until_ = now + std::chrono::milliseconds(kCauseGraceMs);
+        }
+        if (cause.ok() && now < *cause_grace_until_) break;
+        env_.fail(PeerClosedError(peer_name_, env_.self_name, recvs_.front()->key, cause));
         return true;
       }
       break;
@@ -316,16 +355,28 @@ void GrpcLink::FailPending(const absl::Status& status, Deadline deadline) {
   }
 }
 
-void GrpcLink::OnAbort(const absl::Status&) {
-  std::lock_guard<std::mutex> lock(mu_);
-  closing_ = true;
-  // Cancelling tells the peer at once that this worker gives up.
-  if (out_context_ != nullptr) out_context_->TryCancel();
-  if (inbound_call_ != nullptr) inbound_call_->context.TryCancel();
+void GrpcLink::OnAbort(const absl::Status& cause) {
+  bool finish_inbound = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+    // Cancelling our call tells the peer at once that this worker gives up; ending
+    // the peer's call with our first error tells it why (marked rw-abort).
+    if (out_context_ != nullptr) out_context_->TryCancel();
+    if (inbound_ == Inbound::kReading) {
+      inbound_ = Inbound::kFinishing;
+      ++outstanding_ops_;
+      finish_inbound = true;
+    }
+  }
+  if (finish_inbound) {
+    inbound_call_->context.AddTrailingMetadata(kAbortMetadataKey, "1");
+    inbound_call_->reader.Finish(grpc::ByteBuffer(), ToGrpcStatus(cause), &inbound_finish_tag_);
+  }
 }
 
 void GrpcLink::BeginClose(Deadline deadline) {
-  enum class Step { kNone, kWritesDone, kCancelAndFinish } step = Step::kNone;
+  enum class Step { kNone, kWritesDone, kCancel, kCancelAndFinish } step = Step::kNone;
   {
     std::unique_lock<std::mutex> lock(mu_);
     closing_ = true;
@@ -335,21 +386,24 @@ void GrpcLink::BeginClose(Deadline deadline) {
       drained_.wait_for(lock, std::chrono::milliseconds(5));
     }
     if (outbound_ == Outbound::kOpen && write_in_flight_ == nullptr) {
-      step = Step::kWritesDone;  // Clean end of stream: WritesDone, Read, Finish.
+      // Clean end of stream: WritesDone; the watch Read gets the reply, then Finish.
+      step = Step::kWritesDone;
+      ++outstanding_ops_;
     } else if (out_stream_ != nullptr && outbound_ != Outbound::kClosing &&
                outbound_ != Outbound::kClosed) {
-      step = Step::kCancelAndFinish;  // Broken or still busy: cancel, then Finish.
+      if (watching_) {
+        step = Step::kCancel;  // Broken or still busy: the watch ends, then Finish.
+      } else if (!finishing_) {
+        step = Step::kCancelAndFinish;  // It never opened: nothing watches it.
+        finishing_ = true;
+        ++outstanding_ops_;
+      }
     }
-    if (step != Step::kNone) {
-      outbound_ = Outbound::kClosing;
-      ++outstanding_ops_;
-    }
+    if (step != Step::kNone) outbound_ = Outbound::kClosing;
   }
   if (step == Step::kWritesDone) out_stream_->WritesDone(&writes_done_tag_);
-  if (step == Step::kCancelAndFinish) {
-    out_context_->TryCancel();
-    out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
-  }
+  if (step == Step::kCancel || step == Step::kCancelAndFinish) out_context_->TryCancel();
+  if (step == Step::kCancelAndFinish) out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
 }
 
 void GrpcLink::WaitClosed(Deadline deadline) {
@@ -369,25 +423,54 @@ void GrpcLink::WaitClosed(Deadline deadline) {
   }
 }
 
-void GrpcLink::OnWritesDone(bool ok) {
-  // The operation continues: read the server's reply (if the stream still works),
-  // then collect the status.
-  if (ok) {
-    out_stream_->Read(&response_, &response_tag_);
-  } else {
-    out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
+void GrpcLink::OnWritesDone(bool) {
+  // The watch Read completes with the server's reply (or the call's end).
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --outstanding_ops_;
   }
+  drained_.notify_all();
 }
 
 void GrpcLink::OnResponse(bool) {
+  // The watch ended: the peer replied (orderly close) or the call ended. Its
+  // operation count carries over to Finish.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watching_ = false;
+    finishing_ = true;
+  }
   out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
 }
 
 void GrpcLink::OnOutboundFinish(bool) {
+  bool peer_ended_it = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --outstanding_ops_;
-    outbound_ = Outbound::kClosed;
+    peer_ended_it = !closing_ && outbound_ != Outbound::kClosed;
+    if (outbound_ == Outbound::kOpen || outbound_ == Outbound::kStarting) {
+      outbound_ = Outbound::kBroken;
+    }
+    if (closing_ || outbound_ == Outbound::kClosing) outbound_ = Outbound::kClosed;
+  }
+  if (peer_ended_it) {
+    // The peer ended our stream before we closed it: it aborted (its first error
+    // comes marked rw-abort) or it died.
+    absl::Status cause;
+    const auto& trailing = out_context_->GetServerTrailingMetadata();
+    if (!finish_status_.ok() && trailing.find(kAbortMetadataKey) != trailing.end()) {
+      cause = FromGrpcStatus(finish_status_);
+    }
+    RW_VLOG(1) << "data stream to " << peer_name_ << " ended by the peer: "
+               << (cause.ok() ? finish_status_.error_message() : std::string(cause.message()));
+    MarkPeerGone(cause);
+    const std::string ended = absl::StrCat(peer_name_, " ended the data stream from ",
+                                           env_.self_name);
+    FailQueuedSends(cause.ok()
+                        ? absl::UnavailableError(absl::StrCat(ended, " (it failed or exited)"))
+                        : absl::Status(cause.code(), absl::StrCat(cause.message(), " (reported by ",
+                                                                  ended, ")")));
   }
   drained_.notify_all();
 }

@@ -18,8 +18,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +39,9 @@ struct InboundCall {
 };
 
 inline constexpr const char kTransferMethod[] = "/ringwork.proto.Worker/Transfer";
+// Trailing metadata of a Transfer call a worker ended because it aborted: the
+// status is its first error.
+inline constexpr const char kAbortMetadataKey[] = "rw-abort";
 
 class GrpcLink : public Link {
  public:
@@ -85,7 +90,11 @@ class GrpcLink : public Link {
 
  private:
   enum class Outbound { kIdle, kStarting, kOpen, kClosing, kClosed, kBroken };
-  enum class Inbound { kNone, kReading, kEnded, kFinished };
+  // kFinishing: this worker aborted and ended the peer's call with its cause.
+  enum class Inbound { kNone, kReading, kEnded, kFinishing, kFinished };
+  // How long a receive that found the peer's stream ended waits for the peer's
+  // reason to arrive on the other call before it fails without one.
+  static constexpr int kCauseGraceMs = 200;
 
   // Binds a completion to a member function.
   class Tag : public CqTag {
@@ -144,6 +153,8 @@ class GrpcLink : public Link {
   int refused_streams_ = 0;                // Guarded by mu_.
   bool closing_ = false;                   // Guarded by mu_.
   bool read_paused_ = false;               // Guarded by mu_.
+  bool watching_ = false;                  // The outbound watch Read is pending. Guarded by mu_.
+  bool finishing_ = false;                 // Finish was called on the outbound. Guarded by mu_.
   int outstanding_ops_ = 0;                // Guarded by mu_.
   RequestQueue send_queue_;                // Guarded by mu_.
   Request* write_in_flight_ = nullptr;     // Guarded by mu_.
@@ -152,6 +163,7 @@ class GrpcLink : public Link {
 
   // Collective thread only.
   RequestQueue recvs_;
+  std::optional<std::chrono::steady_clock::time_point> cause_grace_until_;
   std::vector<grpc::Slice> slices_;  // Reused per frame.
 };
 

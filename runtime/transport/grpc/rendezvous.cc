@@ -13,24 +13,32 @@
 
 namespace ringwork {
 
-void InboundJoins::Record(int rank, uint64_t incarnation) {
+
+absl::Status InboundJoins::AdmitAndRecord(int rank, uint64_t incarnation,
+                                          const std::function<void()>& accept) {
+  std::lock_guard<std::mutex> admission(admission_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // After startup: the same process again (its answer was lost, it retried)
+    // changes nothing; a new one only replaces a member declared failed.
+    const bool admitted = !sealed_ || (joined_[rank] && incarnation == incarnation_[rank]) ||
+                          failed_[rank];
+    if (!admitted) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "rank ", rank, " is a member of this running job already (incarnation ",
+          incarnation_[rank], "); a Join for it is accepted only after that worker was declared "
+          "failed"));
+    }
+  }
+  accept();
   std::lock_guard<std::mutex> lock(mu_);
   incarnation_[rank] = incarnation;
   joined_[rank] = true;
-}
-
-absl::Status InboundJoins::Admit(int rank, uint64_t incarnation) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!sealed_) return absl::OkStatus();
-  // The same process again (its answer was lost, it retried): nothing changes.
-  if (joined_[rank] && incarnation == incarnation_[rank]) return absl::OkStatus();
-  if (failed_[rank]) return absl::OkStatus();
-  return absl::AlreadyExistsError(absl::StrCat(
-      "rank ", rank, " is a member of this running job already (incarnation ", incarnation_[rank],
-      "); a Join for it is accepted only after that worker was declared failed"));
+  return absl::OkStatus();
 }
 
 void InboundJoins::Seal() {
+  std::lock_guard<std::mutex> admission(admission_mu_);
   std::lock_guard<std::mutex> lock(mu_);
   sealed_ = true;
 }
@@ -63,6 +71,11 @@ uint64_t InboundJoins::incarnation(int rank) const {
 absl::Status InboundJoins::rejection() const {
   std::lock_guard<std::mutex> lock(mu_);
   return rejection_;
+}
+
+std::string SignedJoinFields(const proto::JoinRequest& r) {
+  return absl::StrCat(r.protocol_version(), "\n", r.cluster_ring(), "\n", r.from_task(), "\n",
+                      r.to_rank(), "\n", r.shm_segment(), "\n", r.hostname(), "\n", r.pid());
 }
 
 absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest& request,
@@ -109,6 +122,7 @@ struct Attempt {
   JoinedPeer result;
   uint64_t challenge = 0;       // The peer's incarnation, as its refusal told it.
   uint64_t sent_challenge = 0;  // The one the call in flight is bound to.
+  int challenges = 0;           // Challenges answered.
   std::unique_ptr<grpc::ClientContext> context;
   proto::JoinResponse response;
   grpc::Status status;
@@ -232,6 +246,12 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
           challenge != 0 && challenge != a.sent_challenge) {
         a.challenge = challenge;
         a.last_error = absl::UnavailableError("answered its challenge");
+        // At once for the first few; then with the backoff, so that whatever
+        // answers with ever new challenges cannot make this worker spin.
+        if (++a.challenges > 3) {
+          a.next_try = Deadline::AfterSeconds(a.backoff_s);
+          a.backoff_s = std::min(options.max_backoff_s, a.backoff_s * 2);
+        }
         continue;
       }
     }

@@ -23,7 +23,7 @@
 
 namespace ringwork {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;  // 2: calls bound to both processes.
 
 struct RendezvousOptions {
   // Flag --startup_timeout_s, env RINGWORK_STARTUP_TIMEOUT_S.
@@ -47,11 +47,12 @@ class InboundJoins {
  public:
   explicit InboundJoins(int world_size)
       : incarnation_(world_size, 0), joined_(world_size), failed_(world_size) {}
-  // Whether a Join from `rank` (process `incarnation`) may be accepted: always
-  // during startup; after Seal() only from the process that joined (a retry changes
-  // nothing) or for a rank declared failed (MarkFailed). ALREADY_EXISTS otherwise.
-  absl::Status Admit(int rank, uint64_t incarnation) const;
-  void Record(int rank, uint64_t incarnation);
+  // Admits a Join from `rank` (process `incarnation`), runs `accept` (which maps
+  // its shared memory) and records it, as one step that Seal() cannot interleave
+  // with. Admitted: always during startup; after Seal() only the process that
+  // joined (a retry changes nothing) or a rank declared failed (MarkFailed).
+  // ALREADY_EXISTS otherwise.
+  absl::Status AdmitAndRecord(int rank, uint64_t incarnation, const std::function<void()>& accept);
   // The rendezvous is over: the membership is fixed.
   void Seal();
   bool sealed() const;
@@ -66,6 +67,7 @@ class InboundJoins {
   absl::Status rejection() const;
 
  private:
+  std::mutex admission_mu_;  // Held by AdmitAndRecord and Seal; taken before mu_.
   mutable std::mutex mu_;
   std::vector<uint64_t> incarnation_;  // Guarded by mu_.
   std::vector<bool> joined_;           // Guarded by mu_.
@@ -73,6 +75,11 @@ class InboundJoins {
   bool sealed_ = false;                // Guarded by mu_.
   absl::Status rejection_;             // Guarded by mu_.
 };
+
+// The fields of a Join that the caller signs with the token beyond its identity
+// (RpcAuth::CallMetadataFor's `body`): a request replayed with another segment or
+// task is refused.
+std::string SignedJoinFields(const proto::JoinRequest& request);
 
 // Checks a Join request against this worker's view; the error (INVALID_ARGUMENT)
 // shows both sides. `self_address` is this worker's address as its TF_CONFIG says.

@@ -25,7 +25,7 @@ namespace ringwork {
 
 inline constexpr size_t kShmPage = 4096;
 inline constexpr uint32_t kShmMagic = 0x4d535752;  // "RWSM"
-inline constexpr uint32_t kShmVersion = 1;
+inline constexpr uint32_t kShmVersion = 2;
 
 struct SegmentHeader {
   uint32_t magic;
@@ -38,12 +38,23 @@ struct SegmentHeader {
 };
 static_assert(sizeof(SegmentHeader) <= kShmPage, "segment header must fit a page");
 
+// Why a side aborted (its first error), written before it sets its closed flag
+// (release), read by the other side after it sees the flag (acquire): so a peer
+// that stops because of a third worker passes that root cause on.
+struct AbortCause {
+  int32_t code;     // absl::StatusCode; 0: none given.
+  uint32_t length;  // Bytes of `message` in use.
+  char message[1016];
+};
+
 struct RingHeader {
   alignas(64) std::atomic<uint64_t> head;  // Written by the producer.
   alignas(64) std::atomic<uint64_t> tail;  // Written by the consumer.
   // Set when a side aborts, so the other stops waiting at once.
   alignas(64) std::atomic<uint32_t> producer_closed;
   std::atomic<uint32_t> consumer_closed;
+  alignas(64) AbortCause producer_cause;  // Each written only by its side.
+  alignas(64) AbortCause consumer_cause;
 };
 static_assert(sizeof(RingHeader) <= kShmPage, "ring header must fit a page");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared rings need lock-free atomics");

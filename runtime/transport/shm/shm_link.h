@@ -46,6 +46,10 @@ class ShmLink : public Link {
   std::string DebugString() const override;
 
  private:
+  // Why the peer went away: the cause it wrote when it aborted, else the one its
+  // gRPC stream delivered; OK when it gave none.
+  absl::Status PeerCause() const;
+
   Rings rings_;
   Doorbell peer_bell_;
   std::shared_ptr<PeerLiveness> liveness_;

@@ -115,9 +115,10 @@ TEST_CASE("a rank that aborts is noticed by its peer at once", "[shm]") {
     return st;
   });
   INFO(results[0].message());
-  CHECK(absl::IsUnavailable(results[0]));
-  CHECK(std::string(results[0].message()).find("rank 1 closed its connection") !=
-        std::string::npos);
+  // Its cause crossed the shared memory, root cause first, with its code.
+  CHECK(absl::IsAborted(results[0]));
+  CHECK(std::string(results[0].message()).find("rank 1 gives up (reported by rank 1, which closed "
+                                               "its connection") == 0);
   CHECK(seconds < 2);
 }
 
