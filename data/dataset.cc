@@ -116,7 +116,7 @@ std::vector<int64_t> Dataset::Order(int64_t epoch) const {
   return order;
 }
 
-int64_t Dataset::cardinality() const {
+int64_t Dataset::examples_per_pass() const {
   if (num_shards_ == 1 || policy_ == AutoShardPolicy::kOff) return examples_->count();
   if (policy_ == AutoShardPolicy::kData) {
     const int64_t n = examples_->count();
@@ -125,8 +125,13 @@ int64_t Dataset::cardinality() const {
   return static_cast<int64_t>(Order(0).size());
 }
 
+int64_t Dataset::cardinality() const {
+  if (repeat_ < 0) return kInfiniteCardinality;
+  return examples_per_pass() * repeat_;
+}
+
 int64_t Dataset::batches_per_epoch() const {
-  const int64_t n = cardinality();
+  const int64_t n = examples_per_pass();
   return drop_remainder_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
 }
 

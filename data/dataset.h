@@ -52,9 +52,16 @@ class Dataset {
 
   const Examples& examples() const { return *examples_; }
   int64_t batch_size() const { return batch_size_; }
-  // Examples of one epoch of this shard.
+  bool drop_remainder() const { return drop_remainder_; }
+  // Passes Iterate(epoch) makes: 1, Repeat's count, or -1 (forever).
+  int64_t repeat_count() const { return repeat_; }
+  // Examples this shard gives over all its passes, as tf.data's cardinality:
+  // kInfiniteCardinality when it repeats forever.
+  static constexpr int64_t kInfiniteCardinality = -1;
   int64_t cardinality() const;
-  // Batches of one epoch of this shard.
+  // Examples of one pass (one epoch) of this shard.
+  int64_t examples_per_pass() const;
+  // Batches of one pass of this shard.
   int64_t batches_per_epoch() const;
 
   class Iterator {

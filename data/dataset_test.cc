@@ -100,6 +100,12 @@ TEST_CASE("repeat runs through epochs, each in its own order", "[dataset]") {
   int batches = 0;
   while (forever->Next(&b)) ++batches;
   CHECK(batches == 100);
+  // tf.data's cardinality counts the passes; forever is infinite.
+  CHECK(d.cardinality() == 10);
+  CHECK(d.Repeat(3).cardinality() == 30);
+  CHECK(d.Repeat().cardinality() == Dataset::kInfiniteCardinality);
+  CHECK(d.Repeat(3).examples_per_pass() == 10);
+  CHECK(d.Repeat(3).batches_per_epoch() == 3);
 }
 
 TEST_CASE("prefetching yields exactly what plain iteration does", "[dataset]") {

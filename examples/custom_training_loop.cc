@@ -25,8 +25,11 @@ int main() {
   // Data: this worker's shard, batched per replica; the same steps everywhere.
   TrainTest data = SyntheticImages(4096, 512, 3);
   const int64_t global_batch = 64 * s.num_replicas_in_sync();
+  // Full batches only (drop_remainder): the kernel below is made for one batch size.
   absl::StatusOr<DistributedDataset> train =
-      s.DistributeDataset(Dataset::FromExamples(std::move(data.train)), global_batch);
+      s.DistributeDataset(Dataset::FromExamples(std::move(data.train)), global_batch,
+                          AutoShardPolicy::kData, /*shuffle_seed=*/0, /*prefetch_batches=*/2,
+                          /*drop_remainder=*/true);
   if (!train.ok()) ExitWithStatus(train.status());
 
   KernelContext kernels({/*intra_op_threads=*/1, Precision::kFloat32});

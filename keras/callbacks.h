@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "data/dataset.h"
 
 namespace ringwork {
 
@@ -28,6 +29,7 @@ struct TrainInfo {
   int64_t global_batch_size = 0;
   int replicas = 1;
   bool is_chief = true;
+  AutoShardPolicy shard_policy = AutoShardPolicy::kData;
 };
 
 // Where training is: `step` steps done in all, the next one being step
@@ -66,9 +68,13 @@ class History : public Callback {
   // Per metric, one value per epoch.
   const std::map<std::string, std::vector<double>>& history() const { return history_; }
   std::vector<double> operator[](const std::string& metric) const;
+  // Examples trained on in each epoch run, over every worker (fit counts them).
+  void AddEpochExamples(int64_t examples) { examples_per_epoch_.push_back(examples); }
+  const std::vector<int64_t>& examples_per_epoch() const { return examples_per_epoch_; }
 
  private:
   std::map<std::string, std::vector<double>> history_;
+  std::vector<int64_t> examples_per_epoch_;
 };
 
 // Keras' progress bar: "120/469 [=======>......] - ETA: 3s - loss: 0.61 - accuracy:

@@ -43,7 +43,7 @@ absl::Status ModelCheckpoint::OnEpochBegin(int64_t epoch) {
 }
 
 absl::Status ModelCheckpoint::Save(const TrainPosition& position, bool final) {
-  RW_ASSIGN_OR_RETURN(std::string path, SaveTrainingState(*model_, dir_.get(), position, final));
+  RW_ASSIGN_OR_RETURN(std::string path, SaveTrainingState(*model_, dir_.get(), position, final, &info_));
   if (!path.empty()) last_path_ = path;
   last_ = position;
   return absl::OkStatus();
@@ -76,16 +76,35 @@ absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
   info_ = info;
   sigterm_ = std::make_unique<ScopedTerminationHandler>();
   RW_ASSIGN_OR_RETURN(dir_, OpenOnChief(*model_, options_.backup_dir, /*keep=*/1));
-  RW_ASSIGN_OR_RETURN(std::optional<TrainPosition> at,
+  RW_ASSIGN_OR_RETURN(std::optional<LoadedCheckpoint> loaded,
                       RestoreLatestTrainingState(*model_, options_.backup_dir));
-  if (at.has_value()) {
-    restored_ = true;
-    restored_at_ = *at;
-    model_->ResumeAt(*at);
-    if (info.is_chief) {
-      RW_LOG(INFO) << "BackupAndRestore: resuming from the backup in " << options_.backup_dir
-                   << " at epoch " << at->epoch + 1 << ", step " << at->step_in_epoch;
+  if (!loaded.has_value()) return absl::OkStatus();
+  TrainPosition at = loaded->position;
+  // The position names the same examples again only if the data is cut the same
+  // way (every worker decides alike: the settings came from the chief).
+  const absl::Status same = loaded->settings.SameDataPosition(TrainSettings::From(info));
+  if (!same.ok()) {
+    if (options_.resume_policy == ResumePolicy::kExact) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot resume exactly from the backup in ", options_.backup_dir, ": ", same.message(),
+          "; its position would name other examples. Run with the checkpoint's settings, or "
+          "resume at the next epoch boundary with --resume_policy=epoch"));
     }
+    // The next epoch boundary of the run as it was, in the run as it is now.
+    const int64_t epoch = at.step_in_epoch == 0 ? at.epoch : at.epoch + 1;
+    if (info.is_chief) {
+      RW_LOG(WARNING) << "BackupAndRestore: " << same.message() << "; resuming at the start of epoch "
+                      << epoch + 1 << " (--resume_policy=epoch): the rest of epoch " << at.epoch + 1
+                      << " is skipped";
+    }
+    at = TrainPosition{epoch, 0, epoch * info.steps_per_epoch};
+  }
+  restored_ = true;
+  restored_at_ = at;
+  model_->ResumeAt(at);
+  if (info.is_chief) {
+    RW_LOG(INFO) << "BackupAndRestore: resuming from the backup in " << options_.backup_dir
+                 << " at epoch " << at.epoch + 1 << ", step " << at.step_in_epoch;
   }
   return absl::OkStatus();
 }
@@ -96,7 +115,7 @@ absl::Status BackupAndRestore::OnEpochBegin(int64_t epoch) {
 }
 
 absl::Status BackupAndRestore::Save(const TrainPosition& position) {
-  return SaveTrainingState(*model_, dir_.get(), position, false).status();
+  return SaveTrainingState(*model_, dir_.get(), position, false, &info_).status();
 }
 
 absl::Status BackupAndRestore::OnBatchEnd(int64_t step, const Logs&) {

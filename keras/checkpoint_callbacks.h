@@ -58,10 +58,17 @@ class ModelCheckpoint : public Callback {
   std::string last_path_;
 };
 
+// What a backup written with other settings (global batch, steps per epoch, or
+// for FILE and OFF the shard policy and workers) resumes as: kExact refuses (exit
+// 7 naming both values), since its position would name other examples; kEpoch
+// resumes at the next epoch boundary with a warning.
+enum class ResumePolicy { kExact, kEpoch };
+
 struct BackupOptions {
   std::string backup_dir;
   int64_t save_freq_steps = 0;  // 0: at the end of every epoch.
   bool delete_checkpoint = true;  // Remove the backup when fit completes.
+  ResumePolicy resume_policy = ResumePolicy::kExact;
 };
 
 class BackupAndRestore : public Callback {

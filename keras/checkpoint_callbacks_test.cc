@@ -406,6 +406,71 @@ TEST_CASE("a worker that fails to end training keeps every worker's backup", "[b
   CHECK(*LatestCheckpoint(backup_dir) == backup_dir + "/" + CheckpointFileName(45));
 }
 
+// A fit with a backup, on `workers` workers with a global `batch`.
+std::vector<absl::Status> FitWithBackup(const std::string& dir, int workers, int64_t batch,
+                                        ResumePolicy policy, std::vector<TrainPosition>* restored_at,
+                                        int64_t fail_after = -1) {
+  LocalCluster::Options options;
+  options.num_workers = workers;
+  restored_at->assign(static_cast<size_t>(workers), TrainPosition{-1, -1, -1});
+  return LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+    auto scope = w.strategy->scope();
+    Sequential model;
+    RW_RETURN_IF_ERROR(BuildModel(model));
+    BackupAndRestore backup({.backup_dir = dir, .save_freq_steps = 4, .resume_policy = policy});
+    FailAfterStep failure(fail_after);
+    FitOptions fit;
+    fit.epochs = kEpochs;
+    fit.batch_size = batch;
+    fit.verbose = 0;
+    fit.callbacks = {&backup, &failure};
+    absl::Status status = model.Fit(TrainData(), fit).status();
+    if (backup.restored()) (*restored_at)[static_cast<size_t>(w.rank)] = backup.restored_at();
+    return status;
+  });
+}
+
+TEST_CASE("a resume whose data position would mean other examples is refused, or starts "
+          "the next epoch when asked", "[backup]") {
+  const std::string dir = FreshTestDir("backup_settings");
+  std::vector<TrainPosition> at;
+  // 2 workers, global batch 64 (15 steps an epoch): fails after step 22, backed up at 20.
+  for (const absl::Status& s : FitWithBackup(dir, 2, kBatch, ResumePolicy::kExact, &at, 22)) {
+    REQUIRE(!s.ok());
+  }
+  SECTION("another global batch: refused with exit 7 naming both") {
+    for (const absl::Status& s : FitWithBackup(dir, 2, 2 * kBatch, ResumePolicy::kExact, &at)) {
+      INFO(s.message());
+      CHECK(ExitCodeFor(s) == kMismatch);
+      CHECK(s.message().find("global batch size 64 in the checkpoint, 128 now") != absl::string_view::npos);
+      CHECK(s.message().find("--resume_policy=epoch") != absl::string_view::npos);
+    }
+  }
+  SECTION("another global batch, --resume_policy=epoch: the next epoch boundary") {
+    // Backed up in epoch 2 (step 20 = 15 + 5): resumes at the start of epoch 3,
+    // which has 8 steps of 128 (960 examples).
+    for (const absl::Status& s : FitWithBackup(dir, 2, 2 * kBatch, ResumePolicy::kEpoch, &at)) {
+      INFO(s.message());
+      CHECK(s.ok());
+    }
+    for (const TrainPosition& p : at) {
+      CHECK(p.epoch == 2);
+      CHECK(p.step_in_epoch == 0);
+      CHECK(p.step == 16);
+    }
+  }
+  SECTION("DATA with the same global batch on 4 workers: resumes exactly") {
+    for (const absl::Status& s : FitWithBackup(dir, 4, kBatch, ResumePolicy::kExact, &at)) {
+      INFO(s.message());
+      CHECK(s.ok());
+    }
+    for (const TrainPosition& p : at) {
+      CHECK(p.step == 20);
+      CHECK(p.step_in_epoch == 5);
+    }
+  }
+}
+
 TEST_CASE("a second job cannot back up into a directory in use", "[backup]") {
   const std::string dir = FreshTestDir("backup_locked");
   absl::StatusOr<std::unique_ptr<CheckpointDirectory>> held = CheckpointDirectory::OpenForWriting(dir, 1);

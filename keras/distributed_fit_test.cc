@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/exit_code.h"
+
 #include "base/status_macros.h"
 #include "data/fashion_mnist.h"
 #include "keras/sequential.h"
@@ -173,6 +175,77 @@ TEST_CASE("workers with different optimizer settings refuse to train", "[distrib
     INFO("worker " << r << ": " << results[r].message());
     CHECK(results[r].code() == absl::StatusCode::kFailedPrecondition);
     CHECK_THAT(std::string(results[r].message()), Catch::Contains("`optimizer: adam, learning_rate 0.01,"));
+  }
+}
+
+// Changes one weight on one worker after global step `at`: the replicas drift.
+class CorruptReplica : public Callback {
+ public:
+  CorruptReplica(int rank, int64_t at) : rank_(rank), at_(at) {}
+  absl::Status OnBatchEnd(int64_t step, const Logs&) override {
+    if (model_->strategy()->rank() == rank_ && ++seen_ == at_) {
+      model_->variables()[0]->value[3] += 1e-3f;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int rank_;
+  int64_t at_;
+  int64_t seen_ = 0;
+};
+
+TEST_CASE("replicas that drift apart stop training with exit 7, naming the variable", "[fit]") {
+  TrainTest data = SyntheticImages(640, 0, 3);
+  Dataset train = Dataset::FromExamples(data.train);
+  LocalCluster::Options options;
+  options.num_workers = 2;
+  auto results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+    auto scope = w.strategy->scope();
+    Sequential model;
+    model.Add(Flatten());
+    model.Add(Dense(10));
+    RW_RETURN_IF_ERROR(model.Compile(CompileOptions()));
+    CorruptReplica corrupt(1, 3);
+    FitOptions fit;
+    fit.verbose = 0;
+    fit.batch_size = 64;
+    fit.replica_check_steps = 5;
+    fit.callbacks = {&corrupt};
+    return model.Fit(train, fit).status();
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO("worker " << r << ": " << results[r].message());
+    CHECK(ExitCodeFor(results[r]) == kMismatch);
+    CHECK_THAT(std::string(results[r].message()),
+               Catch::Contains("the replicas differ after step 5: variable dense/kernel"));
+  }
+}
+
+TEST_CASE("learning rates that differ after the 6th digit are refused, shown exactly", "[fit]") {
+  TrainTest data = SyntheticImages(384, 0, 3);
+  Dataset train = Dataset::FromExamples(data.train);
+  LocalCluster::Options options;
+  options.num_workers = 2;
+  const float a = 0.001f, b = std::nextafter(0.001f, 1.0f);
+  auto results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+    auto scope = w.strategy->scope();
+    Sequential model;
+    model.Add(Flatten());
+    model.Add(Dense(10));
+    CompileOptions compile;
+    compile.optimizer.learning_rate = w.rank == 0 ? a : b;
+    RW_RETURN_IF_ERROR(model.Compile(compile));
+    FitOptions fit;
+    fit.verbose = 0;
+    fit.batch_size = 64;
+    return model.Fit(train, fit).status();
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO("worker " << r << ": " << results[r].message());
+    CHECK(results[r].code() == absl::StatusCode::kFailedPrecondition);
+    CHECK_THAT(std::string(results[r].message()), Catch::Contains("learning_rate 0.001,"));
+    CHECK_THAT(std::string(results[r].message()), Catch::Contains("learning_rate 0.0010000002,"));
   }
 }
 

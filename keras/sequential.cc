@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "base/termination.h"
 #include "base/status_macros.h"
 #include "kernels/softmax.h"
+#include "strategy/replica_check.h"
 
 namespace ringwork {
 namespace {
@@ -162,10 +164,20 @@ std::vector<std::string> Sequential::AgreementLines() const {
   const LossSpec& loss = compile_options_.loss;
   lines.push_back(absl::StrCat("loss: ", loss.name, loss.from_logits ? " from logits" : ""));
   const OptimizerSpec& o = compile_options_.optimizer;
-  lines.push_back(absl::StrCat("optimizer: ", o.name, ", learning_rate ", o.learning_rate,
-                               ", momentum ", o.momentum, ", nesterov ", o.nesterov,
-                               ", beta_1 ", o.beta_1, ", beta_2 ", o.beta_2, ", epsilon ",
-                               o.epsilon, ", weight_decay ", o.weight_decay));
+  // Numbers exactly, in the fewest digits that give back the same float, so that
+  // learning rates differing after the 6th digit do not pass as equal.
+  auto exact = [](float x) {
+    for (int digits = 6; digits < 9; ++digits) {
+      std::string text = absl::StrFormat("%.*g", digits, x);
+      if (std::strtof(text.c_str(), nullptr) == x) return text;
+    }
+    return absl::StrFormat("%.9g", x);
+  };
+  lines.push_back(absl::StrCat("optimizer: ", o.name, ", learning_rate ", exact(o.learning_rate),
+                               ", momentum ", exact(o.momentum), ", nesterov ", o.nesterov,
+                               ", beta_1 ", exact(o.beta_1), ", beta_2 ", exact(o.beta_2),
+                               ", epsilon ", exact(o.epsilon), ", weight_decay ",
+                               exact(o.weight_decay)));
   lines.push_back(absl::StrCat("precision: ", PrecisionName(compile_options_.precision)));
   std::vector<std::string> metric_names;
   for (const Metric& m : metrics_) metric_names.push_back(m.name());
@@ -188,9 +200,20 @@ absl::Status Sequential::Forward(const Tensor& x, bool training) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch) {
+absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float weight) {
+  if (batch.size() == 0) {
+    // No examples for this replica at this step (the short end of a pass): it
+    // adds nothing to the average but takes part in every collective.
+    reducer_->BeginStep(0.f);
+    for (size_t l = layers_.size(); l-- > 0;) {
+      for (Variable* v : layers_[l]->variables()) reducer_->Ready(v);
+    }
+    RW_RETURN_IF_ERROR(reducer_->FinishStep());
+    optimizer_->Apply(variables());
+    return 0.f;
+  }
   RW_RETURN_IF_ERROR(EnsureReady(Shape(batch.features.shape().begin() + 1, batch.features.shape().end())));
-  reducer_->BeginStep();
+  reducer_->BeginStep(weight);
   absl::Status status = Forward(batch.features, /*training=*/true);
   absl::StatusOr<float> loss = status.ok() ? loss_->Compute(acts_.back(), batch.labels, &grads_.back())
                                            : absl::StatusOr<float>(status);
@@ -211,6 +234,7 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch) {
 }
 
 std::vector<double> Sequential::BatchSums(const std::vector<int32_t>& labels, double loss) {
+  if (labels.empty()) return std::vector<double>(2 + 2 * metrics_.size(), 0.0);
   const double n = static_cast<double>(labels.size());
   std::vector<double> sums = {loss * n, n};
   for (const Metric& prototype : metrics_) {
@@ -239,15 +263,32 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   RW_ASSIGN_OR_RETURN(DistributedDataset data,
                       strategy_->DistributeDataset(train, options.batch_size, options.shard_policy,
                                                    compile_options_.seed));
-  int64_t steps = data.steps_per_epoch;
-  if (options.steps_per_epoch > 0) steps = std::min(steps, options.steps_per_epoch);
+  // Keras: an epoch is one walk through the dataset (its passes, each in a new
+  // order every epoch), or `steps_per_epoch` steps of one stream that goes on
+  // across epochs (pass after pass for a repeated dataset).
+  if (options.steps_per_epoch <= 0 && data.passes < 0) {
+    return absl::InvalidArgumentError(
+        "fit on a dataset repeated forever needs steps_per_epoch (how many steps make an epoch)");
+  }
+  const int64_t steps = options.steps_per_epoch > 0 ? options.steps_per_epoch
+                                                    : data.passes * data.steps_per_pass;
+  if (options.steps_per_epoch <= 0) {
+    data.passes = -1;  // Every epoch walks the dataset again: passes go on.
+  } else if (data.passes >= 0 && options.epochs * steps > data.passes * data.steps_per_pass) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "steps_per_epoch ", steps, " x ", options.epochs, " epochs needs ", options.epochs * steps,
+        " steps, but the data gives ", data.passes * data.steps_per_pass, " (", data.passes,
+        " pass", data.passes == 1 ? "" : "es", " of ", data.steps_per_pass,
+        " steps of a global batch of ", options.batch_size,
+        "); Repeat() the dataset, or train fewer steps"));
+  }
   History history;
   ProgressBar progress;
   std::vector<Callback*> callbacks = {&history};
   if (options.verbose > 0 && strategy_->is_chief()) callbacks.push_back(&progress);
   callbacks.insert(callbacks.end(), options.callbacks.begin(), options.callbacks.end());
   TrainInfo info{options.epochs, steps, options.batch_size, strategy_->num_replicas_in_sync(),
-                 strategy_->is_chief()};
+                 strategy_->is_chief(), options.shard_policy};
   for (Callback* c : callbacks) {
     c->set_model(this);
     RW_RETURN_IF_ERROR(c->OnTrainBegin(info));
@@ -259,35 +300,34 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     RW_LOG(INFO) << "resuming at epoch " << start.epoch + 1 << ", step " << start.step_in_epoch
                  << " (" << start.step << " steps done)";
   }
+  // One iterator for the whole run: step g of the run is step g % steps_per_pass
+  // of pass g / steps_per_pass (a resumed run skips to where it stopped).
+  std::unique_ptr<StepIterator> it = data.Iterate(start.epoch * steps + start.step_in_epoch);
   Logs logs;
   for (int64_t epoch = start.epoch; epoch < options.epochs; ++epoch) {
     for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochBegin(epoch));
     // Loss and metric sums of this epoch over all replicas: [loss * n, n, then
     // (total, count) per metric].
     std::vector<double> epoch_sums(2 + 2 * metrics_.size(), 0.0);
-    std::unique_ptr<Dataset::Iterator> it = data.local.Iterate(epoch, steps);
     struct Batch batch;
-    // A resumed epoch skips the batches its earlier run trained on.
     const int64_t first = epoch == start.epoch ? start.step_in_epoch : 0;
-    for (int64_t skipped = 0; skipped < first; ++skipped) {
-      if (!it->Next(&batch)) {
-        return absl::InternalError(absl::StrCat("epoch ", epoch + 1, ": the input ended after ", skipped,
-                                                " of the ", first, " batches a resumed run skips"));
-      }
-    }
     for (int64_t step = first + 1; step <= steps; ++step) {
       // Failures name the step, as users count them (epoch and step from 1).
       auto at_step = [&](const absl::Status& status) {
         if (status.ok()) return status;
         return WithContext(status, absl::StrCat("epoch ", epoch + 1, ", step ", step, ": "));
       };
-      strategy_->BeginStep(epoch * steps + step - 1);
+      const int64_t global_step = epoch * steps + step - 1;
+      strategy_->BeginStep(global_step);
       if (!it->Next(&batch)) {
         return at_step(it->status().ok()
                            ? absl::InternalError("the input ended before the agreed steps")
                            : it->status());
       }
-      absl::StatusOr<float> loss = TrainStep(batch);
+      // Dropout draws as a function of the step: the same on every run through it.
+      SetTrainingStep(global_step);
+      absl::StatusOr<float> loss =
+          TrainStep(batch, static_cast<float>(data.GradientWeightAt(global_step % data.steps_per_pass)));
       if (!loss.ok()) return at_step(loss.status());
       std::vector<double> sums = BatchSums(batch.labels, *loss);
       // One more slot: how many workers received SIGTERM (all stop together).
@@ -300,6 +340,10 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       sums.pop_back();
       for (size_t i = 0; i < sums.size(); ++i) epoch_sums[i] += sums[i];
       logs = LogsFrom(epoch_sums);
+      if (options.replica_check_steps > 0 && (global_step + 1) % options.replica_check_steps == 0) {
+        RW_RETURN_IF_ERROR(at_step(CheckReplicasIdentical(
+            strategy_, variables(), absl::StrCat("after step ", global_step + 1))));
+      }
       for (Callback* c : callbacks) RW_RETURN_IF_ERROR(at_step(c->OnBatchEnd(step, logs)));
       if (preempted_workers > 0) {
         const int64_t done = epoch * steps + step;
@@ -312,6 +356,7 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
             terminating ? " (this one did)" : "", "; rerun the job to resume from its backup"));
       }
     }
+    history.AddEpochExamples(static_cast<int64_t>(epoch_sums[1]));
     if (options.validation_data != nullptr) {
       RW_ASSIGN_OR_RETURN(EvaluateResult val, Evaluate(*options.validation_data, options.batch_size));
       logs["val_loss"] = val.loss;

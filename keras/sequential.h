@@ -59,8 +59,14 @@ struct FitOptions {
   int verbose = 1;  // 1: progress bar on the chief; 0: silent.
   std::vector<Callback*> callbacks;
   AutoShardPolicy shard_policy = AutoShardPolicy::kData;
-  int64_t steps_per_epoch = 0;  // 0: every full global batch of the data.
+  // 0: an epoch is one pass over the data (its last global batch may be short).
+  // Otherwise Keras' steps_per_epoch: epochs of this many steps from one stream
+  // that goes on across epochs; more than a pass needs a Repeat()ed dataset.
+  int64_t steps_per_epoch = 0;
   int64_t initial_epoch = 0;
+  // Every this many steps (and at each checkpoint) the workers compare a hash of
+  // their weights: replicas that drifted apart end the job (exit 7). 0: never.
+  int64_t replica_check_steps = 100;
 };
 
 struct EvaluateResult {
@@ -93,8 +99,10 @@ class Sequential {
 
   // One training step on this replica's `batch`: forward, backward, gradients
   // averaged over the replicas, optimizer update. Every replica must call it.
-  // Returns this replica's loss.
-  absl::StatusOr<float> TrainStep(const struct Batch& batch);
+  // `weight`: this replica's share of the step's examples (DistributedDataset::
+  // GradientWeightAt); an empty batch takes part with nothing. Returns this
+  // replica's mean loss (0 for an empty batch).
+  absl::StatusOr<float> TrainStep(const struct Batch& batch, float weight = 1.f);
 
   // The next Fit starts at `position` instead of its initial_epoch (a restored
   // backup: BackupAndRestore calls it from OnTrainBegin).

@@ -80,6 +80,31 @@ TEST_CASE("a softmax output is fused into the loss and predictions are probabili
   }
 }
 
+TEST_CASE("each Dropout layer draws its own mask", "[sequential]") {
+  // Keras gives every layer a seed of its own: two Dropout layers of one model
+  // (named as Sequential names them), at the same step, on the same input, drop
+  // different units.
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(Dropout(0.5));
+  layers.push_back(Dropout(0.5));
+  layers[0]->set_name("dropout");
+  layers[1]->set_name("dropout_1");
+  KernelContext kernels({1, Precision::kFloat32});
+  Tensor ones({4, 256});
+  for (int64_t i = 0; i < ones.size(); ++i) ones[i] = 1.f;
+  std::vector<std::vector<bool>> kept;
+  for (auto& layer : layers) {
+    REQUIRE(layer->Build({256}, BuildContext{42}).ok());
+    layer->set_training_step(7);
+    Tensor out;
+    REQUIRE(layer->Forward(kernels, ones, &out, /*training=*/true).ok());
+    std::vector<bool> mask;
+    for (int64_t i = 0; i < out.size(); ++i) mask.push_back(out[i] != 0.f);
+    kept.push_back(mask);
+  }
+  CHECK(kept[0] != kept[1]);
+}
+
 TEST_CASE("a small CNN trains a step", "[sequential]") {
   TrainTest data = SyntheticImages(256, 32, 11);
   Sequential model;

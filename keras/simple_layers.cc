@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "keras/activation_function.h"
+#include "base/fnv1a.h"
 #include "keras/layers.h"
 #include "kernels/dropout.h"
 
@@ -39,7 +40,9 @@ class DropoutLayer : public Layer {
     if (!(rate_ >= 0 && rate_ < 1)) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": rate must be in [0, 1), got ", rate_));
     }
-    if (seed_ == 0) seed_ = ctx.seed ^ 0x5bd1e995;
+    // A stream of its own per layer (as Keras gives each layer its own seed
+    // generator): two Dropout layers never drop the same units in step.
+    if (seed_ == 0) seed_ = ctx.seed ^ 0x5bd1e995 ^ Fnv1a64(name_);
     output_shape_ = input;
     return output_shape_;
   }

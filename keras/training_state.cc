@@ -12,14 +12,20 @@
 #include "base/fnv1a.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "strategy/replica_check.h"
 
 namespace ringwork {
 namespace {
 
 constexpr char kIterations[] = "optimizer_iterations";
+constexpr char kGlobalBatch[] = "global_batch_size";
+constexpr char kStepsPerEpoch[] = "steps_per_epoch";
+constexpr char kWorkers[] = "workers";
+constexpr char kShardPolicy[] = "shard_policy";
 constexpr char kOptimizerPrefix[] = "optimizer/";
-// Broadcast after the tensors: epoch, step in epoch, step, iterations, final.
-constexpr int kHeaderWords = 5;
+// Broadcast after the tensors: epoch, step in epoch, step, iterations, final, then
+// the settings (TrainSettings, in its field order).
+constexpr int kHeaderWords = 9;
 
 struct StateTensor {
   std::string name;
@@ -83,12 +89,19 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
     staged->emplace_back(s.tensor->shape());
     RW_RETURN_IF_ERROR(reader->Read(*m.Find(s.name), staged->back().data()));
   }
-  const auto iterations = m.counters.find(kIterations);
+  auto counter = [&](const char* name, int64_t absent) {
+    const auto it = m.counters.find(name);
+    return it == m.counters.end() ? absent : it->second;
+  };
   header[0] = m.epoch;
   header[1] = m.step_in_epoch;
   header[2] = m.step;
-  header[3] = iterations == m.counters.end() ? m.step : iterations->second;
+  header[3] = counter(kIterations, m.step);
   header[4] = m.final ? 1 : 0;
+  header[5] = counter(kGlobalBatch, -1);
+  header[6] = counter(kStepsPerEpoch, -1);
+  header[7] = counter(kWorkers, -1);
+  header[8] = counter(kShardPolicy, -1);
   return absl::OkStatus();
 }
 
@@ -110,9 +123,43 @@ uint64_t WeightsFingerprint(const Sequential& model) {
   return h;
 }
 
+TrainSettings TrainSettings::From(const TrainInfo& info) {
+  return TrainSettings{info.global_batch_size, info.steps_per_epoch, info.replicas,
+                       static_cast<int64_t>(info.shard_policy)};
+}
+
+absl::Status TrainSettings::SameDataPosition(const TrainSettings& now) const {
+  auto policy = [](int64_t p) {
+    return std::string(AutoShardPolicyName(static_cast<AutoShardPolicy>(p)));
+  };
+  auto differ = [](const char* what, const std::string& then, const std::string& current) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " ", then, " in the checkpoint, ", current, " now"));
+  };
+  if (global_batch_size >= 0 && global_batch_size != now.global_batch_size) {
+    return differ("global batch size", absl::StrCat(global_batch_size), absl::StrCat(now.global_batch_size));
+  }
+  if (steps_per_epoch >= 0 && steps_per_epoch != now.steps_per_epoch) {
+    return differ("steps per epoch", absl::StrCat(steps_per_epoch), absl::StrCat(now.steps_per_epoch));
+  }
+  if (shard_policy >= 0 && shard_policy != now.shard_policy) {
+    return differ("shard policy", policy(shard_policy), policy(now.shard_policy));
+  }
+  if (workers >= 0 && workers != now.workers &&
+      now.shard_policy != static_cast<int64_t>(AutoShardPolicy::kData)) {
+    return differ(absl::StrCat("with shard policy ", policy(now.shard_policy), ", workers").c_str(),
+                  absl::StrCat(workers), absl::StrCat(now.workers));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirectory* dir,
-                                              const TrainPosition& position, bool final) {
+                                              const TrainPosition& position, bool final,
+                                              const TrainInfo* info) {
   RW_RETURN_IF_ERROR(MustBeBuilt(model, "save"));
+  // A checkpoint of replicas that drifted apart would hide it: compare first.
+  RW_RETURN_IF_ERROR(CheckReplicasIdentical(model.strategy(), model.variables(),
+                                            absl::StrCat("before checkpoint step ", position.step)));
   if (!model.strategy()->is_chief()) {
     CrashPoint("checkpoint_write");  // Tests: a worker dies while the chief writes.
     return std::string();
@@ -126,6 +173,13 @@ absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirec
   manifest.cluster_fingerprint = model.strategy()->cluster().Fingerprint();
   manifest.model_fingerprint = ModelFingerprint(model);
   manifest.counters[kIterations] = model.optimizer()->iterations();
+  if (info != nullptr) {
+    const TrainSettings settings = TrainSettings::From(*info);
+    manifest.counters[kGlobalBatch] = settings.global_batch_size;
+    manifest.counters[kStepsPerEpoch] = settings.steps_per_epoch;
+    manifest.counters[kWorkers] = settings.workers;
+    manifest.counters[kShardPolicy] = settings.shard_policy;
+  }
   std::vector<TensorData> tensors;
   for (const StateTensor& s : StateTensors(model, /*include_optimizer=*/true)) {
     tensors.push_back({s.name, DataType::kFloat32, s.tensor->shape(), s.tensor->data()});
@@ -143,7 +197,7 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
   MultiWorkerMirroredStrategy* strategy = model.strategy();
   const std::vector<StateTensor> state = StateTensors(model, include_optimizer);
   std::vector<Tensor> staged;
-  int64_t header[kHeaderWords] = {0, 0, 0, 0, 0};
+  int64_t header[kHeaderWords] = {0, 0, 0, 0, 0, -1, -1, -1, -1};
   absl::Status read;
   if (strategy->is_chief()) read = ReadVerified(path, state, include_optimizer, &staged, header);
   RW_RETURN_IF_ERROR(strategy->ShareChiefStatus(read));
@@ -162,7 +216,8 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
     model.optimizer()->set_iterations(header[3]);
     model.SetTrainingStep(header[2]);
   }
-  return LoadedCheckpoint{TrainPosition{header[0], header[1], header[2]}, header[4] != 0};
+  return LoadedCheckpoint{TrainPosition{header[0], header[1], header[2]}, header[4] != 0,
+                          TrainSettings{header[5], header[6], header[7], header[8]}};
 }
 
 }  // namespace
@@ -176,8 +231,8 @@ absl::StatusOr<LoadedCheckpoint> LoadWeights(Sequential& model, const std::strin
   return Restore(model, path, /*include_optimizer=*/false);
 }
 
-absl::StatusOr<std::optional<TrainPosition>> RestoreLatestTrainingState(Sequential& model,
-                                                                        const std::string& dir) {
+absl::StatusOr<std::optional<LoadedCheckpoint>> RestoreLatestTrainingState(Sequential& model,
+                                                                           const std::string& dir) {
   MultiWorkerMirroredStrategy* strategy = model.strategy();
   absl::StatusOr<std::string> latest = std::string();
   if (strategy->is_chief()) latest = LatestCheckpoint(dir);
@@ -185,10 +240,10 @@ absl::StatusOr<std::optional<TrainPosition>> RestoreLatestTrainingState(Sequenti
   RW_RETURN_IF_ERROR(strategy->ShareChiefStatus(none ? absl::OkStatus() : latest.status()));
   int64_t found = strategy->is_chief() && !none ? 1 : 0;
   RW_RETURN_IF_ERROR(strategy->communicator()->Broadcast(&found, 1, DataType::kInt64, 0));
-  if (!found) return std::optional<TrainPosition>();
-  RW_ASSIGN_OR_RETURN(TrainPosition position, RestoreTrainingState(model, *latest));
+  if (!found) return std::optional<LoadedCheckpoint>();
+  RW_ASSIGN_OR_RETURN(LoadedCheckpoint loaded, Restore(model, *latest, /*include_optimizer=*/true));
   if (strategy->is_chief()) RW_LOG(INFO) << "restored " << *latest;
-  return std::optional<TrainPosition>(position);
+  return std::optional<LoadedCheckpoint>(loaded);
 }
 
 }  // namespace ringwork

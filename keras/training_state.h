@@ -22,11 +22,32 @@
 
 namespace ringwork {
 
+// How the data was cut into steps when a checkpoint was written: its position
+// (epoch, step) means the same examples again only under the same settings.
+// -1: not recorded (a checkpoint of an older build).
+struct TrainSettings {
+  int64_t global_batch_size = -1;
+  int64_t steps_per_epoch = -1;
+  int64_t workers = -1;
+  int64_t shard_policy = -1;  // AutoShardPolicy
+
+  static TrainSettings From(const TrainInfo& info);
+  // Whether a run with `now` reads exactly the examples a run with these settings
+  // would have read from the same position: the same global batch and epoch
+  // length, and (FILE, OFF: each worker's own data) the same policy and workers;
+  // DATA cuts one common order, so any number of workers maps exactly. Otherwise
+  // the first difference, "global batch size 256 in the checkpoint, 512 now".
+  absl::Status SameDataPosition(const TrainSettings& now) const;
+};
+
 // Writes the state on the chief (into `dir`, which only the chief needs) and
 // returns the file's path there; other workers write nothing and return "".
-// The model must be built.
+// The model must be built. Collective: first every worker checks that the
+// replicas are still identical (strategy/replica_check.h). `info`, when given, is
+// recorded (TrainSettings).
 absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirectory* dir,
-                                              const TrainPosition& position, bool final);
+                                              const TrainPosition& position, bool final,
+                                              const TrainInfo* info = nullptr);
 
 // Restores the state from checkpoint `path` (read on the chief). Errors: DATA_LOSS
 // (exit 5) for a corrupt or missing file, FAILED_PRECONDITION (exit 7) for a
@@ -36,6 +57,7 @@ absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std:
 struct LoadedCheckpoint {
   TrainPosition position;
   bool final = false;  // Written at the end of training.
+  TrainSettings settings;
 };
 
 // Keras' load_weights: the variables only (the file's optimizer state is left
@@ -44,9 +66,9 @@ struct LoadedCheckpoint {
 absl::StatusOr<LoadedCheckpoint> LoadWeights(Sequential& model, const std::string& path);
 
 // As RestoreTrainingState from the checkpoint `latest` names in `dir` (the chief's
-// view); nullopt on every worker when there is none yet.
-absl::StatusOr<std::optional<TrainPosition>> RestoreLatestTrainingState(Sequential& model,
-                                                                        const std::string& dir);
+// view), with the settings it recorded; nullopt on every worker when there is none.
+absl::StatusOr<std::optional<LoadedCheckpoint>> RestoreLatestTrainingState(Sequential& model,
+                                                                           const std::string& dir);
 
 // A stable hash of the model's variable names and shapes ("a1b2c3d4e5f60718").
 std::string ModelFingerprint(const Sequential& model);

@@ -1,9 +1,13 @@
 #include "kernels/optimizers.h"
 
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "kernels/optimizers_isa.h"
 #include "kernels/reference/reference_ops.h"
 #include "kernels/test_util.h"
 
@@ -52,6 +56,66 @@ TEST_CASE("Adam's first step moves each parameter by about the learning rate", "
   AdamUpdate(AdamOptions{}, 1, p.data(), g.data(), m.data(), v.data(), 2);
   CHECK(p[0] == Approx(1.f - 0.001f).epsilon(1e-4));
   CHECK(p[1] == Approx(1.f + 0.001f).epsilon(1e-4));
+}
+
+// Runs `update` with every instruction-set variant this CPU supports on the same
+// inputs; returns the results, baseline first.
+template <typename Update>
+std::vector<std::vector<float>> EveryVariant(const std::vector<Update>& variants) {
+  using optimizer_isa::Isa;
+  const Isa isas[] = {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512};
+  std::vector<std::vector<float>> results;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    if (!optimizer_isa::Supported(isas[i])) {
+      WARN("this CPU cannot run variant " << i << "; its bits are not compared here");
+      continue;
+    }
+    results.push_back(variants[i]());
+  }
+  return results;
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST_CASE("every instruction-set variant of the updates gives the same bits", "[optimizers]") {
+  const int64_t n = 4099;  // Vector bodies and scalar tails.
+  for (AdamOptions o : {AdamOptions{}, AdamOptions{0.01f, 0.9f, 0.999f, 1e-7f, 0.004f}}) {
+    auto adam = [&](auto variant) {
+      return [=] {
+        auto p = RandomVector(n, 7);
+        std::vector<float> m(n), v(n);
+        for (int64_t step = 1; step <= 20; ++step) {
+          auto g = RandomVector(n, 300 + step);
+          variant(o, step, p.data(), g.data(), m.data(), v.data(), n);
+        }
+        return p;
+      };
+    };
+    auto results = EveryVariant<std::function<std::vector<float>()>>(
+        {adam(optimizer_isa::AdamBaseline), adam(optimizer_isa::AdamAvx2),
+         adam(optimizer_isa::AdamAvx512)});
+    for (size_t i = 1; i < results.size(); ++i) CHECK(SameBits(results[0], results[i]));
+  }
+  for (SgdOptions o : {SgdOptions{0.1f, 0.f, false}, SgdOptions{0.1f, 0.9f, false},
+                       SgdOptions{0.05f, 0.9f, true}}) {
+    auto sgd = [&](auto variant) {
+      return [=] {
+        auto p = RandomVector(n, 8);
+        std::vector<float> velocity(n);
+        for (int step = 0; step < 20; ++step) {
+          auto g = RandomVector(n, 400 + step);
+          variant(o, p.data(), g.data(), velocity.data(), n);
+        }
+        return p;
+      };
+    };
+    auto results = EveryVariant<std::function<std::vector<float>()>>(
+        {sgd(optimizer_isa::SgdBaseline), sgd(optimizer_isa::SgdAvx2),
+         sgd(optimizer_isa::SgdAvx512)});
+    for (size_t i = 1; i < results.size(); ++i) CHECK(SameBits(results[0], results[i]));
+  }
 }
 
 }  // namespace

@@ -297,6 +297,14 @@ grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
 }
 
 absl::Status WorkerRuntime::Connect() {
+  absl::Status status = JoinRing();
+  // Peers that opened streams to this worker learn why it gives up, and its
+  // shutdown waits for nobody.
+  if (!status.ok() && transport_ != nullptr) transport_->Abort(status);
+  return status;
+}
+
+absl::Status WorkerRuntime::JoinRing() {
   const int world = config_.world_size();
   const int rank = config_.rank();
   CollectiveOptions first_step = options_.collectives;
@@ -387,7 +395,15 @@ absl::Status WorkerRuntime::Connect() {
       [this](int failed_rank, const absl::Status& cause) {
         // A failed peer may be replaced later (elastic training); a live one never.
         if (failed_rank >= 0) inbound_joins_->MarkFailed(failed_rank);
-        transport_->Abort(cause);
+        // A peer that told us why it left (its stream ended with its cause) and then
+        // went silent: its cause is the root one.
+        const absl::Status told =
+            failed_rank >= 0 ? liveness_[failed_rank]->cause() : absl::OkStatus();
+        transport_->Abort(told.ok() ? cause
+                                    : absl::Status(told.code(),
+                                                   absl::StrCat(told.message(), " (reported by ",
+                                                                config_.DescribeRank(failed_rank),
+                                                                ", which then exited)")));
       });
   heartbeat_->Start();
   RW_RETURN_IF_ERROR(communicator_->AgreeOnSegmentBytes());
@@ -430,7 +446,7 @@ absl::Status WorkerRuntime::Shutdown() {
       if (link != nullptr) link->OnAbort(failure);
     }
     for (auto& link : grpc_links_) {
-      if (link != nullptr) link->WaitClosed(deadline);
+      if (link != nullptr) link->WaitClosed(deadline, /*cancel_grace_s=*/0.5);
     }
     server_->Shutdown(Deadline::AfterSeconds(0));  // Cancels what is left.
     loop_->ShutdownAndJoin();

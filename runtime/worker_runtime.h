@@ -89,6 +89,8 @@ class WorkerRuntime {
  private:
   WorkerRuntime(const ClusterConfig& config, const RuntimeOptions& options);
   absl::Status StartServer();
+  // Connect's work: the rendezvous, the links, the heartbeats.
+  absl::Status JoinRing();
   // The loud warning of a cluster that is reachable from other hosts and has no token.
   void WarnIfUnprotected() const;
   grpc::Status HandleJoin(grpc::ServerContextBase* context, const proto::JoinRequest& request,

@@ -59,8 +59,9 @@ GradientReducer::~GradientReducer() {
   if (thread_.joinable()) thread_.join();
 }
 
-void GradientReducer::BeginStep() {
+void GradientReducer::BeginStep(float weight) {
   std::lock_guard<std::mutex> lock(mu_);
+  weight_ = weight;
   for (Pack& p : packs_) p.waiting = p.total;
   next_to_reduce_ = 0;
   error_ = absl::OkStatus();
@@ -79,8 +80,16 @@ void GradientReducer::Ready(const Variable* variable) {
 }
 
 absl::Status GradientReducer::Reduce(const Pack& pack) {
-  return comm_->AllReduce(arena_.data() + pack.offset, static_cast<size_t>(pack.count),
-                          DataType::kFloat32, ReduceOp::kMean);
+  float* data = arena_.data() + pack.offset;
+  const size_t count = static_cast<size_t>(pack.count);
+  // Weighted by this replica's share of the step's examples (1: no change; 0: an
+  // empty batch, whatever the arena holds from earlier steps).
+  if (weight_ == 0.f) {
+    std::fill(data, data + count, 0.f);
+  } else if (weight_ != 1.f) {
+    for (size_t i = 0; i < count; ++i) data[i] *= weight_;
+  }
+  return comm_->AllReduce(data, count, DataType::kFloat32, ReduceOp::kMean);
 }
 
 void GradientReducer::RunPacks() {

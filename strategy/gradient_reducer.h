@@ -52,7 +52,10 @@ class GradientReducer {
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
-  void BeginStep();
+  // `weight`: this replica's factor in the average, replicas x its examples / all
+  // examples of the step (DistributedDataset::GradientWeightAt; 1 when every replica
+  // has a full batch, 0 for an empty one, whose gradients need not be computed).
+  void BeginStep(float weight = 1.f);
   // The gradient of `variable` is final for this step.
   void Ready(const Variable* variable);
   // Waits until every pack is averaged; the first error of any pack otherwise.
@@ -75,6 +78,7 @@ class GradientReducer {
   absl::Status Reduce(const Pack& pack);
 
   Communicator* comm_;  // Not owned.
+  float weight_ = 1.f;  // Set by BeginStep; read by the packs' reductions of that step.
   const Options options_;
   std::vector<float> arena_;
   std::vector<Pack> packs_;

@@ -1,9 +1,11 @@
 #include "strategy/multi_worker_mirrored_strategy.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "base/exit_code.h"
+#include "base/fnv1a.h"
 #include "strategy/agreement.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -112,7 +114,7 @@ std::unique_ptr<GradientReducer> MultiWorkerMirroredStrategy::MakeGradientReduce
 
 absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDataset(
     const Dataset& dataset, int64_t global_batch_size, AutoShardPolicy policy,
-    uint64_t shuffle_seed, int64_t prefetch_batches) {
+    uint64_t shuffle_seed, int64_t prefetch_batches, bool drop_remainder) {
   const int replicas = num_replicas_in_sync();
   if (global_batch_size <= 0 || global_batch_size % replicas != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -122,9 +124,13 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
   DistributedDataset d;
   d.global_batch_size = global_batch_size;
   d.per_replica_batch_size = global_batch_size / replicas;
-  // Sharding splits one common order: every worker must hold the same examples and
-  // shuffle with the same seed. The chief's seed wins (a user may seed by rank), and
-  // datasets of different sizes are refused instead of silently overlapping.
+  d.drop_remainder = drop_remainder;
+  d.rank = rank();
+  d.passes = dataset.repeat_count();
+  // DATA and FILE split one common order: every worker must hold the same examples
+  // and shuffle with the same seed. The chief's seed wins (a user may seed by
+  // rank), and datasets of different sizes are refused instead of silently
+  // overlapping. With OFF each worker reads its own data in its own order.
   int64_t agreed[5] = {static_cast<int64_t>(shuffle_seed), dataset.examples().count(),
                        -dataset.examples().count(), global_batch_size, -global_batch_size};
   RW_RETURN_IF_ERROR(comm()->Broadcast(agreed, 1, DataType::kInt64, /*root=*/0));
@@ -135,25 +141,38 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
         "; this worker, rank ", rank(), ", has ", global_batch_size,
         "): every worker must pass the same global batch size"));
   }
-  if (agreed[1] != -agreed[2]) {
+  if (policy != AutoShardPolicy::kOff && agreed[1] != -agreed[2]) {
     return MismatchError(absl::StrCat(
         "the workers' datasets differ in size (", agreed[1], " to ", -agreed[2],
         " examples; this worker, rank ", rank(), ", has ", dataset.examples().count(),
         "): every worker must load the same data set, which is then sharded"));
   }
-  Dataset shuffled = dataset.Shuffle(static_cast<uint64_t>(agreed[0]));
-  RW_ASSIGN_OR_RETURN(Dataset shard, shuffled.Shard(replicas, rank(), policy));
-  d.local = shard.Batch(d.per_replica_batch_size, /*drop_remainder=*/true).Prefetch(prefetch_batches);
-  // Shards may differ by an example or (FILE) by a file: every worker runs the
-  // smallest number of full steps, so none waits for a step another never takes.
-  int64_t steps = d.local.batches_per_epoch();
-  RW_RETURN_IF_ERROR(comm()->AllReduce(&steps, 1, DataType::kInt64, ReduceOp::kMin));
-  if (steps == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the dataset (", dataset.examples().count(), " examples) has no full global batch of ",
-        global_batch_size, " for ", replicas, " replicas"));
+  uint64_t seed = static_cast<uint64_t>(agreed[0]);
+  if (policy == AutoShardPolicy::kOff) seed = Fnv1a64(&d.rank, sizeof(d.rank), seed ^ kFnv1aOffset);
+  // The passes are counted here (StepIterator); the shard is one pass.
+  Dataset one_pass = dataset.Repeat(1).Shuffle(seed);
+  RW_ASSIGN_OR_RETURN(Dataset shard, one_pass.Shard(replicas, rank(), policy));
+  d.local = shard.Batch(d.per_replica_batch_size, drop_remainder).Prefetch(prefetch_batches);
+  // Every worker's examples per pass, so that each knows every step's counts.
+  d.shard_examples.assign(static_cast<size_t>(replicas), 0);
+  d.shard_examples[static_cast<size_t>(rank())] = shard.examples_per_pass();
+  RW_RETURN_IF_ERROR(comm()->AllReduce(d.shard_examples.data(), d.shard_examples.size(),
+                                       DataType::kInt64, ReduceOp::kSum));
+  // The most batches any worker has (the others take part with empty ones), or
+  // with drop_remainder the full batches every worker has.
+  const int64_t b = d.per_replica_batch_size;
+  d.steps_per_pass = drop_remainder ? d.shard_examples[0] / b : 0;
+  for (int64_t examples : d.shard_examples) {
+    d.steps_per_pass = drop_remainder ? std::min(d.steps_per_pass, examples / b)
+                                      : std::max(d.steps_per_pass, (examples + b - 1) / b);
   }
-  d.steps_per_epoch = steps;
+  if (d.steps_per_pass == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the dataset (", dataset.examples().count(), " examples) has no ",
+        drop_remainder ? "full " : "", "global batch of ", global_batch_size, " for ", replicas,
+        " replicas"));
+  }
+  d.steps_per_epoch = d.steps_per_pass;
   return d;
 }
 
@@ -187,6 +206,10 @@ void MultiWorkerMirroredStrategy::BeginStep(int64_t step) {
     first_step_done_ = true;
     runtime_->EndFirstStep();
   }
+}
+
+void MultiWorkerMirroredStrategy::Abort(const absl::Status& cause) {
+  if (!cause.ok() && runtime_->transport() != nullptr) runtime_->transport()->Abort(cause);
 }
 
 absl::Status MultiWorkerMirroredStrategy::Shutdown() {

@@ -34,6 +34,7 @@
 #include "data/dataset.h"
 #include "runtime/config/cluster_source.h"
 #include "runtime/worker_runtime.h"
+#include "strategy/distributed_dataset.h"
 #include "strategy/gradient_reducer.h"
 #include "strategy/variable.h"
 
@@ -47,13 +48,6 @@ struct CommunicationOptions {
   double timeout_seconds = 0;
   // Gradient pack size; 0: automatic.
   int64_t bytes_per_pack = 0;
-};
-
-struct DistributedDataset {
-  Dataset local;                  // This worker's shard, batched per replica.
-  int64_t global_batch_size = 0;
-  int64_t per_replica_batch_size = 0;
-  int64_t steps_per_epoch = 0;    // Equal on every worker.
 };
 
 struct StrategyOptions {
@@ -121,12 +115,17 @@ class MultiWorkerMirroredStrategy {
   absl::Status BroadcastVariables(const std::vector<Variable*>& variables);
   // A reducer for these variables' gradients (every worker, same variables, same order).
   std::unique_ptr<GradientReducer> MakeGradientReducer(const std::vector<Variable*>& variables);
-  // This worker's part of `dataset` for a `global_batch_size`; every worker must call it.
+  // This worker's part of `dataset` for a `global_batch_size`; every worker must
+  // call it (strategy/distributed_dataset.h). DATA and FILE shard one common order
+  // (the chief's seed); with OFF every worker reads all of its own data in its own
+  // order (the seed mixed with its rank), as in TensorFlow. `dataset`'s Repeat
+  // gives the passes. `drop_remainder`: only full global batches (fixed shapes).
   absl::StatusOr<DistributedDataset> DistributeDataset(const Dataset& dataset,
                                                        int64_t global_batch_size,
                                                        AutoShardPolicy policy = AutoShardPolicy::kData,
                                                        uint64_t shuffle_seed = 0,
-                                                       int64_t prefetch_batches = 2);
+                                                       int64_t prefetch_batches = 2,
+                                                       bool drop_remainder = false);
   // Marks the start of training step `step` (counted from 0 over the whole run):
   // heartbeats report it to peers, failure messages name it, and once step 1
   // begins, collectives switch from --first_step_timeout_s to
@@ -135,6 +134,9 @@ class MultiWorkerMirroredStrategy {
   int64_t step() const { return runtime_->progress().step(); }
   // A barrier, then an orderly shutdown of the runtime (if the strategy owns it).
   absl::Status Shutdown();
+  // This worker failed with `cause` outside the collectives (a callback, a file):
+  // every peer is told it at once, and the runtime's shutdown waits for nobody.
+  void Abort(const absl::Status& cause);
 
  private:
   MultiWorkerMirroredStrategy(std::unique_ptr<WorkerRuntime> runtime, const Options& options);

@@ -71,16 +71,27 @@ TEST_CASE("distributed input: global batch, DATA and FILE sharding, agreed steps
                         "replicas (each gets global / replicas examples per step)") {
       return absl::InternalError("global batch not refused");
     }
+    // 33 full global batches and a short one of 10 (4, 3, 3 per replica).
     RW_ASSIGN_OR_RETURN(DistributedDataset d, s.DistributeDataset(data, 30));
-    if (d.per_replica_batch_size != 10 || d.steps_per_epoch != 33) {
+    if (d.per_replica_batch_size != 10 || d.steps_per_epoch != 34 ||
+        d.ExamplesAt(0, 33) != 4 || d.ExamplesAt(2, 33) != 3 || d.GlobalExamplesAt(33) != 10 ||
+        d.ExamplesPerPass() != 1000) {
       return absl::InternalError(absl::StrCat("data: ", d.per_replica_batch_size, " ", d.steps_per_epoch));
     }
-    // FILE sharding with uneven files: shard sizes differ, the steps do not.
+    // With drop_remainder only the full ones.
+    RW_ASSIGN_OR_RETURN(DistributedDataset full, s.DistributeDataset(data, 30, AutoShardPolicy::kData,
+                                                                     0, 2, /*drop_remainder=*/true));
+    if (full.steps_per_epoch != 33 || full.ExamplesPerPass() != 990) {
+      return absl::InternalError(absl::StrCat("drop_remainder: ", full.steps_per_epoch));
+    }
+    // FILE sharding with uneven files: every worker goes on until the largest shard
+    // is done; the others take part with empty batches.
     RW_ASSIGN_OR_RETURN(DistributedDataset f, s.DistributeDataset(data, 30, AutoShardPolicy::kFile));
     const int64_t local_batches = f.local.batches_per_epoch();
     int64_t most = local_batches;
     RW_RETURN_IF_ERROR(s.communicator()->AllReduce(&most, 1, DataType::kInt64, ReduceOp::kMax));
-    if (most == f.steps_per_epoch || f.steps_per_epoch > local_batches) {
+    if (most != f.steps_per_epoch || f.ExamplesPerPass() != 1000 ||
+        f.ExamplesAt(w.rank, local_batches) != 0) {
       return absl::InternalError(absl::StrCat("file: steps ", f.steps_per_epoch, " local ", local_batches));
     }
     return absl::OkStatus();

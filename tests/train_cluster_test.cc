@@ -60,6 +60,24 @@ TEST_CASE("two workers train on Fashion-MNIST and agree bit for bit", "[train]")
   CHECK(std::stod(m[1]) > 0.70);
 }
 
+TEST_CASE("one epoch trains on every one of Fashion-MNIST's 60000 examples", "[train]") {
+  // 60000 = 117 x 512 + 96: the last global batch is short, and kept (as Keras).
+  const std::string metrics = TempPath("metrics_examples.json");
+  ProcessCluster cluster({kTrain, 2, false,
+                          {"--model=mlp", "--global_batch_size=512", "--epochs=1", "--verbose=0",
+                           "--metrics_json=" + metrics}});
+  for (const auto& r : cluster.Run()) {
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+  }
+  std::ifstream in(metrics);
+  std::stringstream text;
+  text << in.rdbuf();
+  INFO(text.str());
+  CHECK(text.str().find("\"train_examples_per_epoch\": 60000") != std::string::npos);
+  CHECK(text.str().find("\"train_examples\": 60000") != std::string::npos);
+}
+
 TEST_CASE("bfloat16 training runs and stays in sync", "[train]") {
   ProcessCluster cluster({kTrain, 2, false,
                           {"--epochs=1", "--steps_per_epoch=30", "--precision=bfloat16",

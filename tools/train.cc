@@ -52,95 +52,122 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
   // Every check a user can trip is done; now join the cluster.
   RW_ASSIGN_OR_RETURN(std::unique_ptr<MultiWorkerMirroredStrategy> strategy,
                       MultiWorkerMirroredStrategy::Create(cluster, options));
-  const bool chief = strategy->is_chief();
-  {
-    auto scope = strategy->scope();
-    RW_ASSIGN_OR_RETURN(model, BuildModel(f.model));
-  }
-  RW_RETURN_IF_ERROR(model.Compile(compile));
-  RW_RETURN_IF_ERROR(model.Build(data.train.example_shape()));
-  const int workers = strategy->num_replicas_in_sync();
-  if (chief && f.verbose > 0) {
-    std::printf("%s", model.Summary().c_str());
-    std::printf("Training on %d worker%s (%s), global batch %lld (%lld per worker), %s, %s, "
-                "%d intra-op thread%s per worker\n",
-                workers, workers == 1 ? "" : "s",
-                strategy->communicator()->world_size() > 1 ? "MultiWorkerMirroredStrategy" : "local",
-                static_cast<long long>(f.global_batch_size),
-                static_cast<long long>(f.global_batch_size / std::max(1, workers)),
-                f.optimizer.c_str(), f.precision.c_str(), model.kernel_context()->threads(),
-                model.kernel_context()->threads() == 1 ? "" : "s");
-    std::fflush(stdout);
-  }
-  Dataset train = Dataset::FromExamples(std::move(data.train));
-  Dataset test = Dataset::FromExamples(std::move(data.test));
-  FitOptions fit;
-  fit.epochs = f.epochs;
-  fit.batch_size = f.global_batch_size;
-  fit.verbose = static_cast<int>(f.verbose);
-  fit.shard_policy = policy;
-  fit.steps_per_epoch = f.steps_per_epoch;
-  if (f.validate_each_epoch) fit.validation_data = &test;
-  // Backup first: it restores before ModelCheckpoint's first save.
-  std::unique_ptr<BackupAndRestore> backup;
-  if (!f.backup_dir.empty()) {
-    backup = std::make_unique<BackupAndRestore>(
-        BackupOptions{.backup_dir = f.backup_dir, .save_freq_steps = f.backup_freq_steps});
-    fit.callbacks.push_back(backup.get());
-  }
-  std::unique_ptr<ModelCheckpoint> checkpoints;
-  if (!f.checkpoint_dir.empty()) {
-    checkpoints = std::make_unique<ModelCheckpoint>(
-        ModelCheckpointOptions{.directory = f.checkpoint_dir,
-                               .save_freq_steps = f.checkpoint_freq_steps,
-                               .keep = static_cast<int>(f.keep_checkpoints)});
-    fit.callbacks.push_back(checkpoints.get());
-  }
-  const auto train_start = std::chrono::steady_clock::now();
-  RW_ASSIGN_OR_RETURN(History history, model.Fit(train, fit));
-  const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
-  RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(test, f.global_batch_size));
-  // Steps this run trained (a resumed run skips what its backup had done).
-  const int64_t steps_per_epoch =
-      f.steps_per_epoch > 0 ? f.steps_per_epoch : train.examples().count() / f.global_batch_size;
-  const int64_t steps = steps_per_epoch * f.epochs - (backup != nullptr && backup->restored() ? backup->restored_at().step : 0);
-  const double samples_per_s = static_cast<double>(steps * f.global_batch_size) / train_s;
-  const uint64_t fingerprint = WeightsFingerprint(model);
-  RW_LOG(INFO) << absl::StrFormat("test accuracy %.4f, test loss %.4f, %.0f train samples/s, "
-                                  "weights fingerprint %016x",
-                                  result.metrics["accuracy"], result.loss, samples_per_s, fingerprint);
-  if (chief) {
-    std::printf("Test accuracy: %.4f - test loss: %.4f - %.0f samples/s over %d worker%s\n",
-                result.metrics["accuracy"], result.loss, samples_per_s, workers,
-                workers == 1 ? "" : "s");
-    std::fflush(stdout);
-  }
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  if (chief && !f.metrics_json.empty()) {
-    nlohmann::json j = {{"test_accuracy", result.metrics["accuracy"]},
-                        {"test_loss", result.loss},
-                        {"train_samples_per_second", samples_per_s},
-                        {"wall_seconds", wall_s},
-                        {"num_workers", workers},
-                        {"model", f.model},
-                        {"epochs", f.epochs},
-                        {"global_batch_size", f.global_batch_size},
-                        {"precision", f.precision},
-                        {"final_train_loss", history["loss"].empty() ? 0.0 : history["loss"].back()},
-                        {"final_train_accuracy", history["accuracy"].empty() ? 0.0 : history["accuracy"].back()},
-                        {"resumed_from_step", backup != nullptr && backup->restored() ? backup->restored_at().step : -1},
-                        {"weights_fingerprint", absl::StrFormat("%016x", fingerprint)}};
-    const std::string tmp = f.metrics_json + ".tmp";
+  // Everything after joining: an error ends every worker's calls with it (peers
+  // name this cause, and nothing waits for an orderly close).
+  auto train = [&]() -> absl::Status {
+    const bool chief = strategy->is_chief();
     {
-      std::ofstream out(tmp);
-      out << j.dump(2) << "\n";
-      if (!out) return absl::InvalidArgumentError(absl::StrCat("--metrics_json=", f.metrics_json, ": cannot write"));
+      auto scope = strategy->scope();
+      RW_ASSIGN_OR_RETURN(model, BuildModel(f.model));
     }
-    if (std::rename(tmp.c_str(), f.metrics_json.c_str()) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--metrics_json=", f.metrics_json, ": cannot write"));
+    RW_RETURN_IF_ERROR(model.Compile(compile));
+    RW_RETURN_IF_ERROR(model.Build(data.train.example_shape()));
+    const int workers = strategy->num_replicas_in_sync();
+    if (chief && f.verbose > 0) {
+      std::printf("%s", model.Summary().c_str());
+      std::printf("Training on %d worker%s (%s), global batch %lld (%lld per worker), %s, %s, "
+                  "%d intra-op thread%s per worker\n",
+                  workers, workers == 1 ? "" : "s",
+                  strategy->communicator()->world_size() > 1 ? "MultiWorkerMirroredStrategy" : "local",
+                  static_cast<long long>(f.global_batch_size),
+                  static_cast<long long>(f.global_batch_size / std::max(1, workers)),
+                  f.optimizer.c_str(), f.precision.c_str(), model.kernel_context()->threads(),
+                  model.kernel_context()->threads() == 1 ? "" : "s");
+      std::fflush(stdout);
     }
-  }
-  return strategy->Shutdown();
+    // With steps_per_epoch an epoch is a stretch of one endless stream (Keras with a
+    // repeated dataset); without it, one pass.
+    Dataset train = Dataset::FromExamples(std::move(data.train)).Repeat(f.steps_per_epoch > 0 ? -1 : 1);
+    Dataset test = Dataset::FromExamples(std::move(data.test));
+    FitOptions fit;
+    fit.epochs = f.epochs;
+    fit.batch_size = f.global_batch_size;
+    fit.verbose = static_cast<int>(f.verbose);
+    fit.shard_policy = policy;
+    fit.steps_per_epoch = f.steps_per_epoch;
+    fit.replica_check_steps = f.replica_check_steps;
+    ResumePolicy resume_policy = ResumePolicy::kExact;
+    if (f.resume_policy == "epoch") {
+      resume_policy = ResumePolicy::kEpoch;
+    } else if (f.resume_policy != "exact") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--resume_policy=", f.resume_policy, ": expected exact or epoch"));
+    }
+    if (f.replica_check_steps < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--replica_check_steps=", f.replica_check_steps,
+                                                     ": expected 0 (never) or more"));
+    }
+    if (f.validate_each_epoch) fit.validation_data = &test;
+    // Backup first: it restores before ModelCheckpoint's first save.
+    std::unique_ptr<BackupAndRestore> backup;
+    if (!f.backup_dir.empty()) {
+      backup = std::make_unique<BackupAndRestore>(
+          BackupOptions{.backup_dir = f.backup_dir,
+                        .save_freq_steps = f.backup_freq_steps,
+                        .resume_policy = resume_policy});
+      fit.callbacks.push_back(backup.get());
+    }
+    std::unique_ptr<ModelCheckpoint> checkpoints;
+    if (!f.checkpoint_dir.empty()) {
+      checkpoints = std::make_unique<ModelCheckpoint>(
+          ModelCheckpointOptions{.directory = f.checkpoint_dir,
+                                 .save_freq_steps = f.checkpoint_freq_steps,
+                                 .keep = static_cast<int>(f.keep_checkpoints)});
+      fit.callbacks.push_back(checkpoints.get());
+    }
+    const auto train_start = std::chrono::steady_clock::now();
+    RW_ASSIGN_OR_RETURN(History history, model.Fit(train, fit));
+    const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
+    RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(test, f.global_batch_size));
+    // The examples this run trained on, counted by the input pipeline over every
+    // worker (a resumed run skips what its backup had done).
+    int64_t trained = 0;
+    for (int64_t examples : history.examples_per_epoch()) trained += examples;
+    const double samples_per_s = static_cast<double>(trained) / train_s;
+    const int64_t last_epoch_examples =
+        history.examples_per_epoch().empty() ? 0 : history.examples_per_epoch().back();
+    const uint64_t fingerprint = WeightsFingerprint(model);
+    RW_LOG(INFO) << absl::StrFormat("test accuracy %.4f, test loss %.4f, %.0f train samples/s, "
+                                    "weights fingerprint %016x",
+                                    result.metrics["accuracy"], result.loss, samples_per_s, fingerprint);
+    if (chief) {
+      std::printf("Test accuracy: %.4f - test loss: %.4f - %.0f samples/s over %d worker%s\n",
+                  result.metrics["accuracy"], result.loss, samples_per_s, workers,
+                  workers == 1 ? "" : "s");
+      std::fflush(stdout);
+    }
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    if (chief && !f.metrics_json.empty()) {
+      nlohmann::json j = {{"test_accuracy", result.metrics["accuracy"]},
+                          {"test_loss", result.loss},
+                          {"train_samples_per_second", samples_per_s},
+                          {"wall_seconds", wall_s},
+                          {"num_workers", workers},
+                          {"model", f.model},
+                          {"epochs", f.epochs},
+                          {"global_batch_size", f.global_batch_size},
+                          {"precision", f.precision},
+                          {"final_train_loss", history["loss"].empty() ? 0.0 : history["loss"].back()},
+                          {"final_train_accuracy", history["accuracy"].empty() ? 0.0 : history["accuracy"].back()},
+                          {"resumed_from_step", backup != nullptr && backup->restored() ? backup->restored_at().step : -1},
+                          {"train_examples_per_epoch", last_epoch_examples},
+                          {"train_examples", trained},
+                          {"weights_fingerprint", absl::StrFormat("%016x", fingerprint)}};
+      const std::string tmp = f.metrics_json + ".tmp";
+      {
+        std::ofstream out(tmp);
+        out << j.dump(2) << "\n";
+        if (!out) return absl::InvalidArgumentError(absl::StrCat("--metrics_json=", f.metrics_json, ": cannot write"));
+      }
+      if (std::rename(tmp.c_str(), f.metrics_json.c_str()) != 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--metrics_json=", f.metrics_json, ": cannot write"));
+      }
+    }
+    return strategy->Shutdown();
+  };
+  absl::Status status = train();
+  if (!status.ok()) strategy->Abort(status);
+  return status;
 }
 
 int Main(int argc, char** argv) {

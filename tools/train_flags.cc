@@ -24,7 +24,17 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->String("shard_policy", &f->shard_policy, "auto-shard policy: data, file or off");
   flags->String("metrics_json", &f->metrics_json,
                 "the chief writes its results here");
-  flags->Int("steps_per_epoch", &f->steps_per_epoch, "at most this many steps per epoch (0: all)");
+  flags->Int("steps_per_epoch", &f->steps_per_epoch,
+             "epochs of this many steps of one stream over the data, pass after pass "
+             "(Keras' steps_per_epoch); 0: an epoch is one pass");
+  flags->Int("replica_check_steps", &f->replica_check_steps,
+             "every N steps and at each checkpoint the workers compare a hash of their "
+             "weights; replicas that differ stop the job (exit 7); 0: never",
+             "RINGWORK_REPLICA_CHECK_STEPS");
+  flags->String("resume_policy", &f->resume_policy,
+                "a backup written with another global batch, steps per epoch, or (file, off) "
+                "shard policy or worker count: exact refuses it (exit 7), epoch resumes at "
+                "the next epoch boundary", "RINGWORK_RESUME_POLICY");
   flags->Int("synthetic_examples", &f->synthetic_examples, "training examples of --dataset=synthetic");
   flags->Int("bytes_per_pack", &f->bytes_per_pack, "gradient pack size for the all-reduce (0: auto)");
   flags->Int("verbose", &f->verbose, "1: progress bar on the chief; 0: quiet");

@@ -28,6 +28,8 @@ struct TrainFlags {
   std::string shard_policy = "data";
   std::string metrics_json;
   int64_t steps_per_epoch = 0;
+  int64_t replica_check_steps = 100;
+  std::string resume_policy = "exact";
   int64_t synthetic_examples = 8192;
   int64_t bytes_per_pack = 0;
   int64_t verbose = 1;

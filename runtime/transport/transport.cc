@@ -31,7 +31,16 @@ Transport::Transport(int rank, int world_size, Options options, DoorbellWord* be
 }
 
 Transport::~Transport() {
-  if (!aborted()) Abort(absl::CancelledError("transport closed"));
+  // Closed in order: requests still pending fail, but the links are not aborted
+  // (that would tell the peers of a failure; their streams closed cleanly, and
+  // their queues may be gone).
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error_.ok()) {
+      error_ = absl::CancelledError("transport closed");
+      aborted_.store(true, std::memory_order_release);
+    }
+  }
   FailAllPending();
 }
 

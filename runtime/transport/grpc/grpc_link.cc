@@ -47,7 +47,7 @@ void GrpcLink::OnStartCall(bool ok) {
     if (outbound_ == Outbound::kStarting) {
       outbound_ = ok ? Outbound::kOpen : Outbound::kBroken;
     }
-    if (ok && !finishing_) {
+    if (ok && !finishing_ && !no_more_ops_) {
       // The watch: a Read that completes when the peer ends this call, at an
       // orderly close (its reply) or when it aborts (its first error, which then
       // tells this worker the root cause). Held from here until Finish completes.
@@ -73,7 +73,7 @@ void GrpcLink::PostSend(Request* request) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (outbound_ == Outbound::kBroken || outbound_ == Outbound::kClosed ||
-        outbound_ == Outbound::kClosing) {
+        outbound_ == Outbound::kClosing || finishing_) {
       refused = absl::UnavailableError(absl::StrCat(
           "the data stream to ", peer_name_, " is closed; cannot send frame ",
           request->key.ToString()));
@@ -83,14 +83,20 @@ void GrpcLink::PostSend(Request* request) {
     }
   }
   if (!refused.ok()) {
-    CompleteRequest(request, refused);
+    // A peer that aborted said why: that is the error (it may name a third worker).
+    const absl::Status cause = liveness_->cause();
+    CompleteRequest(request, cause.ok() ? refused
+                                        : PeerClosedError(peer_name_, env_.self_name, request->key,
+                                                          cause));
     return;
   }
   if (next != nullptr) Write(next);
 }
 
 Request* GrpcLink::TakeNextWrite_Locked() {
-  if (write_in_flight_ != nullptr || send_queue_.empty()) return nullptr;
+  if (write_in_flight_ != nullptr || send_queue_.empty() || finishing_ || no_more_ops_) {
+    return nullptr;
+  }
   write_in_flight_ = send_queue_.pop_front();
   ++outstanding_ops_;
   return write_in_flight_;
@@ -188,6 +194,16 @@ void GrpcLink::AttachInbound(std::unique_ptr<InboundCall> call) {
 }
 
 void GrpcLink::StartRead() {
+  // Posting and the abort's Finish take post_mu_, so that no Read follows a Finish.
+  std::lock_guard<std::mutex> post(post_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (inbound_ != Inbound::kReading || no_more_ops_) {
+      --outstanding_ops_;  // Counted by the caller; never posted.
+      drained_.notify_all();
+      return;
+    }
+  }
   inbound_call_->reader.Read(&read_buffer_, &read_tag_);
 }
 
@@ -223,7 +239,19 @@ void GrpcLink::OnRead(bool ok) {
   if (finish) {
     // The peer ended its stream: cleanly at shutdown, or because it died.
     MarkPeerGone(absl::OkStatus());
-    inbound_call_->reader.Finish(grpc::ByteBuffer(), grpc::Status::OK, &inbound_finish_tag_);
+    std::lock_guard<std::mutex> post(post_mu_);
+    bool post_finish = true;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (no_more_ops_) {
+        post_finish = false;
+        --outstanding_ops_;
+        inbound_ = Inbound::kFinished;
+      }
+    }
+    if (post_finish) {
+      inbound_call_->reader.Finish(grpc::ByteBuffer(), grpc::Status::OK, &inbound_finish_tag_);
+    }
   }
   env_.bell->Ring();
   drained_.notify_all();
@@ -356,23 +384,30 @@ void GrpcLink::FailPending(const absl::Status& status, Deadline deadline) {
 }
 
 void GrpcLink::OnAbort(const absl::Status& cause) {
-  bool finish_inbound = false;
+  bool cancel_outbound = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    closing_ = true;
-    // Cancelling our call tells the peer at once that this worker gives up; ending
-    // the peer's call with our first error tells it why (marked rw-abort).
-    if (out_context_ != nullptr) out_context_->TryCancel();
-    if (inbound_ == Inbound::kReading) {
-      inbound_ = Inbound::kFinishing;
-      ++outstanding_ops_;
-      finish_inbound = true;
+    std::lock_guard<std::mutex> post(post_mu_);
+    bool finish_inbound = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+      cancel_outbound = out_context_ != nullptr;
+      if (inbound_ == Inbound::kReading && !no_more_ops_) {
+        inbound_ = Inbound::kFinishing;
+        ++outstanding_ops_;
+        finish_inbound = true;
+      }
+    }
+    // First end the peer's call with our first error, which tells it why (marked
+    // rw-abort; cut to fit gRPC's metadata limits, root cause first)...
+    if (finish_inbound) {
+      const absl::Status sent(cause.code(), cause.message().substr(0, kMaxCauseBytes));
+      inbound_call_->context.AddTrailingMetadata(kAbortMetadataKey, "1");
+      inbound_call_->reader.Finish(grpc::ByteBuffer(), ToGrpcStatus(sent), &inbound_finish_tag_);
     }
   }
-  if (finish_inbound) {
-    inbound_call_->context.AddTrailingMetadata(kAbortMetadataKey, "1");
-    inbound_call_->reader.Finish(grpc::ByteBuffer(), ToGrpcStatus(cause), &inbound_finish_tag_);
-  }
+  // ...then cancel ours, which tells it at once that this worker gives up.
+  if (cancel_outbound) out_context_->TryCancel();
 }
 
 void GrpcLink::BeginClose(Deadline deadline) {
@@ -385,7 +420,7 @@ void GrpcLink::BeginClose(Deadline deadline) {
            outbound_ == Outbound::kOpen && !deadline.Expired()) {
       drained_.wait_for(lock, std::chrono::milliseconds(5));
     }
-    if (outbound_ == Outbound::kOpen && write_in_flight_ == nullptr) {
+    if (outbound_ == Outbound::kOpen && write_in_flight_ == nullptr && !finishing_) {
       // Clean end of stream: WritesDone; the watch Read gets the reply, then Finish.
       step = Step::kWritesDone;
       ++outstanding_ops_;
@@ -406,7 +441,7 @@ void GrpcLink::BeginClose(Deadline deadline) {
   if (step == Step::kCancelAndFinish) out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
 }
 
-void GrpcLink::WaitClosed(Deadline deadline) {
+void GrpcLink::WaitClosed(Deadline deadline, double cancel_grace_s) {
   std::unique_lock<std::mutex> lock(mu_);
   // Wait for our outbound call to finish and for the peer to end its stream.
   auto busy = [&] { return outstanding_ops_ > 0 || inbound_ == Inbound::kReading; };
@@ -414,13 +449,20 @@ void GrpcLink::WaitClosed(Deadline deadline) {
     drained_.wait_for(lock, std::chrono::milliseconds(10));
   }
   if (busy()) {
+    lock.unlock();
     if (out_context_ != nullptr) out_context_->TryCancel();
     if (inbound_call_ != nullptr) inbound_call_->context.TryCancel();
-    const Deadline grace = Deadline::AfterSeconds(5);
+    lock.lock();
+    // A paused inbound call has no Read to end: it counts as ended now.
+    if (inbound_ == Inbound::kReading) inbound_ = Inbound::kEnded;
+    const Deadline grace = Deadline::AfterSeconds(cancel_grace_s);
     while (outstanding_ops_ > 0 && !grace.Expired()) {
       drained_.wait_for(lock, std::chrono::milliseconds(10));
     }
   }
+  // The completion queue goes next: from here on nothing is posted (completions
+  // still arriving are only counted).
+  no_more_ops_ = true;
 }
 
 void GrpcLink::OnWritesDone(bool) {
@@ -439,6 +481,12 @@ void GrpcLink::OnResponse(bool) {
     std::lock_guard<std::mutex> lock(mu_);
     watching_ = false;
     finishing_ = true;
+    if (no_more_ops_) {
+      --outstanding_ops_;
+      outbound_ = Outbound::kClosed;
+      drained_.notify_all();
+      return;
+    }
   }
   out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
 }

@@ -72,7 +72,9 @@ class GrpcLink : public Link {
   // WaitClosed waits for every outstanding operation and for the peer to end its
   // stream, and cancels what is left at `deadline`.
   void BeginClose(Deadline deadline);
-  void WaitClosed(Deadline deadline);
+  // After `deadline` what is still open is cancelled, and its completions get
+  // `cancel_grace_s` more. Afterwards the link posts nothing to the queue again.
+  void WaitClosed(Deadline deadline, double cancel_grace_s = 5);
 
   void PostSend(Request* request) override;
   void PostRecv(Request* request) override;
@@ -95,6 +97,8 @@ class GrpcLink : public Link {
   // How long a receive that found the peer's stream ended waits for the peer's
   // reason to arrive on the other call before it fails without one.
   static constexpr int kCauseGraceMs = 200;
+  // The cause sent to a peer (in gRPC's status message: its metadata is bounded).
+  static constexpr size_t kMaxCauseBytes = 2048;
 
   // Binds a completion to a member function.
   class Tag : public CqTag {
@@ -146,6 +150,9 @@ class GrpcLink : public Link {
   std::unique_ptr<InboundCall> inbound_call_;
   grpc::ByteBuffer read_buffer_;
 
+  // Held while posting an inbound Read or the abort's Finish (never with mu_ held
+  // first), so that no Read is posted after that Finish.
+  std::mutex post_mu_;
   mutable std::mutex mu_;
   std::condition_variable drained_;        // Signalled as operations finish.
   Outbound outbound_ = Outbound::kIdle;    // Guarded by mu_.
@@ -154,6 +161,7 @@ class GrpcLink : public Link {
   bool closing_ = false;                   // Guarded by mu_.
   bool read_paused_ = false;               // Guarded by mu_.
   bool watching_ = false;                  // The outbound watch Read is pending. Guarded by mu_.
+  bool no_more_ops_ = false;               // WaitClosed ended: post nothing. Guarded by mu_.
   bool finishing_ = false;                 // Finish was called on the outbound. Guarded by mu_.
   int outstanding_ops_ = 0;                // Guarded by mu_.
   RequestQueue send_queue_;                // Guarded by mu_.

@@ -53,10 +53,11 @@ bool ShmLink::Poll() {
   const bool peer_gone = liveness_->gone() || peer_closed_in || peer_closed_out;
   // A peer that aborted (and said why) fails what waits at once, even if some of
   // its data is still in the ring: its collective is over.
-  if (peer_closed_in || peer_closed_out || (peer_gone && !liveness_->cause().ok())) {
+  if (peer_gone) {
+    const absl::Status cause = PeerCause();
     const Request* waiting = !consumer_.idle() ? consumer_.front() : producer_.front();
-    if (waiting != nullptr) {
-      env_.fail(PeerClosedError(peer_name_, env_.self_name, waiting->key, PeerCause()));
+    if (!cause.ok() && waiting != nullptr) {
+      env_.fail(PeerClosedError(peer_name_, env_.self_name, waiting->key, cause));
       return true;
     }
   }
