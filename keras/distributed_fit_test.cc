@@ -65,7 +65,7 @@ TEST_CASE("replicas stay bit-identical and agree on every number", "[distributed
 
 // Trains a small MLP for two epochs with global batch 96 on `num_workers` workers;
 // returns the chief's weights, flattened.
-std::vector<float> TrainedWeights(int num_workers, const Dataset& train) {
+std::vector<float> TrainedWeights(int num_workers, const Dataset& train, int64_t batch = 96) {
   LocalCluster::Options options;
   options.num_workers = num_workers;
   std::vector<float> weights;
@@ -83,7 +83,7 @@ std::vector<float> TrainedWeights(int num_workers, const Dataset& train) {
     RW_RETURN_IF_ERROR(model.Compile(compile));
     FitOptions fit;
     fit.epochs = 2;
-    fit.batch_size = 96;  // Global: each of N workers takes 96 / N per step.
+    fit.batch_size = batch;  // Global: each of N workers takes batch / N per step.
     fit.verbose = 0;
     RW_RETURN_IF_ERROR(model.Fit(train, fit).status());
     if (w.rank == 0) {
@@ -117,6 +117,28 @@ TEST_CASE("N workers with global batch B end where 1 worker with batch B does", 
     INFO("largest difference " << worst << " of weights up to " << norm);
     // 40 SGD steps; only the order of float additions differs.
     CHECK(worst < 1e-4 * norm);
+  }
+}
+
+TEST_CASE("a short last batch split unevenly averages like one worker's", "[distributed]") {
+  // 103 = 6 x 15 + 13: the last global batch of each epoch is split 5/4/4 over 3
+  // workers and 3/3/3/2/2 over 5; the gradient average must weigh each replica by
+  // its examples to equal the mean over the 13.
+  TrainTest data = SyntheticImages(103, 0, 17);
+  Dataset train = Dataset::FromExamples(data.train);
+  const std::vector<float> single = TrainedWeights(1, train, 15);
+  REQUIRE(!single.empty());
+  for (int n : {3, 5}) {
+    INFO(n << " workers");
+    const std::vector<float> multi = TrainedWeights(n, train, 15);
+    REQUIRE(multi.size() == single.size());
+    double worst = 0, norm = 0;
+    for (size_t i = 0; i < single.size(); ++i) {
+      worst = std::max(worst, std::abs(static_cast<double>(multi[i]) - single[i]));
+      norm = std::max(norm, std::abs(static_cast<double>(single[i])));
+    }
+    INFO("largest difference " << worst << " of weights up to " << norm);
+    CHECK(worst < 1e-5 * norm);
   }
 }
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
@@ -169,7 +169,8 @@ std::vector<std::string> Sequential::AgreementLines() const {
   auto exact = [](float x) {
     for (int digits = 6; digits < 9; ++digits) {
       std::string text = absl::StrFormat("%.*g", digits, x);
-      if (std::strtof(text.c_str(), nullptr) == x) return text;
+      float back = 0;
+      if (absl::SimpleAtof(text, &back) && back == x) return text;
     }
     return absl::StrFormat("%.9g", x);
   };
@@ -202,6 +203,7 @@ absl::Status Sequential::Forward(const Tensor& x, bool training) {
 
 absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float weight) {
   if (batch.size() == 0) {
+    if (!built_) return absl::FailedPreconditionError("a training step with no examples on a model that is not built");
     // No examples for this replica at this step (the short end of a pass): it
     // adds nothing to the average but takes part in every collective.
     reducer_->BeginStep(0.f);
@@ -272,7 +274,10 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   }
   const int64_t steps = options.steps_per_epoch > 0 ? options.steps_per_epoch
                                                     : data.passes * data.steps_per_pass;
-  if (options.steps_per_epoch <= 0) {
+  // Keras also walks the data anew each epoch when steps_per_epoch is exactly the
+  // data's length.
+  if (options.steps_per_epoch <= 0 ||
+      (data.passes >= 0 && steps == data.passes * data.steps_per_pass)) {
     data.passes = -1;  // Every epoch walks the dataset again: passes go on.
   } else if (data.passes >= 0 && options.epochs * steps > data.passes * data.steps_per_pass) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -287,8 +292,18 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   std::vector<Callback*> callbacks = {&history};
   if (options.verbose > 0 && strategy_->is_chief()) callbacks.push_back(&progress);
   callbacks.insert(callbacks.end(), options.callbacks.begin(), options.callbacks.end());
+  // Every worker must run the same steps: a difference would misalign collectives.
+  int64_t agreed[6] = {steps, -steps, options.epochs, -options.epochs, options.replica_check_steps,
+                       -options.replica_check_steps};
+  RW_RETURN_IF_ERROR(strategy_->communicator()->AllReduce(agreed, 6, DataType::kInt64, ReduceOp::kMin));
+  if (agreed[0] != -agreed[1] || agreed[2] != -agreed[3] || agreed[4] != -agreed[5]) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the workers fit differently: steps per epoch, epochs or replica_check_steps differ (this "
+        "worker, rank ", strategy_->rank(), ": ", steps, ", ", options.epochs, ", ",
+        options.replica_check_steps, "): every worker must call fit the same way"));
+  }
   TrainInfo info{options.epochs, steps, options.batch_size, strategy_->num_replicas_in_sync(),
-                 strategy_->is_chief(), options.shard_policy};
+                 strategy_->is_chief(), options.shard_policy, data.seed, data.ExamplesPerPass()};
   for (Callback* c : callbacks) {
     c->set_model(this);
     RW_RETURN_IF_ERROR(c->OnTrainBegin(info));

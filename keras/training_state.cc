@@ -22,10 +22,12 @@ constexpr char kGlobalBatch[] = "global_batch_size";
 constexpr char kStepsPerEpoch[] = "steps_per_epoch";
 constexpr char kWorkers[] = "workers";
 constexpr char kShardPolicy[] = "shard_policy";
+constexpr char kSeed[] = "shuffle_seed";
+constexpr char kExamplesPerPass[] = "examples_per_pass";
 constexpr char kOptimizerPrefix[] = "optimizer/";
 // Broadcast after the tensors: epoch, step in epoch, step, iterations, final, then
 // the settings (TrainSettings, in its field order).
-constexpr int kHeaderWords = 9;
+constexpr int kHeaderWords = 11;
 
 struct StateTensor {
   std::string name;
@@ -102,6 +104,8 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
   header[6] = counter(kStepsPerEpoch, -1);
   header[7] = counter(kWorkers, -1);
   header[8] = counter(kShardPolicy, -1);
+  header[9] = counter(kSeed, -1);
+  header[10] = counter(kExamplesPerPass, -1);
   return absl::OkStatus();
 }
 
@@ -125,7 +129,9 @@ uint64_t WeightsFingerprint(const Sequential& model) {
 
 TrainSettings TrainSettings::From(const TrainInfo& info) {
   return TrainSettings{info.global_batch_size, info.steps_per_epoch, info.replicas,
-                       static_cast<int64_t>(info.shard_policy)};
+                       static_cast<int64_t>(info.shard_policy),
+                       static_cast<int64_t>(info.shuffle_seed & 0x7fffffffffffffffull),
+                       info.examples_per_pass};
 }
 
 absl::Status TrainSettings::SameDataPosition(const TrainSettings& now) const {
@@ -136,6 +142,12 @@ absl::Status TrainSettings::SameDataPosition(const TrainSettings& now) const {
     return absl::FailedPreconditionError(
         absl::StrCat(what, " ", then, " in the checkpoint, ", current, " now"));
   };
+  if (examples_per_pass >= 0 && examples_per_pass != now.examples_per_pass) {
+    return differ("examples per pass", absl::StrCat(examples_per_pass), absl::StrCat(now.examples_per_pass));
+  }
+  if (seed >= 0 && seed != now.seed) {
+    return differ("shuffle seed", absl::StrCat(seed), absl::StrCat(now.seed));
+  }
   if (global_batch_size >= 0 && global_batch_size != now.global_batch_size) {
     return differ("global batch size", absl::StrCat(global_batch_size), absl::StrCat(now.global_batch_size));
   }
@@ -153,17 +165,12 @@ absl::Status TrainSettings::SameDataPosition(const TrainSettings& now) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirectory* dir,
-                                              const TrainPosition& position, bool final,
-                                              const TrainInfo* info) {
-  RW_RETURN_IF_ERROR(MustBeBuilt(model, "save"));
-  // A checkpoint of replicas that drifted apart would hide it: compare first.
-  RW_RETURN_IF_ERROR(CheckReplicasIdentical(model.strategy(), model.variables(),
-                                            absl::StrCat("before checkpoint step ", position.step)));
-  if (!model.strategy()->is_chief()) {
-    CrashPoint("checkpoint_write");  // Tests: a worker dies while the chief writes.
-    return std::string();
-  }
+namespace {
+
+// The chief's half of a save: the file.
+absl::StatusOr<std::string> WriteOnChief(Sequential& model, CheckpointDirectory* dir,
+                                         const TrainPosition& position, bool final,
+                                         const TrainInfo* info) {
   if (dir == nullptr) return absl::InternalError("the chief saves without a checkpoint directory");
   CheckpointManifest manifest;
   manifest.step = position.step;
@@ -179,6 +186,8 @@ absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirec
     manifest.counters[kStepsPerEpoch] = settings.steps_per_epoch;
     manifest.counters[kWorkers] = settings.workers;
     manifest.counters[kShardPolicy] = settings.shard_policy;
+    manifest.counters[kSeed] = settings.seed;
+    manifest.counters[kExamplesPerPass] = settings.examples_per_pass;
   }
   std::vector<TensorData> tensors;
   for (const StateTensor& s : StateTensors(model, /*include_optimizer=*/true)) {
@@ -189,6 +198,27 @@ absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirec
   return path;
 }
 
+}  // namespace
+
+absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirectory* dir,
+                                              const TrainPosition& position, bool final,
+                                              const TrainInfo* info) {
+  RW_RETURN_IF_ERROR(MustBeBuilt(model, "save"));
+  // A checkpoint of replicas that drifted apart would hide it: compare first.
+  RW_RETURN_IF_ERROR(CheckReplicasIdentical(model.strategy(), model.variables(),
+                                            absl::StrCat("before checkpoint step ", position.step)));
+  absl::StatusOr<std::string> written = std::string();
+  if (model.strategy()->is_chief()) {
+    written = WriteOnChief(model, dir, position, final, info);
+  } else {
+    CrashPoint("checkpoint_write");  // Tests: a worker dies while the chief writes.
+  }
+  // Every worker waits for the chief's file and learns how it went, so that none
+  // moves on (or exits) while the chief still needs it.
+  RW_RETURN_IF_ERROR(model.strategy()->ShareChiefStatus(written.status()));
+  return written;
+}
+
 namespace {
 
 absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& path,
@@ -197,7 +227,7 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
   MultiWorkerMirroredStrategy* strategy = model.strategy();
   const std::vector<StateTensor> state = StateTensors(model, include_optimizer);
   std::vector<Tensor> staged;
-  int64_t header[kHeaderWords] = {0, 0, 0, 0, 0, -1, -1, -1, -1};
+  int64_t header[kHeaderWords] = {0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1};
   absl::Status read;
   if (strategy->is_chief()) read = ReadVerified(path, state, include_optimizer, &staged, header);
   RW_RETURN_IF_ERROR(strategy->ShareChiefStatus(read));
@@ -217,7 +247,8 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
     model.SetTrainingStep(header[2]);
   }
   return LoadedCheckpoint{TrainPosition{header[0], header[1], header[2]}, header[4] != 0,
-                          TrainSettings{header[5], header[6], header[7], header[8]}};
+                          TrainSettings{header[5], header[6], header[7], header[8], header[9],
+                                        header[10]}};
 }
 
 }  // namespace

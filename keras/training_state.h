@@ -30,21 +30,26 @@ struct TrainSettings {
   int64_t steps_per_epoch = -1;
   int64_t workers = -1;
   int64_t shard_policy = -1;  // AutoShardPolicy
+  int64_t seed = -1;          // The agreed shuffle seed (63 bits).
+  int64_t examples_per_pass = -1;  // Over every worker.
 
   static TrainSettings From(const TrainInfo& info);
   // Whether a run with `now` reads exactly the examples a run with these settings
-  // would have read from the same position: the same global batch and epoch
-  // length, and (FILE, OFF: each worker's own data) the same policy and workers;
-  // DATA cuts one common order, so any number of workers maps exactly. Otherwise
-  // the first difference, "global batch size 256 in the checkpoint, 512 now".
+  // would have read from the same position: the same data (examples per pass,
+  // shuffle seed), global batch and epoch length, and (FILE, OFF: each worker's own
+  // data) the same policy and workers; DATA cuts one common order, so any number of
+  // workers maps exactly. Otherwise the first difference, "global batch size 256 in
+  // the checkpoint, 512 now". A setting not recorded (-1, older builds) is not
+  // compared.
   absl::Status SameDataPosition(const TrainSettings& now) const;
 };
 
 // Writes the state on the chief (into `dir`, which only the chief needs) and
 // returns the file's path there; other workers write nothing and return "".
-// The model must be built. Collective: first every worker checks that the
-// replicas are still identical (strategy/replica_check.h). `info`, when given, is
-// recorded (TrainSettings).
+// The model must be built. Collective (every worker calls it at the same point):
+// first every worker checks that the replicas are still identical
+// (strategy/replica_check.h), at the end every worker gets the chief's result (a
+// failed write fails them all). `info`, when given, is recorded (TrainSettings).
 absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirectory* dir,
                                               const TrainPosition& position, bool final,
                                               const TrainInfo* info = nullptr);

@@ -45,10 +45,11 @@ struct DistributedDataset {
   int64_t steps_per_epoch = 0;  // Keras' default epoch: one pass.
   int64_t passes = 1;           // Passes the data gives (its Repeat count); -1: forever.
   int rank = 0;
+  uint64_t seed = 0;                    // The agreed shuffle seed (the chief's).
   std::vector<int64_t> shard_examples;  // Examples of one pass, by rank.
 
   // Examples worker `rank` trains on at step `step_in_pass` of a pass.
-  int64_t ExamplesAt(int rank, int64_t step_in_pass) const;
+  int64_t ExamplesAt(int worker, int64_t step_in_pass) const;
   // Over every worker.
   int64_t GlobalExamplesAt(int64_t step_in_pass) const;
   // replicas x this worker's examples / all examples of the step: the factor of
@@ -57,7 +58,8 @@ struct DistributedDataset {
   double GradientWeightAt(int64_t step_in_pass) const;
   // Examples trained on in one pass, over every worker.
   int64_t ExamplesPerPass() const;
-  // The batches from global step `first_step` on, one per step.
+  // The batches from global step `first_step` on, one per step: the way to loop
+  // over the data (the iterator refers to this object, which must outlive it).
   std::unique_ptr<StepIterator> Iterate(int64_t first_step) const;
 };
 

@@ -131,10 +131,21 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
   // and shuffle with the same seed. The chief's seed wins (a user may seed by
   // rank), and datasets of different sizes are refused instead of silently
   // overlapping. With OFF each worker reads its own data in its own order.
-  int64_t agreed[5] = {static_cast<int64_t>(shuffle_seed), dataset.examples().count(),
-                       -dataset.examples().count(), global_batch_size, -global_batch_size};
+  // The data settings must match too: pairs (x, -x) whose MIN shows a difference.
+  const int64_t settings = static_cast<int64_t>(policy) * 1000000 +
+                           (dataset.repeat_count() + 1) * 2 + (drop_remainder ? 1 : 0);
+  int64_t agreed[7] = {static_cast<int64_t>(shuffle_seed), dataset.examples().count(),
+                       -dataset.examples().count(), global_batch_size, -global_batch_size,
+                       settings, -settings};
   RW_RETURN_IF_ERROR(comm()->Broadcast(agreed, 1, DataType::kInt64, /*root=*/0));
-  RW_RETURN_IF_ERROR(comm()->AllReduce(agreed + 1, 4, DataType::kInt64, ReduceOp::kMin));
+  RW_RETURN_IF_ERROR(comm()->AllReduce(agreed + 1, 6, DataType::kInt64, ReduceOp::kMin));
+  if (agreed[5] != -agreed[6]) {
+    return MismatchError(absl::StrCat(
+        "the workers distribute their data differently: shard policy, Repeat count or "
+        "drop_remainder differ (this worker, rank ", rank(), ", has policy ",
+        AutoShardPolicyName(policy), ", repeat ", dataset.repeat_count(), ", drop_remainder ",
+        drop_remainder, "): every worker must make the same calls"));
+  }
   if (agreed[3] != -agreed[4]) {
     return MismatchError(absl::StrCat(
         "the workers' global batch sizes differ (", agreed[3], " to ", -agreed[4],
@@ -147,7 +158,8 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
         " examples; this worker, rank ", rank(), ", has ", dataset.examples().count(),
         "): every worker must load the same data set, which is then sharded"));
   }
-  uint64_t seed = static_cast<uint64_t>(agreed[0]);
+  d.seed = static_cast<uint64_t>(agreed[0]);
+  uint64_t seed = d.seed;
   if (policy == AutoShardPolicy::kOff) seed = Fnv1a64(&d.rank, sizeof(d.rank), seed ^ kFnv1aOffset);
   // The passes are counted here (StepIterator); the shard is one pass.
   Dataset one_pass = dataset.Repeat(1).Shuffle(seed);

@@ -41,6 +41,17 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
                                                    ": expected data, file or off"));
   }
   if (f.epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
+  ResumePolicy resume_policy = ResumePolicy::kExact;
+  if (f.resume_policy == "epoch") {
+    resume_policy = ResumePolicy::kEpoch;
+  } else if (f.resume_policy != "exact") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--resume_policy=", f.resume_policy, ": expected exact or epoch"));
+  }
+  if (f.replica_check_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--replica_check_steps=", f.replica_check_steps,
+                                                   ": expected 0 (never) or more"));
+  }
   if (f.global_batch_size <= 0 || f.global_batch_size % cluster.world_size() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--global_batch_size=", f.global_batch_size, ": the global batch size ",
@@ -86,17 +97,6 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
     fit.shard_policy = policy;
     fit.steps_per_epoch = f.steps_per_epoch;
     fit.replica_check_steps = f.replica_check_steps;
-    ResumePolicy resume_policy = ResumePolicy::kExact;
-    if (f.resume_policy == "epoch") {
-      resume_policy = ResumePolicy::kEpoch;
-    } else if (f.resume_policy != "exact") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--resume_policy=", f.resume_policy, ": expected exact or epoch"));
-    }
-    if (f.replica_check_steps < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--replica_check_steps=", f.replica_check_steps,
-                                                     ": expected 0 (never) or more"));
-    }
     if (f.validate_each_epoch) fit.validation_data = &test;
     // Backup first: it restores before ModelCheckpoint's first save.
     std::unique_ptr<BackupAndRestore> backup;
@@ -166,7 +166,9 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
     return strategy->Shutdown();
   };
   absl::Status status = train();
-  if (!status.ok()) strategy->Abort(status);
+  // A stop every worker agreed on (SIGTERM: every one saved and stops) needs no
+  // abort: a peer may still be finishing the last collective.
+  if (!status.ok() && ExitCodeFor(status) != kPreempted) strategy->Abort(status);
   return status;
 }
 
