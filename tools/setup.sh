@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev libdnnl-dev catch2 libabsl-dev libgtest-dev zlib1g-dev
   dataset-fashion-mnist
   openssl libssl-dev clang libclang-rt-14-dev iproute2
+  slurm-wlm munge python3-yaml
 )
 if [[ "${1:-}" == "--peers" ]]; then
   # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS
