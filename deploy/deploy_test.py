@@ -48,6 +48,24 @@ def this_task(output):
     return m.group(1), (int(m.group(2)) if m.group(2) else None)
 
 
+def pvc_name():
+    with open(os.path.join(ROOT, "deploy/kubernetes/pvc.yaml")) as f:
+        return yaml.safe_load(f)["metadata"]["name"]
+
+
+def check_volume(where, pod_spec, container):
+    """The checkpoint volume is pvc.yaml's claim, mounted at /ckpt."""
+    mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
+    claims = {v["name"]: v.get("persistentVolumeClaim", {}).get("claimName")
+              for v in pod_spec.get("volumes", [])}
+    ckpt = [name for name, path in mounts.items() if path == "/ckpt"]
+    check(len(ckpt) == 1 and claims.get(ckpt[0]) == pvc_name(),
+          f"{where}: /ckpt is not the volume claim {pvc_name()} of pvc.yaml")
+    security = pod_spec.get("securityContext", {})
+    check(security.get("runAsUser") == 10001 and security.get("fsGroup") == 10001,
+          f"{where}: not run as the image's user 10001 with fsGroup 10001 (the volume)")
+
+
 def check_tfjob(tfconfig):
     with open(os.path.join(ROOT, "deploy/kubernetes/tfjob.yaml")) as f:
         job = yaml.safe_load(f)
@@ -66,8 +84,7 @@ def check_tfjob(tfconfig):
         token = env.get("RINGWORK_CLUSTER_TOKEN", {})
         check("secretKeyRef" in token.get("valueFrom", {}),
               f"{rtype}: RINGWORK_CLUSTER_TOKEN does not come from a Secret")
-        check(any(m["mountPath"] == "/ckpt" for m in container.get("volumeMounts", [])),
-              f"{rtype}: no volume for checkpoints at /ckpt")
+        check_volume(f"TFJob {rtype}", spec["template"]["spec"], container)
         check("requests" in container.get("resources", {}), f"{rtype}: no resource requests")
         args = " ".join(container.get("args", []))
         check("--checkpoint_dir=/ckpt" in args and "--backup_dir=/ckpt" in args,
@@ -99,6 +116,11 @@ def check_indexed_job(tfconfig):
           "the pods' subdomain is not the headless Service's name")
     check(job["spec"].get("completionMode") == "Indexed", "the Job is not Indexed")
     container = pod["containers"][0]
+    check_volume("Indexed Job", pod, container)
+    check(service["spec"].get("selector", {}).get("job-name") == job["metadata"]["name"],
+          "the Service does not select the Job's pods (job-name)")
+    check(service["spec"].get("publishNotReadyAddresses") is True,
+          "the Service hides pods that are not ready: peers cannot resolve a starting pod")
     env = {}
     for e in container.get("env", []):
         if "value" in e:
@@ -107,9 +129,21 @@ def check_indexed_job(tfconfig):
     completions = job["spec"]["completions"]
     check(int(env.get("RINGWORK_WORKERS", -1)) == completions,
           "RINGWORK_WORKERS differs from the Job's completions")
+    check(env.get("RINGWORK_JOB_NAME") == job["metadata"]["name"],
+          "RINGWORK_JOB_NAME differs from the Job's name (the pods' DNS names)")
+    check(env.get("RINGWORK_SERVICE") == service["metadata"]["name"],
+          "RINGWORK_SERVICE differs from the headless Service's name")
+    ports = [p["containerPort"] for p in container.get("ports", [])]
+    check(ports and str(ports[0]) == env.get("RINGWORK_PORT") and
+          service["spec"]["ports"][0]["port"] == ports[0],
+          "RINGWORK_PORT, the container port and the Service port differ")
     entry = os.path.join(ROOT, "deploy/kubernetes/tf_config_from_index.sh")
-    check(os.path.basename(container["command"][0]) == os.path.basename(entry),
-          "the pod does not start through tf_config_from_index.sh")
+    with open(os.path.join(ROOT, "deploy/Containerfile")) as f:
+        containerfile = f.read()
+    command = [c for c in container["command"] if c.endswith("tf_config_from_index.sh")]
+    check(len(command) == 1 and os.path.dirname(command[0]) + "/" in containerfile and
+          "tf_config_from_index.sh" in containerfile,
+          "the pod does not start through the tf_config_from_index.sh the image installs")
     for index in range(completions):
         run_env = dict(env, JOB_COMPLETION_INDEX=str(index), RINGWORK_TRAIN=tfconfig)
         code, output = validate(tfconfig, run_env, args=("validate",), program=entry)
@@ -125,7 +159,7 @@ def check_indexed_job(tfconfig):
     print(f"Indexed Job: {completions} pods' TF_CONFIG accepted")
 
 
-def check_containerfile(train):
+def check_containerfile(binaries):
     with open(os.path.join(ROOT, "deploy/Containerfile")) as f:
         text = f.read()
     for path in re.findall(r"\b((?:tools|deploy|bazel-bin)/[\w./-]+)", text):
@@ -139,9 +173,12 @@ def check_containerfile(train):
     for target in re.findall(r"//([\w/]+):(\w+)", text):
         with open(os.path.join(ROOT, target[0], "BUILD")) as build:
             check(f'name = "{target[1]}"' in build.read(), f"Containerfile: no target //{target[0]}:{target[1]}")
-    # Every shared library train links comes from a package the runtime stage installs.
-    libraries = re.findall(r"=> (\S+)", subprocess.run(["ldd", train], capture_output=True,
-                                                        text=True, check=True).stdout)
+    # Every shared library the binaries link comes from a package the runtime stage installs.
+    libraries = []
+    for binary in binaries:
+        linked = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
+        check("not found" not in linked, f"ldd {binary}: a library is not found:\n{linked}")
+        libraries += re.findall(r"=> (\S+)", linked)
     needed = set()
     for library in libraries:
         owner = subprocess.run(["dpkg", "-S", os.path.realpath(library)], capture_output=True,
@@ -149,6 +186,9 @@ def check_containerfile(train):
         if owner.returncode == 0:
             needed.add(owner.stdout.split(":")[0])
     runtime = text.split("FROM debian:12\n")[-1]
+    check("USER 10001" in runtime, "Containerfile: the runtime stage does not run as user 10001")
+    check('ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/train"]' in runtime,
+          "Containerfile: the entry point is not tini running train")
     base = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}  # In debian:12 itself.
     for package in sorted(needed - base):
         check(re.search(rf"\b{re.escape(package)}\b", runtime) is not None,
@@ -160,7 +200,7 @@ def main():
     tfconfig, train = (os.path.abspath(a) for a in sys.argv[1:3])
     check_tfjob(tfconfig)
     check_indexed_job(tfconfig)
-    check_containerfile(train)
+    check_containerfile([train, tfconfig])
     if failures:
         print(f"{len(failures)} check(s) failed", file=sys.stderr)
         sys.exit(1)

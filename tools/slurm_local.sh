@@ -24,11 +24,16 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 log() { echo "slurm_local: $*" >&2; }
 die() { log "FAILED: $*"; exit 1; }
 
-free_port() {  # a TCP port nothing listens on, from a range seeded by this shell
-  local port
-  for ((port = 20000 + ($$ * 7) % 20000; ; port += 1)); do
-    if ! ss -Htln "sport = :$port" | grep -q .; then echo "$port"; return; fi
+free_ports() {  # free_ports N: the first of N consecutive TCP ports nothing listens on
+  local n=$1 port i busy   # Below the kernel's ephemeral range (32768 and up).
+  for ((port = 20000 + ($$ * 7) % 12000; port + n < 32768; port += n)); do
+    busy=0
+    for ((i = 0; i < n; ++i)); do
+      if ss -Htln "sport = :$((port + i))" | grep -q .; then busy=1; break; fi
+    done
+    ((busy)) || { echo "$port"; return; }
   done
+  die "no $n free ports below 32768"
 }
 
 start() {
@@ -41,7 +46,7 @@ start() {
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/log/munged.log" \
     --seed-file="$dir/munge/seed"
   local ctld_port slurmd_port
-  ctld_port=$(free_port)
+  ctld_port=$(free_ports 2)
   slurmd_port=$((ctld_port + 1))
   cat > "$dir/slurm.conf" <<CONF
 ClusterName=ringwork
@@ -86,6 +91,20 @@ CONF
 
 stop() {
   local dir=$1 pid pids=()
+  # Jobs first: stopping slurmd leaves running steps (and their tasks) behind.
+  if [[ -s "$dir/slurmctld.pid" ]] && kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null; then
+    local jobs deadline=$((SECONDS + 20))
+    jobs=$(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null || true)
+    if [[ -n "$jobs" ]]; then
+      # shellcheck disable=SC2086
+      SLURM_CONF=$dir/slurm.conf scancel --full -s KILL $jobs 2>/dev/null || true
+      while [[ -n $(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null) ]] && ((SECONDS < deadline)); do
+        sleep 0.2
+      done
+    fi
+  fi
+  # Whatever this Slurm's jobs started and is still running.
+  for pid in $(job_processes "$dir"); do kill -KILL "$pid" 2>/dev/null || true; done
   for file in slurmd.pid slurmctld.pid munge/munged.pid; do
     [[ -s "$dir/$file" ]] || continue
     pid=$(cat "$dir/$file")
@@ -96,8 +115,29 @@ stop() {
     while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
   done
-  # Job steps left by a killed slurmd.
-  pkill -KILL -f "slurmstepd.*$dir" 2>/dev/null || true
+}
+
+# The processes of jobs of the Slurm in DIR: their environment names its slurm.conf
+# and a job (this script's own shell has the first only).
+job_processes() {
+  local dir=$1 environ
+  for environ in /proc/[0-9]*/environ; do
+    if grep -qsz "^SLURM_CONF=$dir/slurm.conf$" "$environ" &&
+       grep -qsz "^SLURM_JOB_ID=" "$environ"; then
+      environ=${environ#/proc/}
+      echo "${environ%/environ}"
+    fi
+  done
+  return 0
+}
+
+# What of the Slurm in DIR is still alive: its daemons and its jobs' processes.
+leftovers() {
+  local dir=$1
+  for file in slurmd.pid slurmctld.pid munge/munged.pid; do
+    [[ -s "$dir/$file" ]] && kill -0 "$(cat "$dir/$file")" 2>/dev/null && echo "$file"
+  done
+  job_processes "$dir"
 }
 
 job_field() {  # job_field JOBID FIELD -> its value in scontrol show job
@@ -121,26 +161,31 @@ run_test() {
       *) die "unknown argument $arg";;
     esac
   done
-  [[ $(id -u) -eq 0 ]] || { log "skipped: a local Slurm needs root"; return 0; }
+  if [[ $(id -u) -ne 0 ]]; then
+    log "SKIPPED: a local Slurm needs root (slurmd, munged); run the suite as root"
+    return 0
+  fi
   [[ -x "$train" ]] || die "no train binary at $train (bazel build //tools:train)"
   local dir
   # Short: munge's socket path must fit in 108 bytes (Bazel's TEST_TMPDIR does not).
   dir=$(mktemp -d /tmp/slurm_local.XXXXXX)
-  trap "status=\$?; stop '$dir'; ((status == 0)) || tail -n 30 '$dir'/log/*.log >&2; rm -rf '$dir'" EXIT
+  # Stopped however the test ends; the logs shown when it failed.
+  trap "status=\$?; cd /; stop '$dir'; ((status == 0)) || tail -n 30 '$dir'/log/*.log >&2; rm -rf '$dir'" EXIT
   start "$dir"
   export SLURM_CONF=$dir/slurm.conf
   local work=$dir/work
   mkdir -p "$work"
   cd "$work"
   local port
-  port=$(($(free_port) + 100))
+  port=$(free_ports 2)
   local flags=(--dataset=synthetic --synthetic_examples=2048 --global_batch_size=128
                --intra_op_threads=1 --verbose=0)
 
   log "(a) srun -N1 -n2 train, the cluster from Slurm"
+  local code=0
   timeout 180 srun -N1 -n2 --kill-on-bad-exit=1 "$train" --cluster_from=slurm \
-    --slurm_base_port="$port" --epochs=2 "${flags[@]}" > srun.out 2>&1 ||
-    { cat srun.out >&2; die "srun training exited $?"; }
+    --slurm_base_port="$port" --epochs=2 "${flags[@]}" > srun.out 2>&1 || code=$?
+  ((code == 0)) || { cat srun.out >&2; die "srun training exited $code"; }
   grep -q "joined the ring: rank 0 of 2; links: worker:1 (localhost:$((port + 1)))" srun.out &&
     grep -q "joined the ring: rank 1 of 2; links: worker:0 (localhost:$port)" srun.out ||
     { cat srun.out >&2; die "the ranks did not come from Slurm's environment"; }
@@ -172,8 +217,11 @@ run_test() {
   scancel "$job"
   wait_job "$job" 90
   [[ $(job_field "$job" JobState) == CANCELLED ]] || die "job $job is $(job_field "$job" JobState), not CANCELLED"
-  grep -q "received SIGTERM" "ringwork-train-$job.out" ||
-    { cat "ringwork-train-$job.out" >&2; die "job $job's workers did not stop on SIGTERM"; }
+  # Each worker got SIGTERM, saved the backup at the step they agreed on, and exited
+  # 143 before Slurm's KillWait ended in SIGKILL.
+  [[ $(grep -c "received SIGTERM" "ringwork-train-$job.out") -eq 2 ]] &&
+    grep -q "tasks 0-1: Exited with exit code 143" "ringwork-train-$job.out" ||
+    { cat "ringwork-train-$job.out" >&2; die "job $job's workers did not stop on SIGTERM with 143"; }
   ls "$work/job_c/backup/latest" > /dev/null || die "job $job left no backup"
   job=$(RINGWORK_TRAIN=$train RINGWORK_JOB_DIR=$work/job_c RINGWORK_SLURM_BASE_PORT=$port \
         sbatch --parsable --job-name=rw-c "$sbatch_script" --epochs=100000 "${flags[@]}")
@@ -187,11 +235,9 @@ run_test() {
 
   cd "$here"
   stop "$dir"
-  trap - EXIT
-  if pgrep -f "slurm(ctld|d|stepd).*$dir|munged.*$dir" > /dev/null; then
-    die "Slurm processes are left: $(pgrep -af "slurm|munged")"
-  fi
-  rm -rf "$dir"
+  local left
+  left=$(leftovers "$dir")
+  [[ -z "$left" ]] || die "processes of this Slurm are left: $left"
   log "PASSED: srun, sbatch, scancel and resubmission under a real Slurm"
 }
 
