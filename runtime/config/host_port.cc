@@ -60,6 +60,13 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
     }
     absl::string_view host = text.substr(1, close - 1);
     if (host.empty()) return Bad(json_path, text, "has an empty host");
+    // Brackets hold IPv6 addresses only (which have colons): "[host]" would print
+    // back without them as another address (the fuzzer found it).
+    if (host.substr(0, host.find('%')).find(':') == absl::string_view::npos) {
+      return Bad(json_path, text,
+                 "has brackets around something that is not an IPv6 address; brackets are "
+                 "for \"[v6addr]:port\" only");
+    }
     const size_t zone = host.find('%');
     for (size_t i = 0; i < (zone == absl::string_view::npos ? host.size() : zone); ++i) {
       if (!IsIpv6Char(host[i])) {

@@ -46,6 +46,10 @@ TEST_CASE("host:port errors name the path and the value", "[host_port]") {
       {"[::1]", "x: \"[::1]\" has no port; expected \"[v6addr]:port\""},
       {"[::1:80", "x: \"[::1:80\" has '[' without ']'; write \"[v6addr]:port\""},
       {"[zz::1]:80", "x: \"[zz::1]:80\" has an invalid IPv6 address inside [...]"},
+      // Found by the fuzzer: it printed back without brackets as another address.
+      {"[FFFFFFFFFFFF1]:2222",
+       "x: \"[FFFFFFFFFFFF1]:2222\" has brackets around something that is not an IPv6 "
+       "address; brackets are for \"[v6addr]:port\" only"},
       {"grpc://h:80",
        "x: \"grpc://h:80\" has a URL scheme; write only \"host:port\" (the RPC layer "
        "is grpc)"},
