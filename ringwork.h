@@ -21,6 +21,7 @@
 #include "keras/initializers.h"
 #include "keras/layers.h"
 #include "keras/sequential.h"
+#include "keras/tensorboard_callback.h"
 #include "kernels/dense.h"
 #include "kernels/kernel_context.h"
 #include "kernels/losses.h"

@@ -15,7 +15,7 @@
 #include "base/crash_points.h"
 #include "base/exit_code.h"
 #include "base/status_macros.h"
-#include "checkpoint/crc32c.h"
+#include "base/crc32c.h"
 
 namespace ringwork {
 namespace {

@@ -14,7 +14,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "checkpoint/crc32c.h"
+#include "base/crc32c.h"
 
 namespace ringwork {
 namespace {

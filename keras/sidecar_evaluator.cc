@@ -112,7 +112,30 @@ absl::Status SidecarEvaluator::Evaluate(const std::string& path) {
   RW_LOG(INFO) << absl::StrFormat("evaluator: step %d%s: loss: %.4f%s", e.step,
                                   e.final ? " (final)" : "", result.loss, metrics);
   RW_RETURN_IF_ERROR(AppendMetrics(e));
+  if (absl::Status written = WriteSummaries(e, loaded.position.step_in_epoch); !written.ok()) {
+    // Curves are not worth the evaluations: warn once, write no more.
+    RW_LOG(WARNING) << "evaluator: TensorBoard: " << written.message() << "; no more summaries are written";
+    options_.summary_dir.clear();
+  }
   evaluations_.push_back(std::move(e));
+  return absl::OkStatus();
+}
+
+absl::Status SidecarEvaluator::WriteSummaries(const CheckpointEvaluation& e, int64_t step_in_epoch) {
+  if (options_.summary_dir.empty()) return absl::OkStatus();
+  if (summaries_ == nullptr) {
+    RW_ASSIGN_OR_RETURN(summaries_, EventFileWriter::Create(options_.summary_dir));
+  }
+  Logs values = e.result.metrics;
+  values["loss"] = e.result.loss;
+  const bool epoch_end = step_in_epoch == 0 && e.epoch > 0;
+  for (const auto& [name, value] : values) {
+    RW_RETURN_IF_ERROR(summaries_->WriteScalar(absl::StrCat("evaluation_", name, "_vs_iterations"),
+                                               e.step, static_cast<float>(value)));
+    if (epoch_end) {
+      RW_RETURN_IF_ERROR(summaries_->WriteScalar("epoch_" + name, e.epoch - 1, static_cast<float>(value)));
+    }
+  }
   return absl::OkStatus();
 }
 

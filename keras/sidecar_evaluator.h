@@ -19,17 +19,25 @@
 #ifndef RINGWORK_KERAS_SIDECAR_EVALUATOR_H_
 #define RINGWORK_KERAS_SIDECAR_EVALUATOR_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "keras/sequential.h"
+#include "observability/event_file.h"
 
 namespace ringwork {
 
 struct SidecarEvaluatorOptions {
   std::string checkpoint_dir;
   std::string metrics_path;  // JSON lines, appended; none when empty.
+  // TensorBoard event files (keras/tensorboard_callback.h), none when empty: per
+  // checkpoint `evaluation_loss_vs_iterations` (and per metric) at its step, and
+  // for a checkpoint at an epoch's end `epoch_loss` (and per metric) at that epoch
+  // (from 0), beside the chief's LOG_DIR/train curves. A failed write is logged and
+  // ends the summaries, not the evaluations.
+  std::string summary_dir;
   int64_t batch_size = 256;
   double poll_interval_s = 1.0;
   double timeout_s = 600;  // Without a new checkpoint.
@@ -59,11 +67,13 @@ class SidecarEvaluator {
  private:
   absl::Status Evaluate(const std::string& path);
   absl::Status AppendMetrics(const CheckpointEvaluation& e) const;
+  absl::Status WriteSummaries(const CheckpointEvaluation& e, int64_t step_in_epoch);
 
   Sequential* model_;
   const Dataset* data_;
   SidecarEvaluatorOptions options_;
   std::vector<CheckpointEvaluation> evaluations_;
+  std::unique_ptr<EventFileWriter> summaries_;
 };
 
 }  // namespace ringwork

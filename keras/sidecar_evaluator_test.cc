@@ -3,6 +3,7 @@
 // one, and gives up (exit 4's status) when none comes.
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -57,6 +58,41 @@ TEST_CASE("the evaluator follows checkpoints, even one rewritten under its name"
   CHECK_FALSE(evaluator.evaluations()[0].final);
   CHECK(evaluator.evaluations()[1].final);
   CHECK(evaluator.evaluations()[1].result.examples == 256);
+}
+
+TEST_CASE("the evaluator writes TensorBoard's validation curves, epochs at epoch ends only",
+          "[evaluator]") {
+  const std::string dir = FreshTestDir("sidecar_summaries");
+  const Dataset test = Dataset::FromExamples(SyntheticImages(0, 128, 3).test);
+  Sequential writer = Model();
+  auto checkpoints = CheckpointDirectory::OpenForWriting(dir, 3);
+  REQUIRE(checkpoints.ok());
+  // Mid-epoch 2 (step 15 of 10 per epoch), then the end of epoch 2: epoch index 1.
+  REQUIRE(SaveTrainingState(writer, checkpoints->get(), {1, 5, 15}, /*final=*/false).ok());
+  Sequential reader = Model();
+  SidecarEvaluator evaluator(&reader, &test,
+                             {.checkpoint_dir = dir, .metrics_path = dir + "/eval.jsonl",
+                              .summary_dir = dir + "/validation", .poll_interval_s = 0.01,
+                              .timeout_s = 30});
+  absl::Status result;
+  std::thread sidecar([&] { result = evaluator.Run(); });
+  for (int i = 0; i < 30000 && !fs::exists(dir + "/eval.jsonl"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(SaveTrainingState(writer, checkpoints->get(), {2, 0, 20}, /*final=*/true).ok());
+  sidecar.join();
+  REQUIRE(result.ok());
+  REQUIRE(evaluator.evaluations().size() == 2);
+  REQUIRE(EventFiles(dir + "/validation").size() == 1);
+  absl::StatusOr<ScalarCurves> curves = ReadScalarCurves(dir + "/validation");
+  REQUIRE(curves.ok());
+  ScalarCurves& scalars = *curves;
+  CHECK(scalars["evaluation_loss_vs_iterations"] ==
+        std::map<int64_t, float>{{15, static_cast<float>(evaluator.evaluations()[0].result.loss)},
+                                 {20, static_cast<float>(evaluator.evaluations()[1].result.loss)}});
+  CHECK(scalars["epoch_loss"] ==
+        std::map<int64_t, float>{{1, static_cast<float>(evaluator.evaluations()[1].result.loss)}});
+  CHECK(scalars["epoch_accuracy"].size() == 1);
 }
 
 TEST_CASE("the evaluator gives up after its timeout, naming the flag", "[evaluator]") {

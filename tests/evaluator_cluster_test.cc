@@ -3,13 +3,16 @@
 // with the final one, gives up after its timeout, and training never waits for it.
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "observability/event_file.h"
 #include "testing/temp_dir.h"
 #include "testing/process_cluster.h"
 
@@ -26,12 +29,24 @@ const std::vector<std::string> kArgs = {"--dataset=synthetic", "--synthetic_exam
                                         "--global_batch_size=128", "--epochs=3", "--verbose=1",
                                         "--intra_op_threads=1"};
 
-TEST_CASE("the evaluator scores each new checkpoint and stops after the final one", "[evaluator]") {
+// Every record's CRCs checked; one file per directory (one writer each).
+ScalarCurves Scalars(const std::string& dir) {
+  CHECK(EventFiles(dir).size() == 1);
+  absl::StatusOr<ScalarCurves> curves = ReadScalarCurves(dir);
+  INFO(curves.status().message());
+  REQUIRE(curves.ok());
+  return *curves;
+}
+
+TEST_CASE("the evaluator scores each new checkpoint and stops after the final one; with "
+          "TensorBoard's curves beside the chief's", "[evaluator]") {
   const std::string dir = FreshTestDir("eval_ckpt");
+  const std::string logs = FreshTestDir("eval_tensorboard");
   std::vector<std::string> argv = {kLaunch, "--num_workers=2", "--evaluator", "--", kTrain};
   argv.insert(argv.end(), kArgs.begin(), kArgs.end());
   argv.insert(argv.end(), {"--checkpoint_dir=" + dir, "--checkpoint_freq_steps=16",
-                           "--evaluator_poll_s=0.05"});
+                           "--evaluator_poll_s=0.05", "--tensorboard_dir=" + logs,
+                           "--metrics_json=" + dir + "/metrics.json"});
   Subprocess::Options options;
   options.timeout_s = kGuardS;
   SubprocessResult r = RunSubprocess(argv, options);
@@ -54,6 +69,23 @@ TEST_CASE("the evaluator scores each new checkpoint and stops after the final on
   REQUIRE(std::regex_search(r.output, m, std::regex("\\[worker:0\\] Test accuracy: ([0-9.]+)")));
   CHECK(std::abs(evaluated - std::stod(m[1])) < 5e-5);
   CHECK(lines.back().find("\"step\":96") != std::string::npos);
+
+  // The chief's curves: one value per epoch, the last as the metrics JSON has it.
+  auto train = Scalars(logs + "/train");
+  CHECK(train["epoch_loss"].size() == 3);
+  CHECK(train["epoch_accuracy"].size() == 3);
+  CHECK(train["epoch_samples_per_second"].size() == 3);
+  std::ifstream metrics_in(dir + "/metrics.json");
+  const nlohmann::json metrics = nlohmann::json::parse(metrics_in);
+  CHECK(train["epoch_loss"][2] == Approx(metrics["final_train_loss"].get<double>()).epsilon(1e-6));
+  CHECK(train["epoch_accuracy"][2] ==
+        Approx(metrics["final_train_accuracy"].get<double>()).epsilon(1e-6));
+  // The evaluator's: its final checkpoint ends epoch 3 (step 2 from 0).
+  auto validation = Scalars(logs + "/validation");
+  REQUIRE(std::regex_search(lines.back(), m, std::regex("\"loss\":([0-9.e-]+)")));
+  CHECK(validation["epoch_loss"].count(2) == 1);
+  CHECK(validation["epoch_loss"][2] == Approx(std::stod(m[1])).epsilon(1e-6));
+  CHECK(validation["evaluation_loss_vs_iterations"].count(96) == 1);
 }
 
 TEST_CASE("an evaluator without checkpoints gives up with exit 4, naming the flag", "[evaluator]") {

@@ -23,6 +23,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "keras/checkpoint_callbacks.h"
+#include "keras/tensorboard_callback.h"
 #include "keras/training_state.h"
 #include "runtime/config/cluster_source.h"
 #include "strategy/multi_worker_mirrored_strategy.h"
@@ -57,6 +58,14 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
         "--global_batch_size=", f.global_batch_size, ": the global batch size ",
         f.global_batch_size, " must be a positive multiple of the ", cluster.world_size(),
         " replicas (each gets global / replicas examples per step)"));
+  }
+  const TensorBoardOptions tensorboard_options{.log_dir = f.tensorboard_dir,
+                                               .update_freq = f.tensorboard_update_freq,
+                                               .histogram_freq = f.tensorboard_histogram_freq};
+  if (absl::Status valid = tensorboard_options.Validate(); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tensorboard_update_freq=", f.tensorboard_update_freq, ", --tensorboard_histogram_freq=",
+        f.tensorboard_histogram_freq, ": each must be 0 (off) or more"));
   }
   RW_ASSIGN_OR_RETURN(Sequential model, BuildModel(f.model));  // Validates --model early.
   RW_ASSIGN_OR_RETURN(TrainTest data, LoadData(f));
@@ -114,6 +123,11 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
                                  .save_freq_steps = f.checkpoint_freq_steps,
                                  .keep = static_cast<int>(f.keep_checkpoints)});
       fit.callbacks.push_back(checkpoints.get());
+    }
+    std::unique_ptr<TensorBoard> tensorboard;
+    if (!f.tensorboard_dir.empty()) {
+      tensorboard = std::make_unique<TensorBoard>(tensorboard_options);
+      fit.callbacks.push_back(tensorboard.get());
     }
     const auto train_start = std::chrono::steady_clock::now();
     RW_ASSIGN_OR_RETURN(History history, model.Fit(train, fit));

@@ -26,6 +26,7 @@ absl::Status RunEvaluator(const TrainFlags& f) {
                               .metrics_path = f.evaluator_metrics.empty()
                                                  ? f.checkpoint_dir + "/evaluations.jsonl"
                                                  : f.evaluator_metrics,
+                              .summary_dir = f.tensorboard_dir.empty() ? "" : f.tensorboard_dir + "/validation",
                               .batch_size = f.global_batch_size,
                               .poll_interval_s = f.evaluator_poll_s,
                               .timeout_s = f.evaluator_timeout_s,

@@ -56,6 +56,14 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "an evaluator task fails (exit 4) when no new checkpoint appears for this long",
                 "RINGWORK_EVALUATOR_TIMEOUT_S");
   flags->Double("evaluator_poll_s", &f->evaluator_poll_s, "how often an evaluator looks for checkpoints");
+  flags->String("tensorboard_dir", &f->tensorboard_dir,
+                "TensorBoard event files: the chief writes DIR/train (and DIR/validation with "
+                "--validate_each_epoch), an evaluator task DIR/validation",
+                "RINGWORK_TENSORBOARD_DIR");
+  flags->Int("tensorboard_update_freq", &f->tensorboard_update_freq,
+             "also write batch_loss and batch_<metric> every N steps (0: per epoch only)");
+  flags->Int("tensorboard_histogram_freq", &f->tensorboard_histogram_freq,
+             "write a histogram of every variable every N epochs (0: never)");
 }
 
 absl::StatusOr<Sequential> BuildModel(const std::string& name) {

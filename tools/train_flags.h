@@ -43,6 +43,10 @@ struct TrainFlags {
   std::string evaluator_metrics;  // Default: <checkpoint_dir>/evaluations.jsonl.
   double evaluator_timeout_s = 600;
   double evaluator_poll_s = 1;
+  // TensorBoard: the chief writes DIR/train, an evaluator task DIR/validation.
+  std::string tensorboard_dir;
+  int64_t tensorboard_update_freq = 0;
+  int64_t tensorboard_histogram_freq = 0;
 };
 
 void RegisterTrainFlags(FlagSet* flags, TrainFlags* f);

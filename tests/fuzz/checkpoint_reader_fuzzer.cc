@@ -2,26 +2,17 @@
 // CRCs). Any file either is refused with a status naming it or opens with every
 // tensor inside the file, and each read either verifies or is refused; nothing is
 // allocated from a size the file states before it is checked against the file.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "checkpoint/checkpoint_file.h"
+#include "tests/fuzz/memory_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const int fd = ::memfd_create("fuzz-checkpoint", 0);
-  if (fd < 0) std::abort();
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd, data + done, size - done);
-    if (n <= 0) std::abort();
-    done += static_cast<size_t>(n);
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const MemoryFile file(data, size);
+  const std::string path = file.path();
   absl::StatusOr<std::unique_ptr<ringwork::CheckpointReader>> reader =
       ringwork::CheckpointReader::Open(path);
   if (!reader.ok()) {
@@ -33,6 +24,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)(*reader)->Read(t, buffer.data());
     }
   }
-  ::close(fd);
   return 0;
 }

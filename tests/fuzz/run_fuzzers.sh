@@ -36,10 +36,11 @@ flags="-std=c++17 -O1 -g -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-r
 declare -A sources=(
   [tf_config]="runtime/config/tf_config.cc runtime/config/cluster_config.cc runtime/config/host_port.cc base/logging.cc"
   [frame_header]="runtime/transport/frame.cc kernels/dtype.cc kernels/reduce.cc base/logging.cc"
-  [checkpoint_reader]="checkpoint/checkpoint_file.cc checkpoint/crc32c.cc base/crash_points.cc base/exit_code.cc base/logging.cc kernels/dtype.cc"
+  [checkpoint_reader]="checkpoint/checkpoint_file.cc base/crc32c.cc base/crash_points.cc base/exit_code.cc base/logging.cc kernels/dtype.cc"
+  [event_file]="observability/event_file.cc observability/proto_wire.cc observability/record_file.cc base/crc32c.cc"
 )
 failed=0
-for name in tf_config frame_header checkpoint_reader; do
+for name in tf_config frame_header checkpoint_reader event_file; do
   binary="$out/${name}_fuzzer"
   # shellcheck disable=SC2086
   if ! "$clang" $flags "tests/fuzz/${name}_fuzzer.cc" ${sources[$name]} -o "$binary" $absl \

@@ -5,8 +5,8 @@
 //   uint32_t crc = Crc32c(data, size);
 //   crc = Crc32c(more, more_size, crc);   // continues over concatenated data
 //   Crc32c("123456789", 9) == 0xE3069283
-#ifndef RINGWORK_CHECKPOINT_CRC32C_H_
-#define RINGWORK_CHECKPOINT_CRC32C_H_
+#ifndef RINGWORK_BASE_CRC32C_H_
+#define RINGWORK_BASE_CRC32C_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -20,4 +20,4 @@ uint32_t Crc32cPortable(const void* data, size_t size, uint32_t crc = 0);
 
 }  // namespace ringwork
 
-#endif  // RINGWORK_CHECKPOINT_CRC32C_H_
+#endif  // RINGWORK_BASE_CRC32C_H_

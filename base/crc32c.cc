@@ -1,4 +1,4 @@
-#include "checkpoint/crc32c.h"
+#include "base/crc32c.h"
 
 #include <array>
 #include <cstring>
