@@ -57,13 +57,29 @@ std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const 
     absl::StrAppendFormat(&text, " - ETA: %.0fs", per_step * (total - step));
   }
   for (const auto& [name, value] : logs) {
-    if (name.rfind("val_", 0) == 0) continue;
+    if (name.rfind("val_", 0) == 0 || IsTimingLog(name)) continue;
     absl::StrAppendFormat(&text, " - %s: %.4f", name, value);
   }
   absl::StrAppendFormat(&text, " - %.0f samples/s",
                         run * info_.global_batch_size / std::max(elapsed, 1e-9));
   for (const auto& [name, value] : logs) {
     if (name.rfind("val_", 0) == 0) absl::StrAppendFormat(&text, " - %s: %.4f", name, value);
+  }
+  // The step breakdown, at an epoch's end: "- step: 62% compute, 21% hidden comm, ...".
+  auto figure = [&](const char* name) {
+    auto it = logs.find(absl::StrCat("step_breakdown/", name));
+    return it == logs.end() ? -1.0 : it->second;
+  };
+  if (figure("compute") >= 0) {
+    absl::StrAppendFormat(&text, " - step: %.0f%% compute, %.0f%% hidden comm, %.0f%% exposed comm, %.0f%% data wait",
+                          100 * figure("compute"), 100 * figure("hidden_communication"),
+                          100 * figure("exposed_communication"), 100 * figure("data_wait"));
+    auto rank = logs.find("slowest_worker/rank");
+    auto lead = logs.find("slowest_worker/others_waited_ms");
+    if (rank != logs.end() && lead != logs.end()) {
+      absl::StrAppendFormat(&text, "; slowest worker:%d (others waited %.1f ms/step)",
+                            static_cast<int>(rank->second), lead->second);
+    }
   }
   return text;
 }

@@ -20,8 +20,13 @@ namespace ringwork {
 
 class Sequential;
 
-// "loss", "accuracy", "val_loss", ... -> value.
+// "loss", "accuracy", "val_loss", ... -> value. At an epoch's end fit adds where
+// the steps' time went (keras/step_breakdown.h): "step_breakdown/..." and
+// "slowest_worker/...", figures of the run rather than metrics of the model.
 using Logs = std::map<std::string, double>;
+inline bool IsTimingLog(const std::string& name) {
+  return name.rfind("step_breakdown/", 0) == 0 || name.rfind("slowest_worker/", 0) == 0;
+}
 
 struct TrainInfo {
   int64_t epochs = 0;

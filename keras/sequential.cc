@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -12,11 +13,16 @@
 #include "base/logging.h"
 #include "base/termination.h"
 #include "base/status_macros.h"
+#include "keras/step_breakdown.h"
 #include "kernels/softmax.h"
 #include "strategy/replica_check.h"
 
 namespace ringwork {
 namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // "Dense" -> "dense", "MaxPooling2D" -> "max_pooling2d", as Keras names layers.
 std::string SnakeCase(const std::string& type) {
@@ -318,6 +324,8 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   // One iterator for the whole run: step g of the run is step g % steps_per_pass
   // of pass g / steps_per_pass (a resumed run skips to where it stopped).
   std::unique_ptr<StepIterator> it = data.Iterate(start.epoch * steps + start.step_in_epoch);
+  StepBreakdown breakdown;
+  if (reducer_ != nullptr) reducer_->TakeTiming();  // Counts from this fit on.
   Logs logs;
   for (int64_t epoch = start.epoch; epoch < options.epochs; ++epoch) {
     for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochBegin(epoch));
@@ -334,11 +342,13 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       };
       const int64_t global_step = epoch * steps + step - 1;
       strategy_->BeginStep(global_step);
+      const auto step_start = std::chrono::steady_clock::now();
       if (!it->Next(&batch)) {
         return at_step(it->status().ok()
                            ? absl::InternalError("the input ended before the agreed steps")
                            : it->status());
       }
+      const double data_wait_s = SecondsSince(step_start);
       // Dropout draws as a function of the step: the same on every run through it.
       SetTrainingStep(global_step);
       absl::StatusOr<float> loss =
@@ -348,9 +358,11 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       // One more slot: how many workers received SIGTERM (all stop together).
       const bool terminating = TerminationRequested();
       sums.push_back(terminating ? 1.0 : 0.0);
+      const auto reduce_start = std::chrono::steady_clock::now();
       absl::Status reduced =
           strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size()));
       if (!reduced.ok()) return at_step(reduced);
+      breakdown.AddStep(SecondsSince(step_start), data_wait_s, SecondsSince(reduce_start));
       const double preempted_workers = sums.back();
       sums.pop_back();
       for (size_t i = 0; i < sums.size(); ++i) epoch_sums[i] += sums[i];
@@ -370,6 +382,12 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
             static_cast<int64_t>(preempted_workers), " worker(s) received SIGTERM",
             terminating ? " (this one did)" : "", "; rerun the job to resume from its backup"));
       }
+    }
+    // One collective, on every worker alike: where this epoch's step time went.
+    absl::Status agreed = breakdown.EndEpoch(
+        strategy_, reducer_ != nullptr ? reducer_->TakeTiming() : GradientReducer::Timing(), &logs);
+    if (!agreed.ok()) {
+      return WithContext(agreed, absl::StrCat("epoch ", epoch + 1, ", agreeing on the step breakdown: "));
     }
     history.AddEpochExamples(static_cast<int64_t>(epoch_sums[1]));
     if (options.validation_data != nullptr) {

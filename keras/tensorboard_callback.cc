@@ -68,7 +68,8 @@ absl::Status TensorBoard::OnEpochEnd(int64_t epoch, const Logs& logs) {
       if (!Written(validation_->WriteScalar("epoch_" + name.substr(4), epoch, static_cast<float>(value)))) {
         return absl::OkStatus();
       }
-    } else if (!Written(train_->WriteScalar("epoch_" + name, epoch, static_cast<float>(value)))) {
+    } else if (!Written(train_->WriteScalar(IsTimingLog(name) ? name : "epoch_" + name, epoch,
+                                            static_cast<float>(value)))) {
       return absl::OkStatus();
     }
   }

@@ -5,8 +5,9 @@
 //   fit.callbacks.push_back(&tensorboard);   // then: tensorboard --logdir /logs
 //
 // LOG_DIR/train: at each epoch end (step = epoch, from 0) `epoch_loss`,
-// `epoch_<metric>`, `epoch_learning_rate` and `epoch_samples_per_second` (global
-// batch x steps of this epoch run / its seconds); with update_freq = N, every N
+// `epoch_<metric>`, `epoch_learning_rate`, `epoch_samples_per_second` (global
+// batch x steps of this epoch run / its seconds) and the step breakdown as fit
+// logs it (`step_breakdown/compute`, ..., keras/step_breakdown.h); with update_freq = N, every N
 // steps `batch_loss` and `batch_<metric>` (step = steps done); with
 // histogram_freq = N, every N epochs a histogram of each variable (tag
 // "dense_1/kernel"). LOG_DIR/validation: `epoch_loss` and `epoch_<metric>` of

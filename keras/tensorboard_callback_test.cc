@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "data/fashion_mnist.h"
 #include "keras/sequential.h"
+#include "keras/step_breakdown.h"
 #include "keras/tensorboard_callback.h"
 #include "testing/local_cluster.h"
 #include "testing/temp_dir.h"
@@ -90,6 +91,17 @@ TEST_CASE("the chief writes Keras' curves, as History has them, and a rerun adds
   CHECK(train["batch_loss"].begin()->first == 4);
   CHECK(train["batch_loss"].rbegin()->first == 28);
   CHECK(train.count("epoch_val_loss") == 0);
+  // fit's step breakdown: in History, summing to 1 each epoch, and as scalars.
+  for (int epoch = 0; epoch < kEpochs; ++epoch) {
+    double sum = 0;
+    for (const char* name : {kBreakdownCompute, kBreakdownHidden, kBreakdownExposed, kBreakdownDataWait}) {
+      REQUIRE(history[name].size() == kEpochs);
+      sum += history[name][epoch];
+      CHECK(train[name][epoch] == static_cast<float>(history[name][epoch]));
+    }
+    CHECK(sum == Approx(1.0));
+  }
+  CHECK(train[kSlowestWorkerRank].size() == history[kSlowestWorkerRank].size());
   // Histograms at epochs 0 and 2 of each of the 4 variables.
   auto events = ReadEventFile(EventFiles(dir + "/train")[0]);
   REQUIRE(events.ok());

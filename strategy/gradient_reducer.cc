@@ -12,6 +12,10 @@
 namespace ringwork {
 namespace {
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 int64_t AutoPackBytes(int64_t total_bytes) {
   return std::clamp<int64_t>(total_bytes / 4, 256 << 10, 16 << 20);
 }
@@ -103,8 +107,11 @@ void GradientReducer::RunPacks() {
     if (stopping_) return;
     const Pack& pack = packs_[next_to_reduce_];
     lock.unlock();
+    const auto start = std::chrono::steady_clock::now();
     const absl::Status status = Reduce(pack);
+    const double took = SecondsSince(start);
     lock.lock();
+    timing_.communication_s += took;
     if (!status.ok() && error_.ok()) error_ = status;
     ++next_to_reduce_;
     cv_.notify_all();
@@ -117,20 +124,25 @@ absl::Status GradientReducer::FinishStep() {
     in_step_ = false;
     return absl::OkStatus();
   }
+  const auto start = std::chrono::steady_clock::now();
   if (!thread_.joinable()) {
+    absl::Status status;
     for (const Pack& pack : packs_) {
-      absl::Status status = Reduce(pack);
-      if (!status.ok()) return status;
+      status = Reduce(pack);
+      if (!status.ok()) break;
     }
-    return absl::OkStatus();
+    const double took = SecondsSince(start);
+    std::lock_guard<std::mutex> lock(mu_);
+    timing_.communication_s += took;
+    timing_.exposed_s += took;
+    return status;
   }
   std::unique_lock<std::mutex> lock(mu_);
   for (const Pack& p : packs_) {
     RW_CHECK_EQ(p.waiting, 0) << "FinishStep before every gradient of pack " << p.names[0]
                               << " was Ready";
   }
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration<double>(options_.finish_timeout_s);
+  const auto deadline = start + std::chrono::duration<double>(options_.finish_timeout_s);
   while (next_to_reduce_ < num_packs()) {
     if (cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
         next_to_reduce_ < num_packs()) {
@@ -140,7 +152,15 @@ absl::Status GradientReducer::FinishStep() {
     }
   }
   in_step_ = false;
+  timing_.exposed_s += SecondsSince(start);
   return error_;
+}
+
+GradientReducer::Timing GradientReducer::TakeTiming() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Timing taken = timing_;
+  timing_ = Timing();
+  return taken;
 }
 
 std::string GradientReducer::DebugString() const {

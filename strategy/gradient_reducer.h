@@ -61,6 +61,13 @@ class GradientReducer {
   // Waits until every pack is averaged; the first error of any pack otherwise.
   absl::Status FinishStep();
 
+  // Where the steps' communication time went since the last call (then reset).
+  struct Timing {
+    double communication_s = 0;  // Reducing packs (all-reduce, weighting).
+    double exposed_s = 0;        // The caller blocked in FinishStep for them.
+  };
+  Timing TakeTiming();
+
   int num_packs() const { return static_cast<int>(packs_.size()); }
   int64_t arena_bytes() const { return static_cast<int64_t>(arena_.size() * sizeof(float)); }
   // "2 packs: 136 KiB [dense_2/*, dense_1/*], 803 KiB [dense/*]"
@@ -90,6 +97,7 @@ class GradientReducer {
   bool in_step_ = false;     // Guarded by mu_.
   bool stopping_ = false;    // Guarded by mu_.
   absl::Status error_;       // Guarded by mu_: the first error of this step.
+  Timing timing_;            // Guarded by mu_.
   std::thread thread_;
 };
 

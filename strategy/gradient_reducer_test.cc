@@ -1,9 +1,11 @@
 #include "strategy/gradient_reducer.h"
 
+#include <chrono>
 #include <memory>
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/transport/in_memory_link.h"
 #include "testing/rank_threads.h"
 
@@ -46,6 +48,7 @@ TEST_CASE("gradients are averaged over the replicas, with and without overlap", 
       std::vector<Variable*> raw;
       for (auto& v : vars[rank]) raw.push_back(v.get());
       GradientReducer reducer(&comm, raw, {/*bytes_per_pack=*/1024, overlap});
+      const auto start = std::chrono::steady_clock::now();
       for (int step = 0; step < 20; ++step) {
         reducer.BeginStep();
         // Backward: last variable first, each gradient rank * 100 + step + index.
@@ -63,6 +66,19 @@ TEST_CASE("gradients are averaged over the replicas, with and without overlap", 
           }
         }
       }
+      // Where the time went: packs reduced, the caller blocked no longer than it ran.
+      const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const GradientReducer::Timing timing = reducer.TakeTiming();
+      if (!(timing.communication_s > 0 && timing.exposed_s >= 0 && timing.exposed_s <= wall_s &&
+            timing.communication_s <= wall_s)) {
+        return absl::InternalError(absl::StrCat("timing ", timing.communication_s, " s, exposed ",
+                                                timing.exposed_s, " s, in ", wall_s, " s"));
+      }
+      if (!overlap && timing.exposed_s != timing.communication_s) {
+        return absl::InternalError("without overlap every reduction is exposed");
+      }
+      const GradientReducer::Timing again = reducer.TakeTiming();
+      if (again.communication_s != 0 || again.exposed_s != 0) return absl::InternalError("not reset");
       return absl::OkStatus();
     });
     for (int r = 0; r < p; ++r) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "testing/process_cluster.h"
 
@@ -58,6 +59,28 @@ TEST_CASE("two workers train on Fashion-MNIST and agree bit for bit", "[train]")
   const std::string json = text.str();
   REQUIRE(std::regex_search(json, m, std::regex("\"test_accuracy\": ([0-9.]+)")));
   CHECK(std::stod(m[1]) > 0.70);
+  // Where the steps' time went: only the four fractions, summing to 1; the
+  // slowest worker beside them; the same figures on the chief's epoch lines.
+  const nlohmann::json parsed = nlohmann::json::parse(json);
+  REQUIRE(parsed.contains("step_breakdown"));
+  double sum = 0;
+  for (const auto& [name, value] : parsed["step_breakdown"].items()) {
+    CHECK((name == "compute" || name == "hidden_communication" || name == "exposed_communication" ||
+           name == "data_wait"));
+    CHECK(value.get<double>() >= 0);
+    sum += value.get<double>();
+  }
+  CHECK(parsed["step_breakdown"].size() == 4);
+  CHECK(sum == Approx(1.0).margin(0.02));
+  CHECK(parsed["step_breakdown_per_epoch"].size() == 2);
+  if (parsed.contains("slowest_worker")) {  // Named only when the others waited for it.
+    const int slowest = parsed["slowest_worker"]["rank"].get<int>();
+    CHECK((slowest == 0 || slowest == 1));
+    CHECK(parsed["slowest_worker"]["others_waited_ms_per_step"].get<double>() >= 0.05);
+  }
+  CHECK(std::regex_search(results[0].output,
+                          std::regex("60/60 .* - step: [0-9]+% compute, [0-9]+% hidden comm, [0-9]+% "
+                                     "exposed comm, [0-9]+% data wait")));
 }
 
 TEST_CASE("one epoch trains on every one of Fashion-MNIST's 60000 examples", "[train]") {

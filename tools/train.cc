@@ -23,6 +23,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "keras/checkpoint_callbacks.h"
+#include "keras/step_breakdown.h"
 #include "keras/tensorboard_callback.h"
 #include "keras/training_state.h"
 #include "runtime/config/cluster_source.h"
@@ -167,6 +168,33 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
                           {"train_examples_per_epoch", last_epoch_examples},
                           {"train_examples", trained},
                           {"weights_fingerprint", absl::StrFormat("%016x", fingerprint)}};
+      // Where the steps' time went: each epoch of this run weighted by its
+      // examples (a resumed epoch counts for what it ran); omitted when none ran.
+      const std::vector<int64_t>& weights = history.examples_per_epoch();
+      if (!history[kBreakdownCompute].empty() && history[kBreakdownCompute].size() == weights.size()) {
+        nlohmann::json& breakdown = j["step_breakdown"];
+        j["step_breakdown_per_epoch"] = nlohmann::json::array();
+        for (size_t e = 0; e < weights.size(); ++e) j["step_breakdown_per_epoch"].push_back(nlohmann::json::object());
+        double total_weight = 0;
+        for (int64_t w : weights) total_weight += static_cast<double>(w);
+        for (const auto& [key, name] : {std::pair{"compute", kBreakdownCompute},
+                                        {"hidden_communication", kBreakdownHidden},
+                                        {"exposed_communication", kBreakdownExposed},
+                                        {"data_wait", kBreakdownDataWait}}) {
+          const std::vector<double> values = history[name];
+          double mean = 0;
+          for (size_t e = 0; e < values.size(); ++e) {
+            mean += values[e] * static_cast<double>(weights[e]) / std::max(total_weight, 1.0);
+            j["step_breakdown_per_epoch"][e][key] = values[e];
+          }
+          breakdown[key] = mean;
+        }
+      }
+      // The last epoch's in which one worker held the others up.
+      if (!history[kSlowestWorkerRank].empty()) {
+        j["slowest_worker"] = {{"rank", static_cast<int>(history[kSlowestWorkerRank].back())},
+                               {"others_waited_ms_per_step", history[kSlowestWorkerLeadMs].back()}};
+      }
       const std::string tmp = f.metrics_json + ".tmp";
       {
         std::ofstream out(tmp);
