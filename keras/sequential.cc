@@ -14,6 +14,7 @@
 #include "base/termination.h"
 #include "base/status_macros.h"
 #include "keras/step_breakdown.h"
+#include "observability/timeline.h"
 #include "kernels/softmax.h"
 #include "strategy/replica_check.h"
 
@@ -201,6 +202,7 @@ absl::Status Sequential::Forward(const Tensor& x, bool training) {
   input_ = &x;
   const Tensor* in = &x;
   for (size_t l = 0; l < layers_.size(); ++l) {
+    TimelineSpan span("compute", "forward ", layers_[l]->name());
     RW_RETURN_IF_ERROR(layers_[l]->Forward(*kernels_, *in, &acts_[l + 1], training));
     in = &acts_[l + 1];
   }
@@ -223,9 +225,12 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float wei
   RW_RETURN_IF_ERROR(EnsureReady(Shape(batch.features.shape().begin() + 1, batch.features.shape().end())));
   reducer_->BeginStep(weight);
   absl::Status status = Forward(batch.features, /*training=*/true);
+  TimelineSpan loss_span("compute", "loss");
   absl::StatusOr<float> loss = status.ok() ? loss_->Compute(acts_.back(), batch.labels, &grads_.back())
                                            : absl::StatusOr<float>(status);
+  loss_span.End();
   for (size_t l = layers_.size(); l-- > 0 && loss.ok();) {
+    TimelineSpan span("compute", "backward ", layers_[l]->name());
     const Tensor& x = l == 0 ? *input_ : acts_[l];
     status = layers_[l]->Backward(*kernels_, x, acts_[l + 1], grads_[l + 1], l > 0 ? &grads_[l] : nullptr);
     if (!status.ok()) loss = status;
@@ -237,6 +242,7 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float wei
     return loss.status();
   }
   RW_RETURN_IF_ERROR(reducer_->FinishStep());
+  TimelineSpan optimizer_span("compute", "optimizer");
   optimizer_->Apply(variables());
   return loss;
 }
@@ -342,12 +348,18 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       };
       const int64_t global_step = epoch * steps + step - 1;
       strategy_->BeginStep(global_step);
+      if (Timeline* timeline = Timeline::Active()) timeline->SetStep(global_step);
+      TimelineSpan step_span("step", "step ", int64_t{global_step + 1});
+      step_span.Arg("epoch", epoch + 1);
+      step_span.Arg("step_in_epoch", step);
       const auto step_start = std::chrono::steady_clock::now();
+      TimelineSpan data_span("data", "data wait");
       if (!it->Next(&batch)) {
         return at_step(it->status().ok()
                            ? absl::InternalError("the input ended before the agreed steps")
                            : it->status());
       }
+      data_span.End();
       const double data_wait_s = SecondsSince(step_start);
       // Dropout draws as a function of the step: the same on every run through it.
       SetTrainingStep(global_step);
@@ -359,8 +371,10 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       const bool terminating = TerminationRequested();
       sums.push_back(terminating ? 1.0 : 0.0);
       const auto reduce_start = std::chrono::steady_clock::now();
+      TimelineSpan metrics_span("exposed communication", "metrics all-reduce");
       absl::Status reduced =
           strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size()));
+      metrics_span.End();
       if (!reduced.ok()) return at_step(reduced);
       breakdown.AddStep(SecondsSince(step_start), data_wait_s, SecondsSince(reduce_start));
       const double preempted_workers = sums.back();

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "base/crash_points.h"
 #include "base/exit_code.h"
+#include "observability/timeline.h"
 #include "base/fnv1a.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -172,6 +173,8 @@ absl::StatusOr<std::string> WriteOnChief(Sequential& model, CheckpointDirectory*
                                          const TrainPosition& position, bool final,
                                          const TrainInfo* info) {
   if (dir == nullptr) return absl::InternalError("the chief saves without a checkpoint directory");
+  TimelineSpan span("checkpoint", "checkpoint write");
+  span.Arg("step", position.step);
   CheckpointManifest manifest;
   manifest.step = position.step;
   manifest.epoch = position.epoch;

@@ -9,12 +9,17 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/logging.h"
+#include "observability/timeline.h"
 #include "proto/worker.grpc.pb.h"
 
 namespace ringwork {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Heartbeats sent kClockProbeGap apart at startup, for the clock offset.
+constexpr int64_t kClockProbes = 8;
+constexpr Clock::duration kClockProbeGap = std::chrono::milliseconds(20);
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -38,10 +43,12 @@ struct HeartbeatMonitor::PeerState {
   std::string last_error = "none (calls went unanswered)";
   int64_t step = -1;
   uint64_t collectives_started = 0;
+  int clock_probes_left = 0;  // Quick heartbeats still to send, for the clock offset.
 };
 
 struct HeartbeatMonitor::Call {
   int peer = 0;
+  int64_t sent_us = 0;  // Timeline::NowMicros() when the call started.
   grpc::ClientContext context;
   proto::HeartbeatResponse response;
   grpc::Status status;
@@ -58,7 +65,8 @@ HeartbeatMonitor::HeartbeatMonitor(HeartbeatOptions options, int rank, uint64_t 
       self_name_(std::move(self_name)),
       peers_(std::move(peers)),
       progress_(progress),
-      on_failure_(std::move(on_failure)) {}
+      on_failure_(std::move(on_failure)),
+      offsets_(peers_.size()) {}
 
 HeartbeatMonitor::~HeartbeatMonitor() { Stop(); }
 
@@ -86,6 +94,8 @@ void HeartbeatMonitor::Loop() {
     state[i].stub = proto::Worker::NewStub(peers_[i].channel);
     state[i].last_reply = now;
     state[i].next_send = now;
+    // Timelines put every task on the chief's clock: only the chief is probed.
+    state[i].clock_probes_left = peers_[i].rank == 0 ? kClockProbes : 0;
   }
   std::vector<Call*> outstanding;
   bool failed = false;
@@ -134,10 +144,15 @@ void HeartbeatMonitor::Loop() {
         request.set_from_rank(rank_);
         request.set_incarnation(incarnation_);
         call->reader = p.stub->PrepareAsyncHeartbeat(&call->context, request, &cq);
+        call->sent_us = Timeline::NowMicros();
         call->reader->StartCall();
         call->reader->Finish(&call->response, &call->status, call);
         p.outstanding = true;
-        p.next_send = now + interval;
+        // The first few heartbeats to the chief go out quickly: they estimate its
+        // clock offset (for timelines) while the job starts and the cores are quiet.
+        const bool probe = p.clock_probes_left > 0;
+        if (probe) --p.clock_probes_left;
+        p.next_send = now + (probe ? std::min(interval, kClockProbeGap) : interval);
         outstanding.push_back(call);
       }
     }
@@ -178,7 +193,12 @@ void HeartbeatMonitor::Loop() {
 
     void* tag = nullptr;
     bool ok = false;
-    const grpc::CompletionQueue::NextStatus next = cq.AsyncNext(&tag, &ok, SystemIn(tick));
+    Clock::time_point wake = now + tick;  // Sooner when a heartbeat is due sooner.
+    for (const PeerState& p : state) {
+      if (!p.outstanding) wake = std::min(wake, p.next_send);
+    }
+    const grpc::CompletionQueue::NextStatus next =
+        cq.AsyncNext(&tag, &ok, SystemIn(std::max(wake - Clock::now(), Clock::duration::zero())));
     if (next != grpc::CompletionQueue::GOT_EVENT) continue;
     auto* call = static_cast<Call*>(tag);
     outstanding.erase(std::find(outstanding.begin(), outstanding.end(), call));
@@ -188,6 +208,10 @@ void HeartbeatMonitor::Loop() {
     if (call->status.ok()) {
       const proto::HeartbeatResponse& r = call->response;
       p.last_reply = Clock::now();
+      {
+        std::lock_guard<std::mutex> lock(offsets_mu_);
+        offsets_[call->peer].AddSample(call->sent_us, r.steady_clock_us(), Timeline::NowMicros());
+      }
       p.step = r.step();
       p.collectives_started = r.collectives_started();
       if (r.incarnation() != peer.incarnation) {
@@ -213,6 +237,14 @@ void HeartbeatMonitor::Loop() {
   void* tag = nullptr;
   bool ok = false;
   while (cq.Next(&tag, &ok)) delete static_cast<Call*>(tag);
+}
+
+ClockOffset HeartbeatMonitor::ClockOffsetTo(int rank) const {
+  std::lock_guard<std::mutex> lock(offsets_mu_);
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    if (peers_[i].rank == rank) return offsets_[i];
+  }
+  return ClockOffset();
 }
 
 }  // namespace ringwork

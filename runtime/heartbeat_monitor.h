@@ -25,12 +25,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
+#include "runtime/clock_offset.h"
 #include "runtime/collectives/progress.h"
 
 namespace ringwork {
@@ -70,6 +72,11 @@ class HeartbeatMonitor {
   // How many stall reports were logged (for tests).
   int stall_reports() const { return stall_reports_total_.load(); }
 
+  // This worker's clock offset to peer `rank` (our steady clock + offset = the
+  // peer's), from the heartbeat with the shortest round trip so far; unknown
+  // before a reply or for a rank that is not a peer.
+  ClockOffset ClockOffsetTo(int rank) const;
+
  private:
   struct PeerState;
   struct Call;
@@ -84,6 +91,8 @@ class HeartbeatMonitor {
   std::function<void(int failed_rank, const absl::Status&)> on_failure_;
   std::atomic<bool> stop_{false};
   std::atomic<int> stall_reports_total_{0};
+  mutable std::mutex offsets_mu_;
+  std::vector<ClockOffset> offsets_;  // Guarded by offsets_mu_; indexed like peers_.
   std::thread thread_;
 };
 

@@ -1,12 +1,38 @@
 #include "runtime/runtime_options.h"
 
 #include <cstdlib>
+#include <limits>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "runtime/auth/cluster_token.h"
 
 namespace ringwork {
+namespace {
+
+// "A:B", "A:", ":B" (steps from 1) -> 0-based first and last step; "" leaves what
+// the code set (by default every step).
+absl::Status ParseTimelineSteps(const std::string& text, Timeline::Options* options) {
+  if (text.empty()) return absl::OkStatus();
+  const size_t colon = text.find(':');
+  auto invalid = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--timeline_steps=", text, ": expected A:B, A: or :B with steps counted from 1 and A <= B"));
+  };
+  if (colon == std::string::npos) return invalid();
+  const std::string first = text.substr(0, colon), last = text.substr(colon + 1);
+  int64_t a = 1, b = std::numeric_limits<int64_t>::max();
+  if ((first.empty() && last.empty()) || (!first.empty() && !absl::SimpleAtoi(first, &a)) ||
+      (!last.empty() && !absl::SimpleAtoi(last, &b)) || a < 1 || b < a) {
+    return invalid();
+  }
+  options->first_step = a - 1;
+  options->last_step = last.empty() ? b : b - 1;
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 void RuntimeOptions::Register(FlagSet* flags) {
   flags->Double("startup_timeout_s", &rendezvous.startup_timeout_s,
@@ -49,6 +75,17 @@ void RuntimeOptions::Register(FlagSet* flags) {
                 "automatic (50 with shared-memory peers, else 0: over gRPC the "
                 "transport's own thread needs the core)",
                 "RINGWORK_SPIN_US");
+  flags->String("timeline", &timeline_path,
+                "write a Chrome trace-event timeline of this worker (chrome://tracing, "
+                "Perfetto) to this file at exit; launch --timeline merges every task's",
+                "RINGWORK_TIMELINE");
+  flags->String("timeline_steps", &timeline_steps_,
+                "record only training steps A to B of the run (A:B, counted from 1; A: or :B "
+                "leave one end open); startup is always recorded",
+                "RINGWORK_TIMELINE_STEPS");
+  flags->Int("timeline_max_events", &timeline.max_events,
+             "most events a timeline keeps (about 200 bytes each); the oldest are dropped",
+             "RINGWORK_TIMELINE_MAX_EVENTS");
   flags->Bool("tune_malloc", &tune_malloc,
               "keep freed large blocks in the process (faster gRPC receives); "
               "changes malloc settings for the whole process",
@@ -102,6 +139,11 @@ absl::Status RuntimeOptions::Finish() {
         grpc.max_payload_bytes));
   }
   collectives.segment_bytes = static_cast<size_t>(segment_bytes_);
+  RW_RETURN_IF_ERROR(ParseTimelineSteps(timeline_steps_, &timeline));
+  if (timeline.max_events < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--timeline_max_events=", timeline.max_events,
+                                                   ": expected at least 1"));
+  }
   if (shm_ring_bytes < (64 << 10) || shm_ring_bytes > (1 << 30) ||
       (shm_ring_bytes & (shm_ring_bytes - 1)) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "base/flags.h"
+#include "observability/timeline.h"
 #include "runtime/auth/tls_credentials.h"
 #include "runtime/collectives/collective_options.h"
 #include "runtime/heartbeat_monitor.h"
@@ -63,6 +64,14 @@ struct RuntimeOptions {
   // unless the code set `tls.server` and `tls.channel` itself.
   TlsFiles tls_files;
   TlsCredentials tls;
+  // A Chrome trace-event timeline of this worker (observability/timeline.h),
+  // written to this file by WorkerRuntime::Shutdown; empty: none is recorded.
+  // Flag --timeline, env RINGWORK_TIMELINE (launch --timeline sets it per task).
+  std::string timeline_path;
+  // Bounds: --timeline_steps=A:B (training steps A to B of the run, counted from 1,
+  // both included; "A:" or ":B" leave one end open) and --timeline_max_events (a
+  // ring: the oldest events are dropped).
+  Timeline::Options timeline;
 
   void Register(FlagSet* flags);
   // Validates values, copies the flag-level fields into the nested options, loads
@@ -78,6 +87,7 @@ struct RuntimeOptions {
  private:
   bool finished_ = false;
   std::string allreduce_algorithm_ = "auto";
+  std::string timeline_steps_;
   int64_t segment_bytes_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include "runtime/runtime_options.h"
 
 #include <cstdlib>
+#include <limits>
 
 #include <catch2/catch.hpp>
 
@@ -34,6 +35,44 @@ TEST_CASE("an embedded app's options take the environment where the code left de
   CHECK(options.transport_kind == "grpc");
   CHECK(options.cluster_token == "0123456789abcdef0123456789abcdef");
   CHECK(options.heartbeat.interval_s == HeartbeatOptions().interval_s);  // No variable: default.
+}
+
+TEST_CASE("timeline settings: a step window counted from 1, bounds checked", "[options]") {
+  {
+    ScopedEnv path("RINGWORK_TIMELINE", "/tmp/t.json");
+    ScopedEnv steps("RINGWORK_TIMELINE_STEPS", "10:20");
+    RuntimeOptions options;
+    REQUIRE(options.ApplyEnvironmentAndFinish().ok());
+    CHECK(options.timeline_path == "/tmp/t.json");
+    CHECK(options.timeline.first_step == 9);
+    CHECK(options.timeline.last_step == 19);
+  }
+  {
+    ScopedEnv steps("RINGWORK_TIMELINE_STEPS", "5:");
+    RuntimeOptions options;
+    REQUIRE(options.ApplyEnvironmentAndFinish().ok());
+    CHECK(options.timeline.first_step == 4);
+    CHECK(options.timeline.last_step == std::numeric_limits<int64_t>::max());
+  }
+  {
+    RuntimeOptions options;  // Set in code, no variable: kept.
+    options.timeline.first_step = 3;
+    options.timeline.last_step = 4;
+    REQUIRE(options.ApplyEnvironmentAndFinish().ok());
+    CHECK(options.timeline.first_step == 3);
+    CHECK(options.timeline.last_step == 4);
+  }
+  for (const char* bad : {"7", "0:5", "9:3", ":", "a:b", "-1:"}) {
+    ScopedEnv steps("RINGWORK_TIMELINE_STEPS", bad);
+    RuntimeOptions options;
+    const absl::Status status = options.ApplyEnvironmentAndFinish();
+    INFO(bad);
+    REQUIRE_FALSE(status.ok());
+    CHECK(status.message().find("--timeline_steps=") != std::string::npos);
+  }
+  ScopedEnv events("RINGWORK_TIMELINE_MAX_EVENTS", "0");
+  RuntimeOptions options;
+  CHECK(options.ApplyEnvironmentAndFinish().code() == absl::StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("a token set in code is kept; options a flag parser finished are left alone", "[options]") {

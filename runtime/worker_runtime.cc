@@ -3,7 +3,11 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <random>
 
 #include "absl/strings/numbers.h"
@@ -96,6 +100,8 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> WorkerRuntime::Listen(
   RuntimeOptions finished = options;
   RW_RETURN_IF_ERROR(finished.ApplyEnvironmentAndFinish());
   std::unique_ptr<WorkerRuntime> runtime(new WorkerRuntime(config, finished));
+  if (!finished.timeline_path.empty()) RW_RETURN_IF_ERROR(runtime->StartTimeline());
+  TimelineSpan span("startup", "start server");
   if (finished.tune_malloc) {
     // gRPC allocates every received frame; glibc would return large freed blocks to
     // the kernel and fault them in again for the next frame (about 3x slower
@@ -170,6 +176,7 @@ absl::Status WorkerRuntime::StartServer() {
     response.set_incarnation(incarnation_);
     response.set_step(progress_.step());
     response.set_collectives_started(progress_.started());
+    response.set_steady_clock_us(Timeline::NowMicros());
     response.set_collectives_finished(progress_.finished());
     const absl::Status error = transport_->status();
     if (!error.ok()) {
@@ -315,6 +322,7 @@ absl::Status WorkerRuntime::JoinRing() {
     return absl::OkStatus();
   }
   CrashPoint("startup");
+  TimelineSpan span("startup", "join the ring");
   fingerprint_ = config_.Fingerprint();
   auth_ = std::make_unique<RpcAuth>(options_.cluster_token, fingerprint_, rank, incarnation_);
   WarnIfUnprotected();
@@ -350,9 +358,11 @@ absl::Status WorkerRuntime::JoinRing() {
     return auth_->CallMetadataFor(RpcMethod::kJoin, peer, peer_incarnation,
                                   SignedJoinFields(make_request(peer)));
   };
+  TimelineSpan rendezvous("startup", "rendezvous");
   absl::StatusOr<std::vector<JoinedPeer>> peers =
       RunRendezvous(config_, stub_pointers, make_request, join_metadata, *inbound_joins_,
                     options_.rendezvous);
+  rendezvous.End();
   if (shm_ != nullptr) shm_->Unlink();  // Every peer that will map it has.
   if (!peers.ok()) return peers.status();
   inbound_joins_->Seal();
@@ -431,11 +441,81 @@ std::string WorkerRuntime::DescribeLinks() const {
   return absl::StrJoin(parts, ", ");
 }
 
+absl::Status WorkerRuntime::StartTimeline() {
+  // Find an unwritable path now, not after hours of training.
+  const std::string probe = options_.timeline_path + ".tmp";
+  {
+    std::ofstream out(probe, std::ios::trunc);
+    if (!out) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--timeline=", options_.timeline_path, ": cannot write ", probe, ": ",
+                       std::strerror(errno)));
+    }
+  }
+  std::remove(probe.c_str());
+  auto* timeline = new Timeline(options_.timeline);
+  if (!Timeline::Install(timeline)) {
+    RW_LOG(WARNING) << "--timeline=" << options_.timeline_path
+                    << ": another worker in this process records the timeline; "
+                    << config_.task().ToString() << " writes none";
+    delete timeline;
+    return absl::OkStatus();
+  }
+  timeline_ = timeline;
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Processes under one kernel read one CLOCK_MONOTONIC, in any network namespace.
+std::string ClockDomain(const std::string& hostname) {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  if (in >> boot_id && !boot_id.empty()) return absl::StrCat("boot_id ", boot_id);
+  return absl::StrCat("host ", hostname);
+}
+
+}  // namespace
+
+void WorkerRuntime::WriteTimeline() {
+  if (timeline_ == nullptr) return;
+  Timeline::Uninstall(timeline_);
+  Timeline::ProcessInfo info;
+  info.rank = config_.rank();
+  info.task = config_.task().ToString();
+  char hostname[256] = {0};
+  ::gethostname(hostname, sizeof(hostname) - 1);
+  info.host = hostname;
+  info.clock_domain = ClockDomain(info.host);
+  if (config_.rank() == 0) {
+    info.clock_offset_rtt_us = 0;  // The chief's clock is the reference.
+  } else if (heartbeat_ != nullptr) {
+    const ClockOffset offset = heartbeat_->ClockOffsetTo(0);
+    if (offset.known()) {
+      info.clock_offset_us = offset.offset_us();
+      info.clock_offset_rtt_us = offset.rtt_us();
+    }
+  }
+  const absl::Status written = timeline_->WriteJson(options_.timeline_path, info);
+  if (written.ok()) {
+    RW_LOG(INFO) << "timeline: " << timeline_->recorded() << " events (" << timeline_->dropped()
+                 << " dropped, --timeline_max_events) written to " << options_.timeline_path;
+  } else {
+    // The training itself went as it went: a lost timeline does not change the exit code.
+    RW_LOG(ERROR) << written.message();
+  }
+  timeline_->Clear();
+  timeline_ = nullptr;
+}
+
 absl::Status WorkerRuntime::Shutdown() {
   if (shut_down_) return absl::OkStatus();
   shut_down_ = true;
   if (heartbeat_ != nullptr) heartbeat_->Stop();  // Peers leaving now is no failure.
-  if (server_ == nullptr) return absl::OkStatus();
+  if (server_ == nullptr) {
+    WriteTimeline();
+    return absl::OkStatus();
+  }
   const absl::Status failure = transport_ != nullptr ? transport_->status() : absl::OkStatus();
   if (!failure.ok()) {
     // This worker failed (or a peer did): there is nothing to flush, and a peer that
@@ -452,6 +532,7 @@ absl::Status WorkerRuntime::Shutdown() {
     loop_->ShutdownAndJoin();
     communicator_.reset();
     transport_.reset();
+    WriteTimeline();  // Last: peers learn of the failure first.
     return absl::OkStatus();
   }
   const Deadline deadline = Deadline::AfterSeconds(options_.shutdown_timeout_s);
@@ -466,6 +547,7 @@ absl::Status WorkerRuntime::Shutdown() {
   // The transport still points at the links: close it while they exist.
   communicator_.reset();
   transport_.reset();
+  WriteTimeline();
   return absl::OkStatus();
 }
 

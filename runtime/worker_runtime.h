@@ -30,6 +30,7 @@
 #include "runtime/auth/rpc_auth.h"
 #include "runtime/collectives/communicator.h"
 #include "runtime/collectives/progress.h"
+#include "observability/timeline.h"
 #include "runtime/heartbeat_monitor.h"
 #include "runtime/config/cluster_config.h"
 #include "runtime/runtime_options.h"
@@ -91,6 +92,10 @@ class WorkerRuntime {
   absl::Status StartServer();
   // Connect's work: the rendezvous, the links, the heartbeats.
   absl::Status JoinRing();
+  // --timeline: installs this process's timeline (when no other is), and writes it
+  // with the clock offset to the chief that the heartbeats estimated.
+  absl::Status StartTimeline();  // Fails when --timeline cannot be written.
+  void WriteTimeline();  // Logs, never fails the run: the training went as it went.
   // The loud warning of a cluster that is reachable from other hosts and has no token.
   void WarnIfUnprotected() const;
   grpc::Status HandleJoin(grpc::ServerContextBase* context, const proto::JoinRequest& request,
@@ -123,6 +128,9 @@ class WorkerRuntime {
   std::unique_ptr<Communicator> communicator_;
   std::unique_ptr<HeartbeatMonitor> heartbeat_;  // Stopped first by Shutdown.
   bool shut_down_ = false;
+  // Never deleted: spans on other threads (rw-allreduce) may still end into it
+  // after Shutdown; its events are freed once written.
+  Timeline* timeline_ = nullptr;
 };
 
 }  // namespace ringwork

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/check.h"
+#include "observability/timeline.h"
 
 namespace ringwork {
 namespace {
@@ -80,10 +81,23 @@ void GradientReducer::Ready(const Variable* variable) {
     std::lock_guard<std::mutex> lock(mu_);
     pack_complete = --packs_[it->second].waiting == 0;
   }
-  if (pack_complete) cv_.notify_all();
+  if (pack_complete) {
+    if (Timeline* timeline = Timeline::Active()) {
+      const Pack& pack = packs_[it->second];
+      timeline->Instant("gradients", absl::StrCat("gradient pack ", it->second, " ready"),
+                        TimelineArgs().Add("bytes", pack.count * 4).Take());
+    }
+    cv_.notify_all();
+  }
 }
 
 absl::Status GradientReducer::Reduce(const Pack& pack) {
+  TimelineSpan span("gradients", "gradient pack ", int64_t{&pack - packs_.data()});
+  if (span.active()) {
+    span.Arg("bytes", pack.count * 4);
+    span.Arg("variables", absl::StrJoin(pack.names, ", "));
+    span.Arg("weight", static_cast<double>(weight_));
+  }
   float* data = arena_.data() + pack.offset;
   const size_t count = static_cast<size_t>(pack.count);
   // Weighted by this replica's share of the step's examples (1: no change; 0: an
@@ -125,6 +139,7 @@ absl::Status GradientReducer::FinishStep() {
     return absl::OkStatus();
   }
   const auto start = std::chrono::steady_clock::now();
+  TimelineSpan span("exposed communication", "wait for gradients");
   if (!thread_.joinable()) {
     absl::Status status;
     for (const Pack& pack : packs_) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/exit_code.h"
 #include "base/fnv1a.h"
+#include "observability/timeline.h"
 #include "strategy/agreement.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -97,6 +98,7 @@ absl::Status MultiWorkerMirroredStrategy::Reduce(ReduceOp op, double* values, in
 
 absl::Status MultiWorkerMirroredStrategy::BroadcastVariables(
     const std::vector<Variable*>& variables) {
+  TimelineSpan span("startup", "broadcast variables");
   for (Variable* v : variables) {
     RW_RETURN_IF_ERROR(comm()->Broadcast(v->value.data(), static_cast<size_t>(v->size()),
                                          DataType::kFloat32, /*root=*/0));
@@ -190,6 +192,7 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
 
 absl::Status MultiWorkerMirroredStrategy::CheckSameOnEveryWorker(
     absl::string_view what, const std::vector<std::string>& lines) {
+  TimelineSpan span("startup", "check the same ", std::string_view(what.data(), what.size()));
   return ::ringwork::CheckSameOnEveryWorker(comm(), cluster(), what, lines);
 }
 

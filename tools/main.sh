@@ -3,15 +3,26 @@
 # Fashion-MNIST (Debian's dataset-fashion-mnist) with two workers on localhost,
 # MultiWorkerMirroredStrategy over the real runtime, then prints the test accuracy.
 # Beside them a sidecar evaluator scores each epoch's checkpoint; a backup lets a
-# failed run restart (once, here) or a rerun resume where it stopped.
+# failed run restart (once, here) or a rerun resume where it stopped. Last, it
+# writes the job's report page (tools/report) and prints its path.
 # Extra flags go to every task, e.g.  bash tools/main.sh --model=cnn --epochs=2
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
-bazel build //tools:train //tools/launch:launch //tools:tfconfig
+bazel build //tools:train //tools/launch:launch //tools:tfconfig //tools/report:report
 work=/tmp/ringwork_main
 rm -rf "$work/checkpoints"  # The evaluator stops at a final checkpoint: start afresh.
-exec bazel-bin/tools/launch/launch --num_workers=2 --evaluator --max_restarts=1 -- \
+rm -rf "$work/tensorboard" /tmp/ringwork_metrics.json
+mkdir -p "$work"
+status=0
+bazel-bin/tools/launch/launch --num_workers=2 --evaluator --max_restarts=1 \
+  --timeline="$work/timeline.json" -- \
   bazel-bin/tools/train --model=mlp --epochs=5 --global_batch_size=256 \
   --metrics_json=/tmp/ringwork_metrics.json --checkpoint_dir="$work/checkpoints" \
-  --backup_dir="$work/backup" "$@"
+  --backup_dir="$work/backup" --tensorboard_dir="$work/tensorboard" "$@" || status=$?
+# The job's page (curves, throughput, step breakdown, all-reduce and cluster
+# tables), also for a failed job: whatever its files hold.
+bazel-bin/tools/report/report --metrics_json=/tmp/ringwork_metrics.json \
+  --tensorboard_dir="$work/tensorboard" --timeline="$work/timeline.json" \
+  --output="$work/report.html" --title="Ringwork: MLP on Fashion-MNIST, 2 workers" || true
+exit "$status"

@@ -15,6 +15,7 @@ packages=(
   dataset-fashion-mnist
   openssl libssl-dev clang libclang-rt-14-dev iproute2
   slurm-wlm munge python3-yaml
+  chromium
 )
 if [[ "${1:-}" == "--peers" ]]; then
   # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS

@@ -3,14 +3,22 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/check.h"
 #include "base/crash_points.h"
 #include "runtime/collectives/algorithm_selection.h"
 #include "runtime/collectives/chunking.h"
 
 namespace ringwork {
+namespace {
+
+// Shorter waits are not worth a span of their own (they stay in waited_us).
+constexpr int64_t kTimelineWaitMinUs = 20;
+
+}  // namespace
 
 Communicator::Communicator(Transport* transport, CollectiveOptions options, Progress* progress)
     : transport_(transport),
@@ -69,7 +77,9 @@ absl::Status Communicator::Run(const CollectiveInfo& info, const Body& body) {
   ctx.info = info;
   ctx.deadline = Deadline::AfterSeconds(timeout_s);
   ctx.segment_elems = SegmentElems(info.dtype);
-  const absl::Status status = body(ctx);
+  Timeline* timeline = Timeline::Active();
+  const absl::Status status =
+      timeline == nullptr ? body(ctx) : RunRecorded(timeline, info, seq, body, ctx);
   if (status.ok()) return status;
   if (!transport_->aborted()) {
     const std::string what = absl::StrCat(info.ToString(), " (collective #", seq, ") on ",
@@ -89,6 +99,47 @@ absl::Status Communicator::Run(const CollectiveInfo& info, const Body& body) {
     }
   }
   return transport_->status();
+}
+
+const std::string& Communicator::LinkKinds() {
+  if (!link_kinds_.empty()) return link_kinds_;
+  std::set<std::string> kinds;
+  for (int peer = 0; peer < world_size(); ++peer) {
+    if (peer != rank() && transport_->link(peer) != nullptr) {
+      kinds.insert(std::string(transport_->link(peer)->kind()));
+    }
+  }
+  link_kinds_ = absl::StrJoin(kinds, "+");
+  return link_kinds_;
+}
+
+absl::Status Communicator::RunRecorded(Timeline* timeline, const CollectiveInfo& info, uint64_t seq,
+                                       const Body& body, const CollectiveContext& ctx) {
+  Transport::WaitLog waits;
+  transport_->set_wait_log(&waits);
+  const int64_t start_us = Timeline::NowMicros();
+  const absl::Status status = body(ctx);
+  const int64_t end_us = Timeline::NowMicros();
+  transport_->set_wait_log(nullptr);
+  TimelineArgs args;
+  args.Add("seq", static_cast<int64_t>(seq))
+      .Add("bytes", static_cast<int64_t>(info.count * DataTypeSize(info.dtype)))
+      .Add("dtype", DataTypeName(info.dtype));
+  if (info.kind == CollectiveKind::kAllReduce) {
+    args.Add("algorithm", AllReduceAlgorithmName(last_allreduce_));
+  }
+  args.Add("links", LinkKinds()).Add("waited_us", waits.waited_us);
+  if (waits.longest_peer >= 0) args.Add("waited_longest_for", transport_->PeerName(waits.longest_peer));
+  if (!status.ok()) args.Add("error", status.message());
+  timeline->Complete("collective", std::string(CollectiveKindName(info.kind)), start_us, end_us,
+                     args.Take());
+  // The longest wait, as a span of its own under the collective's.
+  if (waits.longest_peer >= 0 && waits.longest_us >= kTimelineWaitMinUs) {
+    timeline->Complete("wait", absl::StrCat("wait for ", transport_->PeerName(waits.longest_peer)),
+                       waits.longest_start_us, waits.longest_start_us + waits.longest_us,
+                       TimelineArgs().Add("peer", waits.longest_peer).Add("seq", static_cast<int64_t>(seq)).Take());
+  }
+  return status;
 }
 
 absl::Status Communicator::AllReduce(void* data, size_t count, DataType dtype,

@@ -25,6 +25,7 @@
 #include "absl/types/span.h"
 #include "kernels/dtype.h"
 #include "kernels/reduce.h"
+#include "observability/timeline.h"
 #include "runtime/collectives/collective_options.h"
 #include "runtime/collectives/dissemination_barrier.h"
 #include "runtime/collectives/pipelined_broadcast.h"
@@ -94,6 +95,12 @@ class Communicator {
  private:
   using Body = std::function<absl::Status(const CollectiveContext&)>;
   absl::Status Run(const CollectiveInfo& info, const Body& body);
+  // Run's body with the timeline's span: what, how, over which links, and which
+  // peer it waited for longest.
+  absl::Status RunRecorded(Timeline* timeline, const CollectiveInfo& info, uint64_t seq,
+                           const Body& body, const CollectiveContext& ctx);
+  // "shm", "grpc", "shm+grpc": the kinds of this rank's links.
+  const std::string& LinkKinds();
   size_t SegmentElems(DataType dtype) const;
 
   Transport* transport_;  // Not owned.
@@ -112,6 +119,7 @@ class Communicator {
   PipelinedBroadcast broadcast_;
   DisseminationBarrier barrier_;
   std::vector<uint8_t> scratch_;
+  std::string link_kinds_;  // LinkKinds(), once known.
 };
 
 }  // namespace ringwork

@@ -98,8 +98,41 @@ bool Transport::PollLinks() {
   return progressed;
 }
 
+namespace {
+
+int64_t SteadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Adds one Wait to a WaitLog when it ends (only while a log is set).
+class ScopedWaitLog {
+ public:
+  ScopedWaitLog(Transport::WaitLog* log, int peer)
+      : log_(log), peer_(peer), start_us_(log != nullptr ? SteadyMicros() : 0) {}
+  ~ScopedWaitLog() {
+    if (log_ == nullptr) return;
+    const int64_t took = SteadyMicros() - start_us_;
+    log_->waited_us += took;
+    if (took > log_->longest_us) {
+      log_->longest_us = took;
+      log_->longest_start_us = start_us_;
+      log_->longest_peer = peer_;
+    }
+  }
+
+ private:
+  Transport::WaitLog* const log_;
+  const int peer_;
+  const int64_t start_us_;
+};
+
+}  // namespace
+
 absl::Status Transport::Wait(Request* request, Deadline deadline) {
   using Clock = std::chrono::steady_clock;
+  const ScopedWaitLog logged(wait_log_, request->peer);
   const auto spin = std::chrono::duration<double, std::micro>(options_.spin_us);
   auto idle_since = Clock::now();
   uint32_t polls_since_clock = 0;

@@ -70,6 +70,17 @@ class Transport {
   // Changes Options::spin_us (before the first collective).
   void set_spin_us(double spin_us) { options_.spin_us = spin_us; }
 
+  // Where Wait spent its time, while a log is set (by the communicator, when a
+  // timeline records; caller's thread only): in total, and the longest single wait
+  // with its peer. Times are microseconds of the steady clock (the timeline's).
+  struct WaitLog {
+    int64_t waited_us = 0;
+    int64_t longest_us = -1;
+    int64_t longest_start_us = 0;
+    int longest_peer = -1;
+  };
+  void set_wait_log(WaitLog* log) { wait_log_ = log; }
+
   void PostSend(Request* request);
   void PostRecv(Request* request);
   // Waits until `request` is done or `deadline` passes. On a deadline, or when the
@@ -105,6 +116,7 @@ class Transport {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> aborted_{false};
   bool pending_failed_ = false;  // Caller thread only.
+  WaitLog* wait_log_ = nullptr;  // Caller thread only. Not owned.
 };
 
 }  // namespace ringwork

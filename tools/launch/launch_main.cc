@@ -23,6 +23,7 @@ int Main(int argc, char** argv) {
       "task fails, the others get --grace_s to exit, then SIGTERM, then SIGKILL; with\n"
       "--max_restarts=K the whole group is then started again (RINGWORK_RESTART=n).\n"
       "SIGTERM or SIGINT to launch is passed to every task (no restart follows).\n"
+      "With --timeline=FILE every task records a timeline, merged into FILE at the end.\n"
       "Exit code: the first failing task's code (0 when all succeed).");
   Launcher::Options options;
   int64_t num_workers = 2;
@@ -35,6 +36,9 @@ int Main(int argc, char** argv) {
   int64_t max_restarts = 0;
   flags.Int("max_restarts", &max_restarts,
             "restart every task after a failure a restart could fix, up to this many times");
+  flags.String("timeline", &options.timeline,
+               "merge every task's timeline into this file (Chrome trace-event JSON: "
+               "chrome://tracing, Perfetto), clocks aligned on the chief's");
   absl::StatusOr<std::vector<std::string>> command = flags.Parse(argc, argv);
   if (flags.help_requested()) {
     std::cout << flags.Usage();

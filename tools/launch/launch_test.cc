@@ -1,4 +1,8 @@
 // Runs the real launch binary over /bin/sh scripts.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
 #include <catch2/catch.hpp>
 
 #include "testing/subprocess.h"
@@ -51,6 +55,37 @@ TEST_CASE("a task that ignores SIGTERM is killed", "[launch]") {
 TEST_CASE("a task killed by a signal reports 128 + signal", "[launch]") {
   auto r = Launch({"--num_workers=1"}, "kill -9 $$");
   CHECK(r.exit_code == 137);
+}
+
+TEST_CASE("--timeline: ring tasks write parts that are merged; no part is an error", "[launch]") {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string merged = std::string(tmp != nullptr ? tmp : "/tmp") + "/launch_timeline.json";
+  // Each ring task writes a minimal timeline where launch tells it to; the
+  // evaluator is told nothing.
+  auto r = Launch({"--num_workers=2", "--evaluator", "--timeline=" + merged},
+                  "if [ -n \"$RINGWORK_TIMELINE\" ]; then "
+                  "r=$(echo \"$TF_CONFIG\" | grep -o '\"index\":[0-9]' | grep -o '[0-9]'); "
+                  "printf '{\"otherData\":{\"rank\":%s,\"host\":\"h\",\"clock_offset_us\":0},"
+                  "\"traceEvents\":[{\"ph\":\"X\",\"name\":\"allreduce\",\"pid\":%s,\"ts\":%s,\"dur\":1}]}' "
+                  "$r $r $((r * 100 + 100)) > \"$RINGWORK_TIMELINE\"; "
+                  "else echo \"no timeline for $TF_CONFIG\" | grep -o 'no timeline.*evaluator'; fi");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("timeline of 2 tasks written to " + merged) != std::string::npos);
+  CHECK(r.output.find("[evaluator:0] no timeline") != std::string::npos);
+  std::ifstream in(merged);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str().find("\"pid\":1") != std::string::npos);
+  CHECK(text.str().find("\"ts\":100") != std::string::npos);  // Shifted: the job starts at 0.
+  // Tasks that succeed but write no timeline: the merge fails the job (exit 2).
+  r = Launch({"--num_workers=1", "--timeline=" + merged}, "true");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("no task wrote a timeline") != std::string::npos);
+  // A place the parts cannot go.
+  r = Launch({"--num_workers=1", "--timeline=/no/such/dir/t.json"}, "true");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("/no/such/dir/t.json.parts") != std::string::npos);
 }
 
 TEST_CASE("bad usage exits 2", "[launch]") {

@@ -1,20 +1,27 @@
 #include "tools/launch/launcher.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/deadline.h"
 #include "base/exit_code.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "observability/timeline_merge.h"
 #include "runtime/auth/cluster_token.h"
 #include "runtime/config/localhost.h"
 #include "runtime/config/tf_config.h"
@@ -61,6 +68,9 @@ absl::Status Launcher::Spawn(Task& task, const std::string& tf_config, int attem
   env["TF_CONFIG"] = tf_config;
   env["RINGWORK_RESTART"] = std::to_string(attempt);  // As torchrun's TORCHELASTIC_RESTART_COUNT.
   env["RINGWORK_LOG_TASK_TAG"] = "0";  // We prefix every line ourselves.
+  if (!options_.timeline.empty() && task.id.type != TaskType::kEvaluator) {
+    env["RINGWORK_TIMELINE"] = TimelinePart(task.id);
+  }
   std::vector<std::string> env_strings;
   for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
   std::vector<char*> envp;
@@ -151,7 +161,71 @@ bool Launcher::RestartCouldHelp(int code) {
   }
 }
 
+std::string Launcher::TimelinePart(const TaskId& id) const {
+  std::string name = id.ToString();
+  std::replace(name.begin(), name.end(), ':', '-');
+  return absl::StrCat(options_.timeline, ".parts/", name, ".json");
+}
+
+void Launcher::ClearTimelineParts() const {
+  // Left by an earlier attempt or job: a task that dies before writing its own
+  // must not be represented by another run's.
+  const std::string parts = options_.timeline + ".parts";
+  if (DIR* dir = ::opendir(parts.c_str())) {
+    while (const dirent* entry = ::readdir(dir)) {
+      const std::string name = entry->d_name;
+      if (absl::EndsWith(name, ".json") || absl::EndsWith(name, ".json.tmp")) {
+        ::unlink((parts + "/" + name).c_str());
+      }
+    }
+    ::closedir(dir);
+  }
+}
+
+absl::Status Launcher::MergeTimeline() const {
+  std::vector<std::string> parts;
+  for (const Task& task : tasks_) {
+    if (task.id.type != TaskType::kEvaluator) parts.push_back(TimelinePart(task.id));
+  }
+  absl::StatusOr<TimelineMergeResult> merged = MergeTimelines(parts, options_.timeline);
+  if (!merged.ok()) {
+    return absl::Status(merged.status().code(),
+                        absl::StrCat("--timeline=", options_.timeline, ": ", merged.status().message()));
+  }
+  RW_LOG(INFO) << "timeline of " << merged->tasks << " tasks written to " << options_.timeline
+               << (merged->missing.empty() ? std::string()
+                                           : absl::StrCat(" (no timeline from: ",
+                                                          absl::StrJoin(merged->missing, ", "), ")"))
+               << (merged->unaligned.empty() ? std::string()
+                                             : absl::StrCat("; on an unknown clock, placed to start with the job: ",
+                                                            absl::StrJoin(merged->unaligned, ", ")));
+  for (const std::string& part : parts) std::remove(part.c_str());
+  ::rmdir((options_.timeline + ".parts").c_str());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> Launcher::Run() {
+  if (!options_.timeline.empty()) {
+    const std::string parts = options_.timeline + ".parts";
+    if (::mkdir(parts.c_str(), 0700) != 0 && errno != EEXIST) {
+      return absl::InvalidArgumentError(absl::StrCat("--timeline=", options_.timeline, ": cannot create ",
+                                                     parts, ": ", std::strerror(errno)));
+    }
+  }
+  absl::StatusOr<int> code = RunAttempts();
+  if (!options_.timeline.empty() && code.ok()) {
+    // A failed job's timeline shows where it stood; a merge failure fails a job
+    // that succeeded only.
+    absl::Status merged = MergeTimeline();
+    if (!merged.ok()) {
+      RW_LOG(ERROR) << merged.message();
+      if (*code == 0) return merged;
+    }
+  }
+  return code;
+}
+
+absl::StatusOr<int> Launcher::RunAttempts() {
   // One secret per group: tasks of another run, or anyone else on this host, cannot
   // talk to these workers. Passed in the environment, never on a command line.
   if (std::getenv(kClusterTokenEnv) == nullptr && !options_.env.count(kClusterTokenEnv)) {
@@ -181,6 +255,7 @@ absl::StatusOr<int> Launcher::Run() {
 
 absl::StatusOr<int> Launcher::RunGroup(int attempt) {
   tasks_.clear();
+  if (!options_.timeline.empty()) ClearTimelineParts();
   first_failure_code_ = 0;
   first_failure_task_.clear();
   if (options_.command.empty()) {

@@ -45,6 +45,11 @@ class Launcher {
     // mismatch error, nor a signal to launch itself), start every task again, up
     // to this many times; each run's tasks see RINGWORK_RESTART=<n>.
     int max_restarts = 0;
+    // Non-empty: every ring task writes its timeline (RINGWORK_TIMELINE=
+    // <timeline>.parts/<type>-<index>.json) and, when the group ends, whatever its
+    // exit, they are merged into this one file (Chrome trace-event JSON, one process
+    // row per task, clocks aligned on the chief's).
+    std::string timeline;
   };
 
   explicit Launcher(Options options) : options_(std::move(options)) {}
@@ -62,8 +67,14 @@ class Launcher {
     int exit_code = 0;
   };
   static bool RestartCouldHelp(int exit_code);
+  absl::StatusOr<int> RunAttempts();
   absl::StatusOr<int> RunGroup(int attempt);
   absl::Status Spawn(Task& task, const std::string& tf_config, int attempt);
+  // Where task `id` writes its timeline (options_.timeline set).
+  std::string TimelinePart(const TaskId& id) const;
+  void ClearTimelineParts() const;
+  // Merges the last group's timelines into options_.timeline.
+  absl::Status MergeTimeline() const;
   void Drain(Task& task, int& fd, std::string& partial, int out_fd);
   void Reap();
 
