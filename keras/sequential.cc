@@ -187,6 +187,9 @@ std::vector<std::string> Sequential::AgreementLines() const {
                                ", epsilon ", exact(o.epsilon), ", weight_decay ",
                                exact(o.weight_decay)));
   lines.push_back(absl::StrCat("precision: ", PrecisionName(compile_options_.precision)));
+  // Workers that disagree would send frames of another dtype mid-step: say it now.
+  lines.push_back(absl::StrCat("gradient all-reduce compression: ",
+                               GradientCompressionName(strategy_->options().communication.compression)));
   std::vector<std::string> metric_names;
   for (const Metric& m : metrics_) metric_names.push_back(m.name());
   lines.push_back(absl::StrCat("metrics: ", absl::StrJoin(metric_names, ", ")));

@@ -37,13 +37,11 @@ struct BFloat16 {
   static BFloat16 FromFloat(float value) {
     uint32_t f;
     std::memcpy(&f, &value, sizeof(f));
+    // Without a branch, so that loops over it vectorise.
+    const uint32_t rounded = (f + 0x7fffu + ((f >> 16) & 1u)) >> 16;
+    const uint32_t quiet_nan = (f >> 16) | 0x0040u;  // NaN: keep it quiet and NaN.
     BFloat16 result;
-    if ((f & 0x7fffffffu) > 0x7f800000u) {  // NaN: keep it quiet and NaN.
-      result.bits = static_cast<uint16_t>((f >> 16) | 0x0040u);
-      return result;
-    }
-    const uint32_t rounding_bias = 0x7fffu + ((f >> 16) & 1u);
-    result.bits = static_cast<uint16_t>((f + rounding_bias) >> 16);
+    result.bits = static_cast<uint16_t>((f & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
     return result;
   }
   float ToFloat() const {

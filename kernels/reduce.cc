@@ -52,6 +52,17 @@ RW_CLONES void SumF64(double* d, const double* s, size_t n) { Loop<double, SumOp
 RW_CLONES void SumBF16(uint16_t* d, const uint16_t* s, size_t n) {
   LoopBFloat16<SumOp>(d, s, n);
 }
+RW_CLONES void DivideBF16(uint16_t* data, size_t count, float divisor) {
+  for (size_t i = 0; i < count; ++i) {
+    data[i] = BFloat16::FromFloat(BFloat16{data[i]}.ToFloat() / divisor).bits;
+  }
+}
+RW_CLONES void ToBFloat16(const float* __restrict src, uint16_t* __restrict dst, size_t count) {
+  for (size_t i = 0; i < count; ++i) dst[i] = BFloat16::FromFloat(src[i]).bits;
+}
+RW_CLONES void FromBFloat16(const uint16_t* __restrict src, float* __restrict dst, size_t count) {
+  for (size_t i = 0; i < count; ++i) dst[i] = BFloat16{src[i]}.ToFloat();
+}
 RW_CLONES void SumI32(int32_t* d, const int32_t* s, size_t n) {
   Loop<int32_t, SumOp>(d, s, n);
 }
@@ -152,15 +163,17 @@ void FinishMean(DataType dtype, void* data, size_t count, int64_t divisor) {
       return Divide(static_cast<int32_t*>(data), count, divisor);
     case DataType::kInt64:
       return Divide(static_cast<int64_t*>(data), count, divisor);
-    case DataType::kBFloat16: {
-      uint16_t* bits = static_cast<uint16_t*>(data);
-      const float d = static_cast<float>(divisor);
-      for (size_t i = 0; i < count; ++i) {
-        bits[i] = BFloat16::FromFloat(BFloat16{bits[i]}.ToFloat() / d).bits;
-      }
-      return;
-    }
+    case DataType::kBFloat16:
+      return DivideBF16(static_cast<uint16_t*>(data), count, static_cast<float>(divisor));
   }
+}
+
+void ConvertToBFloat16(const float* src, BFloat16* dst, size_t count) {
+  ToBFloat16(src, reinterpret_cast<uint16_t*>(dst), count);
+}
+
+void ConvertFromBFloat16(const BFloat16* src, float* dst, size_t count) {
+  FromBFloat16(reinterpret_cast<const uint16_t*>(src), dst, count);
 }
 
 void Scale(const float* in, float scale, float* out, size_t count) {

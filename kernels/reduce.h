@@ -36,6 +36,11 @@ void Accumulate(DataType dtype, ReduceOp op, void* dst, const void* src, size_t 
 // For kMean: data[i] /= divisor.
 void FinishMean(DataType dtype, void* data, size_t count, int64_t divisor);
 
+// dst[i] = src[i] rounded to nearest even (BFloat16::FromFloat), and back; for
+// gradients that travel as bfloat16. src and dst must not overlap.
+void ConvertToBFloat16(const float* src, BFloat16* dst, size_t count);
+void ConvertFromBFloat16(const BFloat16* src, float* dst, size_t count);
+
 // out[i] = in[i] * scale, in float32 (in and out may alias).
 void Scale(const float* in, float scale, float* out, size_t count);
 

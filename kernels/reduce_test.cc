@@ -1,6 +1,7 @@
 #include "kernels/reduce.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -72,6 +73,46 @@ TEST_CASE("bfloat16 conversion rounds and keeps NaN", "[reduce]") {
   CHECK(BFloat16::FromFloat(1.01171875f).bits == 0x3f82);  // halfway: to even (up)
   CHECK(std::isnan(BFloat16::FromFloat(std::numeric_limits<float>::quiet_NaN()).ToFloat()));
   CHECK(std::isinf(BFloat16::FromFloat(std::numeric_limits<float>::infinity()).ToFloat()));
+}
+
+TEST_CASE("bulk bfloat16 conversion rounds to nearest even, for every kind of float", "[reduce]") {
+  // Bit patterns across the whole range (normals, subnormals, infinities, NaNs of
+  // both signs), plus every tie and near-tie around a few values.
+  std::vector<uint32_t> patterns;
+  for (uint64_t f = 0; f <= 0xffffffffull; f += 65521) patterns.push_back(static_cast<uint32_t>(f));
+  for (uint32_t base : {0x3f800000u, 0x3f810000u, 0x7f7f0000u, 0x00010000u, 0xbf800000u}) {
+    for (uint32_t low : {0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x0u}) patterns.push_back(base | low);
+  }
+  for (uint32_t special : {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xff800001u, 0x7f7fffffu}) {
+    patterns.push_back(special);
+  }
+  std::vector<float> in(patterns.size());
+  std::memcpy(in.data(), patterns.data(), patterns.size() * sizeof(float));
+  std::vector<BFloat16> bf(in.size());
+  ConvertToBFloat16(in.data(), bf.data(), in.size());
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    const uint32_t f = patterns[i];
+    INFO("float bits " << std::hex << f << " -> " << bf[i].bits);
+    if ((f & 0x7fffffffu) > 0x7f800000u) {  // NaN: stays NaN, sign kept, quiet.
+      CHECK(std::isnan(bf[i].ToFloat()));
+      CHECK((bf[i].bits & 0x8000u) == ((f >> 16) & 0x8000u));
+      CHECK((bf[i].bits & 0x0040u) != 0);
+      continue;
+    }
+    // Round half to even, written out: keep the top half, add one when the rest is
+    // above half, or exactly half with an odd top half.
+    const uint32_t top = f >> 16, rest = f & 0xffffu;
+    const uint32_t expected = top + ((rest > 0x8000u || (rest == 0x8000u && (top & 1u))) ? 1u : 0u);
+    CHECK(bf[i].bits == static_cast<uint16_t>(expected));
+    CHECK(BFloat16::FromFloat(in[i]).bits == bf[i].bits);
+  }
+  std::vector<float> back(in.size());
+  ConvertFromBFloat16(bf.data(), back.data(), bf.size());
+  for (size_t i = 0; i < bf.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &back[i], sizeof(bits));
+    CHECK(bits == static_cast<uint32_t>(bf[i].bits) << 16);  // Exact: bfloat16 is a float's top half.
+  }
 }
 
 TEST_CASE("mean divides once, truncating integers", "[reduce]") {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/check.h"
+#include "kernels/reduce.h"
 #include "observability/timeline.h"
 
 namespace ringwork {
@@ -22,6 +23,17 @@ int64_t AutoPackBytes(int64_t total_bytes) {
 }
 
 }  // namespace
+
+absl::StatusOr<GradientCompression> ParseGradientCompression(absl::string_view name) {
+  if (name == "none") return GradientCompression::kNone;
+  if (name == "bf16") return GradientCompression::kBFloat16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("gradient compression \"", name, "\": expected none or bf16"));
+}
+
+absl::string_view GradientCompressionName(GradientCompression compression) {
+  return compression == GradientCompression::kBFloat16 ? "bf16" : "none";
+}
 
 GradientReducer::GradientReducer(Communicator* comm, std::vector<Variable*> variables,
                                  Options options)
@@ -46,6 +58,12 @@ GradientReducer::GradientReducer(Communicator* comm, std::vector<Variable*> vari
     pack.names.push_back(v->name);
     pack_of_[v] = static_cast<int>(packs_.size()) - 1;
     offset += v->size();
+  }
+  if (options_.compression == GradientCompression::kBFloat16) {
+    // Packs are reduced one at a time: one staging buffer of the largest serves all.
+    int64_t largest = 0;
+    for (const Pack& pack : packs_) largest = std::max(largest, pack.count);
+    wire_.resize(static_cast<size_t>(largest));
   }
   if (options_.overlap && comm_->world_size() > 1) {
     thread_ = std::thread([this] {
@@ -85,7 +103,7 @@ void GradientReducer::Ready(const Variable* variable) {
     if (Timeline* timeline = Timeline::Active()) {
       const Pack& pack = packs_[it->second];
       timeline->Instant("gradients", absl::StrCat("gradient pack ", it->second, " ready"),
-                        TimelineArgs().Add("bytes", pack.count * 4).Take());
+                        TimelineArgs().Add("bytes", pack.count * WireBytesPerGradient()).Take());
     }
     cv_.notify_all();
   }
@@ -93,8 +111,9 @@ void GradientReducer::Ready(const Variable* variable) {
 
 absl::Status GradientReducer::Reduce(const Pack& pack) {
   TimelineSpan span("gradients", "gradient pack ", int64_t{&pack - packs_.data()});
+  const bool bf16 = options_.compression == GradientCompression::kBFloat16;
   if (span.active()) {
-    span.Arg("bytes", pack.count * 4);
+    span.Arg("bytes", pack.count * WireBytesPerGradient());
     span.Arg("variables", absl::StrJoin(pack.names, ", "));
     span.Arg("weight", static_cast<double>(weight_));
   }
@@ -107,7 +126,14 @@ absl::Status GradientReducer::Reduce(const Pack& pack) {
   } else if (weight_ != 1.f) {
     for (size_t i = 0; i < count; ++i) data[i] *= weight_;
   }
-  return comm_->AllReduce(data, count, DataType::kFloat32, ReduceOp::kMean);
+  if (!bf16) return comm_->AllReduce(data, count, DataType::kFloat32, ReduceOp::kMean);
+  // Every replica converts the same bfloat16 result back: they stay identical.
+  BFloat16* wire = wire_.data();
+  ConvertToBFloat16(data, wire, count);
+  const absl::Status reduced = comm_->AllReduce(wire, count, DataType::kBFloat16, ReduceOp::kMean);
+  if (!reduced.ok()) return reduced;
+  ConvertFromBFloat16(wire, data, count);
+  return absl::OkStatus();
 }
 
 void GradientReducer::RunPacks() {
@@ -186,7 +212,8 @@ std::string GradientReducer::DebugString() const {
                                  absl::StrJoin(p.names, ", "), "]"));
   }
   return absl::StrCat(packs_.size(), " pack", packs_.size() == 1 ? "" : "s", ": ",
-                      absl::StrJoin(parts, "; "));
+                      absl::StrJoin(parts, "; "),
+                      options_.compression == GradientCompression::kBFloat16 ? " (bfloat16 on the wire)" : "");
 }
 
 }  // namespace ringwork

@@ -15,7 +15,12 @@
 // Threads: BeginStep, Ready and FinishStep from the training thread; packs are
 // reduced on "rw-allreduce" (or on the training thread in FinishStep when overlap
 // is off). Nothing else may use the Communicator between BeginStep and FinishStep.
-// Every worker must create its reducer over the same variables in the same order.
+// Every worker must create its reducer over the same variables in the same order
+// and the same compression.
+//
+// With `.compression = GradientCompression::kBFloat16` (Horovod's Compression.fp16,
+// DDP's bf16_compress_hook) each pack travels as bfloat16: half the bytes; every hop
+// widens to float32, sums, and rounds back; every replica gets the same values.
 #ifndef RINGWORK_STRATEGY_GRADIENT_REDUCER_H_
 #define RINGWORK_STRATEGY_GRADIENT_REDUCER_H_
 
@@ -28,22 +33,35 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "runtime/collectives/communicator.h"
 #include "strategy/variable.h"
 
 namespace ringwork {
 
+// How gradients travel in the all-reduce.
+enum class GradientCompression {
+  kNone,      // float32
+  kBFloat16,  // bfloat16 on the wire, float32 sums at every hop
+};
+// "none" or "bf16" (as --allreduce_compression takes them).
+absl::StatusOr<GradientCompression> ParseGradientCompression(absl::string_view name);
+absl::string_view GradientCompressionName(GradientCompression compression);
+
 class GradientReducer {
  public:
   struct Options {
-    // Target size of one pack; 0 chooses automatically (a quarter of all gradients,
-    // between 256 KiB and 16 MiB). TensorFlow's CommunicationOptions.bytes_per_pack.
+    // Target size of one pack, in float32 gradient bytes (also when compressed: a
+    // pack then travels as half of it); 0 chooses automatically (a quarter of all
+    // gradients, between 256 KiB and 16 MiB). TensorFlow's CommunicationOptions.bytes_per_pack.
     int64_t bytes_per_pack = 0;
     // Reduce packs on a thread of their own while the backward pass goes on
     // (inter-op parallelism >= 2); off: all packs after the backward pass.
     bool overlap = true;
     // How long FinishStep may wait beyond the collectives' own deadlines.
     double finish_timeout_s = 600;
+    GradientCompression compression = GradientCompression::kNone;
   };
 
   // `variables` in creation order; their grad pointers are set into the arena.
@@ -69,7 +87,9 @@ class GradientReducer {
   Timing TakeTiming();
 
   int num_packs() const { return static_cast<int>(packs_.size()); }
-  int64_t arena_bytes() const { return static_cast<int64_t>(arena_.size() * sizeof(float)); }
+  int64_t arena_bytes() const {
+    return static_cast<int64_t>(arena_.size() * sizeof(float) + wire_.size() * sizeof(BFloat16));
+  }
   // "2 packs: 136 KiB [dense_2/*, dense_1/*], 803 KiB [dense/*]"
   std::string DebugString() const;
 
@@ -81,6 +101,9 @@ class GradientReducer {
     int total = 0;
     std::vector<std::string> names;
   };
+  int64_t WireBytesPerGradient() const {
+    return options_.compression == GradientCompression::kBFloat16 ? 2 : 4;
+  }
   void RunPacks();
   absl::Status Reduce(const Pack& pack);
 
@@ -88,6 +111,7 @@ class GradientReducer {
   float weight_ = 1.f;  // Set by BeginStep; read by the packs' reductions of that step.
   const Options options_;
   std::vector<float> arena_;
+  std::vector<BFloat16> wire_;  // kBFloat16: the pack being reduced, as it travels.
   std::vector<Pack> packs_;
   std::unordered_map<const Variable*, int> pack_of_;
 

@@ -1,11 +1,13 @@
 #include "strategy/gradient_reducer.h"
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "runtime/transport/in_memory_link.h"
 #include "testing/rank_threads.h"
 
@@ -84,6 +86,56 @@ TEST_CASE("gradients are averaged over the replicas, with and without overlap", 
     for (int r = 0; r < p; ++r) {
       INFO("overlap " << overlap << " rank " << r << ": " << results[r].message());
       CHECK(results[r].ok());
+    }
+  }
+}
+
+TEST_CASE("bfloat16 compression: sums in float32 per hop, the same result on every replica",
+          "[reducer]") {
+  CHECK(*ParseGradientCompression("bf16") == GradientCompression::kBFloat16);
+  CHECK(*ParseGradientCompression("none") == GradientCompression::kNone);
+  CHECK(ParseGradientCompression("fp16").status().message() ==
+        "gradient compression \"fp16\": expected none or bf16");
+  for (const int p : {3, 4}) {
+    for (const AllReduceAlgorithm algorithm : {AllReduceAlgorithm::kRing, AllReduceAlgorithm::kRecursiveDoubling}) {
+      INFO(p << " ranks, " << AllReduceAlgorithmName(algorithm));
+      InMemoryNetwork network(p);
+      std::vector<std::vector<float>> got(p);
+      auto results = RunOnRanks(p, [&](int rank) {
+        CollectiveOptions collective_options;
+        collective_options.allreduce_algorithm = algorithm;
+        Communicator comm(network.transport(rank), collective_options);
+        auto vars = MakeVariables({5000, 37});
+        std::vector<Variable*> raw{vars[0].get(), vars[1].get()};
+        GradientReducer::Options options;
+        options.bytes_per_pack = 4096;  // Two packs: [v1], [v0].
+        options.compression = GradientCompression::kBFloat16;
+        GradientReducer reducer(&comm, raw, options);
+        reducer.BeginStep();
+        for (int i = 1; i >= 0; --i) {
+          for (int64_t j = 0; j < raw[i]->size(); ++j) {
+            raw[i]->grad[j] = (rank + 1) * 0.37f + static_cast<float>(j) * 1e-3f - (i == 1 ? 2.f : 0.f);
+          }
+          reducer.Ready(raw[i]);
+        }
+        RW_RETURN_IF_ERROR(reducer.FinishStep());
+        if (comm.last_allreduce_algorithm() != algorithm) return absl::InternalError("another algorithm ran");
+        for (Variable* v : raw) got[rank].insert(got[rank].end(), v->grad, v->grad + v->size());
+        return absl::OkStatus();
+      });
+      for (int r = 0; r < p; ++r) REQUIRE(results[r].ok());
+      for (int r = 1; r < p; ++r) CHECK(got[r] == got[0]);  // Bit for bit.
+      const float mean_of_ranks = 0.37f * static_cast<float>(p + 1) / 2;
+      for (size_t k = 0; k < got[0].size(); ++k) {
+        const int i = k < 5000 ? 0 : 1;
+        const float j = static_cast<float>(k < 5000 ? k : k - 5000);
+        const float exact = mean_of_ranks + j * 1e-3f - (i == 1 ? 2.f : 0.f);
+        // Each value and each hop's sum rounds to 8 significant bits: a few units of 2^-8.
+        INFO("element " << k << ": " << got[0][k] << " vs " << exact);
+        CHECK(std::fabs(got[0][k] - exact) <= 4 * std::ldexp(std::fabs(exact) + 0.5f, -8));
+        // It travelled as bfloat16: what arrives is a bfloat16 value.
+        CHECK(BFloat16::FromFloat(got[0][k]).ToFloat() == got[0][k]);
+      }
     }
   }
 }

@@ -110,6 +110,7 @@ std::unique_ptr<GradientReducer> MultiWorkerMirroredStrategy::MakeGradientReduce
     const std::vector<Variable*>& variables) {
   GradientReducer::Options options;
   options.bytes_per_pack = options_.communication.bytes_per_pack;
+  options.compression = options_.communication.compression;
   options.overlap = options_.inter_op_threads >= 2;
   return std::make_unique<GradientReducer>(comm(), variables, options);
 }

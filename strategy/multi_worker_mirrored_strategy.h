@@ -48,6 +48,9 @@ struct CommunicationOptions {
   double timeout_seconds = 0;
   // Gradient pack size; 0: automatic.
   int64_t bytes_per_pack = 0;
+  // kBFloat16: gradients travel as bfloat16 (Horovod's fp16 compression, DDP's
+  // bf16 hook); every worker must use the same (the model agreement check says).
+  GradientCompression compression = GradientCompression::kNone;
 };
 
 struct StrategyOptions {

@@ -3,7 +3,9 @@
 // job quickly, bad flags fail at once.
 #include <signal.h>
 
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -113,6 +115,45 @@ TEST_CASE("bfloat16 training runs and stays in sync", "[train]") {
   CHECK(Fingerprints(results).size() == 1);
 }
 
+double TestAccuracy(const std::string& metrics_path) {
+  std::ifstream in(metrics_path);
+  const nlohmann::json metrics = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!metrics.is_object() || !metrics.contains("test_accuracy")) return -1;
+  return metrics["test_accuracy"].get<double>();
+}
+
+TEST_CASE("gradients compressed to bfloat16 train as well as float32, replicas identical", "[train]") {
+  // The bar: MLP on Fashion-MNIST, 10 epochs, within 0.5 points of float32.
+  std::map<std::string, double> accuracy;
+  for (const std::string compression : {"none", "bf16"}) {
+    const std::string metrics = TempPath("metrics_" + compression + ".json");
+    ProcessCluster cluster({kTrain, 2, false,
+                            {"--epochs=10", "--verbose=0", "--allreduce_compression=" + compression,
+                             "--metrics_json=" + metrics}});
+    std::vector<SubprocessResult> results = cluster.Run();
+    for (const auto& r : results) {
+      INFO(r.output);
+      REQUIRE(r.exit_code == 0);
+    }
+    CHECK(Fingerprints(results).size() == 1);  // Bit-identical weights on both workers.
+    accuracy[compression] = TestAccuracy(metrics);
+  }
+  INFO("test accuracy: float32 " << accuracy["none"] << ", bfloat16 gradients " << accuracy["bf16"]);
+  CHECK(accuracy["none"] > 0.85);
+  CHECK(std::fabs(accuracy["bf16"] - accuracy["none"]) <= 0.005);
+}
+
+TEST_CASE("workers that disagree on the gradient compression stop before training (exit 7)", "[train]") {
+  ProcessCluster cluster({kTrain, 2, false, {"--epochs=1", "--steps_per_epoch=5", "--verbose=0"}});
+  cluster.AddArgs(1, {"--allreduce_compression=bf16"});
+  std::vector<SubprocessResult> results = cluster.Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 7);
+    CHECK(r.output.find("gradient all-reduce compression: ") != std::string::npos);
+  }
+}
+
 TEST_CASE("a worker killed mid-training makes the others exit 3 promptly", "[train]") {
   ProcessCluster cluster({kTrain, 3, false, {}});
   std::vector<std::unique_ptr<Subprocess>> processes;
@@ -149,6 +190,7 @@ TEST_CASE("bad flags fail at once with exit 2", "[train]") {
       {{"--data_dir=/nope"}, "--data_dir=/nope does not exist; install Debian's dataset-fashion-mnist"},
       {{"--optimizer=lamb"}, "unknown optimizer \"lamb\""},
       {{"--precision=fp8"}, "--precision=fp8: expected float32 or bfloat16"},
+      {{"--allreduce_compression=fp16"}, "--allreduce_compression=fp16: gradient compression \"fp16\": expected none or bf16"},
       {{"--epochs=many"}, "flag --epochs: expected an integer, got \"many\""},
   };
   for (const Case& c : cases) {

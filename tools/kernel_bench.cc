@@ -25,6 +25,7 @@
 #include "kernels/losses.h"
 #include "kernels/optimizers.h"
 #include "kernels/pooling.h"
+#include "kernels/reduce.h"
 #include "kernels/tensor.h"
 
 namespace ringwork {
@@ -263,6 +264,25 @@ int Run(int threads, Precision precision, const Timing& timing, double peak) {
   return 0;
 }
 
+// The all-reduce's element loops over the MLP's gradients (235,146 floats): what a
+// hop costs besides moving bytes, and what --allreduce_compression=bf16 adds.
+void RunReductions(const Timing& timing) {
+  const size_t n = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10;
+  std::vector<float> a(n, 1.25f), b(n, 0.5f);
+  std::vector<BFloat16> x(n), y(n);
+  ConvertToBFloat16(b.data(), y.data(), n);
+  auto row = [&](const char* op, double us, size_t bytes_touched) {
+    std::printf("%-22s %-34s %-9s %10.1f   (%.2f GB/s touched)\n", op, (std::to_string(n) + " elements").c_str(),
+                "", us, static_cast<double>(bytes_touched) / (us * 1e-6) / 1e9);
+  };
+  row("sum float32", TimeUs(timing, [&] { Accumulate(DataType::kFloat32, ReduceOp::kSum, a.data(), b.data(), n); }),
+      n * 12);
+  row("float32 -> bfloat16", TimeUs(timing, [&] { ConvertToBFloat16(a.data(), x.data(), n); }), n * 6);
+  row("sum bfloat16", TimeUs(timing, [&] { Accumulate(DataType::kBFloat16, ReduceOp::kSum, x.data(), y.data(), n); }),
+      n * 6);
+  row("bfloat16 -> float32", TimeUs(timing, [&] { ConvertFromBFloat16(x.data(), a.data(), n); }), n * 6);
+}
+
 int Main(int argc, char** argv) {
   FlagSet flags("kernel_bench: GFLOP/s of Ringwork's oneDNN kernels next to the machine's peak");
   int64_t threads = 1;
@@ -292,6 +312,7 @@ int Main(int argc, char** argv) {
               "GFLOP/s", "of peak");
   if (precision != "bfloat16") Run(static_cast<int>(threads), Precision::kFloat32, timing, peak);
   if (precision != "float32") Run(static_cast<int>(threads), Precision::kBFloat16, timing, peak);
+  RunReductions(timing);
   return 0;
 }
 

@@ -162,6 +162,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
                           {"epochs", f.epochs},
                           {"global_batch_size", f.global_batch_size},
                           {"precision", f.precision},
+                          {"allreduce_compression", f.allreduce_compression},
                           {"final_train_loss", history["loss"].empty() ? 0.0 : history["loss"].back()},
                           {"final_train_accuracy", history["accuracy"].empty() ? 0.0 : history["accuracy"].back()},
                           {"resumed_from_step", backup != nullptr && backup->restored() ? backup->restored_at().step : -1},
@@ -238,6 +239,12 @@ int Main(int argc, char** argv) {
   if (!status.ok()) ExitWithStatus(status);
   options.inter_op_threads = static_cast<int>(f.inter_op_threads);
   options.communication.bytes_per_pack = f.bytes_per_pack;
+  absl::StatusOr<GradientCompression> compression = ParseGradientCompression(f.allreduce_compression);
+  if (!compression.ok()) {
+    ExitWithStatus(absl::InvalidArgumentError(
+        absl::StrCat("--allreduce_compression=", f.allreduce_compression, ": ", compression.status().message())));
+  }
+  options.communication.compression = *compression;
   absl::StatusOr<ClusterConfig> cluster = ResolveCluster(source, EnvFromProcess());
   if (!cluster.ok()) ExitWithStatus(cluster.status());
   SetLogTask(cluster->task().ToString());

@@ -37,6 +37,10 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "the next epoch boundary", "RINGWORK_RESUME_POLICY");
   flags->Int("synthetic_examples", &f->synthetic_examples, "training examples of --dataset=synthetic");
   flags->Int("bytes_per_pack", &f->bytes_per_pack, "gradient pack size for the all-reduce (0: auto)");
+  flags->String("allreduce_compression", &f->allreduce_compression,
+                "none, or bf16: gradients travel as bfloat16 (half the bytes; float32 sums at "
+                "every hop; replicas stay identical)",
+                "RINGWORK_ALLREDUCE_COMPRESSION");
   flags->Int("verbose", &f->verbose, "1: progress bar on the chief; 0: quiet");
   flags->Bool("validate_each_epoch", &f->validate_each_epoch, "evaluate the test set every epoch");
   flags->String("checkpoint_dir", &f->checkpoint_dir,

@@ -32,6 +32,7 @@ struct TrainFlags {
   std::string resume_policy = "exact";
   int64_t synthetic_examples = 8192;
   int64_t bytes_per_pack = 0;
+  std::string allreduce_compression = "none";
   int64_t verbose = 1;
   bool validate_each_epoch = false;
   // Checkpoints, backups and the sidecar evaluator.
