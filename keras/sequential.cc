@@ -1,6 +1,7 @@
 #include "keras/sequential.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "base/cpu_cores.h"
 #include "base/exit_code.h"
 #include "base/logging.h"
 #include "base/termination.h"
@@ -147,9 +149,27 @@ absl::Status Sequential::Build(const Shape& input_shape) {
   acts_.assign(layers_.size() + 1, Tensor());
   grads_.assign(layers_.size() + 1, Tensor());
   built_ = true;
+  LogThreadChoice();
   RW_VLOG(1) << "model built: " << param_count() << " parameters; gradients in "
              << reducer_->DebugString();
   return absl::OkStatus();
+}
+
+void Sequential::LogThreadChoice() const {
+  // Once per process: the defaults depend on the host, so say what they chose.
+  static std::atomic<bool> logged{false};
+  if (logged.exchange(true)) return;
+  const int workers = strategy_->workers_on_this_host();
+  std::string reduction = "; no gradient all-reduce (one worker)";
+  if (strategy_->num_replicas_in_sync() > 1) {
+    reduction = absl::StrCat("; gradient all-reduce ",
+                             strategy_->inter_op_threads() >= 2 ? "on a second thread during the backward pass"
+                                                                : "after the backward pass, on the training thread",
+                             " (--inter_op_threads=", strategy_->inter_op_threads(), ")");
+  }
+  RW_LOG(INFO) << "threads: " << kernels_->threads() << " per kernel (--intra_op_threads; "
+               << AvailableCores() << " cores for " << workers << " worker" << (workers == 1 ? "" : "s")
+               << " on this host)" << reduction;
 }
 
 void Sequential::SetTrainingStep(int64_t step) {

@@ -131,6 +131,7 @@ class Sequential {
   // What every worker's model must agree on, a line per item: variables, layers,
   // loss, optimizer, precision, metrics.
   std::vector<std::string> AgreementLines() const;
+  void LogThreadChoice() const;
 
   std::vector<std::unique_ptr<Layer>> layers_;
   std::map<std::string, int> type_counts_;  // For Keras-style layer names.

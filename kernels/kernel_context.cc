@@ -1,11 +1,11 @@
 #include "kernels/kernel_context.h"
 
 #include <omp.h>
-#include <sched.h>
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/cpu_cores.h"
 
 namespace ringwork {
 
@@ -13,16 +13,7 @@ absl::string_view PrecisionName(Precision precision) {
   return precision == Precision::kBFloat16 ? "bfloat16" : "float32";
 }
 
-int AvailableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
-
-int DefaultIntraOpThreads(int workers_on_this_host) {
-  return std::max(1, AvailableCores() / std::max(1, workers_on_this_host));
-}
+int DefaultIntraOpThreads(int workers_on_this_host) { return CoresPerWorker(workers_on_this_host); }
 
 KernelContext::KernelContext(KernelOptions options, int workers_on_this_host)
     : engine_(dnnl::engine::kind::cpu, 0),

@@ -36,9 +36,8 @@ struct KernelOptions {
   Precision precision = Precision::kFloat32;
 };
 
-// Cores this process may run on (its CPU affinity).
-int AvailableCores();
-// The default intra-op thread count for `workers_on_this_host` workers.
+// The default intra-op thread count for `workers_on_this_host` workers: their share
+// of this process's cores (base/cpu_cores.h).
 int DefaultIntraOpThreads(int workers_on_this_host);
 
 class KernelContext {

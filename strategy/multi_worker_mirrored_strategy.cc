@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/cpu_cores.h"
 #include "base/exit_code.h"
 #include "base/fnv1a.h"
 #include "observability/timeline.h"
@@ -70,6 +71,13 @@ int MultiWorkerMirroredStrategy::workers_on_this_host() const {
   return std::max(1, count);
 }
 
+int DefaultInterOpThreads(int cores_per_worker) { return cores_per_worker >= 2 ? 2 : 1; }
+
+int MultiWorkerMirroredStrategy::inter_op_threads() const {
+  if (options_.inter_op_threads > 0) return options_.inter_op_threads;
+  return DefaultInterOpThreads(CoresPerWorker(workers_on_this_host()));
+}
+
 MultiWorkerMirroredStrategy::Scope::Scope(MultiWorkerMirroredStrategy* strategy)
     : previous_(g_current) {
   g_current = strategy;
@@ -111,7 +119,7 @@ std::unique_ptr<GradientReducer> MultiWorkerMirroredStrategy::MakeGradientReduce
   GradientReducer::Options options;
   options.bytes_per_pack = options_.communication.bytes_per_pack;
   options.compression = options_.communication.compression;
-  options.overlap = options_.inter_op_threads >= 2;
+  options.overlap = inter_op_threads() >= 2;
   return std::make_unique<GradientReducer>(comm(), variables, options);
 }
 

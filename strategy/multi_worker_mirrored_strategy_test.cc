@@ -1,6 +1,8 @@
 // The strategy on in-process clusters of real workers (gRPC servers on port 0).
 #include "strategy/multi_worker_mirrored_strategy.h"
 
+#include <sched.h>
+
 #include <chrono>
 #include <thread>
 
@@ -55,6 +57,45 @@ TEST_CASE("replica counts, chief, reductions and broadcast", "[strategy]") {
       RW_RETURN_IF_ERROR(s.BroadcastVariables({&v}));
       if (v.value[0] != 0.f) return absl::InternalError("broadcast did not take the chief's values");
       return absl::OkStatus();
+    }));
+  }
+}
+
+TEST_CASE("the overlap thread is on by default only with a core of its own per worker", "[strategy]") {
+  CHECK(DefaultInterOpThreads(1) == 1);
+  CHECK(DefaultInterOpThreads(2) == 2);
+  CHECK(DefaultInterOpThreads(16) == 2);
+  // Two workers of this process on one host (localhost): restricted to one core,
+  // each gets half of it; given explicitly, the setting wins.
+  cpu_set_t all, one;
+  REQUIRE(sched_getaffinity(0, sizeof(all), &all) == 0);
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);  // Workers' threads inherit it.
+  for (int explicit_threads : {0, 3}) {
+    LocalCluster::Options options;
+    options.num_workers = 2;
+    options.strategy.inter_op_threads = explicit_threads;
+    CheckAllOk(LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+      const int expected = explicit_threads > 0 ? explicit_threads : 1;
+      if (w.strategy->workers_on_this_host() != 2) return absl::InternalError("workers on this host");
+      if (w.strategy->inter_op_threads() != expected) {
+        return absl::InternalError(absl::StrCat("inter_op_threads ", w.strategy->inter_op_threads()));
+      }
+      return absl::OkStatus();
+    }));
+  }
+  REQUIRE(sched_setaffinity(0, sizeof(all), &all) == 0);
+  if (CPU_COUNT(&all) >= 4) {  // Two cores per worker: the overlap thread has one.
+    LocalCluster::Options options;
+    options.num_workers = 2;
+    CheckAllOk(LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+      return w.strategy->inter_op_threads() == 2 ? absl::OkStatus() : absl::InternalError("expected 2");
     }));
   }
 }

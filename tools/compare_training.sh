@@ -3,7 +3,12 @@
 # 256) with Ringwork's train and with PyTorch 1.13, on this machine, repeated
 # --runs times; prints the median samples/s and test accuracy of each, and ratios:
 #
-#   ringwork           N workers x 1 thread (shared memory between them)
+#   ringwork           N workers x 1 thread (shared memory between them), defaults
+#   ringwork, overlap  the same with --inter_op_threads=2 (the all-reduce on a second
+#                      thread during the backward pass; the default only with 2 cores
+#                      per worker)
+#   ringwork, 1 worker 1 worker x 1 thread, global batch 256 / N (the same batch per
+#                      worker: N x this is perfect scaling)
 #   DDP, OpenBLAS      N processes x 1 thread, DDP over gloo, OpenBLAS
 #   DDP, ref. BLAS     the same with Debian's reference BLAS (PyTorch's fallback)
 #   1 process          one PyTorch process with N threads, OpenBLAS, no DDP
@@ -46,6 +51,12 @@ for ((run = 1; run <= runs; ++run)); do
   bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/tools/train \
     --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 --verbose=0 \
     --metrics_json="$work/ringwork.$run.json" >&2
+  bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/tools/train \
+    --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 --inter_op_threads=2 --verbose=0 \
+    --metrics_json="$work/ringwork_overlap.$run.json" >&2
+  bazel-bin/tools/launch/launch --num_workers=1 -- bazel-bin/tools/train \
+    --epochs="$epochs" --global_batch_size=$((256 / num_workers)) --intra_op_threads=1 --verbose=0 \
+    --metrics_json="$work/ringwork_one.$run.json" >&2
   torch_run "$work/ddp_openblas.$run.json" "$openblas" "$num_workers" 1
   torch_run "$work/ddp_refblas.$run.json" "$reference_blas" "$num_workers" 1
   torch_run "$work/single.$run.json" "$openblas" 1 "$num_workers"
@@ -55,6 +66,8 @@ done
 import glob, json, statistics, sys
 work, n, epochs, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 rows = [("ringwork", "ringwork", f"{n} workers x 1 thread"),
+        ("ringwork_overlap", "ringwork, overlap thread", f"{n} workers x 1 thread"),
+        ("ringwork_one", f"ringwork, batch {256 // n}", "1 worker x 1 thread"),
         ("ddp_openblas", "pytorch DDP gloo, OpenBLAS", f"{n} processes x 1 thread"),
         ("ddp_refblas", "pytorch DDP gloo, ref. BLAS", f"{n} processes x 1 thread"),
         ("single", "pytorch, OpenBLAS", f"1 process x {n} threads")]

@@ -18,7 +18,8 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
              "threads per kernel (0: this process's cores / workers on this host)",
              "RINGWORK_INTRA_OP_THREADS");
   flags->Int("inter_op_threads", &f->inter_op_threads,
-             "2 or more: all-reduce gradients while the backward pass runs; 1: after it",
+             "2 or more: all-reduce gradients on a second thread while the backward pass "
+             "runs; 1: after it; 0: 2 when each worker on this host has 2 cores or more, else 1",
              "RINGWORK_INTER_OP_THREADS");
   flags->String("precision", &f->precision, "float32 or bfloat16 (float32 master weights)");
   flags->String("shard_policy", &f->shard_policy, "auto-shard policy: data, file or off");

@@ -23,7 +23,7 @@ struct TrainFlags {
   double learning_rate = 1e-3;
   int64_t seed = 42;
   int64_t intra_op_threads = 0;
-  int64_t inter_op_threads = 2;
+  int64_t inter_op_threads = 0;
   std::string precision = "float32";
   std::string shard_policy = "data";
   std::string metrics_json;
