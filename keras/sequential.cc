@@ -148,6 +148,16 @@ absl::Status Sequential::Build(const Shape& input_shape) {
   RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(vars));
   acts_.assign(layers_.size() + 1, Tensor());
   grads_.assign(layers_.size() + 1, Tensor());
+  // Below the first layer with variables no gradient is needed: a model that opens
+  // with Flatten would otherwise compute its first Dense layer's input gradient
+  // (the largest matmul of an MLP's step) for nothing.
+  first_trainable_ = layers_.size();
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (!layers_[l]->variables().empty()) {
+      first_trainable_ = l;
+      break;
+    }
+  }
   built_ = true;
   LogThreadChoice();
   RW_VLOG(1) << "model built: " << param_count() << " parameters; gradients in "
@@ -252,10 +262,11 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float wei
   absl::StatusOr<float> loss = status.ok() ? loss_->Compute(acts_.back(), batch.labels, &grads_.back())
                                            : absl::StatusOr<float>(status);
   loss_span.End();
-  for (size_t l = layers_.size(); l-- > 0 && loss.ok();) {
+  for (size_t l = layers_.size(); l-- > first_trainable_ && loss.ok();) {
     TimelineSpan span("compute", "backward ", layers_[l]->name());
     const Tensor& x = l == 0 ? *input_ : acts_[l];
-    status = layers_[l]->Backward(*kernels_, x, acts_[l + 1], grads_[l + 1], l > 0 ? &grads_[l] : nullptr);
+    status = layers_[l]->Backward(*kernels_, x, acts_[l + 1], grads_[l + 1],
+                                  l > first_trainable_ ? &grads_[l] : nullptr);
     if (!status.ok()) loss = status;
     for (Variable* v : layers_[l]->variables()) reducer_->Ready(v);
   }

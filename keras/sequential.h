@@ -148,6 +148,7 @@ class Sequential {
   std::unique_ptr<GradientReducer> reducer_;
   // Activations (acts_[0] is unused: the input) and their gradients.
   std::vector<Tensor> acts_, grads_;
+  size_t first_trainable_ = 0;  // Backward runs down to this layer only (set in Build).
   const Tensor* input_ = nullptr;
   std::optional<TrainPosition> resume_;
 };

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "data/fashion_mnist.h"
+#include "strategy/variable.h"
 
 namespace ringwork {
 namespace {
@@ -37,6 +38,40 @@ TEST_CASE("summary lists layers, shapes and Keras' parameter counts", "[sequenti
   CHECK(summary.find(" dense (Dense)               (None, 256)               200,960") != std::string::npos);
   CHECK(summary.find(" dense_2 (Dense)             (None, 10)                1,290") != std::string::npos);
   CHECK(summary.find("Total params: 235,146") != std::string::npos);
+}
+
+TEST_CASE("gradients below a Flatten match finite differences; no input gradient is needed", "[sequential]") {
+  // Flatten first: the backward pass stops at the first Dense layer, which computes
+  // its weights' gradients but no input gradient (nobody below would use it).
+  Sequential model;
+  model.Add(Flatten());
+  model.Add(Dense(5, {.activation = "tanh"}));
+  model.Add(Dense(3));
+  CompileOptions options = Options();
+  // A rate so small that updates round away: steps leave the weights as they are.
+  options.optimizer = {.name = "sgd", .learning_rate = 1e-30f};
+  REQUIRE(model.Compile(options).ok());
+  Batch batch;
+  batch.features = Tensor({4, 2, 3, 1});
+  for (int64_t i = 0; i < batch.features.size(); ++i) batch.features[i] = std::sin(0.7f * static_cast<float>(i));
+  batch.labels = {0, 2, 1, 2};
+  REQUIRE(model.TrainStep(batch).ok());
+  std::vector<Variable*> vars = model.variables();
+  REQUIRE(vars.size() == 4);  // dense/kernel, dense/bias, dense_1/kernel, dense_1/bias
+  for (Variable* v : {vars[0], vars[1]}) {
+    const std::vector<float> grad(v->grad, v->grad + v->size());
+    for (int64_t i = 0; i < v->size(); i += 3) {
+      const float saved = v->value[i], h = 1e-2f;
+      v->value[i] = saved + h;
+      const float up = *model.TrainStep(batch);
+      v->value[i] = saved - h;
+      const float down = *model.TrainStep(batch);
+      v->value[i] = saved;
+      const float numeric = (up - down) / (2 * h);
+      INFO(v->name << "[" << i << "]: backward " << grad[i] << ", finite differences " << numeric);
+      CHECK(grad[i] == Approx(numeric).margin(2e-3).epsilon(0.02));
+    }
+  }
 }
 
 TEST_CASE("a model learns synthetic images and reports loss and accuracy", "[sequential]") {
