@@ -26,7 +26,7 @@ for arg in "$@"; do
   esac
 done
 tools/setup.sh --peers
-bazel build -c opt //tools:train //tools/launch:launch //tools:tfconfig >&2
+bazel build -c opt //tools:train //tools/launch:launch //tools:tfconfig //tools:kernel_bench >&2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 libs=/usr/lib/x86_64-linux-gnu
@@ -46,6 +46,10 @@ torch_run() {
   mv "$out.0" "$out"
 }
 
+# The kernels alone: one MLP training step (batch 128, 1 thread), for the "of
+# kernels" column: a layout's samples/s over workers x 128 / that step.
+echo "kernel_bench (the MLP step alone)..." >&2
+bazel-bin/tools/kernel_bench --precision=float32 --threads=1 > "$work/kernel_bench.txt"
 for ((run = 1; run <= runs; ++run)); do
   echo "run $run of $runs" >&2
   bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/tools/train \
@@ -63,7 +67,7 @@ for ((run = 1; run <= runs; ++run)); do
 done
 
 /usr/bin/python3 - "$work" "$num_workers" "$epochs" "$runs" <<'PY'
-import glob, json, statistics, sys
+import glob, json, re, statistics, sys
 work, n, epochs, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 rows = [("ringwork", "ringwork", f"{n} workers x 1 thread"),
         ("ringwork_overlap", "ringwork, overlap thread", f"{n} workers x 1 thread"),
@@ -72,14 +76,21 @@ rows = [("ringwork", "ringwork", f"{n} workers x 1 thread"),
         ("ddp_refblas", "pytorch DDP gloo, ref. BLAS", f"{n} processes x 1 thread"),
         ("single", "pytorch, OpenBLAS", f"1 process x {n} threads")]
 medians = {}
+step_us = float(re.search(r"^MLP training step .*?float32\s+([0-9.]+)",
+                          open(f"{work}/kernel_bench.txt").read(), re.M).group(1))
+kernel_rate = 128 / (step_us * 1e-6)  # Samples/s of one worker's kernels, batch 128.
+kernel_workers = {"ringwork": n, "ringwork_overlap": n, "ringwork_one": 1}
 print(f"# MLP 784-256-128-10 on Fashion-MNIST, Adam, global batch 256, {epochs} epochs, "
       f"medians of {runs} runs")
-print(f"{'':30} {'layout':24} {'samples/s':>10} {'test acc':>9} {'ringwork is':>12}")
+print(f"# of kernels: samples/s / (workers x {kernel_rate:.0f}), the MLP step alone "
+      f"({step_us:.0f} us for 128 examples, kernel_bench --threads=1)")
+print(f"{'':30} {'layout':24} {'samples/s':>10} {'test acc':>9} {'ringwork is':>12} {'of kernels':>11}")
 for key, name, layout in rows:
     results = [json.load(open(f)) for f in sorted(glob.glob(f"{work}/{key}.*.json"))]
     speed = statistics.median(r["train_samples_per_second"] for r in results)
     accuracy = statistics.median(r["test_accuracy"] for r in results)
     medians[key] = speed
     ratio = medians["ringwork"] / speed
-    print(f"{name:30} {layout:24} {speed:>10.0f} {accuracy:>9.4f} {ratio:>11.2f}x")
+    share = f"{speed / (kernel_workers[key] * kernel_rate):.0%}" if key in kernel_workers else "-"
+    print(f"{name:30} {layout:24} {speed:>10.0f} {accuracy:>9.4f} {ratio:>11.2f}x {share:>11}")
 PY

@@ -1,6 +1,9 @@
 // kernel_bench: GFLOP/s of the oneDNN kernels on the shapes Ringwork trains with,
 // next to this machine's measured peak, in float32 and bfloat16; then the whole MLP
-// training step (forward, backward, Adam) against the sum of its raw matmul times.
+// training step (forward, backward, Adam) against the sum of its raw matmul times,
+// and the whole CNN step (train's --model=cnn, batch 128), both also as samples/s:
+// the rate train could reach with nothing but kernels; last, the all-reduce's
+// element loops (float32 sum, bfloat16 conversions and sum).
 //
 //   bazel-bin/tools/kernel_bench [--threads=1] [--precision=both] [--runs=5]
 //
@@ -19,6 +22,7 @@
 
 #include "base/exit_code.h"
 #include "base/flags.h"
+#include "base/status_macros.h"
 #include "kernels/activation.h"
 #include "kernels/conv2d.h"
 #include "kernels/dense.h"
@@ -191,6 +195,93 @@ struct Mlp {
   }
 };
 
+// train's --model=cnn: conv 3x3x16 (ReLU), max pool 2, conv 3x3x32 (ReLU), max
+// pool 2, flatten, dense 128 (ReLU), dense 10; softmax cross-entropy; Adam.
+struct Cnn {
+  static constexpr int64_t kBatch = 128;
+  std::vector<std::unique_ptr<Conv2DKernel>> conv;
+  std::vector<std::unique_ptr<Pool2DKernel>> pool;
+  std::vector<std::unique_ptr<DenseKernel>> dense;
+  std::vector<std::unique_ptr<ActivationKernel>> relu;  // conv 0, conv 1, dense 0
+  // Variables in order conv0 w, b, conv1 w, b, dense0 w, b, dense1 w, b; with their
+  // gradients and Adam slots.
+  std::vector<Tensor> vars, grads, m, v;
+  // Activations: conv0 pre/act, pool0, conv1 pre/act, pool1, dense0 pre/act, logits;
+  // and a gradient buffer of each.
+  Tensor x{{kBatch, 28, 28, 1}};
+  std::vector<Tensor> a, g;
+  std::vector<int32_t> labels = std::vector<int32_t>(kBatch);
+  int64_t step = 0;
+
+  absl::Status Init(KernelContext& ctx) {
+    const Conv2DShape c0{kBatch, 28, 28, 1, 16, 3, 3, 1, 1, Padding::kSame};
+    const Conv2DShape c1{kBatch, 14, 14, 16, 32, 3, 3, 1, 1, Padding::kSame};
+    for (const Conv2DShape& s : {c0, c1}) {
+      RW_ASSIGN_OR_RETURN(auto k, Conv2DKernel::Create(ctx, s));
+      conv.push_back(std::move(k));
+      vars.emplace_back(Shape{3, 3, s.in_channels, s.out_channels});
+      vars.emplace_back(Shape{s.out_channels});
+      RW_ASSIGN_OR_RETURN(auto p, Pool2DKernel::Create(ctx, {PoolKind::kMax, kBatch, s.height, s.width,
+                                                             s.out_channels}));
+      pool.push_back(std::move(p));
+    }
+    for (auto [k, n] : {std::pair<int64_t, int64_t>{7 * 7 * 32, 128}, {128, 10}}) {
+      RW_ASSIGN_OR_RETURN(auto d, DenseKernel::Create(ctx, {kBatch, k, n}));
+      dense.push_back(std::move(d));
+      vars.emplace_back(Shape{k, n});
+      vars.emplace_back(Shape{n});
+    }
+    for (int64_t count : {kBatch * 28 * 28 * 16, kBatch * 14 * 14 * 32, kBatch * 128}) {
+      RW_ASSIGN_OR_RETURN(auto r, ActivationKernel::Create(ctx, Activation::kRelu, count));
+      relu.push_back(std::move(r));
+    }
+    for (const Tensor& t : vars) {
+      for (auto* list : {&grads, &m, &v}) list->emplace_back(t.shape());
+    }
+    for (Tensor& t : vars) {
+      for (int64_t i = 0; i < t.size(); ++i) t[i] = 0.01f * ((i * 37) % 101 - 50);
+    }
+    for (const Shape& s : {Shape{kBatch, 28, 28, 16}, Shape{kBatch, 28, 28, 16}, Shape{kBatch, 14, 14, 16},
+                           Shape{kBatch, 14, 14, 32}, Shape{kBatch, 14, 14, 32}, Shape{kBatch, 7, 7, 32},
+                           Shape{kBatch, 128}, Shape{kBatch, 128}, Shape{kBatch, 10}}) {
+      a.emplace_back(s);
+      g.emplace_back(s);
+    }
+    for (int64_t i = 0; i < x.size(); ++i) x[i] = ((i * 13) % 255) / 255.f;
+    for (int64_t i = 0; i < kBatch; ++i) labels[i] = static_cast<int32_t>(i % 10);
+    return absl::OkStatus();
+  }
+
+  void Step(KernelContext& ctx) {
+    conv[0]->Forward(ctx, x.data(), vars[0].data(), vars[1].data(), a[0].data());
+    relu[0]->Forward(ctx, a[0].data(), a[1].data());
+    pool[0]->Forward(ctx, a[1].data(), a[2].data());
+    conv[1]->Forward(ctx, a[2].data(), vars[2].data(), vars[3].data(), a[3].data());
+    relu[1]->Forward(ctx, a[3].data(), a[4].data());
+    pool[1]->Forward(ctx, a[4].data(), a[5].data());
+    dense[0]->Forward(ctx, a[5].data(), vars[4].data(), vars[5].data(), a[6].data());
+    relu[2]->Forward(ctx, a[6].data(), a[7].data());
+    dense[1]->Forward(ctx, a[7].data(), vars[6].data(), vars[7].data(), a[8].data());
+    (void)SoftmaxCrossEntropy(a[8].data(), labels.data(), kBatch, 10, nullptr, g[8].data());
+    dense[1]->BackwardWeights(ctx, a[7].data(), g[8].data(), grads[6].data(), grads[7].data());
+    dense[1]->BackwardData(ctx, g[8].data(), vars[6].data(), g[7].data());
+    relu[2]->Backward(ctx, a[6].data(), g[7].data(), g[6].data());
+    dense[0]->BackwardWeights(ctx, a[5].data(), g[6].data(), grads[4].data(), grads[5].data());
+    dense[0]->BackwardData(ctx, g[6].data(), vars[4].data(), g[5].data());
+    pool[1]->Backward(ctx, g[5].data(), g[4].data());
+    relu[1]->Backward(ctx, a[3].data(), g[4].data(), g[3].data());
+    conv[1]->BackwardWeights(ctx, a[2].data(), g[3].data(), grads[2].data(), grads[3].data());
+    conv[1]->BackwardData(ctx, g[3].data(), vars[2].data(), g[2].data());
+    pool[0]->Backward(ctx, g[2].data(), g[1].data());
+    relu[0]->Backward(ctx, a[0].data(), g[1].data(), g[0].data());
+    conv[0]->BackwardWeights(ctx, x.data(), g[0].data(), grads[0].data(), grads[1].data());
+    ++step;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      AdamUpdate(AdamOptions{}, step, vars[i].data(), grads[i].data(), m[i].data(), v[i].data(), vars[i].size());
+    }
+  }
+};
+
 int Run(int threads, Precision precision, const Timing& timing, double peak) {
   KernelContext ctx({threads, precision});
   // MLP matmuls.
@@ -221,10 +312,10 @@ int Run(int threads, Precision precision, const Timing& timing, double peak) {
   absl::Status status = mlp.Init(ctx);
   if (!status.ok()) ExitWithStatus(status);
   const double step_us = TimeUs(timing, [&] { mlp.Step(ctx); });
-  std::printf("%-22s %-34s %-9s %10.1f   (sum of its 8 matmuls %.1f us: step / matmuls = %.2f)\n",
+  std::printf("%-22s %-34s %-9s %10.1f   (sum of its 8 matmuls %.1f us: step / matmuls = %.2f; %.0f samples/s)\n",
               "MLP training step", "784-256-128-10, batch 128, Adam",
               std::string(PrecisionName(precision)).c_str(), step_us, matmul_sum_us,
-              step_us / matmul_sum_us);
+              step_us / matmul_sum_us, Mlp::kBatch / (step_us * 1e-6));
   // The small CNN.
   const int64_t batch = 64;
   for (Conv2DShape s : {Conv2DShape{batch, 28, 28, 1, 16, 3, 3, 1, 1, Padding::kSame},
@@ -261,6 +352,13 @@ int Run(int threads, Precision precision, const Timing& timing, double peak) {
                 Dims({s.batch, 28, 28, 16}).c_str(), std::string(PrecisionName(precision)).c_str(),
                 us, x.size() * 4.0 / (us * 1e-6) / 1e9);
   }
+  Cnn cnn;
+  status = cnn.Init(ctx);
+  if (!status.ok()) ExitWithStatus(status);
+  const double cnn_step_us = TimeUs(timing, [&] { cnn.Step(ctx); });
+  std::printf("%-22s %-34s %-9s %10.1f   (%.0f samples/s)\n", "CNN training step",
+              "train --model=cnn, batch 128, Adam", std::string(PrecisionName(precision)).c_str(),
+              cnn_step_us, Cnn::kBatch / (cnn_step_us * 1e-6));
   return 0;
 }
 
