@@ -179,7 +179,10 @@ void Sequential::LogThreadChoice() const {
   }
   RW_LOG(INFO) << "threads: " << kernels_->threads() << " per kernel (--intra_op_threads; "
                << AvailableCores() << " cores for " << workers << " worker" << (workers == 1 ? "" : "s")
-               << " on this host)" << reduction;
+               << " on this host)" << reduction << "; input "
+               << (DefaultPrefetchBatches(strategy_->cores_per_worker()) > 0
+                       ? "prefetched on a thread"
+                       : "gathered on the training thread (one core per worker)");
 }
 
 void Sequential::SetTrainingStep(int64_t step) {

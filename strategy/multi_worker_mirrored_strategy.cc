@@ -73,9 +73,13 @@ int MultiWorkerMirroredStrategy::workers_on_this_host() const {
 
 int DefaultInterOpThreads(int cores_per_worker) { return cores_per_worker >= 2 ? 2 : 1; }
 
+int DefaultPrefetchBatches(int cores_per_worker) { return cores_per_worker >= 2 ? 2 : 0; }
+
+int MultiWorkerMirroredStrategy::cores_per_worker() const { return CoresPerWorker(workers_on_this_host()); }
+
 int MultiWorkerMirroredStrategy::inter_op_threads() const {
   if (options_.inter_op_threads > 0) return options_.inter_op_threads;
-  return DefaultInterOpThreads(CoresPerWorker(workers_on_this_host()));
+  return DefaultInterOpThreads(cores_per_worker());
 }
 
 MultiWorkerMirroredStrategy::Scope::Scope(MultiWorkerMirroredStrategy* strategy)
@@ -175,6 +179,7 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
   // The passes are counted here (StepIterator); the shard is one pass.
   Dataset one_pass = dataset.Repeat(1).Shuffle(seed);
   RW_ASSIGN_OR_RETURN(Dataset shard, one_pass.Shard(replicas, rank(), policy));
+  if (prefetch_batches < 0) prefetch_batches = DefaultPrefetchBatches(cores_per_worker());
   d.local = shard.Batch(d.per_replica_batch_size, drop_remainder).Prefetch(prefetch_batches);
   // Every worker's examples per pass, so that each knows every step's counts.
   d.shard_examples.assign(static_cast<size_t>(replicas), 0);

@@ -61,10 +61,13 @@ TEST_CASE("replica counts, chief, reductions and broadcast", "[strategy]") {
   }
 }
 
-TEST_CASE("the overlap thread is on by default only with a core of its own per worker", "[strategy]") {
+TEST_CASE("the overlap and prefetch threads are on by default only with a core of their own",
+          "[strategy]") {
   CHECK(DefaultInterOpThreads(1) == 1);
   CHECK(DefaultInterOpThreads(2) == 2);
   CHECK(DefaultInterOpThreads(16) == 2);
+  CHECK(DefaultPrefetchBatches(1) == 0);
+  CHECK(DefaultPrefetchBatches(2) == 2);
   // Two workers of this process on one host (localhost): restricted to one core,
   // each gets half of it; given explicitly, the setting wins.
   cpu_set_t all, one;
@@ -84,6 +87,7 @@ TEST_CASE("the overlap thread is on by default only with a core of its own per w
     CheckAllOk(LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
       const int expected = explicit_threads > 0 ? explicit_threads : 1;
       if (w.strategy->workers_on_this_host() != 2) return absl::InternalError("workers on this host");
+      if (w.strategy->cores_per_worker() != 1) return absl::InternalError("cores per worker");
       if (w.strategy->inter_op_threads() != expected) {
         return absl::InternalError(absl::StrCat("inter_op_threads ", w.strategy->inter_op_threads()));
       }
