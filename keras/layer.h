@@ -9,8 +9,9 @@
 //                           const Tensor& dy, Tensor* dx) override;
 //   };
 //
-// Backward receives the x and y of the last Forward (the model keeps them), and dx
-// is null for the first layer (no input gradient needed).
+// Backward receives the x and y of the last Forward (the model keeps them). The
+// model runs Backward only down to its first layer with variables, and gives that
+// layer a null dx (nothing below it needs an input gradient).
 #ifndef RINGWORK_KERAS_LAYER_H_
 #define RINGWORK_KERAS_LAYER_H_
 

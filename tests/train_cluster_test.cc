@@ -190,6 +190,7 @@ TEST_CASE("bad flags fail at once with exit 2", "[train]") {
       {{"--data_dir=/nope"}, "--data_dir=/nope does not exist; install Debian's dataset-fashion-mnist"},
       {{"--optimizer=lamb"}, "unknown optimizer \"lamb\""},
       {{"--precision=fp8"}, "--precision=fp8: expected float32 or bfloat16"},
+      {{"--inter_op_threads=-1"}, "--inter_op_threads=-1: expected 0 (choose from the cores), 1, or 2 and more"},
       {{"--allreduce_compression=fp16"}, "--allreduce_compression=fp16: gradient compression \"fp16\": expected none or bf16"},
       {{"--epochs=many"}, "flag --epochs: expected an integer, got \"many\""},
   };

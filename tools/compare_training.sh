@@ -50,6 +50,11 @@ torch_run() {
 # kernels" column: a layout's samples/s over workers x 128 / that step.
 echo "kernel_bench (the MLP step alone)..." >&2
 bazel-bin/tools/kernel_bench --precision=float32 --threads=1 > "$work/kernel_bench.txt"
+if ! grep -q '^MLP training step .*float32' "$work/kernel_bench.txt"; then
+  echo "kernel_bench printed no MLP training step row:" >&2
+  cat "$work/kernel_bench.txt" >&2
+  exit 1
+fi
 for ((run = 1; run <= runs; ++run)); do
   echo "run $run of $runs" >&2
   bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/tools/train \
@@ -79,7 +84,8 @@ medians = {}
 step_us = float(re.search(r"^MLP training step .*?float32\s+([0-9.]+)",
                           open(f"{work}/kernel_bench.txt").read(), re.M).group(1))
 kernel_rate = 128 / (step_us * 1e-6)  # Samples/s of one worker's kernels, batch 128.
-kernel_workers = {"ringwork": n, "ringwork_overlap": n, "ringwork_one": 1}
+# Only where each worker's batch is kernel_bench's 128 (global 256 over 2 workers).
+kernel_workers = {"ringwork": n, "ringwork_overlap": n, "ringwork_one": 1} if 256 // n == 128 else {}
 print(f"# MLP 784-256-128-10 on Fashion-MNIST, Adam, global batch 256, {epochs} epochs, "
       f"medians of {runs} runs")
 print(f"# of kernels: samples/s / (workers x {kernel_rate:.0f}), the MLP step alone "

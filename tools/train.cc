@@ -237,6 +237,10 @@ int Main(int argc, char** argv) {
   }
   absl::Status status = options.runtime.Finish();
   if (!status.ok()) ExitWithStatus(status);
+  if (f.inter_op_threads < 0) {
+    ExitWithStatus(absl::InvalidArgumentError(absl::StrCat(
+        "--inter_op_threads=", f.inter_op_threads, ": expected 0 (choose from the cores), 1, or 2 and more")));
+  }
   options.inter_op_threads = static_cast<int>(f.inter_op_threads);
   options.communication.bytes_per_pack = f.bytes_per_pack;
   absl::StatusOr<GradientCompression> compression = ParseGradientCompression(f.allreduce_compression);
