@@ -62,11 +62,16 @@ MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
 }
 
 int MultiWorkerMirroredStrategy::workers_on_this_host() const {
-  const ClusterConfig& config = runtime_->config();
+  return WorkersOnThisHost(runtime_->config());
+}
+
+int WorkersOnThisHost(const ClusterConfig& config) {
   if (config.local_mode() || !config.address()) return 1;
+  // Every loopback address (localhost, 127.x, ::1) is this machine.
+  const HostPort& self = *config.address();
   int count = 0;
   for (const RingMember& m : config.Ring()) {
-    if (m.address.host == config.address()->host) ++count;
+    if (m.address.host == self.host || (m.address.is_loopback() && self.is_loopback())) ++count;
   }
   return std::max(1, count);
 }

@@ -67,6 +67,9 @@ struct StrategyOptions {
 // 1: with one core per worker the second thread only competes with the backward
 // pass (MLP, 2 workers on 2 cores: 89K samples/s with it, 107K without).
 int DefaultInterOpThreads(int cores_per_worker);
+// Ring members whose TF_CONFIG host is this task's (every loopback address counting
+// as this machine); 1 in local mode.
+int WorkersOnThisHost(const ClusterConfig& config);
 // 2 batches assembled ahead on a thread when each worker has 2 cores or more, else
 // 0 (the training thread gathers its batch: a prefetch thread sharing its core
 // only adds switches; MLP, 2 workers on 2 cores: 134K samples/s without, 127K with).

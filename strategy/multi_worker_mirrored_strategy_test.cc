@@ -12,6 +12,7 @@
 #include "base/exit_code.h"
 
 #include "base/status_macros.h"
+#include "runtime/config/tf_config.h"
 #include "testing/local_cluster.h"
 #include "absl/strings/str_cat.h"
 
@@ -107,6 +108,20 @@ TEST_CASE("the overlap and prefetch threads are on by default only with a core o
       return w.strategy->inter_op_threads() == 2 ? absl::OkStatus() : absl::InternalError("expected 2");
     }));
   }
+}
+
+TEST_CASE("workers on this host: by TF_CONFIG host, every loopback address one machine", "[strategy]") {
+  absl::StatusOr<ClusterConfig> config = ParseTfConfig(
+      R"({"cluster": {"worker": ["localhost:2222", "127.0.0.1:2223", "10.1.2.3:2222", "10.1.2.3:2223",)"
+      R"( "10.1.2.4:2222"]}, "task": {"type": "worker", "index": 0}})");
+  REQUIRE(config.ok());
+  CHECK(WorkersOnThisHost(*config) == 2);  // localhost and 127.0.0.1
+  config = ParseTfConfig(
+      R"({"cluster": {"worker": ["localhost:2222", "127.0.0.1:2223", "10.1.2.3:2222", "10.1.2.3:2223",)"
+      R"( "10.1.2.4:2222"]}, "task": {"type": "worker", "index": 3}})");
+  REQUIRE(config.ok());
+  CHECK(WorkersOnThisHost(*config) == 2);  // 10.1.2.3 twice
+  CHECK(WorkersOnThisHost(ClusterConfig::Local("test")) == 1);
 }
 
 TEST_CASE("distributed input: global batch, DATA and FILE sharding, agreed steps", "[strategy]") {
