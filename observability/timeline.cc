@@ -30,12 +30,6 @@ std::string ThreadName() {
   return name;
 }
 
-}  // namespace
-
-std::atomic<Timeline*> Timeline::active_{nullptr};
-
-namespace {
-
 // Length of the valid UTF-8 sequence at text[i], or 0 when it is not one.
 size_t Utf8SequenceLength(std::string_view text, size_t i) {
   const unsigned char lead = static_cast<unsigned char>(text[i]);
@@ -62,6 +56,8 @@ size_t Utf8SequenceLength(std::string_view text, size_t i) {
 }
 
 }  // namespace
+
+std::atomic<Timeline*> Timeline::active_{nullptr};
 
 std::string JsonEscape(std::string_view text) {
   std::string out;

@@ -11,6 +11,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/atomic_file.h"
+#include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace ringwork {
@@ -151,17 +153,8 @@ absl::StatusOr<TimelineMergeResult> MergeTimelines(const std::vector<std::string
                            {"otherData", {{"tasks", tasks}, {"missing", result.missing},
                                           {"time_zero_us_on_chief_clock", earliest}}},
                            {"traceEvents", std::move(events)}};
-  const std::string tmp = output + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << merged.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    out.close();
-    if (!out) return absl::InvalidArgumentError(absl::StrCat("timeline ", output, ": cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), output.c_str()) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("timeline ", output, ": cannot rename ", tmp, ": ", std::strerror(errno)));
-  }
+  RW_RETURN_IF_ERROR(WriteFileAtomically(
+      output, merged.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "timeline"));
   return result;
 }
 

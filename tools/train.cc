@@ -11,13 +11,13 @@
 // (the same binary, the same flags) evaluates as they appear.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/atomic_file.h"
 #include "base/exit_code.h"
 #include "base/flags.h"
 #include "base/logging.h"
@@ -196,15 +196,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
         j["slowest_worker"] = {{"rank", static_cast<int>(history[kSlowestWorkerRank].back())},
                                {"others_waited_ms_per_step", history[kSlowestWorkerLeadMs].back()}};
       }
-      const std::string tmp = f.metrics_json + ".tmp";
-      {
-        std::ofstream out(tmp);
-        out << j.dump(2) << "\n";
-        if (!out) return absl::InvalidArgumentError(absl::StrCat("--metrics_json=", f.metrics_json, ": cannot write"));
-      }
-      if (std::rename(tmp.c_str(), f.metrics_json.c_str()) != 0) {
-        return absl::InvalidArgumentError(absl::StrCat("--metrics_json=", f.metrics_json, ": cannot write"));
-      }
+      RW_RETURN_IF_ERROR(WriteFileAtomically(f.metrics_json, j.dump(2) + "\n", "--metrics_json"));
     }
     return strategy->Shutdown();
   };

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "base/logging.h"
+#include "observability/timeline.h"
 
 namespace ringwork {
 namespace {
@@ -100,20 +101,14 @@ bool Transport::PollLinks() {
 
 namespace {
 
-int64_t SteadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Adds one Wait to a WaitLog when it ends (only while a log is set).
 class ScopedWaitLog {
  public:
   ScopedWaitLog(Transport::WaitLog* log, int peer)
-      : log_(log), peer_(peer), start_us_(log != nullptr ? SteadyMicros() : 0) {}
+      : log_(log), peer_(peer), start_us_(log != nullptr ? Timeline::NowMicros() : 0) {}
   ~ScopedWaitLog() {
     if (log_ == nullptr) return;
-    const int64_t took = SteadyMicros() - start_us_;
+    const int64_t took = Timeline::NowMicros() - start_us_;
     log_->waited_us += took;
     if (took > log_->longest_us) {
       log_->longest_us = took;

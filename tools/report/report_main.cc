@@ -9,10 +9,10 @@
 // Exit codes: 0; 2 when nothing given exists, an input is not what it should be, or
 // the output cannot be written; 5 for an event file that fails its CRC.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "base/atomic_file.h"
 #include "base/exit_code.h"
 #include "base/flags.h"
 #include "base/logging.h"
@@ -21,20 +21,6 @@
 
 namespace ringwork {
 namespace {
-
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) return absl::InvalidArgumentError(absl::StrCat("--output=", path, ": cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--output=", path, ": cannot rename ", tmp));
-  }
-  return absl::OkStatus();
-}
 
 int Main(int argc, char** argv) {
   SetLogTask("report");
@@ -61,7 +47,7 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<JobSummary> job = LoadJobSummary(inputs);
   if (!job.ok()) ExitWithStatus(job.status());
-  absl::Status written = WriteFile(output, RenderHtmlReport(*job, title));
+  absl::Status written = WriteFileAtomically(output, RenderHtmlReport(*job, title), "--output");
   if (!written.ok()) ExitWithStatus(written);
   std::printf("report: %s\n", output.c_str());
   return kOk;
