@@ -11,6 +11,7 @@
 #include "base/logging.h"
 #include "observability/timeline.h"
 #include "proto/worker.grpc.pb.h"
+#include "runtime/transport/grpc/cq_loop.h"
 
 namespace ringwork {
 namespace {
@@ -46,9 +47,16 @@ struct HeartbeatMonitor::PeerState {
   int clock_probes_left = 0;  // Quick heartbeats still to send, for the clock offset.
 };
 
-struct HeartbeatMonitor::Call {
+struct HeartbeatMonitor::Call : public CqTag {
+  explicit Call(HeartbeatMonitor* monitor) : monitor(monitor) {}
+  void OnEvent(bool) override {
+    received_us = Timeline::NowMicros();
+    monitor->Completed(this);
+  }
+  HeartbeatMonitor* monitor;
   int peer = 0;
-  int64_t sent_us = 0;  // Timeline::NowMicros() when the call started.
+  int64_t sent_us = 0;      // Timeline::NowMicros() when the call started.
+  int64_t received_us = 0;  // ... and when its reply was delivered.
   grpc::ClientContext context;
   proto::HeartbeatResponse response;
   grpc::Status status;
@@ -57,7 +65,7 @@ struct HeartbeatMonitor::Call {
 
 HeartbeatMonitor::HeartbeatMonitor(HeartbeatOptions options, int rank, uint64_t incarnation,
                                    std::string self_name, std::vector<Peer> peers,
-                                   const Progress* progress,
+                                   const Progress* progress, grpc::CompletionQueue* cq,
                                    std::function<void(int failed_rank, const absl::Status&)> on_failure)
     : options_(options),
       rank_(rank),
@@ -65,6 +73,7 @@ HeartbeatMonitor::HeartbeatMonitor(HeartbeatOptions options, int rank, uint64_t 
       self_name_(std::move(self_name)),
       peers_(std::move(peers)),
       progress_(progress),
+      cq_(cq),
       on_failure_(std::move(on_failure)),
       offsets_(peers_.size()) {}
 
@@ -77,8 +86,20 @@ void HeartbeatMonitor::Start() {
   });
 }
 
+void HeartbeatMonitor::Completed(Call* call) {
+  {
+    std::lock_guard<std::mutex> lock(done_mu_);
+    done_.push_back(call);
+  }
+  done_cv_.notify_all();
+}
+
 void HeartbeatMonitor::Stop() {
-  stop_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(done_mu_);
+    stop_.store(true);
+  }
+  done_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -87,7 +108,6 @@ void HeartbeatMonitor::Loop() {
   const double budget_s = options_.interval_s * options_.misses;
   const Clock::duration budget = FromSeconds(budget_s);
   const Clock::duration tick = std::min(FromSeconds(0.1), interval);
-  grpc::CompletionQueue cq;
   std::vector<PeerState> state(peers_.size());
   Clock::time_point now = Clock::now();
   for (size_t i = 0; i < peers_.size(); ++i) {
@@ -134,7 +154,7 @@ void HeartbeatMonitor::Loop() {
         break;
       }
       if (!p.outstanding && now >= p.next_send) {
-        auto* call = new Call;
+        auto* call = new Call(this);
         call->peer = static_cast<int>(i);
         call->context.set_deadline(SystemIn(budget));
         for (const auto& [key, value] : peers_[i].metadata) {
@@ -143,7 +163,7 @@ void HeartbeatMonitor::Loop() {
         proto::HeartbeatRequest request;
         request.set_from_rank(rank_);
         request.set_incarnation(incarnation_);
-        call->reader = p.stub->PrepareAsyncHeartbeat(&call->context, request, &cq);
+        call->reader = p.stub->PrepareAsyncHeartbeat(&call->context, request, cq_);
         call->sent_us = Timeline::NowMicros();
         call->reader->StartCall();
         call->reader->Finish(&call->response, &call->status, call);
@@ -191,16 +211,18 @@ void HeartbeatMonitor::Loop() {
                       << " s)";
     }
 
-    void* tag = nullptr;
-    bool ok = false;
     Clock::time_point wake = now + tick;  // Sooner when a heartbeat is due sooner.
     for (const PeerState& p : state) {
       if (!p.outstanding) wake = std::min(wake, p.next_send);
     }
-    const grpc::CompletionQueue::NextStatus next =
-        cq.AsyncNext(&tag, &ok, SystemIn(std::max(wake - Clock::now(), Clock::duration::zero())));
-    if (next != grpc::CompletionQueue::GOT_EVENT) continue;
-    auto* call = static_cast<Call*>(tag);
+    Call* call = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(done_mu_);
+      done_cv_.wait_until(lock, wake, [&] { return !done_.empty() || stop_.load(); });
+      if (done_.empty()) continue;
+      call = done_.front();
+      done_.pop_front();
+    }
     outstanding.erase(std::find(outstanding.begin(), outstanding.end(), call));
     PeerState& p = state[call->peer];
     const Peer& peer = peers_[call->peer];
@@ -210,7 +232,7 @@ void HeartbeatMonitor::Loop() {
       p.last_reply = Clock::now();
       {
         std::lock_guard<std::mutex> lock(offsets_mu_);
-        offsets_[call->peer].AddSample(call->sent_us, r.steady_clock_us(), Timeline::NowMicros());
+        offsets_[call->peer].AddSample(call->sent_us, r.steady_clock_us(), call->received_us);
       }
       p.step = r.step();
       p.collectives_started = r.collectives_started();
@@ -232,11 +254,26 @@ void HeartbeatMonitor::Loop() {
     delete call;
   }
 
+  // Cancelled calls still complete on the queue (its loop runs until the server
+  // is shut down, after this): wait for them, so none outlives the monitor.
   for (Call* call : outstanding) call->context.TryCancel();
-  cq.Shutdown();
-  void* tag = nullptr;
-  bool ok = false;
-  while (cq.Next(&tag, &ok)) delete static_cast<Call*>(tag);
+  const Clock::time_point give_up = Clock::now() + std::chrono::seconds(5);
+  std::unique_lock<std::mutex> lock(done_mu_);
+  while (!outstanding.empty()) {
+    while (!done_.empty()) {
+      Call* call = done_.front();
+      done_.pop_front();
+      outstanding.erase(std::find(outstanding.begin(), outstanding.end(), call));
+      delete call;
+    }
+    if (outstanding.empty()) break;
+    if (!done_cv_.wait_until(lock, give_up, [&] { return !done_.empty(); })) {
+      // Left allocated: their completions may still come.
+      RW_LOG(ERROR) << outstanding.size() << " heartbeat calls did not complete within 5 s of "
+                    << "being cancelled";
+      break;
+    }
+  }
 }
 
 ClockOffset HeartbeatMonitor::ClockOffsetTo(int rank) const {

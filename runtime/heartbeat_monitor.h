@@ -2,16 +2,18 @@
 // worker calls Heartbeat on every peer every `interval_s`; a peer that has not
 // answered for interval_s x misses is declared failed, and `on_failure` (which
 // aborts every pending collective) gets a message naming the peer, its address, the
-// step and how it was detected. Heartbeats are answered by gRPC's server threads,
-// so a worker busy computing a long step keeps answering; a killed, stopped
-// (SIGSTOP) or cut-off one does not.
+// step and how it was detected. Heartbeats are answered on the worker's completion
+// queue (by its loop thread, or by a collective thread that borrowed the queue), so a
+// worker busy computing a long step keeps answering; a killed, stopped (SIGSTOP) or
+// cut-off one does not. The calls go out on that queue too (`cq`, driven by
+// someone else): no other thread of the process waits in gRPC's poller.
 //
 // Replies also carry the peer's progress and its first error, so that
 //  - a peer that failed is reported with its own cause (a mismatch stays exit 7);
 //  - a collective that has waited `stall_warning_s` is reported once per period,
 //    naming the peers that have not reached it yet (like Horovod's stall inspector).
 //
-//   HeartbeatMonitor monitor(options, rank, incarnation, self_name, peers, &progress,
+//   HeartbeatMonitor monitor(options, rank, incarnation, self_name, peers, &progress, cq,
 //                            [&](int failed_rank, absl::Status st) { transport.Abort(st); });
 //
 // `failed_rank` is the peer declared failed (silent, or restarted), or -1 when a
@@ -21,7 +23,9 @@
 #define RINGWORK_RUNTIME_HEARTBEAT_MONITOR_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -60,6 +64,7 @@ class HeartbeatMonitor {
   HeartbeatMonitor(HeartbeatOptions options, int rank, uint64_t incarnation,
                    std::string self_name, std::vector<Peer> peers,
                    const Progress* progress /* not owned */,
+                   grpc::CompletionQueue* cq /* not owned; driven by its loop */,
                    std::function<void(int failed_rank, const absl::Status&)> on_failure);
   ~HeartbeatMonitor();  // Stops.
   HeartbeatMonitor(const HeartbeatMonitor&) = delete;
@@ -81,6 +86,7 @@ class HeartbeatMonitor {
   struct PeerState;
   struct Call;
   void Loop();
+  void Completed(Call* call);  // On the queue's thread.
 
   const HeartbeatOptions options_;
   const int rank_;
@@ -88,11 +94,15 @@ class HeartbeatMonitor {
   const std::string self_name_;
   std::vector<Peer> peers_;
   const Progress* progress_;
+  grpc::CompletionQueue* cq_;
   std::function<void(int failed_rank, const absl::Status&)> on_failure_;
   std::atomic<bool> stop_{false};
   std::atomic<int> stall_reports_total_{0};
   mutable std::mutex offsets_mu_;
   std::vector<ClockOffset> offsets_;  // Guarded by offsets_mu_; indexed like peers_.
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  std::deque<Call*> done_;  // Completed calls for the thread. Guarded by done_mu_.
   std::thread thread_;
 };
 

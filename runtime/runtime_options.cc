@@ -71,9 +71,8 @@ void RuntimeOptions::Register(FlagSet* flags) {
              "bytes of each shared-memory ring between two local workers",
              "RINGWORK_SHM_RING_BYTES");
   flags->Double("spin_us", &spin_us,
-                "how long a waiting worker polls before it sleeps; 0: never spin; -1: "
-                "automatic (50 with shared-memory peers, else 0: over gRPC the "
-                "transport's own thread needs the core)",
+                "how long a waiting worker polls (shared-memory rings and gRPC's "
+                "completion queue) before it sleeps; 0: never spin; -1: automatic (50)",
                 "RINGWORK_SPIN_US");
   flags->String("timeline", &timeline_path,
                 "write a Chrome trace-event timeline of this worker (chrome://tracing, "

@@ -49,8 +49,7 @@ struct RuntimeOptions {
   int64_t shm_ring_bytes = 4 << 20;
   // How long an orderly shutdown may take before streams are cancelled.
   double shutdown_timeout_s = 10;
-  // Spinning before sleeping in a wait (Transport::Options::spin_us); -1: 50 us
-  // when some peer is reached through shared memory, 0 otherwise.
+  // Spinning before sleeping in a wait (Transport::Options::spin_us); -1: 50 us.
   double spin_us = -1;
   // Keep freed large blocks in the process (mallopt), so that gRPC's per-frame
   // buffers are not returned to the kernel and faulted in again. Process-wide.

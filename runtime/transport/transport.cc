@@ -123,6 +123,31 @@ class ScopedWaitLog {
   const int64_t start_us_;
 };
 
+// Holds a CompletionSource borrowed for the length of one Wait (none: no-op).
+class ScopedBorrow {
+ public:
+  explicit ScopedBorrow(CompletionSource* source) : source_(source) {
+    if (source_ != nullptr) source_->Borrow();
+  }
+  ~ScopedBorrow() { Return(/*resume_now=*/false); }
+  bool Poll() { return held() && source_->Poll(); }
+  bool PollBlocking(absl::Duration max) { return held() && source_->PollBlocking(max); }
+  // Before this thread sleeps elsewhere or waits for others' completions.
+  void Return(bool resume_now) {
+    if (held()) source_->Return(resume_now);
+    held_ = false;
+  }
+  void Again() {
+    if (source_ != nullptr && !held_) source_->Borrow();
+    held_ = source_ != nullptr;
+  }
+
+ private:
+  bool held() const { return source_ != nullptr && held_; }
+  CompletionSource* const source_;
+  bool held_ = true;
+};
+
 }  // namespace
 
 absl::Status Transport::Wait(Request* request, Deadline deadline) {
@@ -131,19 +156,24 @@ absl::Status Transport::Wait(Request* request, Deadline deadline) {
   const auto spin = std::chrono::duration<double, std::micro>(options_.spin_us);
   auto idle_since = Clock::now();
   uint32_t polls_since_clock = 0;
+  // Failing what is pending waits for gRPC's completions: give the queue back first.
+  ScopedBorrow borrowed(source_);
   while (true) {
     const uint32_t seen = bell_.Observe();
-    const bool progressed = PollLinks();
+    bool progressed = borrowed.Poll();
+    progressed = PollLinks() || progressed;
     if (request->is_done()) {
       // A failed request is returned as is: the caller adds its context and
       // aborts. An abort from elsewhere wins, so every caller sees the first error.
       if (aborted()) {
+        borrowed.Return(/*resume_now=*/true);
         FailAllPending();
         return status();
       }
       return request->status;
     }
     if (aborted()) {
+      borrowed.Return(/*resume_now=*/true);
       FailAllPending();
       return status();
     }
@@ -170,7 +200,19 @@ absl::Status Transport::Wait(Request* request, Deadline deadline) {
       CpuRelax();
       continue;
     }
-    bell_.Sleep(seen, deadline.RemainingOr(absl::Milliseconds(options_.max_sleep_ms)));
+    const absl::Duration nap = deadline.RemainingOr(absl::Milliseconds(options_.max_sleep_ms));
+    if (source_ != nullptr && source_only_) {
+      // Every link moves by the source: this thread waits in it (in epoll, woken by
+      // the socket itself). An abort from elsewhere ends the links' calls, which
+      // completes here too; `nap` bounds the rest.
+      borrowed.PollBlocking(nap);
+      continue;
+    }
+    // Shared-memory peers ring the doorbell: sleep on it, and let the source's own
+    // thread run gRPC meanwhile (it rings the doorbell too).
+    borrowed.Return(/*resume_now=*/true);
+    bell_.Sleep(seen, nap);
+    borrowed.Again();
   }
 }
 

@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include <mutex>
 #include "base/deadline.h"
+#include "runtime/transport/completion_source.h"
 #include "runtime/transport/doorbell.h"
 #include "runtime/transport/link.h"
 #include "runtime/transport/request.h"
@@ -69,6 +70,15 @@ class Transport {
   Doorbell* bell() { return &bell_; }
   // Changes Options::spin_us (before the first collective).
   void set_spin_us(double spin_us) { options_.spin_us = spin_us; }
+  // Where links that are not polled by Link::Poll alone get their completions
+  // (gRPC's queue; not owned, outlives the transport's waits): Wait borrows it and
+  // runs them itself. With `only_source` every link's progress comes from it (no
+  // shared-memory peer rings the doorbell), so Wait sleeps in the source instead of
+  // on the doorbell. Before the first collective.
+  void set_completion_source(CompletionSource* source, bool only_source) {
+    source_ = source;
+    source_only_ = only_source;
+  }
 
   // Where Wait spent its time, while a log is set (by the communicator, when a
   // timeline records; caller's thread only): in total, and the longest single wait
@@ -117,6 +127,8 @@ class Transport {
   std::atomic<bool> aborted_{false};
   bool pending_failed_ = false;  // Caller thread only.
   WaitLog* wait_log_ = nullptr;  // Caller thread only. Not owned.
+  CompletionSource* source_ = nullptr;  // Not owned.
+  bool source_only_ = false;
 };
 
 }  // namespace ringwork

@@ -1,26 +1,135 @@
 #include "runtime/transport/grpc/cq_loop.h"
 
+#include <grpc/support/time.h>
 #include <pthread.h>
 
+#include <algorithm>
+
 namespace ringwork {
+namespace {
+
+// A poll that returns at once. (A deadline of "now" would not: gRPC rounds the
+// poller's timeout up to whole milliseconds; ../shared/docs/grpc-transport-facts.md.)
+gpr_timespec Past() { return gpr_inf_past(GPR_CLOCK_MONOTONIC); }
+
+}  // namespace
 
 CompletionQueueLoop::~CompletionQueueLoop() { ShutdownAndJoin(); }
 
 void CompletionQueueLoop::Start() {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "rw-grpc-cq");
+    Run();
+  });
+}
+
+void CompletionQueueLoop::Run() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // A borrower returns the queue without waking this thread (that would cost
+      // the wake-up the borrowing saves): it looks again every linger.
+      const auto linger = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double, std::milli>(std::max(options_.linger_ms, 0.1)));
+      while (!stopping_ && (borrowed_ || Clock::now() < resume_at_)) {
+        changed_.wait_until(lock, borrowed_ ? Clock::now() + linger : resume_at_);
+      }
+      if (stopping_) break;
+      loop_polling_ = true;
+    }
     void* tag = nullptr;
     bool ok = false;
-    // Next() returns false only once the queue is shut down and drained.
-    while (cq_->Next(&tag, &ok)) static_cast<CqTag*>(tag)->OnEvent(ok);
-  });
+    // Blocks until an event: a borrower's kick is one.
+    const grpc::CompletionQueue::NextStatus next =
+        cq_->AsyncNext(&tag, &ok, gpr_inf_future(GPR_CLOCK_MONOTONIC));
+    if (next == grpc::CompletionQueue::GOT_EVENT) Deliver(tag, ok);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      loop_polling_ = false;
+    }
+    changed_.notify_all();
+    if (next == grpc::CompletionQueue::SHUTDOWN) return;
+  }
+  // Shutting down: deliver what is left until the queue is drained.
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq_->Next(&tag, &ok)) Deliver(tag, ok);
+}
+
+void CompletionQueueLoop::Deliver(void* tag, bool ok) {
+  std::lock_guard<std::mutex> lock(dispatch_mu_);
+  static_cast<CqTag*>(tag)->OnEvent(ok);
+}
+
+void CompletionQueueLoop::Kick::OnEvent(bool) {
+  std::lock_guard<std::mutex> lock(loop_->mu_);
+  loop_->kick_pending_ = false;
+}
+
+void CompletionQueueLoop::Borrow() {
+  bool kick = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    borrowed_ = true;
+    kick = loop_polling_ && !kick_pending_;
+    if (kick) kick_pending_ = true;
+  }
+  // Fires at once: the loop thread leaves gRPC and parks. Meanwhile the borrower
+  // may poll too (gRPC allows several pollers; deliveries are serialized).
+  if (kick) kick_alarm_.Set(cq_, Past(), &kick_);
+}
+
+bool CompletionQueueLoop::Poll() {
+  bool any = false;
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq_->AsyncNext(&tag, &ok, Past()) == grpc::CompletionQueue::GOT_EVENT) {
+    Deliver(tag, ok);
+    any = true;
+  }
+  return any;
+}
+
+bool CompletionQueueLoop::PollBlocking(absl::Duration max) {
+  void* tag = nullptr;
+  bool ok = false;
+  const gpr_timespec deadline =
+      gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                   gpr_time_from_micros(absl::ToInt64Microseconds(max), GPR_TIMESPAN));
+  if (cq_->AsyncNext(&tag, &ok, deadline) != grpc::CompletionQueue::GOT_EVENT) return false;
+  Deliver(tag, ok);
+  Poll();
+  return true;
+}
+
+void CompletionQueueLoop::Return(bool resume_now) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    borrowed_ = false;
+    const auto linger = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double, std::milli>(resume_now ? 0 : options_.linger_ms));
+    resume_at_ = Clock::now() + linger;
+  }
+  if (resume_now) changed_.notify_all();
 }
 
 void CompletionQueueLoop::ShutdownAndJoin() {
   if (shut_down_) return;
   shut_down_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
   cq_->Shutdown();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else {
+    // Never started: drain here.
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq_->Next(&tag, &ok)) Deliver(tag, ok);
+  }
 }
 
 }  // namespace ringwork

@@ -1,18 +1,41 @@
-// The thread that drives one gRPC completion queue: every asynchronous gRPC
-// operation of the transport (accepting a peer's stream, reading a frame, writing
-// one) completes here and is handed to the CqTag it was started with.
+// The completion queue of a worker's gRPC traffic and who runs it: every
+// asynchronous gRPC operation of the process (accepting a peer's stream, reading a
+// frame, writing one, answering Join and Heartbeat, the heartbeat calls) completes
+// on this one queue and is handed to the CqTag it was started with.
 //
 //   class ReadDone : public CqTag { void OnEvent(bool ok) override { ... } };
-//   reader->Read(&buffer, &read_done);     // completes on the loop thread
+//   CompletionQueueLoop loop(server->cq());
+//   loop.Start();                              // "rw-grpc-cq" runs completions
+//   reader->Read(&buffer, &read_done);
+//   ...
+//   loop.Borrow();                             // a collective thread runs them
+//   while (!done()) if (!loop.Poll()) loop.PollBlocking(absl::Milliseconds(20));
+//   loop.Return(false);                        // the loop thread resumes later
 //
-// Threads: one, named "rw-grpc-cq". OnEvent implementations must be quick and
-// must not block: they hand data over under a mutex and ring a doorbell.
+// Why lend it: with gRPC's epoll poller one thread at a time waits in epoll for the
+// whole process and hands each completion to the thread that wants it, a wake-up
+// of about 30 us on this machine per message. A collective thread that borrows the
+// queue is that polling thread itself (no other thread of the process polls gRPC
+// while it holds the queue), so a frame that arrives is read, decoded and reduced
+// on the thread that waits for it. After a Return the loop thread resumes only
+// after a linger (Options::linger_ms): steps that wait every few milliseconds keep
+// the queue, and the loop thread is not woken in between.
+//
+// Threads: the loop thread, named "rw-grpc-cq", and one borrower at a time.
+// OnEvent runs on whichever of them delivers the completion, one at a time (under
+// a mutex); implementations must be quick and must not wait for other completions.
 #ifndef RINGWORK_RUNTIME_TRANSPORT_GRPC_CQ_LOOP_H_
 #define RINGWORK_RUNTIME_TRANSPORT_GRPC_CQ_LOOP_H_
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/completion_queue.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
+
+#include "runtime/transport/completion_source.h"
 
 namespace ringwork {
 
@@ -23,22 +46,61 @@ class CqTag {
   virtual void OnEvent(bool ok) = 0;
 };
 
-class CompletionQueueLoop {
+class CompletionQueueLoop : public CompletionSource {
  public:
-  explicit CompletionQueueLoop(grpc::CompletionQueue* cq) : cq_(cq) {}  // Not owned.
-  ~CompletionQueueLoop();
+  struct Options {
+    // After a borrower returns the queue, the loop thread waits this long before it
+    // polls again (a borrower that comes back sooner finds the queue free).
+    double linger_ms = 10;
+  };
+  explicit CompletionQueueLoop(grpc::CompletionQueue* cq) : CompletionQueueLoop(cq, Options()) {}
+  CompletionQueueLoop(grpc::CompletionQueue* cq, Options options)  // `cq` not owned.
+      : cq_(cq), options_(options) {}
+  ~CompletionQueueLoop() override;
   CompletionQueueLoop(const CompletionQueueLoop&) = delete;
   CompletionQueueLoop& operator=(const CompletionQueueLoop&) = delete;
 
   void Start();
   // Shuts the queue down; the thread delivers every remaining event and exits.
-  // Call only when no new operation will be started.
+  // Call only when no new operation will be started and nobody borrows the queue.
   void ShutdownAndJoin();
 
+  // CompletionSource: the borrower's side.
+  void Borrow() override;
+  bool Poll() override;
+  bool PollBlocking(absl::Duration max) override;
+  void Return(bool resume_now) override;
+
  private:
+  using Clock = std::chrono::steady_clock;
+  // Wakes the loop thread out of its wait in gRPC (an alarm that fires at once).
+  class Kick : public CqTag {
+   public:
+    explicit Kick(CompletionQueueLoop* loop) : loop_(loop) {}
+    void OnEvent(bool) override;
+
+   private:
+    CompletionQueueLoop* loop_;
+  };
+
+  void Run();
+  void Deliver(void* tag, bool ok);
+
   grpc::CompletionQueue* cq_;
+  const Options options_;
   std::thread thread_;
   bool shut_down_ = false;
+  std::mutex dispatch_mu_;  // Held while an OnEvent runs.
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool borrowed_ = false;          // Guarded by mu_.
+  bool loop_polling_ = false;      // The loop thread is in gRPC. Guarded by mu_.
+  bool kick_pending_ = false;      // Guarded by mu_.
+  bool stopping_ = false;          // Guarded by mu_.
+  Clock::time_point resume_at_{};  // Guarded by mu_.
+  Kick kick_{this};
+  grpc::Alarm kick_alarm_;
 };
 
 }  // namespace ringwork

@@ -12,30 +12,61 @@
 namespace ringwork {
 
 class WorkerServer::Service final
-    : public proto::Worker::WithRawCallbackMethod_Join<
-          proto::Worker::WithRawCallbackMethod_Heartbeat<
-              proto::Worker::WithRawMethod_Transfer<proto::Worker::Service>>> {
- public:
-  explicit Service(const Handlers* handlers) : handlers_(handlers) {}
+    : public proto::Worker::WithRawMethod_Join<
+          proto::Worker::WithRawMethod_Heartbeat<
+              proto::Worker::WithRawMethod_Transfer<proto::Worker::Service>>> {};
 
-  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* context,
-                                 const grpc::ByteBuffer* request,
-                                 grpc::ByteBuffer* response) override {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(handlers_->join(context, *request, response));
-    return reactor;
+// One Join or Heartbeat call, served on the completion queue: requested, handled
+// on the thread that delivers its arrival (the queue's loop thread, or a collective
+// thread that borrowed the queue), answered, then freed when the answer is sent.
+// The next call of the method is requested before the handler runs.
+class WorkerServer::UnaryCall : public CqTag {
+ public:
+  using Method = UnaryMethod;
+  UnaryCall(WorkerServer* server, Method method) : server_(server), method_(method) {}
+
+  // Requests the call; called with server_->request_mu_ held.
+  void Request() {
+    grpc::ServerCompletionQueue* cq = server_->cq_.get();
+    if (method_ == Method::kJoin) {
+      server_->service_->RequestJoin(&context_, &request_, &responder_, cq, cq, this);
+    } else {
+      server_->service_->RequestHeartbeat(&context_, &request_, &responder_, cq, cq, this);
+    }
   }
-  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
-                                      const grpc::ByteBuffer* request,
-                                      grpc::ByteBuffer* response) override {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(handlers_->heartbeat(context, *request, response));
-    return reactor;
+
+  void OnEvent(bool ok) override {
+    if (answered_ || !ok) {  // The answer went out, or the server is shutting down.
+      delete this;
+      return;
+    }
+    server_->RequestUnary(method_);
+    const WorkerServer::UnaryHandler& handler =
+        method_ == Method::kJoin ? server_->handlers_.join : server_->handlers_.heartbeat;
+    grpc::ByteBuffer response;
+    const grpc::Status status = handler(&context_, request_, &response);
+    answered_ = true;
+    if (status.ok()) {
+      responder_.Finish(response, status, this);
+    } else {
+      responder_.FinishWithError(status, this);
+    }
   }
 
  private:
-  const Handlers* handlers_;  // Not owned.
+  WorkerServer* const server_;  // Not owned.
+  const Method method_;
+  grpc::ServerContext context_;
+  grpc::ByteBuffer request_;
+  grpc::ServerAsyncResponseWriter<grpc::ByteBuffer> responder_{&context_};
+  bool answered_ = false;
 };
+
+void WorkerServer::RequestUnary(UnaryMethod method) {
+  std::lock_guard<std::mutex> lock(request_mu_);
+  if (stop_requests_) return;
+  (new UnaryCall(this, method))->Request();
+}
 
 grpc::Status ParseSmallMessage(const grpc::ByteBuffer& request, size_t max_bytes,
                                google::protobuf::Message* message) {
@@ -114,7 +145,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     size_t max_message_bytes, std::shared_ptr<grpc::ServerCredentials> credentials) {
   std::unique_ptr<WorkerServer> server(new WorkerServer());
   server->handlers_ = handlers;
-  server->service_ = std::make_unique<Service>(&server->handlers_);
+  server->service_ = std::make_unique<Service>();
   grpc::ServerBuilder builder;
   int port = 0;
   // Only this task's own address: never every interface.
@@ -151,12 +182,21 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
 
 WorkerServer::~WorkerServer() { Shutdown(Deadline::AfterSeconds(5)); }
 
-void WorkerServer::StartAccepting() { acceptor_->Request(); }
+void WorkerServer::StartAccepting() {
+  RequestUnary(UnaryMethod::kJoin);
+  RequestUnary(UnaryMethod::kHeartbeat);
+  acceptor_->Request();
+}
 
 void WorkerServer::Shutdown(Deadline deadline) {
   if (shut_down_) return;
   shut_down_ = true;
   if (acceptor_ != nullptr) acceptor_->Stop();
+  {
+    // No call is requested from here on: the queue may be shut down after this.
+    std::lock_guard<std::mutex> lock(request_mu_);
+    stop_requests_ = true;
+  }
   if (server_ != nullptr) server_->Shutdown(ToSystemTime(deadline));
   if (acceptor_ != nullptr) acceptor_->Wait(Deadline::AfterSeconds(5));
 }

@@ -1,9 +1,12 @@
 // The gRPC server every ring member runs on its own TF_CONFIG address (never on
-// 0.0.0.0). It answers Join and Heartbeat (gRPC's callback API, on gRPC's own
-// threads, with the request still raw bytes: the handler authenticates the call
-// before it parses anything, and parses only small messages, ParseSmallMessage) and
-// accepts the peers' Transfer calls (asynchronously, on the completion queue the
-// transport's loop thread drives), handing each to a callback.
+// 0.0.0.0). Everything it serves is asynchronous on one completion queue, the one
+// the transport's CompletionQueueLoop drives (or a collective thread that borrowed
+// it): no gRPC thread of its own polls, so one thread at a time moves every byte of
+// the process. It answers Join and Heartbeat (handlers run on that thread, with the
+// request still raw bytes: the handler authenticates the call before it parses
+// anything, and parses only small messages, ParseSmallMessage; they must be quick
+// and must not wait) and accepts the peers' Transfer calls, handing each to a
+// callback.
 //
 //   WorkerServer::Handlers handlers{join_fn, heartbeat_fn, transfer_fn};
 //   absl::StatusOr<std::unique_ptr<WorkerServer>> server =
@@ -56,7 +59,8 @@ class WorkerServer {
 
   int port() const { return port_; }
   grpc::ServerCompletionQueue* cq() { return cq_.get(); }
-  // Begins accepting Transfer calls.
+  // Begins answering Join and Heartbeat and accepting Transfer calls (the queue
+  // must be driven from here on).
   void StartAccepting();
   // Stops accepting; cancels calls still open at `deadline`. Call before shutting
   // the completion queue down.
@@ -65,7 +69,11 @@ class WorkerServer {
  private:
   class Service;
   class Acceptor;
+  class UnaryCall;
+  enum class UnaryMethod { kJoin, kHeartbeat };
   WorkerServer() = default;
+  // Requests the next call of Join or Heartbeat (unless shutting down).
+  void RequestUnary(UnaryMethod method);
 
   Handlers handlers_;
   std::unique_ptr<Service> service_;
@@ -74,6 +82,8 @@ class WorkerServer {
   std::unique_ptr<Acceptor> acceptor_;
   int port_ = 0;
   bool shut_down_ = false;
+  std::mutex request_mu_;       // Held while requesting a call.
+  bool stop_requests_ = false;  // Guarded by request_mu_.
 };
 
 // Join and Heartbeat messages are a few hundred bytes; no caller makes the server

@@ -1,5 +1,5 @@
-// The worker's server over real loopback gRPC: Join and Heartbeat reach their
-// handlers as raw bytes, small control messages parse, larger ones are refused
+// The worker's server over real loopback gRPC, its queue driven by a
+// CompletionQueueLoop: Join and Heartbeat reach their handlers as raw bytes, small control messages parse, larger ones are refused
 // before parsing; trailing metadata reaches the caller.
 #include "runtime/transport/grpc/worker_server.h"
 
@@ -34,6 +34,8 @@ TEST_CASE("Join and Heartbeat reach their handlers; big control messages are ref
   absl::StatusOr<std::unique_ptr<WorkerServer>> server = WorkerServer::Start(
       HostPort{"127.0.0.1", 0}, "worker:0", handlers, 1 << 20, nullptr);
   REQUIRE(server.ok());
+  CompletionQueueLoop loop((*server)->cq());
+  loop.Start();
   (*server)->StartAccepting();
   auto stub = proto::Worker::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
@@ -76,11 +78,7 @@ TEST_CASE("Join and Heartbeat reach their handlers; big control messages are ref
     CHECK(status.error_message().find("over the limit of 4096 bytes") != std::string::npos);
   }
   (*server)->Shutdown(Deadline::AfterSeconds(2));
-  (*server)->cq()->Shutdown();
-  void* tag;
-  bool ok;
-  while ((*server)->cq()->Next(&tag, &ok)) {
-  }
+  loop.ShutdownAndJoin();
 }
 
 }  // namespace
