@@ -87,10 +87,10 @@ void HeartbeatMonitor::Start() {
 }
 
 void HeartbeatMonitor::Completed(Call* call) {
-  {
-    std::lock_guard<std::mutex> lock(done_mu_);
-    done_.push_back(call);
-  }
+  // Notified under the lock: once the thread has taken the last call, Stop may
+  // return and the monitor go away.
+  std::lock_guard<std::mutex> lock(done_mu_);
+  done_.push_back(call);
   done_cv_.notify_all();
 }
 

@@ -62,7 +62,10 @@ void RuntimeOptions::Register(FlagSet* flags) {
              "workers",
              "RINGWORK_SEGMENT_BYTES");
   flags->String("allreduce_algorithm", &allreduce_algorithm_,
-                "auto, ring or recursive_doubling", "RINGWORK_ALLREDUCE_ALGORITHM");
+                "auto, ring, recursive_doubling or hierarchical (within hosts over shared "
+                "memory, across hosts one ring per local worker; needs the same number of "
+                "workers on every host, else the ring runs)",
+                "RINGWORK_ALLREDUCE_ALGORITHM");
   flags->String("transport", &transport_kind,
                 "auto (shared memory between workers on one host, gRPC otherwise) or "
                 "grpc (gRPC for every peer)",
@@ -125,7 +128,7 @@ absl::Status RuntimeOptions::Finish() {
   if (!ParseAllReduceAlgorithm(allreduce_algorithm_, &collectives.allreduce_algorithm)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--allreduce_algorithm=", allreduce_algorithm_,
-        ": expected auto, ring or recursive_doubling"));
+        ": expected auto, ring, recursive_doubling or hierarchical"));
   }
   if (transport_kind != "auto" && transport_kind != "grpc") {
     return absl::InvalidArgumentError(

@@ -386,11 +386,14 @@ absl::Status WorkerRuntime::JoinRing() {
     }
     kinds.push_back(absl::StrCat(config_.DescribeRank(peer), " ", shm ? "shm" : "grpc"));
   }
-  // Peers over gRPC: a thread waiting in a collective runs gRPC's completions
+  // Peers all over gRPC: a thread waiting in a collective runs gRPC's completions
   // itself (it borrows the queue from rw-grpc-cq), so no wake-up separates a frame's
   // arrival from its reduction, and it spins briefly before it blocks, as it does
   // for shared memory (docs/PERFORMANCE.md: 4 B all-reduce over gRPC 87 -> ~35 us).
-  if (shm_peers < world - 1) transport_->set_completion_source(loop_.get(), shm_peers == 0);
+  // With shared-memory peers too, the waiter sleeps on the doorbell they ring, and
+  // rw-grpc-cq keeps the queue (a thread asleep on the doorbell cannot run gRPC, and
+  // handing the queue over at every sleep costs two wake-ups).
+  if (shm_peers == 0) transport_->set_completion_source(loop_.get());
   transport_->set_spin_us(options_.spin_us >= 0 ? options_.spin_us : 50);
   communicator_ = std::make_unique<Communicator>(transport_.get(), first_step, &progress_);
   std::vector<HeartbeatMonitor::Peer> heartbeat_peers;
@@ -420,8 +423,20 @@ absl::Status WorkerRuntime::JoinRing() {
       });
   heartbeat_->Start();
   RW_RETURN_IF_ERROR(communicator_->AgreeOnSegmentBytes());
+  RW_RETURN_IF_ERROR(communicator_->LearnTopology());
+  const HostTopology& topology = communicator_->topology();
+  if (options_.collectives.allreduce_algorithm == AllReduceAlgorithm::kHierarchical) {
+    if (!topology.uniform()) {
+      RW_LOG(WARNING) << "--allreduce_algorithm=hierarchical needs the same number of workers "
+                      << "on every host; this job has " << topology.ToString()
+                      << ": all-reduces use the ring";
+    } else if (topology.hosts() < 2 || topology.members(0).size() < 2) {
+      RW_LOG(WARNING) << "--allreduce_algorithm=hierarchical on " << topology.ToString()
+                      << " degenerates to a flat ring (it pays with 2+ hosts of 2+ workers)";
+    }
+  }
   RW_LOG(INFO) << "joined the ring: rank " << rank << " of " << world << "; links: "
-               << absl::StrJoin(kinds, ", ") << "; segment "
+               << absl::StrJoin(kinds, ", ") << "; " << topology.ToString() << "; segment "
                << communicator_->segment_bytes() << " bytes; calls "
                << (auth_->enabled() ? "authenticated by the cluster token" : "NOT authenticated")
                << (options_.tls.enabled ? ", mutual TLS" : ", plaintext");

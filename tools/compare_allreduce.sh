@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs, in one go on this machine, the same all-reduce sweep with Ringwork (shared
 # memory, and gRPC alone), OpenMPI's MPI_Allreduce (shared memory, and TCP
-# loopback) and PyTorch 1.13's gloo, and prints the times and the ratios.
+# loopback) and PyTorch 1.13's gloo, and prints the times and the ratios (also
+# Ringwork's gRPC path against MPI over TCP, the cross-host comparison). As root it
+# also runs Ringwork on 2 emulated hosts x 2 workers (tools/emulated_hosts.sh:
+# shared memory within a host, gRPC across), flat ring against hierarchical.
 # Every implementation is measured the same way (see tools/allreduce_bench.cc).
 #
 #   bash tools/compare_allreduce.sh [--num_workers=2] [--max_bytes=67108864] [--runs=5]
@@ -21,7 +24,7 @@ done
 tools/setup.sh --peers
 bazel build -c opt //tools:allreduce_bench //tools/launch:launch >&2
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'if [[ -n ${KEEP_WORK:-} ]]; then echo "kept $work" >&2; else rm -rf "$work"; fi' EXIT
 mpicc -O2 -o "$work/mpi_allreduce_bench" tools/peers/mpi_allreduce_bench.c
 csv="$work/results.csv"
 bench_args=(--min_bytes="$min_bytes" --max_bytes="$max_bytes" --factor="$factor" --runs="$runs" --csv)
@@ -34,6 +37,19 @@ echo "ringwork (gRPC only)..." >&2
 bazel-bin/tools/launch/launch --num_workers="$num_workers" -- \
   bazel-bin/tools/allreduce_bench "${bench_args[@]}" --transport=grpc --label=ringwork-grpc 2>/dev/null |
   sed -n 's/^\[worker:0\] //p' | grep -v '^label' >> "$csv"
+if [[ $(id -u) == 0 ]]; then
+  for algorithm in ring hierarchical; do
+    echo "ringwork (2 emulated hosts x 2 workers, $algorithm)..." >&2
+    # A failed emulated run is reported and leaves the other rows to run.
+    tools/emulated_hosts.sh --hosts=2 --workers_per_host=2 --timeout_s=1800 -- \
+      bazel-bin/tools/allreduce_bench "${bench_args[@]}" --allreduce_algorithm="$algorithm" \
+      --label="ringwork-2x2-$algorithm" 2>/dev/null > "$work/emulated.txt" ||
+      echo "the emulated-hosts run ($algorithm) failed: $(tail -n 3 "$work/emulated.txt")" >&2
+    sed -n 's/^\[worker:0\] //p' "$work/emulated.txt" | grep '^ringwork' >> "$csv" || true
+  done
+else
+  echo "(not root: no emulated hosts)" >&2
+fi
 mpi=(mpirun --allow-run-as-root --oversubscribe -np "$num_workers" --mca pml ob1)
 echo "MPI (shared memory)..." >&2
 "${mpi[@]}" --mca btl self,vader "$work/mpi_allreduce_bench" mpi-shm \

@@ -9,6 +9,12 @@
 #                      per worker)
 #   ringwork, 1 worker 1 worker x 1 thread, global batch 256 / N (the same batch per
 #                      worker: N x this is perfect scaling)
+#   ringwork, gRPC     N workers x 1 thread with --transport=grpc (how workers on
+#                      different hosts talk), on loopback
+#   ringwork, 2x2      2 emulated hosts x 2 workers (tools/emulated_hosts.sh: network
+#                      namespaces, a private /dev/shm per host; shared memory within a
+#                      host, gRPC across, the hierarchical all-reduce): 4 workers on
+#                      this machine's cores. Only as root; skipped otherwise.
 #   DDP, OpenBLAS      N processes x 1 thread, DDP over gloo, OpenBLAS
 #   DDP, ref. BLAS     the same with Debian's reference BLAS (PyTorch's fallback)
 #   1 process          one PyTorch process with N threads, OpenBLAS, no DDP
@@ -66,6 +72,14 @@ for ((run = 1; run <= runs; ++run)); do
   bazel-bin/tools/launch/launch --num_workers=1 -- bazel-bin/tools/train \
     --epochs="$epochs" --global_batch_size=$((256 / num_workers)) --intra_op_threads=1 --verbose=0 \
     --metrics_json="$work/ringwork_one.$run.json" >&2
+  bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/tools/train \
+    --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 --transport=grpc --verbose=0 \
+    --metrics_json="$work/ringwork_grpc.$run.json" >&2
+  if [[ $(id -u) == 0 ]]; then
+    tools/emulated_hosts.sh --hosts=2 --workers_per_host=2 --timeout_s=900 -- \
+      bazel-bin/tools/train --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 \
+      --verbose=0 --metrics_json="$work/ringwork_2x2.$run.json" >&2
+  fi
   torch_run "$work/ddp_openblas.$run.json" "$openblas" "$num_workers" 1
   torch_run "$work/ddp_refblas.$run.json" "$reference_blas" "$num_workers" 1
   torch_run "$work/single.$run.json" "$openblas" 1 "$num_workers"
@@ -77,6 +91,8 @@ work, n, epochs, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 rows = [("ringwork", "ringwork", f"{n} workers x 1 thread"),
         ("ringwork_overlap", "ringwork, overlap thread", f"{n} workers x 1 thread"),
         ("ringwork_one", f"ringwork, batch {256 // n}", "1 worker x 1 thread"),
+        ("ringwork_grpc", "ringwork, gRPC only", f"{n} workers x 1 thread"),
+        ("ringwork_2x2", "ringwork, emulated hosts", "2 hosts x 2 workers"),
         ("ddp_openblas", "pytorch DDP gloo, OpenBLAS", f"{n} processes x 1 thread"),
         ("ddp_refblas", "pytorch DDP gloo, ref. BLAS", f"{n} processes x 1 thread"),
         ("single", "pytorch, OpenBLAS", f"1 process x {n} threads")]
@@ -93,10 +109,14 @@ print(f"# of kernels: samples/s / (workers x {kernel_rate:.0f}), the MLP step al
 print(f"{'':30} {'layout':24} {'samples/s':>10} {'test acc':>9} {'ringwork is':>12} {'of kernels':>11}")
 for key, name, layout in rows:
     results = [json.load(open(f)) for f in sorted(glob.glob(f"{work}/{key}.*.json"))]
+    if not results:  # Emulated hosts need root.
+        print(f"{name:30} {layout:24} {'(skipped: needs root)':>33}")
+        continue
     speed = statistics.median(r["train_samples_per_second"] for r in results)
     accuracy = statistics.median(r["test_accuracy"] for r in results)
     medians[key] = speed
-    ratio = medians["ringwork"] / speed
+    # Emulated hosts run 4 workers on the same cores: no like-for-like ratio.
+    ratio = f"{medians['ringwork'] / speed:>11.2f}x" if key != "ringwork_2x2" else f"{'-':>12}"
     share = f"{speed / (kernel_workers[key] * kernel_rate):.0%}" if key in kernel_workers else "-"
-    print(f"{name:30} {layout:24} {speed:>10.0f} {accuracy:>9.4f} {ratio:>11.2f}x {share:>11}")
+    print(f"{name:30} {layout:24} {speed:>10.0f} {accuracy:>9.4f} {ratio} {share:>11}")
 PY

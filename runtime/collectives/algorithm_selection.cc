@@ -10,13 +10,16 @@ absl::string_view AllReduceAlgorithmName(AllReduceAlgorithm algorithm) {
       return "ring";
     case AllReduceAlgorithm::kRecursiveDoubling:
       return "recursive_doubling";
+    case AllReduceAlgorithm::kHierarchical:
+      return "hierarchical";
   }
   return "?";
 }
 
 bool ParseAllReduceAlgorithm(absl::string_view text, AllReduceAlgorithm* out) {
   for (AllReduceAlgorithm a : {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing,
-                               AllReduceAlgorithm::kRecursiveDoubling}) {
+                               AllReduceAlgorithm::kRecursiveDoubling,
+                               AllReduceAlgorithm::kHierarchical}) {
     if (text == AllReduceAlgorithmName(a)) {
       *out = a;
       return true;
@@ -26,7 +29,26 @@ bool ParseAllReduceAlgorithm(absl::string_view text, AllReduceAlgorithm* out) {
 }
 
 AllReduceAlgorithm ChooseAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
-                                   const CollectiveOptions& options) {
+                                   const CollectiveOptions& options, const HostTopology* topology) {
+  const bool can_be_hierarchical =
+      topology != nullptr && topology->world_size() == world_size && topology->uniform();
+  if (options.allreduce_algorithm == AllReduceAlgorithm::kHierarchical) {
+    return can_be_hierarchical ? AllReduceAlgorithm::kHierarchical : AllReduceAlgorithm::kRing;
+  }
+  const AllReduceAlgorithm flat = ChooseFlatAllReduce(bytes, world_size, max_frame_bytes, options);
+  // Several hosts with several workers each: the ring would cross the network
+  // 2(p-1)/p times per byte through one worker per host; the hierarchical one
+  // 2(H-1)/H times, spread over all of them, with the rest over shared memory.
+  if (options.allreduce_algorithm == AllReduceAlgorithm::kAuto && can_be_hierarchical &&
+      flat == AllReduceAlgorithm::kRing && topology->hosts() >= 2 &&
+      topology->members(0).size() >= 2) {
+    return AllReduceAlgorithm::kHierarchical;
+  }
+  return flat;
+}
+
+AllReduceAlgorithm ChooseFlatAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
+                                       const CollectiveOptions& options) {
   // Recursive doubling moves the whole buffer in one frame per round.
   const bool fits_one_frame = bytes <= max_frame_bytes;
   if (options.allreduce_algorithm == AllReduceAlgorithm::kRecursiveDoubling &&

@@ -7,13 +7,21 @@
 #include <cstddef>
 
 #include "runtime/collectives/collective_options.h"
+#include "runtime/collectives/host_topology.h"
 
 namespace ringwork {
 
 // `bytes` is the all-reduce's size per rank; `max_frame_bytes` the smallest frame
 // limit of the links (recursive doubling sends the whole buffer in one frame).
+// `topology` (null: unknown) allows the hierarchical algorithm: forced, when it is
+// uniform (else the ring runs); automatic, for buffers the ring would carry, with
+// at least 2 hosts of at least 2 workers each.
 AllReduceAlgorithm ChooseAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
-                                   const CollectiveOptions& options);
+                                   const CollectiveOptions& options,
+                                   const HostTopology* topology = nullptr);
+// The choice between the ring and recursive doubling alone.
+AllReduceAlgorithm ChooseFlatAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
+                                       const CollectiveOptions& options);
 
 enum class BroadcastShape { kBinomialTree, kChain };
 BroadcastShape ChooseBroadcast(size_t bytes, int world_size,

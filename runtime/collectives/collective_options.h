@@ -15,6 +15,9 @@ enum class AllReduceAlgorithm {
   kAuto,               // Chosen by size and world size (algorithm_selection.h).
   kRing,               // Bandwidth-optimal: reduce-scatter then all-gather.
   kRecursiveDoubling,  // Latency-optimal: log2(p) full exchanges.
+  // Within hosts over shared memory, across hosts in one ring per local index
+  // (hierarchical_allreduce.h); needs the same number of workers on every host.
+  kHierarchical,
 };
 absl::string_view AllReduceAlgorithmName(AllReduceAlgorithm algorithm);
 bool ParseAllReduceAlgorithm(absl::string_view text, AllReduceAlgorithm* out);

@@ -85,6 +85,78 @@ TEST_CASE("all-reduce: every world, size, dtype and op, each algorithm", "[allre
   }
 }
 
+// Hosts emulated over in-memory links: keys[r] names rank r's host.
+TEST_CASE("hierarchical all-reduce: every layout, size, dtype and op", "[allreduce][hierarchical]") {
+  const std::vector<std::vector<int>> layouts = {
+      {0, 0, 2, 2},        // 2 hosts x 2
+      {0, 0, 2, 2, 4, 4},  // 3 hosts x 2
+      {0, 0, 0, 3, 3, 3},  // 2 hosts x 3
+      {0, 1, 0, 1},        // 2 hosts x 2, ranks interleaved
+      {0, 1, 2, 3},        // 4 hosts x 1: the ring across hosts alone
+      {0, 0, 0},           // 1 host x 3: within the host alone
+  };
+  for (const std::vector<int>& keys : layouts) {
+    const int p = static_cast<int>(keys.size());
+    const HostTopology topology = HostTopology::FromHostKeys(keys);
+    INFO("layout " << topology.ToString() << ", world " << p);
+    CollectiveOptions options;
+    options.allreduce_algorithm = AllReduceAlgorithm::kHierarchical;
+    options.segment_bytes = 64;
+    RunWorld(p, options, [&](int rank, Communicator& comm, std::vector<std::string>& failures) {
+      comm.set_topology(topology);
+      absl::Status st = SweepAllReduce(rank, comm, failures);
+      if (comm.last_allreduce_algorithm() != AllReduceAlgorithm::kHierarchical) {
+        failures.push_back("the forced hierarchical algorithm did not run");
+      }
+      return st;
+    });
+  }
+}
+
+TEST_CASE("hierarchical all-reduce: chosen for large buffers on 2+ hosts of 2+ workers; "
+          "forced on unequal hosts it falls back to the ring", "[allreduce][hierarchical]") {
+  struct Case {
+    std::vector<int> keys;
+    AllReduceAlgorithm forced;
+    size_t n;
+    AllReduceAlgorithm expected;
+  };
+  const size_t large = (1 << 20) / 4, small = 16;
+  const std::vector<Case> cases = {
+      {{0, 0, 2, 2}, AllReduceAlgorithm::kAuto, large, AllReduceAlgorithm::kHierarchical},
+      {{0, 0, 2, 2}, AllReduceAlgorithm::kAuto, small, AllReduceAlgorithm::kRecursiveDoubling},
+      {{0, 1, 2, 3}, AllReduceAlgorithm::kAuto, large, AllReduceAlgorithm::kRing},
+      {{0, 0, 0, 0}, AllReduceAlgorithm::kAuto, large, AllReduceAlgorithm::kRing},
+      {{0, 0, 0, 3}, AllReduceAlgorithm::kHierarchical, large, AllReduceAlgorithm::kRing},
+      {{0, 0, 2, 2}, AllReduceAlgorithm::kRing, large, AllReduceAlgorithm::kRing},
+  };
+  for (const Case& c : cases) {
+    const HostTopology topology = HostTopology::FromHostKeys(c.keys);
+    INFO("layout " << topology.ToString() << ", " << AllReduceAlgorithmName(c.forced) << ", "
+                   << c.n << " floats");
+    CollectiveOptions options;
+    options.allreduce_algorithm = c.forced;
+    RunWorld(static_cast<int>(c.keys.size()), options,
+             [&](int rank, Communicator& comm, std::vector<std::string>& failures) {
+               comm.set_topology(topology);
+               std::vector<float> data(c.n);
+               FillContribution(DataType::kFloat32, ReduceOp::kMean, data.data(), c.n, rank);
+               absl::Status st = comm.AllReduce(data.data(), c.n, DataType::kFloat32, ReduceOp::kMean);
+               if (!st.ok()) return st;
+               const auto want = ExpectedAllReduce(DataType::kFloat32, ReduceOp::kMean, c.n, comm.world_size());
+               if (size_t wrong = CountWrong(DataType::kFloat32, data.data(), want.data(), c.n)) {
+                 failures.push_back(absl::StrCat(wrong, " wrong"));
+               }
+               if (comm.last_allreduce_algorithm() != c.expected) {
+                 failures.push_back(absl::StrCat(
+                     "ran ", AllReduceAlgorithmName(comm.last_allreduce_algorithm()), ", expected ",
+                     AllReduceAlgorithmName(c.expected)));
+               }
+               return absl::OkStatus();
+             });
+  }
+}
+
 TEST_CASE("all-reduce of several MiB, ragged", "[allreduce]") {
   for (int p : {2, 3, 4, 7}) {
     CollectiveOptions options;

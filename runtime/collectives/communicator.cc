@@ -9,6 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "base/check.h"
 #include "base/crash_points.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
 #include "runtime/collectives/algorithm_selection.h"
 #include "runtime/collectives/chunking.h"
 
@@ -25,7 +27,8 @@ Communicator::Communicator(Transport* transport, CollectiveOptions options, Prog
       options_(std::move(options)),
       progress_(progress != nullptr ? progress : &own_progress_),
       timeout_s_(options_.timeout_s),
-      timeout_flag_(options_.timeout_flag) {
+      timeout_flag_(options_.timeout_flag),
+      topology_(HostTopology::OnePerRank(transport->world_size())) {
   max_frame_bytes_ = std::numeric_limits<size_t>::max();
   size_t preferred = std::numeric_limits<size_t>::max();
   for (int peer = 0; peer < transport_->world_size(); ++peer) {
@@ -49,6 +52,35 @@ absl::Status Communicator::AgreeOnSegmentBytes() {
   absl::Status status = AllReduce(&bytes, 1, DataType::kInt64, ReduceOp::kMin);
   if (status.ok()) segment_bytes_ = static_cast<size_t>(bytes);
   return status;
+}
+
+absl::Status Communicator::LearnTopology() {
+  // This rank's host key: the lowest rank among itself and its shared-memory peers.
+  const int p = world_size();
+  std::vector<int32_t> keys(p, 0);
+  int32_t key = rank();
+  for (int peer = 0; peer < p; ++peer) {
+    if (peer != rank() && transport_->link(peer)->kind() == "shm") key = std::min(key, peer);
+  }
+  keys[rank()] = key;
+  RW_RETURN_IF_ERROR(AllGather(&keys[rank()], keys.data(), 1, DataType::kInt32));
+  // Consistent when the ranks with this rank's key are exactly it and its
+  // shared-memory peers; every rank must agree that all are.
+  int32_t consistent = 1;
+  for (int peer = 0; peer < p; ++peer) {
+    if (peer == rank()) continue;
+    const bool shm = transport_->link(peer)->kind() == "shm";
+    if (shm != (keys[peer] == key)) consistent = 0;
+  }
+  RW_RETURN_IF_ERROR(AllReduce(&consistent, 1, DataType::kInt32, ReduceOp::kMin));
+  if (consistent != 1) {
+    RW_LOG(WARNING) << "the workers' views of which of them share a host (shared-memory "
+                    << "links) disagree; each counts as its own host for the choice of "
+                    << "all-reduce algorithm";
+  }
+  topology_ = consistent == 1 ? HostTopology::FromHostKeys(std::vector<int>(keys.begin(), keys.end()))
+                              : HostTopology::OnePerRank(p);
+  return absl::OkStatus();
 }
 
 void Communicator::SetTimeout(double seconds, std::string flag) {
@@ -148,9 +180,13 @@ absl::Status Communicator::AllReduce(void* data, size_t count, DataType dtype,
   return Run(info, [&](const CollectiveContext& ctx) -> absl::Status {
     if (world_size() == 1 || count == 0) return absl::OkStatus();
     const size_t bytes = count * DataTypeSize(dtype);
-    last_allreduce_ = ChooseAllReduce(bytes, world_size(), max_frame_bytes_, options_);
+    last_allreduce_ = ChooseAllReduce(bytes, world_size(), max_frame_bytes_, options_, &topology_);
     if (last_allreduce_ == AllReduceAlgorithm::kRecursiveDoubling) {
       return doubling_.Run(ctx, static_cast<uint8_t*>(data));
+    }
+    if (last_allreduce_ == AllReduceAlgorithm::kHierarchical) {
+      return hierarchical_.Run(ctx, topology_, static_cast<uint8_t*>(data), count,
+                               op == ReduceOp::kMean);
     }
     return ring_.Run(ctx, static_cast<uint8_t*>(data), BalancedChunks(count, world_size()),
                      RingSteps(rank(), world_size(), true, true, op == ReduceOp::kMean));

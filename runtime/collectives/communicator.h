@@ -28,6 +28,8 @@
 #include "observability/timeline.h"
 #include "runtime/collectives/collective_options.h"
 #include "runtime/collectives/dissemination_barrier.h"
+#include "runtime/collectives/hierarchical_allreduce.h"
+#include "runtime/collectives/host_topology.h"
 #include "runtime/collectives/pipelined_broadcast.h"
 #include "runtime/collectives/progress.h"
 #include "runtime/collectives/recursive_doubling_allreduce.h"
@@ -91,6 +93,16 @@ class Communicator {
   // them (ranks with different kinds of links prefer different sizes, and all must
   // cut data the same way). Called once by every rank, before other collectives.
   absl::Status AgreeOnSegmentBytes();
+  // A collective that tells every rank which ranks share a host: the ranks this
+  // one reaches over shared memory (links of kind "shm"). Every rank ends with the
+  // same topology; views that disagree (a rank whose shared-memory peers are not
+  // each other's) leave every rank on its own host. Until it ran, each rank is on
+  // its own host (the hierarchical all-reduce is never chosen).
+  absl::Status LearnTopology();
+  const HostTopology& topology() const { return topology_; }
+  // Sets the topology instead (tests that emulate hosts over in-memory links).
+  // Every rank must set the same one, before the collectives that use it.
+  void set_topology(HostTopology topology) { topology_ = std::move(topology); }
 
  private:
   using Body = std::function<absl::Status(const CollectiveContext&)>;
@@ -116,6 +128,8 @@ class Communicator {
   AllReduceAlgorithm last_allreduce_ = AllReduceAlgorithm::kAuto;
   RingPipeline ring_;
   RecursiveDoublingAllReduce doubling_;
+  HierarchicalAllReduce hierarchical_;
+  HostTopology topology_;
   PipelinedBroadcast broadcast_;
   DisseminationBarrier barrier_;
   std::vector<uint8_t> scratch_;

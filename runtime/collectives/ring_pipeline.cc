@@ -26,10 +26,15 @@ std::vector<PipelineStep> RingSteps(int rank, int p, bool reduce_scatter,
 
 absl::Status RingPipeline::Run(const CollectiveContext& ctx, uint8_t* buffer,
                                const std::vector<ElementRange>& chunks,
-                               const std::vector<PipelineStep>& steps) {
-  const int p = ctx.world_size();
-  const int rank = ctx.rank();
-  const int left = Mod(rank - 1, p), right = Mod(rank + 1, p);
+                               const std::vector<PipelineStep>& steps,
+                               const RingGroup& group) {
+  const bool whole_world = group.members.empty();
+  const int p = whole_world ? ctx.world_size() : static_cast<int>(group.members.size());
+  const int position = whole_world ? ctx.rank() : group.position;
+  const int left = whole_world ? Mod(position - 1, p) : group.members[Mod(position - 1, p)];
+  const int right = whole_world ? Mod(position + 1, p) : group.members[Mod(position + 1, p)];
+  const int mean_divisor = group.mean_divisor > 0 ? group.mean_divisor : p;
+  const uint32_t first_step = group.first_step;
   const size_t steps_count = steps.size();
   if (steps_count == 0) return absl::OkStatus();
   const size_t element = ctx.element_bytes();
@@ -64,7 +69,7 @@ absl::Status RingPipeline::Run(const CollectiveContext& ctx, uint8_t* buffer,
     target = SinkTarget{buffer + s.offset * element, ctx.info.dtype, ctx.info.op,
                         steps[k].reduce};
     Request& request = recvs_.request(index);
-    request.PrepareRecv(left, ctx.Key(static_cast<uint32_t>(k), static_cast<uint32_t>(j)),
+    request.PrepareRecv(left, ctx.Key(first_step + static_cast<uint32_t>(k), static_cast<uint32_t>(j)),
                         ctx.info, s.count * element, MakeSink(&target));
     ctx.transport->PostRecv(&request);
     return absl::OkStatus();
@@ -73,7 +78,7 @@ absl::Status RingPipeline::Run(const CollectiveContext& ctx, uint8_t* buffer,
     const int chunk = steps[k].send_chunk;
     const ElementRange s = segment_of(chunk, j);
     Request& request = sends_.request(send_base[k] + j);
-    request.PrepareSend(right, ctx.Key(static_cast<uint32_t>(k), static_cast<uint32_t>(j)),
+    request.PrepareSend(right, ctx.Key(first_step + static_cast<uint32_t>(k), static_cast<uint32_t>(j)),
                         ctx.info, buffer + s.offset * element, s.count * element);
     ctx.transport->PostSend(&request);
     last_send_[chunk_base[chunk] + j] = &request;
@@ -90,7 +95,7 @@ absl::Status RingPipeline::Run(const CollectiveContext& ctx, uint8_t* buffer,
       RW_RETURN_IF_ERROR(ctx.Wait(&recvs_.request(recv_base[k] + j)));
       if (steps[k].finish_mean) {
         const ElementRange s = segment_of(steps[k].recv_chunk, j);
-        FinishMean(ctx.info.dtype, buffer + s.offset * element, s.count, p);
+        FinishMean(ctx.info.dtype, buffer + s.offset * element, s.count, mean_divisor);
       }
       if (k + 1 < steps_count) {
         post_send(k + 1, j);

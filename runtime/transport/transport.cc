@@ -130,22 +130,16 @@ class ScopedBorrow {
     if (source_ != nullptr) source_->Borrow();
   }
   ~ScopedBorrow() { Return(/*resume_now=*/false); }
-  bool Poll() { return held() && source_->Poll(); }
-  bool PollBlocking(absl::Duration max) { return held() && source_->PollBlocking(max); }
-  // Before this thread sleeps elsewhere or waits for others' completions.
+  bool Poll() { return source_ != nullptr && source_->Poll(); }
+  bool PollBlocking(absl::Duration max) { return source_ != nullptr && source_->PollBlocking(max); }
+  // Before this thread waits for others' completions (failing what is pending).
   void Return(bool resume_now) {
-    if (held()) source_->Return(resume_now);
-    held_ = false;
-  }
-  void Again() {
-    if (source_ != nullptr && !held_) source_->Borrow();
-    held_ = source_ != nullptr;
+    if (source_ != nullptr) source_->Return(resume_now);
+    source_ = nullptr;
   }
 
  private:
-  bool held() const { return source_ != nullptr && held_; }
-  CompletionSource* const source_;
-  bool held_ = true;
+  CompletionSource* source_;
 };
 
 }  // namespace
@@ -201,18 +195,14 @@ absl::Status Transport::Wait(Request* request, Deadline deadline) {
       continue;
     }
     const absl::Duration nap = deadline.RemainingOr(absl::Milliseconds(options_.max_sleep_ms));
-    if (source_ != nullptr && source_only_) {
+    if (source_ != nullptr) {
       // Every link moves by the source: this thread waits in it (in epoll, woken by
       // the socket itself). An abort from elsewhere ends the links' calls, which
       // completes here too; `nap` bounds the rest.
       borrowed.PollBlocking(nap);
       continue;
     }
-    // Shared-memory peers ring the doorbell: sleep on it, and let the source's own
-    // thread run gRPC meanwhile (it rings the doorbell too).
-    borrowed.Return(/*resume_now=*/true);
     bell_.Sleep(seen, nap);
-    borrowed.Again();
   }
 }
 

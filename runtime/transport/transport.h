@@ -70,15 +70,11 @@ class Transport {
   Doorbell* bell() { return &bell_; }
   // Changes Options::spin_us (before the first collective).
   void set_spin_us(double spin_us) { options_.spin_us = spin_us; }
-  // Where links that are not polled by Link::Poll alone get their completions
-  // (gRPC's queue; not owned, outlives the transport's waits): Wait borrows it and
-  // runs them itself. With `only_source` every link's progress comes from it (no
-  // shared-memory peer rings the doorbell), so Wait sleeps in the source instead of
-  // on the doorbell. Before the first collective.
-  void set_completion_source(CompletionSource* source, bool only_source) {
-    source_ = source;
-    source_only_ = only_source;
-  }
+  // Where the links get their completions (gRPC's queue; not owned, outlives the
+  // transport's waits): Wait borrows it, runs them itself, and sleeps in it instead
+  // of on the doorbell. Only for transports whose links all move by the source (no
+  // shared-memory peer, which would ring the doorbell). Before the first collective.
+  void set_completion_source(CompletionSource* source) { source_ = source; }
 
   // Where Wait spent its time, while a log is set (by the communicator, when a
   // timeline records; caller's thread only): in total, and the longest single wait
@@ -128,7 +124,6 @@ class Transport {
   bool pending_failed_ = false;  // Caller thread only.
   WaitLog* wait_log_ = nullptr;  // Caller thread only. Not owned.
   CompletionSource* source_ = nullptr;  // Not owned.
-  bool source_only_ = false;
 };
 
 }  // namespace ringwork

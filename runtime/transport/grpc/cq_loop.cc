@@ -39,9 +39,14 @@ void CompletionQueueLoop::Run() {
     }
     void* tag = nullptr;
     bool ok = false;
-    // Blocks until an event: a borrower's kick is one.
-    const grpc::CompletionQueue::NextStatus next =
-        cq_->AsyncNext(&tag, &ok, gpr_inf_future(GPR_CLOCK_MONOTONIC));
+    // Blocks until an event (a borrower's kick is one) or for one linger: the
+    // borrower may take the kick off the queue before this thread sees it, and
+    // meanwhile polls without blocking (PollBlocking) until this thread is out.
+    const grpc::CompletionQueue::NextStatus next = cq_->AsyncNext(
+        &tag, &ok,
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                     gpr_time_from_micros(static_cast<int64_t>(1000 * std::max(options_.linger_ms, 1.0)),
+                                          GPR_TIMESPAN)));
     if (next == grpc::CompletionQueue::GOT_EVENT) Deliver(tag, ok);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -66,6 +71,11 @@ void CompletionQueueLoop::Kick::OnEvent(bool) {
   loop_->kick_pending_ = false;
 }
 
+bool CompletionQueueLoop::LoopThreadPolling() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return loop_polling_;
+}
+
 void CompletionQueueLoop::Borrow() {
   bool kick = false;
   {
@@ -80,17 +90,29 @@ void CompletionQueueLoop::Borrow() {
 }
 
 bool CompletionQueueLoop::Poll() {
-  bool any = false;
+  // Bounded, so that the caller gets back to its own checks (abort, deadline) even
+  // under a flood of calls.
+  constexpr int kMaxEventsPerPoll = 64;
+  int delivered = 0;
   void* tag = nullptr;
   bool ok = false;
-  while (cq_->AsyncNext(&tag, &ok, Past()) == grpc::CompletionQueue::GOT_EVENT) {
+  while (delivered < kMaxEventsPerPoll &&
+         cq_->AsyncNext(&tag, &ok, Past()) == grpc::CompletionQueue::GOT_EVENT) {
     Deliver(tag, ok);
-    any = true;
+    ++delivered;
   }
-  return any;
+  return delivered > 0;
 }
 
 bool CompletionQueueLoop::PollBlocking(absl::Duration max) {
+  // While the loop thread is still in gRPC's poller (on its way out after the
+  // kick), it is the one that sees sockets: a blocked borrower would not be woken
+  // for a completion it delivers. Poll without blocking until it is out.
+  if (LoopThreadPolling()) {
+    if (Poll()) return true;
+    std::this_thread::yield();
+    return false;
+  }
   void* tag = nullptr;
   bool ok = false;
   const gpr_timespec deadline =

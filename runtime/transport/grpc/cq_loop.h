@@ -15,9 +15,12 @@
 // Why lend it: with gRPC's epoll poller one thread at a time waits in epoll for the
 // whole process and hands each completion to the thread that wants it, a wake-up
 // of about 30 us on this machine per message. A collective thread that borrows the
-// queue is that polling thread itself (no other thread of the process polls gRPC
-// while it holds the queue), so a frame that arrives is read, decoded and reduced
-// on the thread that waits for it. After a Return the loop thread resumes only
+// queue becomes that polling thread itself (in a worker process nothing else polls
+// gRPC during a collective: Join and Heartbeat are served on this queue and the
+// heartbeat calls go out on it; only the startup rendezvous has a queue of its
+// own), so a frame that arrives is read, decoded and reduced on the thread that
+// waits for it. (Several workers in one process, as LocalCluster runs them, share
+// gRPC's poller: correct, only not as fast.) After a Return the loop thread resumes only
 // after a linger (Options::linger_ms): steps that wait every few milliseconds keep
 // the queue, and the loop thread is not woken in between.
 //
@@ -85,6 +88,7 @@ class CompletionQueueLoop : public CompletionSource {
 
   void Run();
   void Deliver(void* tag, bool ok);
+  bool LoopThreadPolling();
 
   grpc::CompletionQueue* cq_;
   const Options options_;

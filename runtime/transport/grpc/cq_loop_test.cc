@@ -82,6 +82,11 @@ TEST_CASE("the loop thread delivers unless a borrower holds the queue", "[grpc]"
   }
   CHECK(on_borrower >= 10);
 
+  // Borrowed for longer than a linger: the loop thread has left gRPC by now (its own
+  // poll ends within a linger) and parked; until then PollBlocking does not block.
+  const auto parked = Clock::now() + std::chrono::milliseconds(150);
+  while (Clock::now() < parked) loop.PollBlocking(absl::Milliseconds(10));
+
   SECTION("nothing pending: Poll returns at once, PollBlocking after its time") {
     const auto start = Clock::now();
     CHECK_FALSE(loop.Poll());

@@ -6,9 +6,10 @@
 // tensor bytes are not copied on the way out; on the way in the sink reads them
 // from the received slices.
 //
-// Threads: the Link methods run on the collective thread; gRPC completions run on
-// the transport's CompletionQueueLoop thread (OnXxx methods). They meet under
-// `mu_`, and no gRPC call is made with `mu_` held.
+// Threads: the Link methods run on the collective thread; gRPC completions (OnXxx
+// methods) run on whichever thread drives the worker's CompletionQueueLoop: its
+// loop thread, or the collective thread itself while it borrows the queue in a
+// wait. They meet under `mu_`, and no gRPC call is made with `mu_` held.
 #ifndef RINGWORK_RUNTIME_TRANSPORT_GRPC_GRPC_LINK_H_
 #define RINGWORK_RUNTIME_TRANSPORT_GRPC_GRPC_LINK_H_
 

@@ -40,7 +40,15 @@ class WorkerServer::UnaryCall : public CqTag {
       delete this;
       return;
     }
-    server_->RequestUnary(method_);
+    // Under request_mu_: once the server has shut down, the queue may be shut down
+    // too, and nothing may be started on it (not even this call's answer).
+    std::unique_lock<std::mutex> lock(server_->request_mu_);
+    if (server_->calls_closed_) {
+      lock.unlock();
+      delete this;
+      return;
+    }
+    server_->RequestUnary_Locked(method_);
     const WorkerServer::UnaryHandler& handler =
         method_ == Method::kJoin ? server_->handlers_.join : server_->handlers_.heartbeat;
     grpc::ByteBuffer response;
@@ -64,6 +72,10 @@ class WorkerServer::UnaryCall : public CqTag {
 
 void WorkerServer::RequestUnary(UnaryMethod method) {
   std::lock_guard<std::mutex> lock(request_mu_);
+  RequestUnary_Locked(method);
+}
+
+void WorkerServer::RequestUnary_Locked(UnaryMethod method) {
   if (stop_requests_) return;
   (new UnaryCall(this, method))->Request();
 }
@@ -198,6 +210,12 @@ void WorkerServer::Shutdown(Deadline deadline) {
     stop_requests_ = true;
   }
   if (server_ != nullptr) server_->Shutdown(ToSystemTime(deadline));
+  {
+    // Calls matched before the shutdown and not yet answered are dropped unanswered
+    // (the server cancelled them): the queue goes next.
+    std::lock_guard<std::mutex> lock(request_mu_);
+    calls_closed_ = true;
+  }
   if (acceptor_ != nullptr) acceptor_->Wait(Deadline::AfterSeconds(5));
 }
 

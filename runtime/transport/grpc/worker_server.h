@@ -74,6 +74,7 @@ class WorkerServer {
   WorkerServer() = default;
   // Requests the next call of Join or Heartbeat (unless shutting down).
   void RequestUnary(UnaryMethod method);
+  void RequestUnary_Locked(UnaryMethod method);
 
   Handlers handlers_;
   std::unique_ptr<Service> service_;
@@ -82,8 +83,9 @@ class WorkerServer {
   std::unique_ptr<Acceptor> acceptor_;
   int port_ = 0;
   bool shut_down_ = false;
-  std::mutex request_mu_;       // Held while requesting a call.
+  std::mutex request_mu_;       // Held while requesting or answering a call.
   bool stop_requests_ = false;  // Guarded by request_mu_.
+  bool calls_closed_ = false;   // The server shut down: answer nothing. Guarded by request_mu_.
 };
 
 // Join and Heartbeat messages are a few hundred bytes; no caller makes the server
