@@ -101,7 +101,7 @@ step_us = float(re.search(r"^MLP training step .*?float32\s+([0-9.]+)",
                           open(f"{work}/kernel_bench.txt").read(), re.M).group(1))
 kernel_rate = 128 / (step_us * 1e-6)  # Samples/s of one worker's kernels, batch 128.
 # Only where each worker's batch is kernel_bench's 128 (global 256 over 2 workers).
-kernel_workers = {"ringwork": n, "ringwork_overlap": n, "ringwork_one": 1} if 256 // n == 128 else {}
+kernel_workers = {"ringwork": n, "ringwork_overlap": n, "ringwork_one": 1, "ringwork_grpc": n} if 256 // n == 128 else {}
 print(f"# MLP 784-256-128-10 on Fashion-MNIST, Adam, global batch 256, {epochs} epochs, "
       f"medians of {runs} runs")
 print(f"# of kernels: samples/s / (workers x {kernel_rate:.0f}), the MLP step alone "
