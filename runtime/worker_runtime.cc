@@ -430,7 +430,7 @@ absl::Status WorkerRuntime::JoinRing() {
       RW_LOG(WARNING) << "--allreduce_algorithm=hierarchical needs the same number of workers "
                       << "on every host; this job has " << topology.ToString()
                       << ": all-reduces use the ring";
-    } else if (topology.hosts() < 2 || topology.members(0).size() < 2) {
+    } else if (!topology.layered()) {
       RW_LOG(WARNING) << "--allreduce_algorithm=hierarchical on " << topology.ToString()
                       << " degenerates to a flat ring (it pays with 2+ hosts of 2+ workers)";
     }

@@ -40,8 +40,7 @@ AllReduceAlgorithm ChooseAllReduce(size_t bytes, int world_size, size_t max_fram
   // 2(p-1)/p times per byte through one worker per host; the hierarchical one
   // 2(H-1)/H times, spread over all of them, with the rest over shared memory.
   if (options.allreduce_algorithm == AllReduceAlgorithm::kAuto && can_be_hierarchical &&
-      flat == AllReduceAlgorithm::kRing && topology->hosts() >= 2 &&
-      topology->members(0).size() >= 2) {
+      flat == AllReduceAlgorithm::kRing && topology->layered()) {
     return AllReduceAlgorithm::kHierarchical;
   }
   return flat;

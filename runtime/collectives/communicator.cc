@@ -58,9 +58,11 @@ absl::Status Communicator::LearnTopology() {
   // This rank's host key: the lowest rank among itself and its shared-memory peers.
   const int p = world_size();
   std::vector<int32_t> keys(p, 0);
+  std::vector<bool> shm(p, false);
   int32_t key = rank();
   for (int peer = 0; peer < p; ++peer) {
-    if (peer != rank() && transport_->link(peer)->kind() == "shm") key = std::min(key, peer);
+    shm[peer] = peer != rank() && transport_->link(peer)->kind() == "shm";
+    if (shm[peer]) key = std::min(key, peer);
   }
   keys[rank()] = key;
   RW_RETURN_IF_ERROR(AllGather(&keys[rank()], keys.data(), 1, DataType::kInt32));
@@ -68,9 +70,7 @@ absl::Status Communicator::LearnTopology() {
   // shared-memory peers; every rank must agree that all are.
   int32_t consistent = 1;
   for (int peer = 0; peer < p; ++peer) {
-    if (peer == rank()) continue;
-    const bool shm = transport_->link(peer)->kind() == "shm";
-    if (shm != (keys[peer] == key)) consistent = 0;
+    if (peer != rank() && shm[peer] != (keys[peer] == key)) consistent = 0;
   }
   RW_RETURN_IF_ERROR(AllReduce(&consistent, 1, DataType::kInt32, ReduceOp::kMin));
   if (consistent != 1) {

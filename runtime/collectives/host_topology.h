@@ -36,6 +36,8 @@ class HostTopology {
   std::vector<int> peers_across(int rank) const;
   // Every host has the same number of ranks.
   bool uniform() const;
+  // uniform(), with 2+ hosts of 2+ ranks: where the hierarchical all-reduce pays.
+  bool layered() const { return uniform() && hosts() >= 2 && members_.front().size() >= 2; }
   // "2 hosts x 2 workers" or "3 hosts (2, 2, 1 workers)".
   std::string ToString() const;
 

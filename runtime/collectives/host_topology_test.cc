@@ -20,6 +20,7 @@ TEST_CASE("host topology from host keys", "[topology]") {
   CHECK(t.members(1) == std::vector<int>{2, 3});
   CHECK(t.peers_across(3) == std::vector<int>{1, 3, 5});
   CHECK(t.ToString() == "3 hosts x 2 workers");
+  CHECK(t.layered());
 
   const HostTopology interleaved = HostTopology::FromHostKeys({0, 1, 0, 1});
   CHECK(interleaved.members(0) == std::vector<int>{0, 2});
@@ -27,12 +28,15 @@ TEST_CASE("host topology from host keys", "[topology]") {
 
   const HostTopology ragged = HostTopology::FromHostKeys({0, 0, 0, 3});
   CHECK_FALSE(ragged.uniform());
+  CHECK_FALSE(ragged.layered());
   CHECK(ragged.ToString() == "2 hosts (3, 1 workers)");
 
   const HostTopology alone = HostTopology::OnePerRank(3);
   CHECK(alone.hosts() == 3);
   CHECK(alone.uniform());
   CHECK(alone.ToString() == "3 hosts x 1 worker");
+  CHECK_FALSE(alone.layered());
+  CHECK_FALSE(HostTopology::FromHostKeys({0, 0, 0}).layered());
 }
 
 }  // namespace

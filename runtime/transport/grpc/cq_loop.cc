@@ -12,6 +12,10 @@ namespace {
 // poller's timeout up to whole milliseconds; ../shared/docs/grpc-transport-facts.md.)
 gpr_timespec Past() { return gpr_inf_past(GPR_CLOCK_MONOTONIC); }
 
+gpr_timespec FromNow(int64_t micros) {
+  return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_micros(micros, GPR_TIMESPAN));
+}
+
 }  // namespace
 
 CompletionQueueLoop::~CompletionQueueLoop() { ShutdownAndJoin(); }
@@ -29,10 +33,8 @@ void CompletionQueueLoop::Run() {
       std::unique_lock<std::mutex> lock(mu_);
       // A borrower returns the queue without waking this thread (that would cost
       // the wake-up the borrowing saves): it looks again every linger.
-      const auto linger = std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double, std::milli>(std::max(options_.linger_ms, 0.1)));
       while (!stopping_ && (borrowed_ || Clock::now() < resume_at_)) {
-        changed_.wait_until(lock, borrowed_ ? Clock::now() + linger : resume_at_);
+        changed_.wait_until(lock, borrowed_ ? Clock::now() + linger_ : resume_at_);
       }
       if (stopping_) break;
       loop_polling_ = true;
@@ -43,10 +45,7 @@ void CompletionQueueLoop::Run() {
     // borrower may take the kick off the queue before this thread sees it, and
     // meanwhile polls without blocking (PollBlocking) until this thread is out.
     const grpc::CompletionQueue::NextStatus next = cq_->AsyncNext(
-        &tag, &ok,
-        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                     gpr_time_from_micros(static_cast<int64_t>(1000 * std::max(options_.linger_ms, 1.0)),
-                                          GPR_TIMESPAN)));
+        &tag, &ok, FromNow(std::chrono::duration_cast<std::chrono::microseconds>(linger_).count()));
     if (next == grpc::CompletionQueue::GOT_EVENT) Deliver(tag, ok);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -115,10 +114,10 @@ bool CompletionQueueLoop::PollBlocking(absl::Duration max) {
   }
   void* tag = nullptr;
   bool ok = false;
-  const gpr_timespec deadline =
-      gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                   gpr_time_from_micros(absl::ToInt64Microseconds(max), GPR_TIMESPAN));
-  if (cq_->AsyncNext(&tag, &ok, deadline) != grpc::CompletionQueue::GOT_EVENT) return false;
+  if (cq_->AsyncNext(&tag, &ok, FromNow(absl::ToInt64Microseconds(max))) !=
+      grpc::CompletionQueue::GOT_EVENT) {
+    return false;
+  }
   Deliver(tag, ok);
   Poll();
   return true;
@@ -128,9 +127,7 @@ void CompletionQueueLoop::Return(bool resume_now) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     borrowed_ = false;
-    const auto linger = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double, std::milli>(resume_now ? 0 : options_.linger_ms));
-    resume_at_ = Clock::now() + linger;
+    resume_at_ = Clock::now() + (resume_now ? Clock::duration::zero() : linger_);
   }
   if (resume_now) changed_.notify_all();
 }

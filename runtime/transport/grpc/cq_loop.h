@@ -33,6 +33,7 @@
 #include <grpcpp/alarm.h>
 #include <grpcpp/completion_queue.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -58,7 +59,9 @@ class CompletionQueueLoop : public CompletionSource {
   };
   explicit CompletionQueueLoop(grpc::CompletionQueue* cq) : CompletionQueueLoop(cq, Options()) {}
   CompletionQueueLoop(grpc::CompletionQueue* cq, Options options)  // `cq` not owned.
-      : cq_(cq), options_(options) {}
+      : cq_(cq),
+        linger_(std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double, std::milli>(std::max(options.linger_ms, 1.0)))) {}
   ~CompletionQueueLoop() override;
   CompletionQueueLoop(const CompletionQueueLoop&) = delete;
   CompletionQueueLoop& operator=(const CompletionQueueLoop&) = delete;
@@ -91,7 +94,7 @@ class CompletionQueueLoop : public CompletionSource {
   bool LoopThreadPolling();
 
   grpc::CompletionQueue* cq_;
-  const Options options_;
+  const Clock::duration linger_;  // Options::linger_ms, at least 1 ms.
   std::thread thread_;
   bool shut_down_ = false;
   std::mutex dispatch_mu_;  // Held while an OnEvent runs.
