@@ -22,6 +22,7 @@
 #include "keras/layers.h"
 #include "keras/sequential.h"
 #include "keras/tensorboard_callback.h"
+#include "keras/training_callbacks.h"
 #include "kernels/dense.h"
 #include "kernels/kernel_context.h"
 #include "kernels/losses.h"

@@ -35,7 +35,13 @@ int main(int argc, char** argv) {
   }
   CompileOptions compile;
   compile.loss = {"sparse_categorical_crossentropy"};
-  compile.optimizer = {.name = "adam", .learning_rate = 1e-3f};
+  compile.optimizer = {.name = "adam"};
+  // A cosine decay after a linear warmup, as tf.keras.optimizers.schedules.CosineDecay.
+  absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> schedule = CosineDecay(
+      {.initial_learning_rate = 0, .decay_steps = 900, .warmup_target = 2e-3, .warmup_steps = 100});
+  if (!schedule.ok()) ExitWithStatus(schedule.status());
+  compile.optimizer.learning_rate_schedule = *schedule;
+  compile.optimizer.clipping.global_clipnorm = 5;
   compile.metrics = {"accuracy"};
   if (absl::Status s = model.Compile(compile); !s.ok()) ExitWithStatus(s);
 
@@ -46,6 +52,9 @@ int main(int argc, char** argv) {
   fit.epochs = 2;
   fit.batch_size = 128;
   fit.validation_data = &test;
+  // Stop when val_loss stops improving; every worker stops at the same epoch.
+  EarlyStopping early_stopping({.monitor = "val_loss", .patience = 2, .restore_best_weights = true});
+  fit.callbacks = {&early_stopping};
   absl::StatusOr<History> history = model.Fit(train, fit);
   if (!history.ok()) ExitWithStatus(history.status());
 

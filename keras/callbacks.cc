@@ -8,6 +8,16 @@
 #include "absl/strings/str_format.h"
 
 namespace ringwork {
+namespace {
+
+// Keras' progress bar: 4 decimals, or 4 significant digits for small values
+// (a learning rate of 1e-5 is not "0.0000").
+std::string LogValue(double value) {
+  return std::fabs(value) > 1e-3 || value == 0 ? absl::StrFormat("%.4f", value)
+                                               : absl::StrFormat("%.4e", value);
+}
+
+}  // namespace
 
 absl::Status History::OnEpochEnd(int64_t, const Logs& logs) {
   for (const auto& [name, value] : logs) history_[name].push_back(value);
@@ -58,12 +68,12 @@ std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const 
   }
   for (const auto& [name, value] : logs) {
     if (name.rfind("val_", 0) == 0 || IsTimingLog(name)) continue;
-    absl::StrAppendFormat(&text, " - %s: %.4f", name, value);
+    absl::StrAppendFormat(&text, " - %s: %s", name, LogValue(value));
   }
   absl::StrAppendFormat(&text, " - %.0f samples/s",
                         run * info_.global_batch_size / std::max(elapsed, 1e-9));
   for (const auto& [name, value] : logs) {
-    if (name.rfind("val_", 0) == 0) absl::StrAppendFormat(&text, " - %s: %.4f", name, value);
+    if (name.rfind("val_", 0) == 0) absl::StrAppendFormat(&text, " - %s: %s", name, LogValue(value));
   }
   // The step breakdown, at an epoch's end: "- step: 62% compute, 21% hidden comm, ...".
   auto figure = [&](const char* name) {

@@ -28,6 +28,10 @@ inline bool IsTimingLog(const std::string& name) {
   return name.rfind("step_breakdown/", 0) == 0 || name.rfind("slowest_worker/", 0) == 0;
 }
 
+// State that steers training besides the weights (the learning rate, callbacks'
+// counters), by name, as checkpoints keep it.
+using TrainingControls = std::map<std::string, std::vector<double>>;
+
 struct TrainInfo {
   int64_t epochs = 0;
   int64_t steps_per_epoch = 0;
@@ -65,12 +69,35 @@ class Callback {
   // A worker received SIGTERM: every worker stops after this step, at `next`.
   virtual absl::Status OnPreempted(const TrainPosition& next) { return absl::OkStatus(); }
 
+  // Decisions. A callback may stop training (Sequential::set_stop_training, Keras'
+  // `model.stop_training = True`) or change the optimizer's learning rate; fit
+  // then takes the chief's decision on every worker (a small broadcast after each
+  // epoch's begin and end callbacks), so no worker is left alone in a collective.
+  // Whether this callback may decide in OnBatchEnd: fit then also takes the
+  // chief's decision after every step. The callbacks of this library that decide
+  // only per epoch (or never) say false; a callback of yours that never decides
+  // may too, to save that broadcast.
+  virtual bool decides_per_batch() const { return true; }
+  // Whether it changes the learning rate: fit then logs "learning_rate" per epoch.
+  virtual bool changes_learning_rate() const { return false; }
+  // Whether it writes checkpoints: fit then runs its OnBatchEnd and OnEpochEnd
+  // after every other callback's and after the decisions are agreed.
+  virtual bool saves_checkpoints() const { return false; }
+
+  // State that BackupAndRestore keeps with the weights and gives back on resume,
+  // after every callback's OnTrainBegin (EarlyStopping's best value and patience
+  // count, ...). `state_name` is unique among one fit's callbacks ("" for none).
+  virtual std::string state_name() const { return ""; }
+  virtual std::vector<double> SaveState() const { return {}; }
+  virtual absl::Status RestoreState(const std::vector<double>& state) { return absl::OkStatus(); }
+
  protected:
   Sequential* model_ = nullptr;
 };
 
 class History : public Callback {
  public:
+  bool decides_per_batch() const override { return false; }
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
   // Per metric, one value per epoch.
   const std::map<std::string, std::vector<double>>& history() const { return history_; }
@@ -90,6 +117,7 @@ class History : public Callback {
 class ProgressBar : public Callback {
  public:
   explicit ProgressBar(std::FILE* out = stdout, double line_interval_s = 5);
+  bool decides_per_batch() const override { return false; }
   absl::Status OnTrainBegin(const TrainInfo& info) override;
   absl::Status OnEpochBegin(int64_t epoch) override;
   absl::Status OnBatchEnd(int64_t step, const Logs& logs) override;

@@ -101,7 +101,7 @@ absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
   }
   restored_ = true;
   restored_at_ = at;
-  model_->ResumeAt(at);
+  model_->ResumeAt(at, loaded->controls);
   if (info.is_chief) {
     RW_LOG(INFO) << "BackupAndRestore: resuming from the backup in " << options_.backup_dir
                  << " at epoch " << at.epoch + 1 << ", step " << at.step_in_epoch;

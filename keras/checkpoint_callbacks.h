@@ -40,6 +40,8 @@ class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(ModelCheckpointOptions options) : options_(std::move(options)) {}
   absl::Status OnTrainBegin(const TrainInfo& info) override;
+  bool decides_per_batch() const override { return false; }
+  bool saves_checkpoints() const override { return true; }
   absl::Status OnEpochBegin(int64_t epoch) override;
   absl::Status OnBatchEnd(int64_t step, const Logs& logs) override;
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
@@ -75,6 +77,8 @@ class BackupAndRestore : public Callback {
  public:
   explicit BackupAndRestore(BackupOptions options) : options_(std::move(options)) {}
   absl::Status OnTrainBegin(const TrainInfo& info) override;
+  bool decides_per_batch() const override { return false; }
+  bool saves_checkpoints() const override { return true; }
   absl::Status OnEpochBegin(int64_t epoch) override;
   absl::Status OnBatchEnd(int64_t step, const Logs& logs) override;
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;

@@ -1,7 +1,11 @@
 // Optimizers, with Keras' names, arguments and update rules (kernels/optimizers.h).
 // State (momentum, Adam's moments) is created on the first step, per variable.
+// The learning rate is a constant (which callbacks such as ReduceLROnPlateau may
+// change between steps) or a schedule of the optimizer's iterations; gradients may
+// be clipped first (gradient_clipping.h).
 //
-//   std::unique_ptr<Optimizer> adam = MakeOptimizer({.name = "adam", .learning_rate = 1e-3});
+//   std::unique_ptr<Optimizer> adam = MakeOptimizer({.name = "adam", .learning_rate = 1e-3,
+//                                                    .clipping = {.global_clipnorm = 1}});
 #ifndef RINGWORK_KERAS_OPTIMIZERS_H_
 #define RINGWORK_KERAS_OPTIMIZERS_H_
 
@@ -12,6 +16,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "keras/gradient_clipping.h"
+#include "keras/learning_rate_schedule.h"
 #include "kernels/optimizers.h"
 #include "strategy/variable.h"
 
@@ -24,6 +30,9 @@ struct OptimizerSpec {
   bool nesterov = false;      // sgd
   float beta_1 = 0.9f, beta_2 = 0.999f, epsilon = 1e-7f;  // adam, adamw
   float weight_decay = 0.004f;  // adamw (Keras' default)
+  // Keras' learning_rate=schedule: replaces learning_rate when set.
+  std::shared_ptr<const LearningRateSchedule> learning_rate_schedule;
+  GradientClipping clipping;  // Of the averaged gradients, before the update.
 };
 
 class Optimizer {
@@ -31,18 +40,26 @@ class Optimizer {
   virtual ~Optimizer() = default;
   const OptimizerSpec& spec() const { return spec_; }
   int64_t iterations() const { return iterations_; }
-  // One update of every variable from its gradient.
+  // The rate of the next update: the schedule's at iterations(), or the constant.
+  float learning_rate() const;
+  // Changes the constant rate (ReduceLROnPlateau, LearningRateScheduler); refused
+  // when a schedule sets the rate, or for a rate that is not positive and finite.
+  absl::Status set_learning_rate(float rate);
+  // One update of every variable from its gradient (clipped first, if asked).
   void Apply(const std::vector<Variable*>& variables);
   // Optimizer state of `v` (slot 0, 1), created zeroed; for checkpoints.
   std::vector<Tensor>& Slots(const Variable* v);
   void set_iterations(int64_t n) { iterations_ = n; }
 
  protected:
-  explicit Optimizer(OptimizerSpec spec) : spec_(std::move(spec)) {}
+  explicit Optimizer(OptimizerSpec spec)
+      : spec_(std::move(spec)), constant_rate_(spec_.learning_rate) {}
   virtual int slot_count() const = 0;
   virtual void Update(Variable* v, std::vector<Tensor>& slots) = 0;
 
   OptimizerSpec spec_;
+  float constant_rate_;  // Without a schedule.
+  float rate_ = 0;       // Of the update being applied.
   int64_t iterations_ = 0;
   std::unordered_map<const Variable*, std::vector<Tensor>> slots_;
 };

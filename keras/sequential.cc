@@ -6,13 +6,14 @@
 #include <chrono>
 #include <sstream>
 
-#include "absl/strings/numbers.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "base/cpu_cores.h"
 #include "base/exit_code.h"
 #include "base/logging.h"
+#include "base/shortest_decimal.h"
 #include "base/termination.h"
 #include "base/status_macros.h"
 #include "keras/step_breakdown.h"
@@ -206,19 +207,20 @@ std::vector<std::string> Sequential::AgreementLines() const {
   const OptimizerSpec& o = compile_options_.optimizer;
   // Numbers exactly, in the fewest digits that give back the same float, so that
   // learning rates differing after the 6th digit do not pass as equal.
-  auto exact = [](float x) {
-    for (int digits = 6; digits < 9; ++digits) {
-      std::string text = absl::StrFormat("%.*g", digits, x);
-      float back = 0;
-      if (absl::SimpleAtof(text, &back) && back == x) return text;
-    }
-    return absl::StrFormat("%.9g", x);
-  };
+  auto exact = [](float x) { return ShortestDecimal(x); };
   lines.push_back(absl::StrCat("optimizer: ", o.name, ", learning_rate ", exact(o.learning_rate),
                                ", momentum ", exact(o.momentum), ", nesterov ", o.nesterov,
                                ", beta_1 ", exact(o.beta_1), ", beta_2 ", exact(o.beta_2),
                                ", epsilon ", exact(o.epsilon), ", weight_decay ",
                                exact(o.weight_decay)));
+  if (o.learning_rate_schedule != nullptr) {
+    lines.push_back(absl::StrCat("learning rate schedule: ", o.learning_rate_schedule->Describe()));
+  }
+  if (o.clipping.active()) {
+    lines.push_back(absl::StrCat("gradient clipping: clipnorm ", exact(o.clipping.clipnorm),
+                                 ", global_clipnorm ", exact(o.clipping.global_clipnorm),
+                                 ", clipvalue ", exact(o.clipping.clipvalue)));
+  }
   lines.push_back(absl::StrCat("precision: ", PrecisionName(compile_options_.precision)));
   // Workers that disagree would send frames of another dtype mid-step: say it now.
   lines.push_back(absl::StrCat("gradient all-reduce compression: ",
@@ -341,6 +343,20 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   std::vector<Callback*> callbacks = {&history};
   if (options.verbose > 0 && strategy_->is_chief()) callbacks.push_back(&progress);
   callbacks.insert(callbacks.end(), options.callbacks.begin(), options.callbacks.end());
+  // Callbacks see the model's fit in progress (SaveControls) until fit returns.
+  fit_callbacks_ = callbacks;
+  absl::Cleanup forget_callbacks = [this] { fit_callbacks_.clear(); };
+  stop_training_ = false;
+  // Checkpointing callbacks end each step and epoch after the others' decisions
+  // are agreed, so that a checkpoint holds the state those decisions left (a
+  // resumed run must not take them again, or miss them).
+  std::vector<Callback*> deciding, checkpointing;
+  for (Callback* c : callbacks) (c->saves_checkpoints() ? checkpointing : deciding).push_back(c);
+  const bool decide_per_batch =
+      std::any_of(callbacks.begin(), callbacks.end(), [](Callback* c) { return c->decides_per_batch(); });
+  const bool log_learning_rate =
+      compile_options_.optimizer.learning_rate_schedule != nullptr ||
+      std::any_of(callbacks.begin(), callbacks.end(), [](Callback* c) { return c->changes_learning_rate(); });
   // Every worker must run the same steps: a difference would misalign collectives.
   int64_t agreed[6] = {steps, -steps, options.epochs, -options.epochs, options.replica_check_steps,
                        -options.replica_check_steps};
@@ -361,6 +377,9 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   if (resume_.has_value()) {
     start = *resume_;
     resume_.reset();
+    const TrainingControls controls = std::move(resume_controls_);
+    resume_controls_.clear();
+    RW_RETURN_IF_ERROR(RestoreControls(controls));
     RW_LOG(INFO) << "resuming at epoch " << start.epoch + 1 << ", step " << start.step_in_epoch
                  << " (" << start.step << " steps done)";
   }
@@ -372,6 +391,7 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   Logs logs;
   for (int64_t epoch = start.epoch; epoch < options.epochs; ++epoch) {
     for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochBegin(epoch));
+    RW_RETURN_IF_ERROR(WithContext(AgreeOnDecisions(), absl::StrCat("epoch ", epoch + 1, ", begin: ")));
     // Loss and metric sums of this epoch over all replicas: [loss * n, n, then
     // (total, count) per metric].
     std::vector<double> epoch_sums(2 + 2 * metrics_.size(), 0.0);
@@ -422,7 +442,9 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
         RW_RETURN_IF_ERROR(at_step(CheckReplicasIdentical(
             strategy_, variables(), absl::StrCat("after step ", global_step + 1))));
       }
-      for (Callback* c : callbacks) RW_RETURN_IF_ERROR(at_step(c->OnBatchEnd(step, logs)));
+      for (Callback* c : deciding) RW_RETURN_IF_ERROR(at_step(c->OnBatchEnd(step, logs)));
+      if (decide_per_batch) RW_RETURN_IF_ERROR(at_step(AgreeOnDecisions()));
+      for (Callback* c : checkpointing) RW_RETURN_IF_ERROR(at_step(c->OnBatchEnd(step, logs)));
       if (preempted_workers > 0) {
         const int64_t done = epoch * steps + step;
         const TrainPosition next =
@@ -433,6 +455,7 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
             static_cast<int64_t>(preempted_workers), " worker(s) received SIGTERM",
             terminating ? " (this one did)" : "", "; rerun the job to resume from its backup"));
       }
+      if (stop_training_) break;  // As Keras: the epoch still ends (validation, callbacks).
     }
     // One collective, on every worker alike: where this epoch's step time went.
     absl::Status agreed = breakdown.EndEpoch(
@@ -446,7 +469,11 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       logs["val_loss"] = val.loss;
       for (const auto& [name, value] : val.metrics) logs["val_" + name] = value;
     }
-    for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs));
+    if (log_learning_rate) logs["learning_rate"] = optimizer_->learning_rate();
+    for (Callback* c : deciding) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs));
+    RW_RETURN_IF_ERROR(WithContext(AgreeOnDecisions(), absl::StrCat("epoch ", epoch + 1, ", end: ")));
+    for (Callback* c : checkpointing) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs));
+    if (stop_training_) break;
   }
   // Every callback ends (one may run collectives), even after another failed.
   absl::Status ended;
@@ -454,6 +481,53 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   RW_RETURN_IF_ERROR(AgreeTrainingEnded(ended));
   for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnTrainCommitted());
   return history;
+}
+
+absl::Status Sequential::AgreeOnDecisions() {
+  // [stop_training, learning rate]: a float's value survives the trip through double.
+  double decisions[2] = {stop_training_ ? 1.0 : 0.0, optimizer_->learning_rate()};
+  RW_RETURN_IF_ERROR(strategy_->communicator()->Broadcast(decisions, 2, DataType::kFloat64, 0));
+  stop_training_ = decisions[0] != 0;
+  const float rate = static_cast<float>(decisions[1]);
+  if (rate != optimizer_->learning_rate()) return optimizer_->set_learning_rate(rate);
+  return absl::OkStatus();
+}
+
+namespace {
+constexpr char kLearningRateControl[] = "optimizer/learning_rate";
+}  // namespace
+
+TrainingControls Sequential::SaveControls() const {
+  TrainingControls controls;
+  if (optimizer_ != nullptr && compile_options_.optimizer.learning_rate_schedule == nullptr) {
+    controls[kLearningRateControl] = {optimizer_->learning_rate()};
+  }
+  std::map<std::string, int> seen;
+  for (const Callback* c : fit_callbacks_) {
+    const std::string name = c->state_name();
+    if (name.empty()) continue;
+    const int n = ++seen[name];
+    controls[n == 1 ? name : absl::StrCat(name, "#", n)] = c->SaveState();
+  }
+  return controls;
+}
+
+absl::Status Sequential::RestoreControls(const TrainingControls& controls) {
+  const auto rate = controls.find(kLearningRateControl);
+  if (rate != controls.end() && rate->second.size() == 1 &&
+      compile_options_.optimizer.learning_rate_schedule == nullptr) {
+    RW_RETURN_IF_ERROR(optimizer_->set_learning_rate(static_cast<float>(rate->second[0])));
+  }
+  std::map<std::string, int> seen;
+  for (Callback* c : fit_callbacks_) {
+    const std::string name = c->state_name();
+    if (name.empty()) continue;
+    const int n = ++seen[name];
+    const auto it = controls.find(n == 1 ? name : absl::StrCat(name, "#", n));
+    if (it == controls.end()) continue;  // Not in this checkpoint: it starts afresh.
+    RW_RETURN_IF_ERROR(c->RestoreState(it->second));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Sequential::AgreeTrainingEnded(const absl::Status& ended) {

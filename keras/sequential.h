@@ -105,8 +105,22 @@ class Sequential {
   absl::StatusOr<float> TrainStep(const struct Batch& batch, float weight = 1.f);
 
   // The next Fit starts at `position` instead of its initial_epoch (a restored
-  // backup: BackupAndRestore calls it from OnTrainBegin).
-  void ResumeAt(const TrainPosition& position) { resume_ = position; }
+  // backup: BackupAndRestore calls it from OnTrainBegin), and gives the learning
+  // rate and the callbacks' state in `controls` back after every OnTrainBegin.
+  void ResumeAt(const TrainPosition& position, TrainingControls controls = {}) {
+    resume_ = position;
+    resume_controls_ = std::move(controls);
+  }
+  // What steers training besides the weights, for checkpoints: the learning rate
+  // (unless a schedule sets it) and the state of fit's callbacks (state_name ->
+  // values; a name used twice gets "#2", ...).
+  TrainingControls SaveControls() const;
+  absl::Status RestoreControls(const TrainingControls& controls);
+
+  // Keras' `model.stop_training`: a callback sets it to end fit after the current
+  // step (from OnBatchEnd) or epoch (from OnEpochEnd); the chief's value decides.
+  void set_stop_training(bool stop) { stop_training_ = stop; }
+  bool stop_training() const { return stop_training_; }
   // Sets every layer's count of training steps run (their random draws).
   void SetTrainingStep(int64_t step);
 
@@ -132,6 +146,8 @@ class Sequential {
   // loss, optimizer, precision, metrics.
   std::vector<std::string> AgreementLines() const;
   void LogThreadChoice() const;
+  // Every worker takes the chief's stop_training and learning rate.
+  absl::Status AgreeOnDecisions();
 
   std::vector<std::unique_ptr<Layer>> layers_;
   std::map<std::string, int> type_counts_;  // For Keras-style layer names.
@@ -151,6 +167,9 @@ class Sequential {
   size_t first_trainable_ = 0;  // Backward runs down to this layer only (set in Build).
   const Tensor* input_ = nullptr;
   std::optional<TrainPosition> resume_;
+  TrainingControls resume_controls_;
+  std::vector<Callback*> fit_callbacks_;  // During Fit. Not owned.
+  bool stop_training_ = false;
 };
 
 }  // namespace ringwork

@@ -73,7 +73,7 @@ absl::Status TensorBoard::OnEpochEnd(int64_t epoch, const Logs& logs) {
       return absl::OkStatus();
     }
   }
-  if (!Written(train_->WriteScalar("epoch_learning_rate", epoch, model_->optimizer()->spec().learning_rate))) {
+  if (!Written(train_->WriteScalar("epoch_learning_rate", epoch, model_->optimizer()->learning_rate()))) {
     return absl::OkStatus();
   }
   const double seconds =

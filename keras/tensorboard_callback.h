@@ -40,6 +40,7 @@ class TensorBoard : public Callback {
  public:
   explicit TensorBoard(TensorBoardOptions options) : options_(std::move(options)) {}
   absl::Status OnTrainBegin(const TrainInfo& info) override;
+  bool decides_per_batch() const override { return false; }
   absl::Status OnEpochBegin(int64_t epoch) override;
   absl::Status OnBatchEnd(int64_t step, const Logs& logs) override;
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;

@@ -1,6 +1,7 @@
 #include "keras/training_state.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 #include <vector>
 
@@ -26,6 +27,7 @@ constexpr char kShardPolicy[] = "shard_policy";
 constexpr char kSeed[] = "shuffle_seed";
 constexpr char kExamplesPerPass[] = "examples_per_pass";
 constexpr char kOptimizerPrefix[] = "optimizer/";
+constexpr char kControlsPrefix[] = "controls/";
 // Broadcast after the tensors: epoch, step in epoch, step, iterations, final, then
 // the settings (TrainSettings, in its field order).
 constexpr int kHeaderWords = 11;
@@ -61,7 +63,7 @@ absl::Status MustBeBuilt(const Sequential& model, const char* doing) {
 // tensor into `staged`, touching nothing of the model.
 absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor>& state,
                           bool include_optimizer, std::vector<Tensor>* staged,
-                          int64_t header[kHeaderWords]) {
+                          int64_t header[kHeaderWords], TrainingControls* controls) {
   RW_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader, CheckpointReader::Open(path));
   const CheckpointManifest& m = reader->manifest();
   std::set<std::string> ours;
@@ -81,6 +83,18 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
     }
   }
   for (const CheckpointTensor& t : m.tensors) {
+    if (absl::StartsWith(t.name, kControlsPrefix)) {
+      if (!include_optimizer) continue;
+      if (t.dtype != DataType::kFloat64 || t.shape.size() != 1) {
+        return MismatchError(absl::StrCat("checkpoint ", path, ": tensor \"", t.name, "\" is ",
+                                          DataTypeName(t.dtype), " ", ShapeString(t.shape),
+                                          ", expected float64 [n]"));
+      }
+      std::vector<double>& values = (*controls)[t.name.substr(sizeof(kControlsPrefix) - 1)];
+      values.resize(static_cast<size_t>(t.shape[0]));
+      RW_RETURN_IF_ERROR(reader->Read(t, values.data()));
+      continue;
+    }
     if (!include_optimizer && absl::StartsWith(t.name, kOptimizerPrefix)) continue;
     if (!ours.count(t.name)) {
       return MismatchError(absl::StrCat("checkpoint ", path, " was written by another model: this model has no \"",
@@ -196,6 +210,11 @@ absl::StatusOr<std::string> WriteOnChief(Sequential& model, CheckpointDirectory*
   for (const StateTensor& s : StateTensors(model, /*include_optimizer=*/true)) {
     tensors.push_back({s.name, DataType::kFloat32, s.tensor->shape(), s.tensor->data()});
   }
+  const TrainingControls controls = model.SaveControls();
+  for (const auto& [name, values] : controls) {
+    tensors.push_back({absl::StrCat(kControlsPrefix, name), DataType::kFloat64,
+                       {static_cast<int64_t>(values.size())}, values.data()});
+  }
   RW_ASSIGN_OR_RETURN(std::string path, dir->Write(manifest, tensors));
   RW_VLOG(1) << "saved " << path << " (step " << position.step << ")";
   return path;
@@ -224,6 +243,47 @@ absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirec
 
 namespace {
 
+// The chief's controls to every worker: their names are the chief's (a worker
+// may lack a callback the chief has), so they travel encoded as int64 words:
+// count, then per control its name's length, its bytes (a word each) and its
+// values' bits.
+absl::Status BroadcastControls(Communicator* comm, bool chief, TrainingControls* controls) {
+  std::vector<int64_t> words;
+  if (chief) {
+    words.push_back(static_cast<int64_t>(controls->size()));
+    for (const auto& [name, values] : *controls) {
+      words.push_back(static_cast<int64_t>(name.size()));
+      for (char c : name) words.push_back(static_cast<unsigned char>(c));
+      words.push_back(static_cast<int64_t>(values.size()));
+      for (double v : values) {
+        int64_t bits;
+        std::memcpy(&bits, &v, sizeof(bits));
+        words.push_back(bits);
+      }
+    }
+  }
+  int64_t size = static_cast<int64_t>(words.size());
+  RW_RETURN_IF_ERROR(comm->Broadcast(&size, 1, DataType::kInt64, 0));
+  words.resize(static_cast<size_t>(size));
+  RW_RETURN_IF_ERROR(comm->Broadcast(words.data(), size, DataType::kInt64, 0));
+  if (chief) return absl::OkStatus();
+  controls->clear();
+  size_t at = 0;
+  const int64_t count = words.at(at++);
+  for (int64_t i = 0; i < count; ++i) {
+    const size_t length = static_cast<size_t>(words.at(at++));
+    std::string name;
+    for (size_t k = 0; k < length; ++k) name += static_cast<char>(words.at(at++));
+    std::vector<double>& values = (*controls)[name];
+    values.resize(static_cast<size_t>(words.at(at++)));
+    for (double& v : values) {
+      const int64_t bits = words.at(at++);
+      std::memcpy(&v, &bits, sizeof(v));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& path,
                                          bool include_optimizer) {
   RW_RETURN_IF_ERROR(MustBeBuilt(model, "restore"));
@@ -231,8 +291,9 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
   const std::vector<StateTensor> state = StateTensors(model, include_optimizer);
   std::vector<Tensor> staged;
   int64_t header[kHeaderWords] = {0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1};
+  TrainingControls controls;
   absl::Status read;
-  if (strategy->is_chief()) read = ReadVerified(path, state, include_optimizer, &staged, header);
+  if (strategy->is_chief()) read = ReadVerified(path, state, include_optimizer, &staged, header, &controls);
   RW_RETURN_IF_ERROR(strategy->ShareChiefStatus(read));
   if (strategy->is_chief()) {
     // Into the existing buffers: kernels may hold on to where the weights live.
@@ -248,10 +309,12 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
   if (include_optimizer) {
     model.optimizer()->set_iterations(header[3]);
     model.SetTrainingStep(header[2]);
+    RW_RETURN_IF_ERROR(BroadcastControls(comm, strategy->is_chief(), &controls));
   }
   return LoadedCheckpoint{TrainPosition{header[0], header[1], header[2]}, header[4] != 0,
                           TrainSettings{header[5], header[6], header[7], header[8], header[9],
-                                        header[10]}};
+                                        header[10]},
+                          std::move(controls)};
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // A model's training state in checkpoints: its variables, its optimizer's slots
-// and iteration count, its layers' random-draw counters and where training is.
+// and iteration count, its layers' random-draw counters, where training is, and
+// what steers it (the learning rate, callbacks' state: float64 tensors
+// "controls/NAME").
 // Restoring it into a model compiled the same way continues training exactly where
 // it stopped (bit-identical with the same thread counts).
 //
@@ -63,6 +65,9 @@ struct LoadedCheckpoint {
   TrainPosition position;
   bool final = false;  // Written at the end of training.
   TrainSettings settings;
+  // The learning rate and callbacks' state (Sequential::SaveControls) when it was
+  // written; empty for LoadWeights and checkpoints of older builds.
+  TrainingControls controls;
 };
 
 // Keras' load_weights: the variables only (the file's optimizer state is left

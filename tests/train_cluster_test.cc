@@ -143,6 +143,31 @@ TEST_CASE("gradients compressed to bfloat16 train as well as float32, replicas i
   CHECK(std::fabs(accuracy["bf16"] - accuracy["none"]) <= 0.005);
 }
 
+TEST_CASE("a schedule, clipping, early stopping and a CSV log from flags, replicas identical", "[train]") {
+  const std::string csv = TempPath("train_log.csv");
+  std::remove(csv.c_str());
+  ProcessCluster cluster({kTrain, 2, false,
+                          {"--epochs=8", "--steps_per_epoch=20", "--validate_each_epoch",
+                           "--lr_schedule=cosine", "--lr_warmup_steps=30", "--global_clipnorm=1",
+                           "--early_stopping_patience=0", "--terminate_on_nan", "--csv_log=" + csv}});
+  std::vector<SubprocessResult> results = cluster.Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  CHECK(Fingerprints(results).size() == 1);
+  int epochs = 0;
+  for (int e = 1; e <= 8; ++e) epochs += results[0].output.find("Epoch " + std::to_string(e) + "/8") != std::string::npos;
+  std::ifstream in(csv);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(line);
+  INFO(results[0].output);
+  REQUIRE(rows.size() == static_cast<size_t>(epochs) + 1);
+  CHECK(rows[0].find("epoch,accuracy,learning_rate,loss,") == 0);
+  // After 20 of the 30 warmup steps the rate is 2/3 of --learning_rate's 0.001.
+  CHECK(rows[1].find(",0.00066666") != std::string::npos);
+}
+
 TEST_CASE("workers that disagree on the gradient compression stop before training (exit 7)", "[train]") {
   ProcessCluster cluster({kTrain, 2, false, {"--epochs=1", "--steps_per_epoch=5", "--verbose=0"}});
   cluster.AddArgs(1, {"--allreduce_compression=bf16"});
@@ -193,6 +218,13 @@ TEST_CASE("bad flags fail at once with exit 2", "[train]") {
       {{"--inter_op_threads=-1"}, "--inter_op_threads=-1: expected 0 (choose from the cores), 1, or 2 and more"},
       {{"--allreduce_compression=fp16"}, "--allreduce_compression=fp16: gradient compression \"fp16\": expected none or bf16"},
       {{"--epochs=many"}, "flag --epochs: expected an integer, got \"many\""},
+      {{"--lr_schedule=step"}, "--lr_schedule=step: expected none, exponential, cosine or piecewise"},
+      {{"--lr_schedule=piecewise", "--lr_boundaries=100", "--lr_values=0.01"},
+       "--lr_schedule=piecewise: PiecewiseConstantDecay: 1 boundaries need 2 values, got 1"},
+      {{"--lr_schedule=piecewise", "--lr_boundaries=1x"}, "--lr_boundaries=1x: \"1x\" is not a number"},
+      {{"--lr_schedule=cosine", "--reduce_lr_patience=2"},
+       "--reduce_lr_patience=2 changes the learning rate, but --lr_schedule=cosine sets it"},
+      {{"--clipnorm=1", "--global_clipnorm=1"}, "clipnorm and global_clipnorm cannot both be set"},
   };
   for (const Case& c : cases) {
     Subprocess::Options options;

@@ -70,6 +70,20 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
   }
   RW_ASSIGN_OR_RETURN(Sequential model, BuildModel(f.model));  // Validates --model early.
   RW_ASSIGN_OR_RETURN(TrainTest data, LoadData(f));
+  if (f.lr_schedule != "none" && f.reduce_lr_patience >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--reduce_lr_patience=", f.reduce_lr_patience, " changes the learning rate, but --lr_schedule=",
+        f.lr_schedule, " sets it: use one of them"));
+  }
+  {
+    // A schedule's default length is the whole run: every epoch's steps.
+    const int64_t examples = data.train.count();
+    const int64_t steps_per_epoch = f.steps_per_epoch > 0
+                                        ? f.steps_per_epoch
+                                        : (examples + f.global_batch_size - 1) / f.global_batch_size;
+    RW_ASSIGN_OR_RETURN(compile.optimizer.learning_rate_schedule,
+                        MakeLearningRateSchedule(f, steps_per_epoch * f.epochs));
+  }
   // Every check a user can trip is done; now join the cluster.
   RW_ASSIGN_OR_RETURN(std::unique_ptr<MultiWorkerMirroredStrategy> strategy,
                       MultiWorkerMirroredStrategy::Create(cluster, options));
@@ -130,6 +144,10 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
       tensorboard = std::make_unique<TensorBoard>(tensorboard_options);
       fit.callbacks.push_back(tensorboard.get());
     }
+    // Early stopping, the rate on a plateau, the CSV log (fit runs the checkpoints'
+    // epoch ends after these, so checkpoints keep their decisions).
+    const std::vector<std::unique_ptr<Callback>> controls = MakeControlCallbacks(f, f.validate_each_epoch);
+    for (const auto& c : controls) fit.callbacks.push_back(c.get());
     const auto train_start = std::chrono::steady_clock::now();
     RW_ASSIGN_OR_RETURN(History history, model.Fit(train, fit));
     const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();

@@ -1,6 +1,13 @@
 #include "tools/train_flags.h"
 
+#include <algorithm>
+#include <type_traits>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
+#include "keras/training_callbacks.h"
 
 namespace ringwork {
 
@@ -69,6 +76,109 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
              "also write batch_loss and batch_<metric> every N steps (0: per epoch only)");
   flags->Int("tensorboard_histogram_freq", &f->tensorboard_histogram_freq,
              "write a histogram of every variable every N epochs (0: never)");
+  flags->String("lr_schedule", &f->lr_schedule,
+                "none (constant --learning_rate), exponential (ExponentialDecay), cosine "
+                "(CosineDecay to 0, after --lr_warmup_steps of linear warmup from 0) or "
+                "piecewise (--lr_boundaries, --lr_values)");
+  flags->Int("lr_decay_steps", &f->lr_decay_steps,
+             "exponential: steps per decay by --lr_decay_rate; cosine: steps of the decay "
+             "(0: every step of the run)");
+  flags->Double("lr_decay_rate", &f->lr_decay_rate, "exponential: the factor per --lr_decay_steps");
+  flags->Int("lr_warmup_steps", &f->lr_warmup_steps, "cosine: steps of linear warmup to --learning_rate");
+  flags->String("lr_boundaries", &f->lr_boundaries, "piecewise: steps where the rate changes, \"1000,2000\"");
+  flags->String("lr_values", &f->lr_values, "piecewise: the rates, one more than boundaries");
+  flags->Double("clipnorm", &f->clipnorm, "clip each variable's averaged gradient to this norm (0: off)");
+  flags->Double("global_clipnorm", &f->global_clipnorm,
+                "clip all averaged gradients together to this global norm (0: off)");
+  flags->Double("clipvalue", &f->clipvalue, "clamp every averaged gradient element to [-c, c] (0: off)");
+  flags->Int("early_stopping_patience", &f->early_stopping_patience,
+             "EarlyStopping: stop after this many epochs without improvement of val_loss "
+             "(loss without --validate_each_epoch) and restore the best weights; -1: off");
+  flags->Int("reduce_lr_patience", &f->reduce_lr_patience,
+             "ReduceLROnPlateau: multiply the rate by --reduce_lr_factor after this many "
+             "epochs without improvement (of what early stopping watches); -1: off");
+  flags->Double("reduce_lr_factor", &f->reduce_lr_factor, "ReduceLROnPlateau's factor");
+  flags->String("csv_log", &f->csv_log, "CSVLogger: the chief writes one row per epoch here");
+  flags->Bool("terminate_on_nan", &f->terminate_on_nan,
+              "TerminateOnNaN: stop after the first step whose loss is NaN or infinite");
+}
+
+namespace {
+
+template <typename T>
+absl::StatusOr<std::vector<T>> ParseList(const char* flag, const std::string& text) {
+  std::vector<T> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    T value;
+    bool ok;
+    if constexpr (std::is_same_v<T, double>) {
+      ok = absl::SimpleAtod(part, &value);
+    } else {
+      ok = absl::SimpleAtoi(part, &value);
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, "=", text, ": \"", part, "\" is not a number"));
+    }
+    out.push_back(value);
+  }
+  return out;
+}
+
+absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> WithFlag(
+    absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> schedule, const TrainFlags& f) {
+  if (schedule.ok()) return schedule;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--lr_schedule=", f.lr_schedule, ": ", schedule.status().message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> MakeLearningRateSchedule(
+    const TrainFlags& f, int64_t run_steps) {
+  const int64_t decay_steps = f.lr_decay_steps > 0 ? f.lr_decay_steps : std::max<int64_t>(1, run_steps);
+  if (f.lr_schedule == "none") return std::shared_ptr<const LearningRateSchedule>();
+  if (f.lr_schedule == "exponential") {
+    return WithFlag(ExponentialDecay({.initial_learning_rate = f.learning_rate,
+                                      .decay_steps = decay_steps,
+                                      .decay_rate = f.lr_decay_rate}),
+                    f);
+  }
+  if (f.lr_schedule == "cosine") {
+    CosineDecayOptions cosine{.initial_learning_rate = f.learning_rate, .decay_steps = decay_steps};
+    if (f.lr_warmup_steps > 0) {
+      cosine.initial_learning_rate = 0;
+      cosine.warmup_target = f.learning_rate;
+      cosine.warmup_steps = f.lr_warmup_steps;
+      if (f.lr_decay_steps <= 0) cosine.decay_steps = std::max<int64_t>(1, run_steps - f.lr_warmup_steps);
+    }
+    return WithFlag(CosineDecay(cosine), f);
+  }
+  if (f.lr_schedule == "piecewise") {
+    RW_ASSIGN_OR_RETURN(std::vector<int64_t> boundaries, ParseList<int64_t>("lr_boundaries", f.lr_boundaries));
+    RW_ASSIGN_OR_RETURN(std::vector<double> values, ParseList<double>("lr_values", f.lr_values));
+    return WithFlag(PiecewiseConstantDecay(std::move(boundaries), std::move(values)), f);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--lr_schedule=", f.lr_schedule, ": expected none, exponential, cosine or piecewise"));
+}
+
+std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f, bool validating) {
+  const std::string monitor = validating ? "val_loss" : "loss";
+  std::vector<std::unique_ptr<Callback>> callbacks;
+  if (f.reduce_lr_patience >= 0) {
+    callbacks.push_back(std::make_unique<ReduceLROnPlateau>(ReduceLROnPlateauOptions{
+        .monitor = monitor, .factor = f.reduce_lr_factor, .patience = f.reduce_lr_patience}));
+  }
+  if (f.early_stopping_patience >= 0) {
+    callbacks.push_back(std::make_unique<EarlyStopping>(EarlyStoppingOptions{
+        .monitor = monitor, .patience = f.early_stopping_patience, .restore_best_weights = true}));
+  }
+  if (f.terminate_on_nan) callbacks.push_back(std::make_unique<TerminateOnNaN>());
+  if (!f.csv_log.empty()) {
+    callbacks.push_back(std::make_unique<CSVLogger>(CSVLoggerOptions{.filename = f.csv_log, .append = true}));
+  }
+  return callbacks;
 }
 
 absl::StatusOr<Sequential> BuildModel(const std::string& name) {
@@ -97,6 +207,13 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {
   compile.loss = {"sparse_categorical_crossentropy", /*from_logits=*/true};
   compile.optimizer.name = f.optimizer;
   compile.optimizer.learning_rate = static_cast<float>(f.learning_rate);
+  compile.optimizer.clipping = {static_cast<float>(f.clipnorm), static_cast<float>(f.global_clipnorm),
+                                static_cast<float>(f.clipvalue)};
+  if (absl::Status valid = compile.optimizer.clipping.Validate(); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--clipnorm=", f.clipnorm, ", --global_clipnorm=",
+                                                   f.global_clipnorm, ", --clipvalue=", f.clipvalue,
+                                                   ": ", valid.message()));
+  }
   compile.metrics = {"accuracy"};
   compile.intra_op_threads = static_cast<int>(f.intra_op_threads);
   compile.seed = static_cast<uint64_t>(f.seed);

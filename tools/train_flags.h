@@ -4,11 +4,14 @@
 #ifndef RINGWORK_TOOLS_TRAIN_FLAGS_H_
 #define RINGWORK_TOOLS_TRAIN_FLAGS_H_
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/flags.h"
 #include "data/fashion_mnist.h"
+#include "keras/learning_rate_schedule.h"
 #include "keras/sequential.h"
 
 namespace ringwork {
@@ -48,6 +51,18 @@ struct TrainFlags {
   std::string tensorboard_dir;
   int64_t tensorboard_update_freq = 0;
   int64_t tensorboard_histogram_freq = 0;
+  // What steers training (keras/learning_rate_schedule.h, training_callbacks.h).
+  std::string lr_schedule = "none";
+  int64_t lr_decay_steps = 0;  // 0: every step of the run.
+  double lr_decay_rate = 0.96;
+  int64_t lr_warmup_steps = 0;
+  std::string lr_boundaries, lr_values;
+  double clipnorm = 0, global_clipnorm = 0, clipvalue = 0;
+  int64_t early_stopping_patience = -1;
+  int64_t reduce_lr_patience = -1;
+  double reduce_lr_factor = 0.1;
+  std::string csv_log;
+  bool terminate_on_nan = false;
 };
 
 void RegisterTrainFlags(FlagSet* flags, TrainFlags* f);
@@ -55,6 +70,12 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f);
 // The model --model names (unbuilt); INVALID_ARGUMENT for an unknown name.
 absl::StatusOr<Sequential> BuildModel(const std::string& name);
 absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f);
+// --lr_schedule's schedule (null for none) for a run of `run_steps` steps.
+absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> MakeLearningRateSchedule(
+    const TrainFlags& f, int64_t run_steps);
+// The callbacks of --early_stopping_patience, --reduce_lr_patience, --csv_log and
+// --terminate_on_nan; they watch val_loss when `validating`, else loss.
+std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f, bool validating);
 // The train and test sets --dataset names.
 absl::StatusOr<TrainTest> LoadData(const TrainFlags& f);
 
