@@ -38,9 +38,10 @@ absl::Status GradientClipping::Validate() const {
           absl::StrCat(name, " must be >= 0 (0: no clipping), got ", value));
     }
   }
-  if (clipnorm > 0 && global_clipnorm > 0) {
+  if ((clipnorm > 0) + (global_clipnorm > 0) + (clipvalue > 0) > 1) {
     return absl::InvalidArgumentError(
-        "clipnorm and global_clipnorm cannot both be set (as in Keras): pick one");
+        "clipnorm, global_clipnorm and clipvalue cannot be combined (Keras refuses clipnorm with "
+        "global_clipnorm, and with clipvalue applies only the first): pick one");
   }
   return absl::OkStatus();
 }

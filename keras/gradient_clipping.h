@@ -6,7 +6,8 @@
 //
 // clipnorm rescales each variable's gradient g to g * c / max(|g|, c);
 // global_clipnorm rescales all of them by c / max(|(g_1, ..., g_n)|, c), as
-// tf.clip_by_global_norm; clipvalue then clamps every element to [-c, c]. 0: off.
+// tf.clip_by_global_norm; clipvalue clamps every element to [-c, c]. 0: off; at
+// most one of them is set.
 // Norms are sums of exact double products in a fixed order: the same bits on every
 // CPU, with or without fused multiply-adds.
 #ifndef RINGWORK_KERAS_GRADIENT_CLIPPING_H_
@@ -25,7 +26,7 @@ struct GradientClipping {
   float clipvalue = 0;
 
   bool active() const { return clipnorm > 0 || global_clipnorm > 0 || clipvalue > 0; }
-  // Keras' rules: each >= 0 and finite; clipnorm and global_clipnorm not both.
+  // Each >= 0 and finite; at most one set.
   absl::Status Validate() const;
 };
 

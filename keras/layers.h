@@ -6,6 +6,9 @@
 //   model.Add(Flatten());
 //   model.Add(Dropout(0.2));
 //   model.Add(Dense(10));                       // logits
+//
+// Layers also: GlobalAveragePooling2D, AveragePooling2D, Reshape, ActivationLayer,
+// LayerNormalization.
 #ifndef RINGWORK_KERAS_LAYERS_H_
 #define RINGWORK_KERAS_LAYERS_H_
 
@@ -38,7 +41,24 @@ struct PoolOptions {
 std::unique_ptr<Layer> MaxPool2D(int64_t pool_size = 2, PoolOptions options = {});
 std::unique_ptr<Layer> AveragePooling2D(int64_t pool_size = 2, PoolOptions options = {});
 
+// Keras' GlobalAveragePooling2D: [height, width, channels] -> [channels], the mean
+// over every position.
+std::unique_ptr<Layer> GlobalAveragePooling2D();
+
 std::unique_ptr<Layer> Flatten();
+// Keras' Reshape: the same values in `target_shape` (no batch dimension); one
+// dimension may be -1, inferred from the others.
+std::unique_ptr<Layer> Reshape(Shape target_shape);
+
+// Keras' LayerNormalization over the last axis: each vector normalized to zero
+// mean and unit variance, then scaled by `gamma` (scale) and shifted by `beta`
+// (center), both trained.
+struct LayerNormalizationOptions {
+  float epsilon = 1e-3f;
+  bool center = true;
+  bool scale = true;
+};
+std::unique_ptr<Layer> LayerNormalization(LayerNormalizationOptions options = {});
 // `seed` makes the masks reproducible; each worker mixes in its rank.
 std::unique_ptr<Layer> Dropout(float rate, uint64_t seed = 0);
 std::unique_ptr<Layer> ActivationLayer(const std::string& activation);

@@ -106,7 +106,7 @@ TEST_CASE("gradient clipping by norm, global norm and value, as Keras", "[clippi
     CHECK(v.grads == std::vector<float>{0.5f, -0.5f, 0.25f});
   }
   CHECK_THAT(std::string(GradientClipping{.clipnorm = 1, .global_clipnorm = 1}.Validate().message()),
-             Contains("cannot both be set"));
+             Contains("cannot be combined"));
   CHECK_THAT(std::string(GradientClipping{.clipvalue = -1}.Validate().message()), Contains("clipvalue must be >= 0"));
   OptimizerSpec spec;
   spec.clipping.clipnorm = NAN;

@@ -24,6 +24,9 @@
 namespace ringwork {
 namespace {
 
+constexpr char kLearningRateControl[] = "optimizer/learning_rate";
+constexpr char kStopTrainingControl[] = "fit/stop_training";
+
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -352,15 +355,18 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   // resumed run must not take them again, or miss them).
   std::vector<Callback*> deciding, checkpointing;
   for (Callback* c : callbacks) (c->saves_checkpoints() ? checkpointing : deciding).push_back(c);
-  const bool decide_per_batch =
+  const bool decides_here =
       std::any_of(callbacks.begin(), callbacks.end(), [](Callback* c) { return c->decides_per_batch(); });
   const bool log_learning_rate =
       compile_options_.optimizer.learning_rate_schedule != nullptr ||
       std::any_of(callbacks.begin(), callbacks.end(), [](Callback* c) { return c->changes_learning_rate(); });
   // Every worker must run the same steps: a difference would misalign collectives.
-  int64_t agreed[6] = {steps, -steps, options.epochs, -options.epochs, options.replica_check_steps,
-                       -options.replica_check_steps};
-  RW_RETURN_IF_ERROR(strategy_->communicator()->AllReduce(agreed, 6, DataType::kInt64, ReduceOp::kMin));
+  // The last slot: whether any worker has a callback that decides per batch (a
+  // callback on some workers only must not leave the others out of a broadcast).
+  int64_t agreed[7] = {steps, -steps, options.epochs, -options.epochs, options.replica_check_steps,
+                       -options.replica_check_steps, decides_here ? -1 : 0};
+  RW_RETURN_IF_ERROR(strategy_->communicator()->AllReduce(agreed, 7, DataType::kInt64, ReduceOp::kMin));
+  const bool decide_per_batch = agreed[6] < 0;
   if (agreed[0] != -agreed[1] || agreed[2] != -agreed[3] || agreed[4] != -agreed[5]) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the workers fit differently: steps per epoch, epochs or replica_check_steps differ (this "
@@ -374,12 +380,19 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     RW_RETURN_IF_ERROR(c->OnTrainBegin(info));
   }
   TrainPosition start{options.initial_epoch, 0, options.initial_epoch * steps};
+  std::optional<float> resumed_rate;  // Of a resume in an epoch's middle.
   if (resume_.has_value()) {
     start = *resume_;
     resume_.reset();
     const TrainingControls controls = std::move(resume_controls_);
     resume_controls_.clear();
     RW_RETURN_IF_ERROR(RestoreControls(controls));
+    const auto rate = controls.find(kLearningRateControl);
+    if (start.step_in_epoch > 0 && rate != controls.end() && rate->second.size() == 1) {
+      // The epoch's begin already set this rate (LearningRateScheduler): it runs
+      // again below and must not set it twice.
+      resumed_rate = static_cast<float>(rate->second[0]);
+    }
     RW_LOG(INFO) << "resuming at epoch " << start.epoch + 1 << ", step " << start.step_in_epoch
                  << " (" << start.step << " steps done)";
   }
@@ -389,8 +402,13 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   StepBreakdown breakdown;
   if (reducer_ != nullptr) reducer_->TakeTiming();  // Counts from this fit on.
   Logs logs;
-  for (int64_t epoch = start.epoch; epoch < options.epochs; ++epoch) {
+  // A backup written after a stop (kept by a SIGTERM at the end) ends training.
+  for (int64_t epoch = start.epoch; epoch < options.epochs && !stop_training_; ++epoch) {
     for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochBegin(epoch));
+    if (resumed_rate.has_value()) {
+      RW_RETURN_IF_ERROR(optimizer_->set_learning_rate(*resumed_rate));
+      resumed_rate.reset();
+    }
     RW_RETURN_IF_ERROR(WithContext(AgreeOnDecisions(), absl::StrCat("epoch ", epoch + 1, ", begin: ")));
     // Loss and metric sums of this epoch over all replicas: [loss * n, n, then
     // (total, count) per metric].
@@ -493,15 +511,12 @@ absl::Status Sequential::AgreeOnDecisions() {
   return absl::OkStatus();
 }
 
-namespace {
-constexpr char kLearningRateControl[] = "optimizer/learning_rate";
-}  // namespace
-
 TrainingControls Sequential::SaveControls() const {
   TrainingControls controls;
   if (optimizer_ != nullptr && compile_options_.optimizer.learning_rate_schedule == nullptr) {
     controls[kLearningRateControl] = {optimizer_->learning_rate()};
   }
+  if (stop_training_) controls[kStopTrainingControl] = {1.0};
   std::map<std::string, int> seen;
   for (const Callback* c : fit_callbacks_) {
     const std::string name = c->state_name();
@@ -518,6 +533,8 @@ absl::Status Sequential::RestoreControls(const TrainingControls& controls) {
       compile_options_.optimizer.learning_rate_schedule == nullptr) {
     RW_RETURN_IF_ERROR(optimizer_->set_learning_rate(static_cast<float>(rate->second[0])));
   }
+  const auto stop = controls.find(kStopTrainingControl);
+  if (stop != controls.end() && stop->second.size() == 1 && stop->second[0] != 0) stop_training_ = true;
   std::map<std::string, int> seen;
   for (Callback* c : fit_callbacks_) {
     const std::string name = c->state_name();
@@ -607,10 +624,16 @@ absl::StatusOr<Tensor> Sequential::Predict(const Tensor& x, int64_t batch_size) 
 }
 
 std::string Sequential::Summary() const {
+  // Keras' columns, widened when a layer's "name (type)" is longer.
+  size_t name_width = 28;
+  for (const auto& layer : layers_) {
+    name_width = std::max(name_width, layer->name().size() + layer->type().size() + 5);
+  }
+  const size_t width = name_width + 37;
   std::ostringstream s;
-  const std::string rule(65, '_'), double_rule(65, '=');
+  const std::string rule(width, '_'), double_rule(width, '=');
   s << "Model: \"sequential\"\n" << rule << "\n";
-  s << absl::StrFormat(" %-28s%-26s%s\n", "Layer (type)", "Output Shape", "Param #");
+  s << absl::StrFormat(" %-*s%-26s%s\n", name_width, "Layer (type)", "Output Shape", "Param #");
   s << double_rule << "\n";
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = *layers_[i];
@@ -618,7 +641,7 @@ std::string Sequential::Summary() const {
     for (int64_t d : l.output_shape()) absl::StrAppend(&shape, ", ", d);
     shape += ")";
     if (!built_) shape = "(unbuilt)";
-    s << absl::StrFormat(" %-28s%-26s%s\n", absl::StrCat(l.name(), " (", l.type(), ")"), shape,
+    s << absl::StrFormat(" %-*s%-26s%s\n", name_width, absl::StrCat(l.name(), " (", l.type(), ")"), shape,
                          WithCommas(l.param_count()));
     if (i + 1 < layers_.size()) s << "\n";
   }

@@ -40,6 +40,26 @@ TEST_CASE("summary lists layers, shapes and Keras' parameter counts", "[sequenti
   CHECK(summary.find("Total params: 235,146") != std::string::npos);
 }
 
+// Central differences of the batch loss against every 3rd element of each
+// variable's gradient from the backward pass.
+void CheckGradientsByFiniteDifferences(Sequential& model, const Batch& batch) {
+  REQUIRE(model.TrainStep(batch).ok());
+  for (Variable* v : model.variables()) {
+    const std::vector<float> grad(v->grad, v->grad + v->size());
+    for (int64_t i = 0; i < v->size(); i += 3) {
+      const float saved = v->value[i], h = 2e-3f;
+      v->value[i] = saved + h;
+      const float up = *model.TrainStep(batch);
+      v->value[i] = saved - h;
+      const float down = *model.TrainStep(batch);
+      v->value[i] = saved;
+      const float numeric = (up - down) / (2 * h);
+      INFO(v->name << "[" << i << "]: backward " << grad[i] << ", finite differences " << numeric);
+      CHECK(grad[i] == Approx(numeric).margin(2e-3).epsilon(0.03));
+    }
+  }
+}
+
 TEST_CASE("gradients below a Flatten match finite differences; no input gradient is needed", "[sequential]") {
   // Flatten first: the backward pass stops at the first Dense layer, which computes
   // its weights' gradients but no input gradient (nobody below would use it).
@@ -55,23 +75,8 @@ TEST_CASE("gradients below a Flatten match finite differences; no input gradient
   batch.features = Tensor({4, 2, 3, 1});
   for (int64_t i = 0; i < batch.features.size(); ++i) batch.features[i] = std::sin(0.7f * static_cast<float>(i));
   batch.labels = {0, 2, 1, 2};
-  REQUIRE(model.TrainStep(batch).ok());
-  std::vector<Variable*> vars = model.variables();
-  REQUIRE(vars.size() == 4);  // dense/kernel, dense/bias, dense_1/kernel, dense_1/bias
-  for (Variable* v : {vars[0], vars[1]}) {
-    const std::vector<float> grad(v->grad, v->grad + v->size());
-    for (int64_t i = 0; i < v->size(); i += 3) {
-      const float saved = v->value[i], h = 1e-2f;
-      v->value[i] = saved + h;
-      const float up = *model.TrainStep(batch);
-      v->value[i] = saved - h;
-      const float down = *model.TrainStep(batch);
-      v->value[i] = saved;
-      const float numeric = (up - down) / (2 * h);
-      INFO(v->name << "[" << i << "]: backward " << grad[i] << ", finite differences " << numeric);
-      CHECK(grad[i] == Approx(numeric).margin(2e-3).epsilon(0.02));
-    }
-  }
+  CheckGradientsByFiniteDifferences(model, batch);
+  CHECK(model.variables().size() == 4);  // dense/kernel, dense/bias, dense_1/kernel, dense_1/bias
 }
 
 TEST_CASE("a model learns synthetic images and reports loss and accuracy", "[sequential]") {
@@ -160,6 +165,52 @@ TEST_CASE("a small CNN trains a step", "[sequential]") {
   CHECK(model.Summary().find("conv2d_1 (Conv2D)") != std::string::npos);
 }
 
+TEST_CASE("LayerNormalization, GlobalAveragePooling2D and Reshape: gradients match finite differences",
+          "[sequential]") {
+  Sequential model;
+  model.Add(Conv2D(4, 3, {.padding = "same", .activation = "tanh"}));
+  model.Add(LayerNormalization());        // Over the 4 channels of each position.
+  model.Add(GlobalAveragePooling2D());    // [3, 3, 4] -> [4]
+  model.Add(Reshape({2, -1}));            // -> [2, 2]
+  model.Add(Flatten());
+  model.Add(Dense(5, {.activation = "tanh"}));
+  model.Add(LayerNormalization({.center = false}));
+  model.Add(Dense(3));
+  CompileOptions options = Options();
+  options.optimizer = {.name = "sgd", .learning_rate = 1e-30f};  // Steps leave the weights as they are.
+  REQUIRE(model.Compile(options).ok());
+  Batch batch;
+  batch.features = Tensor({4, 3, 3, 2});
+  for (int64_t i = 0; i < batch.features.size(); ++i) batch.features[i] = std::sin(0.9f * static_cast<float>(i));
+  batch.labels = {0, 2, 1, 2};
+  CheckGradientsByFiniteDifferences(model, batch);
+  const std::string summary = model.Summary();
+  INFO(summary);
+  CHECK(summary.find(" global_average_pooling2d (GlobalAveragePooling2D)  (None, 4)                 0\n") !=
+        std::string::npos);
+  CHECK(summary.find(" layer_normalization (LayerNormalization)           (None, 3, 3, 4)           8\n") !=
+        std::string::npos);
+  CHECK(summary.find("reshape (Reshape)") != std::string::npos);
+  CHECK(model.param_count() == (3 * 3 * 2 * 4 + 4) + 8 + (4 * 5 + 5) + 5 + (5 * 3 + 3));
+}
+
+TEST_CASE("LayerNormalization gives each vector zero mean and unit variance", "[sequential]") {
+  Sequential model;
+  model.Add(LayerNormalization({.epsilon = 1e-6f}));
+  REQUIRE(model.Compile(Options()).ok());
+  Tensor x({3, 8});
+  for (int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 5) * 3 - 2 + static_cast<float>(i / 8);
+  absl::StatusOr<Tensor> y = model.Predict(x);
+  REQUIRE(y.ok());
+  for (int64_t r = 0; r < 3; ++r) {
+    double mean = 0, squares = 0;
+    for (int64_t c = 0; c < 8; ++c) mean += (*y)[r * 8 + c] / 8.0;
+    for (int64_t c = 0; c < 8; ++c) squares += ((*y)[r * 8 + c] - mean) * ((*y)[r * 8 + c] - mean) / 8.0;
+    CHECK(mean == Approx(0).margin(1e-6));
+    CHECK(squares == Approx(1).epsilon(1e-4));
+  }
+}
+
 TEST_CASE("misconfigured models are refused with clear messages", "[sequential]") {
   {
     Sequential empty;
@@ -181,6 +232,21 @@ TEST_CASE("misconfigured models are refused with clear messages", "[sequential]"
     REQUIRE(model.Compile(Options()).ok());
     auto st = model.Build({3, 3, 1});
     CHECK(std::string(st.message()).find("do not fit a [3, 3, 1] input") != std::string::npos);
+  }
+  {
+    Sequential model;
+    model.Add(Reshape({5, -1}));
+    REQUIRE(model.Compile(Options()).ok());
+    CHECK(std::string(model.Build({3, 4}).message()) ==
+          "building layer reshape for input [3, 4]: reshape: cannot reshape [3, 4] to [5, -1]: the -1 "
+          "dimension cannot be inferred");
+  }
+  {
+    Sequential model;
+    model.Add(GlobalAveragePooling2D());
+    REQUIRE(model.Compile(Options()).ok());
+    CHECK(std::string(model.Build({784}).message()).find(
+              "global_average_pooling2d needs [height, width, channels] inputs, got [784]") != std::string::npos);
   }
   {
     Sequential model = Mlp();

@@ -1,5 +1,8 @@
-// Flatten, Dropout and Activation: layers without weights.
+// Flatten, Reshape, GlobalAveragePooling2D, Dropout and Activation: layers
+// without weights.
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -11,16 +14,12 @@
 namespace ringwork {
 namespace {
 
-class FlattenLayer : public Layer {
+// The same values in another shape: Flatten and Reshape.
+class ReshapingLayer : public Layer {
  public:
-  std::string type() const override { return "Flatten"; }
-  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
-    output_shape_ = {NumElements(input)};
-    return output_shape_;
-  }
   absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool) override {
     *y = x;
-    y->Reshape({x.dim(0), output_shape_[0]});
+    y->Reshape(WithBatch(x.dim(0), output_shape_));
     return absl::OkStatus();
   }
   absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
@@ -30,6 +29,98 @@ class FlattenLayer : public Layer {
     dx->Reshape(x.shape());
     return absl::OkStatus();
   }
+};
+
+class FlattenLayer : public ReshapingLayer {
+ public:
+  std::string type() const override { return "Flatten"; }
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
+    output_shape_ = {NumElements(input)};
+    return output_shape_;
+  }
+};
+
+class ReshapeLayer : public ReshapingLayer {
+ public:
+  explicit ReshapeLayer(Shape target) : target_(std::move(target)) {}
+  std::string type() const override { return "Reshape"; }
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
+    const int64_t total = NumElements(input);
+    int64_t known = 1, unknown = -1;
+    for (size_t i = 0; i < target_.size(); ++i) {
+      if (target_[i] == -1 && unknown < 0) {
+        unknown = static_cast<int64_t>(i);
+      } else if (target_[i] <= 0) {
+        return Mismatch(input, "every dimension must be positive, or one of them -1");
+      } else {
+        known *= target_[i];
+      }
+    }
+    output_shape_ = target_;
+    if (unknown >= 0) {
+      if (total % known != 0) return Mismatch(input, "the -1 dimension cannot be inferred");
+      output_shape_[unknown] = total / known;
+    } else if (known != total) {
+      return Mismatch(input, absl::StrCat(total, " values cannot become ", known));
+    }
+    return output_shape_;
+  }
+ private:
+  absl::Status Mismatch(const Shape& input, const std::string& why) const {
+    return absl::InvalidArgumentError(absl::StrCat(name_, ": cannot reshape ", ShapeString(input), " to ",
+                                                   ShapeString(target_), ": ", why));
+  }
+
+  const Shape target_;
+};
+
+// [n, h, w, c] -> [n, c]: the mean over the h x w positions of each channel.
+class GlobalAveragePoolingLayer : public Layer {
+ public:
+  std::string type() const override { return "GlobalAveragePooling2D"; }
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
+    if (input.size() != 3 || NumElements(input) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, " needs [height, width, channels] inputs, got ", ShapeString(input)));
+    }
+    positions_ = input[0] * input[1];
+    output_shape_ = {input[2]};
+    return output_shape_;
+  }
+  absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool) override {
+    const int64_t batch = x.dim(0), channels = output_shape_[0];
+    y->Resize({batch, channels});
+    std::vector<double> sums(static_cast<size_t>(channels));
+    for (int64_t b = 0; b < batch; ++b) {
+      std::fill(sums.begin(), sums.end(), 0.0);
+      const float* in = x.data() + b * positions_ * channels;
+      for (int64_t p = 0; p < positions_; ++p) {
+        for (int64_t c = 0; c < channels; ++c) sums[c] += in[p * channels + c];
+      }
+      for (int64_t c = 0; c < channels; ++c) {
+        y->data()[b * channels + c] = static_cast<float>(sums[c] / static_cast<double>(positions_));
+      }
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
+                        Tensor* dx) override {
+    if (dx == nullptr) return absl::OkStatus();
+    const int64_t batch = x.dim(0), channels = output_shape_[0];
+    dx->Resize(x.shape());
+    const float share = 1.0f / static_cast<float>(positions_);
+    for (int64_t b = 0; b < batch; ++b) {
+      float* out = dx->data() + b * positions_ * channels;
+      const float* g = dy.data() + b * channels;
+      for (int64_t p = 0; p < positions_; ++p) {
+        for (int64_t c = 0; c < channels; ++c) out[p * channels + c] = g[c] * share;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t positions_ = 0;
 };
 
 class DropoutLayer : public Layer {
@@ -123,6 +214,10 @@ class ActivationLayerImpl : public Layer, public SoftmaxOutput {
 
 }  // namespace
 
+std::unique_ptr<Layer> Reshape(Shape target_shape) {
+  return std::make_unique<ReshapeLayer>(std::move(target_shape));
+}
+std::unique_ptr<Layer> GlobalAveragePooling2D() { return std::make_unique<GlobalAveragePoolingLayer>(); }
 std::unique_ptr<Layer> Flatten() { return std::make_unique<FlattenLayer>(); }
 std::unique_ptr<Layer> Dropout(float rate, uint64_t seed) {
   return std::make_unique<DropoutLayer>(rate, seed);

@@ -23,9 +23,11 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 }
 
 // Keras: accuracy and AUC improve upwards, everything else downwards.
+// (ReduceLROnPlateau's auto mode in Keras looks for "acc" anywhere in the name;
+// EarlyStopping's for names ending in acc, accuracy or auc: both are covered.)
 bool Maximizes(MonitorMode mode, const std::string& monitor) {
   if (mode != MonitorMode::kAuto) return mode == MonitorMode::kMax;
-  return EndsWith(monitor, "acc") || EndsWith(monitor, "accuracy") || EndsWith(monitor, "auc");
+  return monitor.find("acc") != std::string::npos || EndsWith(monitor, "auc");
 }
 
 absl::StatusOr<double> Monitored(const char* callback, const std::string& monitor, const Logs& logs) {
@@ -233,26 +235,36 @@ CSVLogger::~CSVLogger() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-absl::Status CSVLogger::Fail(const char* doing) const {
-  return absl::UnavailableError(absl::StrCat("CSVLogger: cannot ", doing, " ", options_.filename, ": ",
-                                             std::strerror(errno)));
+std::string CSVLogger::Failure(const char* doing) const {
+  return absl::StrCat("CSVLogger: cannot ", doing, " ", options_.filename, ": ", std::strerror(errno));
+}
+
+void CSVLogger::StopWriting(const char* doing) {
+  // As TensorBoard's writer: a full disk must not end the training of every worker.
+  RW_LOG(WARNING) << Failure(doing) << "; no more rows are written";
+  std::fclose(file_);
+  file_ = nullptr;
 }
 
 absl::Status CSVLogger::OnTrainBegin(const TrainInfo& info) {
   keys_.clear();
   header_written_ = false;
-  if (!info.is_chief) return absl::OkStatus();
-  if (options_.filename.empty()) return absl::InvalidArgumentError("CSVLogger needs a filename");
-  if (file_ != nullptr) std::fclose(file_);
-  if (options_.append) {
-    if (std::FILE* existing = std::fopen(options_.filename.c_str(), "r")) {
-      header_written_ = std::fgetc(existing) != EOF;  // Keras: a non-empty file has its header.
-      std::fclose(existing);
+  absl::Status opened;
+  if (options_.filename.empty()) {
+    opened = absl::InvalidArgumentError("CSVLogger needs a filename");
+  } else if (info.is_chief) {
+    if (file_ != nullptr) std::fclose(file_);
+    if (options_.append) {
+      if (std::FILE* existing = std::fopen(options_.filename.c_str(), "r")) {
+        header_written_ = std::fgetc(existing) != EOF;  // Keras: a non-empty file has its header.
+        std::fclose(existing);
+      }
     }
+    file_ = std::fopen(options_.filename.c_str(), options_.append ? "a" : "w");
+    if (file_ == nullptr) opened = absl::InvalidArgumentError(Failure("open"));
   }
-  file_ = std::fopen(options_.filename.c_str(), options_.append ? "a" : "w");
-  if (file_ == nullptr) return Fail("open");
-  return absl::OkStatus();
+  // Every worker learns whether the chief could open it (so none trains on alone).
+  return model_->strategy()->ShareChiefStatus(opened);
 }
 
 absl::Status CSVLogger::OnEpochEnd(int64_t epoch, const Logs& logs) {
@@ -272,7 +284,7 @@ absl::Status CSVLogger::OnEpochEnd(int64_t epoch, const Logs& logs) {
     row.push_back(it == logs.end() ? "NA" : ShortestDecimal(it->second));
   }
   absl::StrAppend(&text, absl::StrJoin(row, sep), "\n");
-  if (std::fputs(text.c_str(), file_) < 0 || std::fflush(file_) != 0) return Fail("write to");
+  if (std::fputs(text.c_str(), file_) < 0 || std::fflush(file_) != 0) StopWriting("write to");
   return absl::OkStatus();
 }
 
@@ -280,7 +292,7 @@ absl::Status CSVLogger::OnTrainEnd(const Logs&) {
   if (file_ == nullptr) return absl::OkStatus();
   const int closed = std::fclose(file_);
   file_ = nullptr;
-  if (closed != 0) return Fail("close");
+  if (closed != 0) RW_LOG(WARNING) << Failure("close");
   return absl::OkStatus();
 }
 

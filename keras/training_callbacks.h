@@ -7,8 +7,9 @@
 //   CSVLogger csv({.filename = "/tmp/train.csv"});
 //   fit.callbacks = {&stop, &plateau, &csv};
 //
-// Their decisions depend only on the logs fit hands them, which are the same on
-// every worker; fit still applies the chief's (callbacks.h), and BackupAndRestore
+// Give every worker the same callbacks. Their decisions depend only on the logs
+// fit hands them, which are the same on every worker; fit still applies the
+// chief's (callbacks.h), and BackupAndRestore
 // keeps their state (best value, patience and cooldown counts, best weights), so a
 // resumed run decides as the uninterrupted one would. A monitored value missing
 // from the logs is an error naming the ones present.
@@ -26,8 +27,8 @@
 
 namespace ringwork {
 
-// Keras' `mode`: kAuto watches accuracy and AUC for increases, anything else for
-// decreases.
+// Keras' `mode`: kAuto watches accuracy ("acc" in the name) and AUC for
+// increases, anything else for decreases.
 enum class MonitorMode { kAuto, kMin, kMax };
 
 struct EarlyStoppingOptions {
@@ -126,7 +127,9 @@ struct CSVLoggerOptions {
 
 // One row per epoch: "epoch" (from 0, as Keras) and every log in name order; a
 // log missing in a later epoch is written as NA. Only the chief writes; each row
-// is flushed when written.
+// is flushed when written. Every worker must have it (they learn at the start
+// whether the chief could open the file: exit 2 if not); a failed write later
+// is a warning, and the rows stop.
 class CSVLogger : public Callback {
  public:
   explicit CSVLogger(CSVLoggerOptions options) : options_(std::move(options)) {}
@@ -137,7 +140,8 @@ class CSVLogger : public Callback {
   absl::Status OnTrainEnd(const Logs& last_epoch) override;
 
  private:
-  absl::Status Fail(const char* doing) const;
+  std::string Failure(const char* doing) const;
+  void StopWriting(const char* doing);
 
   CSVLoggerOptions options_;
   std::FILE* file_ = nullptr;  // The chief's, while training.

@@ -167,6 +167,16 @@ TEST_CASE("a stop asked for in OnBatchEnd is the chief's decision, taken by ever
   CHECK(runs[0].epochs == 1);
   CHECK(runs[0].examples == 3 * kBatch);
 
+  Setup chief_only;  // Only the chief has the callback: the others still take its decision.
+  chief_only.callbacks = [](int rank) {
+    std::vector<std::unique_ptr<Callback>> v;
+    if (rank == 0) v.push_back(std::make_unique<StopOnOneWorker>(4, 0, rank));
+    return v;
+  };
+  std::vector<WorkerRun> alone = Run(chief_only);
+  RequireAllOk(alone);
+  CHECK(alone[0].examples == 4 * kBatch);
+
   Setup other_stops;  // Not the chief: its wish is overruled, nobody hangs.
   other_stops.callbacks = [](int rank) { return One<StopOnOneWorker>(3, 1, rank); };
   std::vector<WorkerRun> all = Run(other_stops);
@@ -370,6 +380,78 @@ TEST_CASE("a run resumed from its backup keeps the rate, the callbacks' state an
   RequireAllOk(cosine_resumed);
   CHECK(cosine_resumed[0].weights == cosine[0].weights);
   CHECK(cosine_resumed[0].learning_rate == cosine[0].learning_rate);
+}
+
+// Fails every worker after global step `at` (from 1).
+class FailAfterStep : public Callback {
+ public:
+  explicit FailAfterStep(int64_t at) : at_(at) {}
+  bool decides_per_batch() const override { return false; }
+  absl::Status OnBatchEnd(int64_t, const Logs&) override {
+    return ++done_ == at_ ? PeerError("simulated failure") : absl::OkStatus();
+  }
+
+ private:
+  int64_t at_, done_ = 0;
+};
+
+TEST_CASE("a resume in an epoch's middle does not apply the epoch's LearningRateScheduler twice",
+          "[callbacks][backup]") {
+  auto halving = [](const std::string& dir, int64_t fail_after) {
+    Setup s;
+    s.epochs = 3;
+    s.optimizer = {.name = "sgd", .learning_rate = 0.2f};
+    s.callbacks = [=](int) {
+      std::vector<std::unique_ptr<Callback>> v;
+      if (!dir.empty()) {
+        v.push_back(std::make_unique<BackupAndRestore>(BackupOptions{.backup_dir = dir, .save_freq_steps = 5}));
+      }
+      v.push_back(std::make_unique<LearningRateScheduler>([](int64_t, double rate) { return rate * 0.5; }));
+      if (fail_after > 0) v.push_back(std::make_unique<FailAfterStep>(fail_after));
+      return v;
+    };
+    return s;
+  };
+  std::vector<WorkerRun> expected = Run(halving("", 0));
+  RequireAllOk(expected);
+  CHECK(expected[0].learning_rate == 0.025f);
+  const std::string dir = FreshTestDir("backup_scheduler_mid_epoch");
+  Run(halving(dir, 17));  // The backup after step 15: epoch 2, step 5.
+  std::vector<WorkerRun> resumed = Run(halving(dir, 0));
+  RequireAllOk(resumed);
+  CHECK(resumed[0].learning_rate == expected[0].learning_rate);
+  CHECK(resumed[0].weights == expected[0].weights);
+}
+
+// Fails OnTrainEnd, so that the backup is kept (as a SIGTERM at the end would).
+class FailTrainEnd : public Callback {
+ public:
+  bool decides_per_batch() const override { return false; }
+  absl::Status OnTrainEnd(const Logs&) override { return PeerError("simulated failure at the end"); }
+};
+
+TEST_CASE("a backup written after EarlyStopping stopped training resumes as stopped", "[callbacks][backup]") {
+  auto stopping = [](const std::string& dir, bool fail_end) {
+    Setup s;
+    s.epochs = 6;
+    s.callbacks = [=](int) {
+      std::vector<std::unique_ptr<Callback>> v;
+      if (!dir.empty()) v.push_back(std::make_unique<BackupAndRestore>(BackupOptions{.backup_dir = dir}));
+      v.push_back(std::make_unique<EarlyStopping>(EarlyStoppingOptions{.min_delta = 10, .patience = 1}));
+      if (fail_end) v.push_back(std::make_unique<FailTrainEnd>());
+      return v;
+    };
+    return s;
+  };
+  std::vector<WorkerRun> expected = Run(stopping("", false));
+  RequireAllOk(expected);
+  CHECK(expected[0].epochs == 2);
+  const std::string dir = FreshTestDir("backup_after_stop");
+  for (const WorkerRun& run : Run(stopping(dir, true))) CHECK(ExitCodeFor(run.status) == kPeerFailure);
+  std::vector<WorkerRun> resumed = Run(stopping(dir, false));
+  RequireAllOk(resumed);
+  CHECK(resumed[0].epochs == 0);  // Nothing more to train.
+  CHECK(resumed[0].weights == expected[0].weights);
 }
 
 }  // namespace

@@ -321,6 +321,9 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
 
 absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std::string& path) {
   RW_ASSIGN_OR_RETURN(LoadedCheckpoint loaded, Restore(model, path, /*include_optimizer=*/true));
+  // The learning rate as it was (a plateau may have lowered it); callbacks' state
+  // needs a fit to go to (BackupAndRestore gives it there).
+  RW_RETURN_IF_ERROR(model.RestoreControls(loaded.controls));
   return loaded.position;
 }
 

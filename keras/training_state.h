@@ -56,7 +56,8 @@ absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirec
                                               const TrainPosition& position, bool final,
                                               const TrainInfo* info = nullptr);
 
-// Restores the state from checkpoint `path` (read on the chief). Errors: DATA_LOSS
+// Restores the state from checkpoint `path` (read on the chief), with the
+// learning rate it recorded. Errors: DATA_LOSS
 // (exit 5) for a corrupt or missing file, FAILED_PRECONDITION (exit 7) for a
 // checkpoint of another model, each naming the file and the tensor.
 absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std::string& path);

@@ -224,7 +224,7 @@ TEST_CASE("bad flags fail at once with exit 2", "[train]") {
       {{"--lr_schedule=piecewise", "--lr_boundaries=1x"}, "--lr_boundaries=1x: \"1x\" is not a number"},
       {{"--lr_schedule=cosine", "--reduce_lr_patience=2"},
        "--reduce_lr_patience=2 changes the learning rate, but --lr_schedule=cosine sets it"},
-      {{"--clipnorm=1", "--global_clipnorm=1"}, "clipnorm and global_clipnorm cannot both be set"},
+      {{"--clipnorm=1", "--global_clipnorm=1"}, "clipnorm, global_clipnorm and clipvalue cannot be combined"},
   };
   for (const Case& c : cases) {
     Subprocess::Options options;
