@@ -8,18 +8,48 @@ std::vector<Variable*> Layer::variables() const {
   return out;
 }
 
-int64_t Layer::param_count() const {
+std::vector<Variable*> Layer::non_trainable_variables() const {
+  std::vector<Variable*> out;
+  for (const auto& v : non_trainable_) out.push_back(v.get());
+  return out;
+}
+
+std::vector<Variable*> Layer::weights() const {
+  std::vector<Variable*> out = variables();
+  for (const auto& v : non_trainable_) out.push_back(v.get());
+  return out;
+}
+
+int64_t Layer::trainable_param_count() const {
   int64_t n = 0;
   for (const auto& v : variables_) n += v->size();
   return n;
 }
 
-Variable* Layer::AddVariable(const std::string& suffix, Shape shape) {
+int64_t Layer::param_count() const {
+  int64_t n = trainable_param_count();
+  for (const auto& v : non_trainable_) n += v->size();
+  return n;
+}
+
+namespace {
+
+Variable* Add(std::vector<std::unique_ptr<Variable>>& to, const std::string& name, Shape shape) {
   auto variable = std::make_unique<Variable>();
-  variable->name = name_ + "/" + suffix;
+  variable->name = name;
   variable->value = Tensor(std::move(shape));
-  variables_.push_back(std::move(variable));
-  return variables_.back().get();
+  to.push_back(std::move(variable));
+  return to.back().get();
+}
+
+}  // namespace
+
+Variable* Layer::AddVariable(const std::string& suffix, Shape shape) {
+  return Add(variables_, name_ + "/" + suffix, std::move(shape));
+}
+
+Variable* Layer::AddNonTrainableVariable(const std::string& suffix, Shape shape) {
+  return Add(non_trainable_, name_ + "/" + suffix, std::move(shape));
 }
 
 }  // namespace ringwork

@@ -45,8 +45,16 @@ class Layer {
   virtual absl::Status Backward(KernelContext& k, const Tensor& x, const Tensor& y,
                                 const Tensor& dy, Tensor* dx) = 0;
 
+  // Trainable variables (gradients, the optimizer).
   std::vector<Variable*> variables() const;
-  int64_t param_count() const;
+  // Keras' non-trainable weights (BatchNormalization's moving statistics): saved,
+  // broadcast from the chief and compared across replicas as the trainable ones,
+  // never trained.
+  std::vector<Variable*> non_trainable_variables() const;
+  // Trainable, then non-trainable (Keras' layer.weights).
+  std::vector<Variable*> weights() const;
+  int64_t param_count() const;  // Of every weight, as Keras' summary counts them.
+  int64_t trainable_param_count() const;
   const Shape& output_shape() const { return output_shape_; }
   // The activation applied last inside this layer ("softmax" matters to losses).
   virtual std::string activation_name() const { return ""; }
@@ -56,12 +64,23 @@ class Layer {
   // it); restored with a checkpoint, so that a resumed run draws the same masks.
   virtual void set_training_step(int64_t step) {}
 
+  // State learned from the training batches themselves (BatchNormalization's
+  // moving mean and variance). After each training step the model adds up every
+  // layer's BatchSums over all replicas (one all-reduce) and hands the totals to
+  // UpdateFromBatchSums, so every replica updates its state alike.
+  virtual int64_t batch_sums_size() const { return 0; }
+  // This replica's sums of its last training Forward (batch_sums_size values).
+  virtual void BatchSums(double* out) const {}
+  virtual void UpdateFromBatchSums(const double* totals) {}
+
  protected:
   Variable* AddVariable(const std::string& suffix, Shape shape);
+  Variable* AddNonTrainableVariable(const std::string& suffix, Shape shape);
 
   std::string name_;
   Shape output_shape_;
   std::vector<std::unique_ptr<Variable>> variables_;
+  std::vector<std::unique_ptr<Variable>> non_trainable_;
 };
 
 // Output shape with the batch dimension in front.

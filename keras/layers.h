@@ -8,7 +8,7 @@
 //   model.Add(Dense(10));                       // logits
 //
 // Layers also: GlobalAveragePooling2D, AveragePooling2D, Reshape, ActivationLayer,
-// LayerNormalization.
+// LayerNormalization, BatchNormalization.
 #ifndef RINGWORK_KERAS_LAYERS_H_
 #define RINGWORK_KERAS_LAYERS_H_
 
@@ -59,6 +59,19 @@ struct LayerNormalizationOptions {
   bool scale = true;
 };
 std::unique_ptr<Layer> LayerNormalization(LayerNormalizationOptions options = {});
+
+// Keras' BatchNormalization over the last axis (channels): in training each
+// channel is normalized with the replica's batch mean and variance, in inference
+// with moving averages of them. The moving statistics are non-trainable weights,
+// updated after every step from the sums of every replica's batch (the global
+// batch's mean and variance), so they stay identical on every replica.
+struct BatchNormalizationOptions {
+  float momentum = 0.99f;  // moving = moving * momentum + batch * (1 - momentum)
+  float epsilon = 1e-3f;
+  bool center = true;
+  bool scale = true;
+};
+std::unique_ptr<Layer> BatchNormalization(BatchNormalizationOptions options = {});
 // `seed` makes the masks reproducible; each worker mixes in its rank.
 std::unique_ptr<Layer> Dropout(float rate, uint64_t seed = 0);
 std::unique_ptr<Layer> ActivationLayer(const std::string& activation);

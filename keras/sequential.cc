@@ -73,6 +73,14 @@ void Sequential::Add(std::unique_ptr<Layer> layer) {
   layers_.push_back(std::move(layer));
 }
 
+std::vector<Variable*> Sequential::weights() const {
+  std::vector<Variable*> all;
+  for (const auto& layer : layers_) {
+    for (Variable* v : layer->weights()) all.push_back(v);
+  }
+  return all;
+}
+
 std::vector<Variable*> Sequential::variables() const {
   std::vector<Variable*> all;
   for (const auto& layer : layers_) {
@@ -149,7 +157,9 @@ absl::Status Sequential::Build(const Shape& input_shape) {
   // with a less helpful collective mismatch, or train on garbage.
   RW_RETURN_IF_ERROR(strategy_->CheckSameOnEveryWorker("model", AgreementLines()));
   reducer_ = strategy_->MakeGradientReducer(vars);  // Sets every gradient slot.
-  RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(vars));
+  RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(weights()));
+  batch_sums_size_ = 0;
+  for (const auto& layer : layers_) batch_sums_size_ += layer->batch_sums_size();
   acts_.assign(layers_.size() + 1, Tensor());
   grads_.assign(layers_.size() + 1, Tensor());
   // Below the first layer with variables no gradient is needed: a model that opens
@@ -198,6 +208,12 @@ std::vector<std::string> Sequential::AgreementLines() const {
   lines.push_back(absl::StrCat("input: ", ShapeString(input_shape_)));
   for (const Variable* v : variables()) {
     lines.push_back(absl::StrCat("variable ", v->name, ": float32 ", ShapeString(v->value.shape())));
+  }
+  for (const auto& layer : layers_) {
+    for (const Variable* v : layer->non_trainable_variables()) {
+      lines.push_back(absl::StrCat("non-trainable variable ", v->name, ": float32 ",
+                                   ShapeString(v->value.shape())));
+    }
   }
   for (const auto& layer : layers_) {
     std::string line = absl::StrCat("layer ", layer->name(), ": ", layer->type(), ", output ",
@@ -261,6 +277,7 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float wei
     }
     RW_RETURN_IF_ERROR(reducer_->FinishStep());
     optimizer_->Apply(variables());
+    RW_RETURN_IF_ERROR(UpdateBatchState(/*had_batch=*/false));
     return 0.f;
   }
   RW_RETURN_IF_ERROR(EnsureReady(Shape(batch.features.shape().begin() + 1, batch.features.shape().end())));
@@ -286,7 +303,29 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float wei
   RW_RETURN_IF_ERROR(reducer_->FinishStep());
   TimelineSpan optimizer_span("compute", "optimizer");
   optimizer_->Apply(variables());
+  optimizer_span.End();
+  RW_RETURN_IF_ERROR(UpdateBatchState(/*had_batch=*/true));
   return loss;
+}
+
+absl::Status Sequential::UpdateBatchState(bool had_batch) {
+  if (batch_sums_size_ == 0) return absl::OkStatus();
+  std::vector<double> sums(static_cast<size_t>(batch_sums_size_), 0.0);
+  int64_t at = 0;
+  for (const auto& layer : layers_) {
+    if (had_batch) layer->BatchSums(sums.data() + at);
+    at += layer->batch_sums_size();
+  }
+  {
+    TimelineSpan span("exposed communication", "batch statistics all-reduce");
+    RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, sums.data(), batch_sums_size_));
+  }
+  at = 0;
+  for (const auto& layer : layers_) {
+    if (layer->batch_sums_size() > 0) layer->UpdateFromBatchSums(sums.data() + at);
+    at += layer->batch_sums_size();
+  }
+  return absl::OkStatus();
 }
 
 std::vector<double> Sequential::BatchSums(const std::vector<int32_t>& labels, double loss) {
@@ -458,7 +497,7 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       logs = LogsFrom(epoch_sums);
       if (options.replica_check_steps > 0 && (global_step + 1) % options.replica_check_steps == 0) {
         RW_RETURN_IF_ERROR(at_step(CheckReplicasIdentical(
-            strategy_, variables(), absl::StrCat("after step ", global_step + 1))));
+            strategy_, weights(), absl::StrCat("after step ", global_step + 1))));
       }
       for (Callback* c : deciding) RW_RETURN_IF_ERROR(at_step(c->OnBatchEnd(step, logs)));
       if (decide_per_batch) RW_RETURN_IF_ERROR(at_step(AgreeOnDecisions()));
@@ -646,9 +685,11 @@ std::string Sequential::Summary() const {
     if (i + 1 < layers_.size()) s << "\n";
   }
   s << double_rule << "\n";
+  int64_t trainable = 0;
+  for (const auto& layer : layers_) trainable += layer->trainable_param_count();
   s << "Total params: " << WithCommas(param_count()) << "\n";
-  s << "Trainable params: " << WithCommas(param_count()) << "\n";
-  s << "Non-trainable params: 0\n" << rule << "\n";
+  s << "Trainable params: " << WithCommas(trainable) << "\n";
+  s << "Non-trainable params: " << WithCommas(param_count() - trainable) << "\n" << rule << "\n";
   return s.str();
 }
 

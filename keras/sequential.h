@@ -125,7 +125,12 @@ class Sequential {
   void SetTrainingStep(int64_t step);
 
   bool built() const { return built_; }
+  // Trainable variables.
   std::vector<Variable*> variables() const;
+  // Every weight: trainable and non-trainable (moving statistics), layer by layer
+  // (Keras' model.weights). Checkpoints, the chief's broadcast, replica checks
+  // and fingerprints cover all of them.
+  std::vector<Variable*> weights() const;
   int64_t param_count() const;
   MultiWorkerMirroredStrategy* strategy() const { return strategy_; }
   KernelContext* kernel_context() { return kernels_.get(); }
@@ -146,6 +151,10 @@ class Sequential {
   // loss, optimizer, precision, metrics.
   std::vector<std::string> AgreementLines() const;
   void LogThreadChoice() const;
+  // Sums every layer's BatchSums over the replicas and updates their state
+  // (one all-reduce, only for models with such layers). `had_batch`: whether
+  // this replica ran a forward pass this step (else it adds zeros).
+  absl::Status UpdateBatchState(bool had_batch);
   // Every worker takes the chief's stop_training and learning rate.
   absl::Status AgreeOnDecisions();
 
@@ -165,6 +174,7 @@ class Sequential {
   // Activations (acts_[0] is unused: the input) and their gradients.
   std::vector<Tensor> acts_, grads_;
   size_t first_trainable_ = 0;  // Backward runs down to this layer only (set in Build).
+  int64_t batch_sums_size_ = 0;  // Over every layer (set in Build).
   const Tensor* input_ = nullptr;
   std::optional<TrainPosition> resume_;
   TrainingControls resume_controls_;

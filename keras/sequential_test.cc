@@ -165,6 +165,19 @@ TEST_CASE("a small CNN trains a step", "[sequential]") {
   CHECK(model.Summary().find("conv2d_1 (Conv2D)") != std::string::npos);
 }
 
+// Compiles `model` (3 classes, a rate that leaves the weights as they are) and
+// checks its gradients on a batch of four 3x3x2 images.
+void CheckImageModelGradients(Sequential& model) {
+  CompileOptions options = Options();
+  options.optimizer = {.name = "sgd", .learning_rate = 1e-30f};
+  REQUIRE(model.Compile(options).ok());
+  Batch batch;
+  batch.features = Tensor({4, 3, 3, 2});
+  for (int64_t i = 0; i < batch.features.size(); ++i) batch.features[i] = std::sin(0.9f * static_cast<float>(i));
+  batch.labels = {0, 2, 1, 2};
+  CheckGradientsByFiniteDifferences(model, batch);
+}
+
 TEST_CASE("LayerNormalization, GlobalAveragePooling2D and Reshape: gradients match finite differences",
           "[sequential]") {
   Sequential model;
@@ -176,14 +189,7 @@ TEST_CASE("LayerNormalization, GlobalAveragePooling2D and Reshape: gradients mat
   model.Add(Dense(5, {.activation = "tanh"}));
   model.Add(LayerNormalization({.center = false}));
   model.Add(Dense(3));
-  CompileOptions options = Options();
-  options.optimizer = {.name = "sgd", .learning_rate = 1e-30f};  // Steps leave the weights as they are.
-  REQUIRE(model.Compile(options).ok());
-  Batch batch;
-  batch.features = Tensor({4, 3, 3, 2});
-  for (int64_t i = 0; i < batch.features.size(); ++i) batch.features[i] = std::sin(0.9f * static_cast<float>(i));
-  batch.labels = {0, 2, 1, 2};
-  CheckGradientsByFiniteDifferences(model, batch);
+  CheckImageModelGradients(model);
   const std::string summary = model.Summary();
   INFO(summary);
   CHECK(summary.find(" global_average_pooling2d (GlobalAveragePooling2D)  (None, 4)                 0\n") !=
@@ -209,6 +215,54 @@ TEST_CASE("LayerNormalization gives each vector zero mean and unit variance", "[
     CHECK(mean == Approx(0).margin(1e-6));
     CHECK(squares == Approx(1).epsilon(1e-4));
   }
+}
+
+TEST_CASE("BatchNormalization: gradients match finite differences; summary counts moving statistics",
+          "[sequential]") {
+  Sequential model;
+  model.Add(Conv2D(4, 3, {.padding = "same"}));
+  model.Add(BatchNormalization());        // Over the batch's 4 x 3 x 3 positions per channel.
+  model.Add(ActivationLayer("tanh"));
+  model.Add(GlobalAveragePooling2D());
+  model.Add(Dense(5));
+  model.Add(BatchNormalization({.center = false}));
+  model.Add(ActivationLayer("tanh"));
+  model.Add(Dense(3));
+  CheckImageModelGradients(model);
+  const std::string summary = model.Summary();
+  INFO(summary);
+  CHECK(summary.find(" batch_normalization (BatchNormalization)           (None, 3, 3, 4)           16\n") !=
+        std::string::npos);
+  CHECK(summary.find("Total params: 150\n") != std::string::npos);
+  CHECK(summary.find("Trainable params: 132\n") != std::string::npos);
+  CHECK(summary.find("Non-trainable params: 18\n") != std::string::npos);
+  CHECK(model.weights().size() == model.variables().size() + 4);
+}
+
+TEST_CASE("BatchNormalization keeps moving statistics of the batches and uses them in inference",
+          "[sequential]") {
+  Sequential model;
+  model.Add(BatchNormalization({.momentum = 0.5f, .epsilon = 1e-6f}));
+  REQUIRE(model.Compile(Options()).ok());
+  Batch batch;
+  batch.features = Tensor({4, 2});
+  const std::vector<float> values = {1, 10, 3, 20, 5, 30, 7, 40};  // Means 4, 25; variances 5, 125.
+  for (int64_t i = 0; i < 8; ++i) batch.features[i] = values[i];
+  batch.labels = {0, 1, 0, 1};
+  REQUIRE(model.TrainStep(batch).ok());
+  std::vector<Variable*> weights = model.weights();
+  REQUIRE(weights.size() == 4);  // gamma, beta, moving_mean, moving_variance
+  CHECK(weights[2]->name == "batch_normalization/moving_mean");
+  CHECK(weights[2]->value[0] == 2.0f);    // 0 * 0.5 + 4 * 0.5
+  CHECK(weights[2]->value[1] == 12.5f);
+  CHECK(weights[3]->value[0] == 3.0f);    // 1 * 0.5 + 5 * 0.5
+  CHECK(weights[3]->value[1] == 63.0f);
+  // Inference normalizes with the moving statistics, not the batch's.
+  absl::StatusOr<Tensor> y = model.Predict(batch.features);
+  REQUIRE(y.ok());
+  // gamma and beta moved by one Adam step of at most the learning rate (1e-3).
+  CHECK((*y)[0] == Approx((1 - 2.0) / std::sqrt(3.0)).margin(2e-3));
+  CHECK((*y)[7] == Approx((40 - 12.5) / std::sqrt(63.0)).epsilon(2e-3));
 }
 
 TEST_CASE("misconfigured models are refused with clear messages", "[sequential]") {

@@ -72,7 +72,7 @@ bool EarlyStopping::Improves(double value, double reference) const {
 absl::Status EarlyStopping::OnEpochEnd(int64_t epoch, const Logs& logs) {
   if (epoch < options_.start_from_epoch) return absl::OkStatus();
   RW_ASSIGN_OR_RETURN(double current, Monitored("EarlyStopping", options_.monitor, logs));
-  const std::vector<Variable*> variables = model_->variables();
+  const std::vector<Variable*> variables = model_->weights();
   auto keep_weights = [&] {
     best_weights_.clear();
     for (const Variable* v : variables) best_weights_.emplace_back(v->value.data(), v->value.data() + v->size());
@@ -117,7 +117,7 @@ std::vector<double> EarlyStopping::SaveState() const {
 
 absl::Status EarlyStopping::RestoreState(const std::vector<double>& state) {
   if (state.size() < 5) return StateSize("EarlyStopping", state, 5);
-  const std::vector<Variable*> variables = model_->variables();
+  const std::vector<Variable*> variables = model_->weights();
   const size_t kept = static_cast<size_t>(state[4]);
   size_t want = 5;
   if (kept > 0) {

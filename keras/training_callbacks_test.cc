@@ -49,6 +49,7 @@ struct Setup {
   // The callbacks of worker `rank` (owned by the caller's vector).
   std::function<std::vector<std::unique_ptr<Callback>>(int rank)> callbacks;
   const Dataset* train = nullptr;
+  bool batch_norm = false;  // A BatchNormalization after the hidden layer.
 };
 
 std::vector<WorkerRun> Run(const Setup& setup) {
@@ -62,6 +63,7 @@ std::vector<WorkerRun> Run(const Setup& setup) {
     Sequential model;
     model.Add(Flatten());
     model.Add(Dense(32, {.activation = "relu"}));
+    if (setup.batch_norm) model.Add(BatchNormalization());
     model.Add(Dense(10));
     CompileOptions compile;
     compile.loss = {"sparse_categorical_crossentropy", true};
@@ -371,6 +373,22 @@ TEST_CASE("a run resumed from its backup keeps the rate, the callbacks' state an
     };
     return s;
   };
+  // A model with moving statistics resumes with them.
+  Setup with_bn = scheduled("", -1);
+  with_bn.batch_norm = true;
+  std::vector<WorkerRun> bn = Run(with_bn);
+  RequireAllOk(bn);
+  const std::string dir3 = FreshTestDir("backup_batch_norm");
+  Setup bn_failing = scheduled(dir3, 2);
+  bn_failing.batch_norm = true;
+  Run(bn_failing);
+  Setup bn_resuming = scheduled(dir3, -1);
+  bn_resuming.batch_norm = true;
+  std::vector<WorkerRun> bn_resumed = Run(bn_resuming);
+  RequireAllOk(bn_resumed);
+  CHECK(bn_resumed[0].epochs == 2);
+  CHECK(bn_resumed[0].weights == bn[0].weights);
+
   std::vector<WorkerRun> cosine = Run(scheduled("", -1));
   RequireAllOk(cosine);
   CHECK(cosine[0].logged_rates.size() == 4);

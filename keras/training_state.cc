@@ -37,14 +37,13 @@ struct StateTensor {
   Tensor* tensor;
 };
 
-// Variables, then each variable's optimizer slots: the same list, in the same
-// order, on every worker.
+// Weights (trainable and not), then each trainable variable's optimizer slots:
+// the same list, in the same order, on every worker.
 std::vector<StateTensor> StateTensors(Sequential& model, bool include_optimizer) {
   std::vector<StateTensor> state;
-  const std::vector<Variable*> variables = model.variables();
-  for (Variable* v : variables) state.push_back({v->name, &v->value});
+  for (Variable* v : model.weights()) state.push_back({v->name, &v->value});
   if (!include_optimizer) return state;
-  for (Variable* v : variables) {
+  for (Variable* v : model.variables()) {
     std::vector<Tensor>& slots = model.optimizer()->Slots(v);
     for (size_t i = 0; i < slots.size(); ++i) {
       state.push_back({absl::StrCat(kOptimizerPrefix, v->name, "/slot", i), &slots[i]});
@@ -128,7 +127,7 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
 
 std::string ModelFingerprint(const Sequential& model) {
   uint64_t h = kFnv1aOffset;
-  for (const Variable* v : model.variables()) {
+  for (const Variable* v : model.weights()) {
     h = Fnv1a64(absl::StrCat(v->name, " ", ShapeString(v->value.shape()), ";"), h);
   }
   return absl::StrFormat("%016x", h);
@@ -136,7 +135,7 @@ std::string ModelFingerprint(const Sequential& model) {
 
 uint64_t WeightsFingerprint(const Sequential& model) {
   uint64_t h = kFnv1aOffset;
-  for (const Variable* v : model.variables()) {
+  for (const Variable* v : model.weights()) {
     h = Fnv1a64(v->value.data(), static_cast<size_t>(v->value.size()) * sizeof(float), h);
   }
   return h;
@@ -227,7 +226,7 @@ absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirec
                                               const TrainInfo* info) {
   RW_RETURN_IF_ERROR(MustBeBuilt(model, "save"));
   // A checkpoint of replicas that drifted apart would hide it: compare first.
-  RW_RETURN_IF_ERROR(CheckReplicasIdentical(model.strategy(), model.variables(),
+  RW_RETURN_IF_ERROR(CheckReplicasIdentical(model.strategy(), model.weights(),
                                             absl::StrCat("before checkpoint step ", position.step)));
   absl::StatusOr<std::string> written = std::string();
   if (model.strategy()->is_chief()) {

@@ -1,0 +1,42 @@
+// Batch normalization over the rows of a [rows, channels] view (NHWC inputs: every
+// position of every example is a row; Keras' BatchNormalization with axis=-1):
+//
+//   training:  y = gamma * (x - mean_c) / sqrt(var_c + epsilon) + beta    (batch stats)
+//   inference: y = gamma * (x - moving_mean_c) / sqrt(moving_var_c + epsilon) + beta
+//
+//   BatchNormTrain(x, gamma, beta, rows, channels, 1e-3f, y, xhat, rstd, sums);
+//   BatchNormBackward(dy, gamma, xhat, rstd, rows, channels, dx, dgamma, dbeta);
+//
+// `sums` (2 x channels, double) returns sum(x) and sum(x^2) per channel, which the
+// model adds up over every replica to update the moving statistics alike
+// everywhere. Variances are biased (divided by rows). Plain C++, double sums.
+#ifndef RINGWORK_KERNELS_BATCH_NORM_H_
+#define RINGWORK_KERNELS_BATCH_NORM_H_
+
+#include <cstdint>
+
+namespace ringwork {
+
+// xhat: rows x channels; rstd: channels. gamma/beta may be null (1, 0).
+void BatchNormTrain(const float* x, const float* gamma, const float* beta, int64_t rows,
+                    int64_t channels, float epsilon, float* y, float* xhat, float* rstd,
+                    double* sums);
+
+void BatchNormInfer(const float* x, const float* gamma, const float* beta, const float* moving_mean,
+                    const float* moving_variance, int64_t rows, int64_t channels, float epsilon,
+                    float* y);
+
+// moving = moving * momentum + batch * (1 - momentum) per channel, from `totals`
+// = [rows, sum(x) x channels, sum(x^2) x channels] over every replica (nothing when
+// rows is 0). Runs after the all-reduce: built without FMA contraction, like the
+// optimizers, so every CPU computes the same bits.
+void UpdateMovingStatistics(const double* totals, int64_t channels, float momentum,
+                            float* moving_mean, float* moving_variance);
+
+// dgamma/dbeta (channels each) are overwritten; any of dx, dgamma, dbeta may be null.
+void BatchNormBackward(const float* dy, const float* gamma, const float* xhat, const float* rstd,
+                       int64_t rows, int64_t channels, float* dx, float* dgamma, float* dbeta);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERNELS_BATCH_NORM_H_
