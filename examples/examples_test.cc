@@ -22,6 +22,15 @@ TEST_CASE("the Keras-style example trains on two workers", "[examples]") {
   CHECK(r.output.find("on 2 worker(s)") != std::string::npos);
 }
 
+TEST_CASE("the functional ResNet example trains on two workers", "[examples]") {
+  SubprocessResult r = Launch({"examples/resnet_app", "--synthetic"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("Model: \"model\"") != std::string::npos);
+  CHECK(r.output.find("[worker:0] resnet_app: test accuracy") != std::string::npos);
+  CHECK(r.output.find("on 2 worker(s)") != std::string::npos);
+}
+
 TEST_CASE("the custom training loop example trains on two workers", "[examples]") {
   SubprocessResult r = Launch({"examples/custom_training_loop"});
   INFO(r.output);

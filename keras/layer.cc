@@ -1,6 +1,13 @@
 #include "keras/layer.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace ringwork {
+
+absl::Status MergeLayer::OneInput() const {
+  return absl::InvalidArgumentError(absl::StrCat(
+      name_, " (", type(), ") merges several inputs: call it on a list of tensors in a functional Model"));
+}
 
 std::vector<Variable*> Layer::variables() const {
   std::vector<Variable*> out;

@@ -41,6 +41,9 @@ class Layer {
 
   // Creates the variables; returns the output shape for `input` (no batch).
   virtual absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) = 0;
+  // Layers of several inputs (Add, Concatenate, Multiply: MergeLayer) say true and
+  // are built and run with the *Merge calls below instead.
+  virtual bool merges() const { return false; }
   virtual absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool training) = 0;
   virtual absl::Status Backward(KernelContext& k, const Tensor& x, const Tensor& y,
                                 const Tensor& dy, Tensor* dx) = 0;
@@ -58,6 +61,9 @@ class Layer {
   const Shape& output_shape() const { return output_shape_; }
   // The activation applied last inside this layer ("softmax" matters to losses).
   virtual std::string activation_name() const { return ""; }
+  // Settings every worker must share that its type and output shape do not show
+  // ("momentum 0.99, epsilon 0.001"): part of the agreement check.
+  virtual std::string config() const { return ""; }
   // Which replica runs this copy of the model (layers with randomness mix it in).
   virtual void set_replica(int64_t replica) {}
   // How many training steps this layer has run (layers with randomness draw from
@@ -81,6 +87,29 @@ class Layer {
   Shape output_shape_;
   std::vector<std::unique_ptr<Variable>> variables_;
   std::vector<std::unique_ptr<Variable>> non_trainable_;
+};
+
+// A layer of several inputs of the functional API (keras/functional.h). Its
+// single-input calls fail; the model calls the *Merge ones.
+class MergeLayer : public Layer {
+ public:
+  bool merges() const override { return true; }
+  // `inputs` has 2 or more shapes (no batch dimension).
+  virtual absl::StatusOr<Shape> BuildMerge(const std::vector<Shape>& inputs) = 0;
+  virtual absl::Status ForwardMerge(KernelContext& k, const std::vector<const Tensor*>& xs,
+                                    Tensor* y) = 0;
+  // dxs[i] may be null: no gradient wanted for input i.
+  virtual absl::Status BackwardMerge(KernelContext& k, const std::vector<const Tensor*>& xs,
+                                     const Tensor& dy, const std::vector<Tensor*>& dxs) = 0;
+
+  absl::StatusOr<Shape> Build(const Shape&, const BuildContext&) override { return OneInput(); }
+  absl::Status Forward(KernelContext&, const Tensor&, Tensor*, bool) override { return OneInput(); }
+  absl::Status Backward(KernelContext&, const Tensor&, const Tensor&, const Tensor&, Tensor*) override {
+    return OneInput();
+  }
+
+ private:
+  absl::Status OneInput() const;
 };
 
 // Output shape with the batch dimension in front.

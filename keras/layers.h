@@ -76,6 +76,12 @@ std::unique_ptr<Layer> BatchNormalization(BatchNormalizationOptions options = {}
 std::unique_ptr<Layer> Dropout(float rate, uint64_t seed = 0);
 std::unique_ptr<Layer> ActivationLayer(const std::string& activation);
 
+// Merge layers of the functional API (keras/functional.h): element-wise sum and
+// product of inputs of one shape; concatenation along the last axis.
+std::unique_ptr<Layer> Add();
+std::unique_ptr<Layer> Multiply();
+std::unique_ptr<Layer> Concatenate();
+
 // Layers whose last operation is a softmax can hand their logits to a fused
 // softmax cross-entropy loss instead (Sequential::Compile does this).
 class SoftmaxOutput {

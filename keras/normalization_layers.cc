@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/shortest_decimal.h"
 #include "keras/layers.h"
 #include "kernels/batch_norm.h"
 #include "kernels/layer_norm.h"
@@ -15,6 +16,10 @@ class LayerNormalizationLayer : public Layer {
  public:
   explicit LayerNormalizationLayer(LayerNormalizationOptions options) : options_(options) {}
   std::string type() const override { return "LayerNormalization"; }
+  std::string config() const override {
+    return absl::StrCat("epsilon ", ShortestDecimal(options_.epsilon), options_.center ? ", center" : "",
+                        options_.scale ? ", scale" : "");
+  }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
     if (input.empty() || input.back() <= 0) {
@@ -67,6 +72,11 @@ class BatchNormalizationLayer : public Layer {
  public:
   explicit BatchNormalizationLayer(BatchNormalizationOptions options) : options_(options) {}
   std::string type() const override { return "BatchNormalization"; }
+  std::string config() const override {
+    return absl::StrCat("momentum ", ShortestDecimal(options_.momentum), ", epsilon ",
+                        ShortestDecimal(options_.epsilon), options_.center ? ", center" : "",
+                        options_.scale ? ", scale" : "");
+  }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
     if (input.empty() || input.back() <= 0) {

@@ -67,10 +67,22 @@ Sequential::Sequential(Sequential&&) noexcept = default;
 Sequential& Sequential::operator=(Sequential&&) noexcept = default;
 
 void Sequential::Add(std::unique_ptr<Layer> layer) {
+  AddNode(std::move(layer), {static_cast<int>(layers_.size())});
+}
+
+void Sequential::AddNode(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
   const std::string base = SnakeCase(layer->type());
   const int n = type_counts_[base]++;
   if (layer->name().empty()) layer->set_name(n == 0 ? base : absl::StrCat(base, "_", n));
   layers_.push_back(std::move(layer));
+  inputs_.push_back(std::move(inputs));
+}
+
+bool Sequential::IsChain() const {
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (inputs_[l] != std::vector<int>{static_cast<int>(l)}) return false;
+  }
+  return true;
 }
 
 std::vector<Variable*> Sequential::weights() const {
@@ -96,6 +108,7 @@ int64_t Sequential::param_count() const {
 }
 
 absl::Status Sequential::Compile(const CompileOptions& options) {
+  RW_RETURN_IF_ERROR(definition_error_);
   if (layers_.empty()) return absl::InvalidArgumentError("the model has no layers");
   compile_options_ = options;
   RW_ASSIGN_OR_RETURN(Loss loss, Loss::Create(options.loss));
@@ -130,18 +143,30 @@ absl::Status Sequential::Build(const Shape& input_shape) {
     return absl::OkStatus();
   }
   if (!compiled_) return absl::FailedPreconditionError("call Compile before Build");
+  if (declared_input_.has_value() && *declared_input_ != input_shape) {
+    return absl::InvalidArgumentError(absl::StrCat("the model's Input has shape ", ShapeString(*declared_input_),
+                                                   ", but the data's examples have shape ",
+                                                   ShapeString(input_shape)));
+  }
   input_shape_ = input_shape;
-  Shape shape = input_shape;
+  std::vector<Shape> shapes = {input_shape};  // Per activation.
   BuildContext ctx{compile_options_.seed};
-  for (auto& layer : layers_) {
-    absl::StatusOr<Shape> out = layer->Build(shape, ctx);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    Layer& layer = *layers_[l];
+    std::vector<Shape> in;
+    for (int a : inputs_[l]) in.push_back(shapes[a]);
+    absl::StatusOr<Shape> out = layer.merges() ? static_cast<MergeLayer&>(layer).BuildMerge(in)
+                                               : layer.Build(in[0], ctx);
     if (!out.ok()) {
+      std::vector<std::string> text;
+      for (const Shape& s : in) text.push_back(ShapeString(s));
       return absl::Status(out.status().code(),
-                          absl::StrCat("building layer ", layer->name(), " for input ",
-                                       ShapeString(shape), ": ", out.status().message()));
+                          absl::StrCat("building layer ", layer.name(), " for input",
+                                       in.size() > 1 ? "s " : " ", absl::StrJoin(text, " and "), ": ",
+                                       out.status().message()));
     }
-    layer->set_replica(strategy_->rank());
-    shape = *out;
+    layer.set_replica(strategy_->rank());
+    shapes.push_back(*out);
   }
   // A softmax at the end goes into the loss: the same math, stabler and cheaper.
   if (loss_->kind() == Loss::Kind::kSparseCategoricalCrossentropy && !loss_->from_logits()) {
@@ -162,15 +187,15 @@ absl::Status Sequential::Build(const Shape& input_shape) {
   for (const auto& layer : layers_) batch_sums_size_ += layer->batch_sums_size();
   acts_.assign(layers_.size() + 1, Tensor());
   grads_.assign(layers_.size() + 1, Tensor());
-  // Below the first layer with variables no gradient is needed: a model that opens
+  grad_set_.assign(layers_.size() + 1, 0);
+  // Below the layers with variables no gradient is needed: a model that opens
   // with Flatten would otherwise compute its first Dense layer's input gradient
   // (the largest matmul of an MLP's step) for nothing.
-  first_trainable_ = layers_.size();
+  runs_backward_.assign(layers_.size(), false);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    if (!layers_[l]->variables().empty()) {
-      first_trainable_ = l;
-      break;
-    }
+    bool runs = !layers_[l]->variables().empty();
+    for (int a : inputs_[l]) runs = runs || (a > 0 && runs_backward_[a - 1]);
+    runs_backward_[l] = runs;
   }
   built_ = true;
   LogThreadChoice();
@@ -215,10 +240,14 @@ std::vector<std::string> Sequential::AgreementLines() const {
                                    ShapeString(v->value.shape())));
     }
   }
-  for (const auto& layer : layers_) {
-    std::string line = absl::StrCat("layer ", layer->name(), ": ", layer->type(), ", output ",
-                                    ShapeString(layer->output_shape()));
-    if (!layer->activation_name().empty()) absl::StrAppend(&line, ", ", layer->activation_name());
+  const bool chain = IsChain();
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& layer = *layers_[l];
+    std::string line = absl::StrCat("layer ", layer.name(), ": ", layer.type(), ", output ",
+                                    ShapeString(layer.output_shape()));
+    if (!layer.activation_name().empty()) absl::StrAppend(&line, ", ", layer.activation_name());
+    if (!layer.config().empty()) absl::StrAppend(&line, ", ", layer.config());
+    if (!chain) absl::StrAppend(&line, ", from ", InputNames(l));
     lines.push_back(std::move(line));
   }
   const LossSpec& loss = compile_options_.loss;
@@ -257,11 +286,53 @@ absl::Status Sequential::EnsureReady(const Shape& input_shape) {
 
 absl::Status Sequential::Forward(const Tensor& x, bool training) {
   input_ = &x;
-  const Tensor* in = &x;
+  std::vector<const Tensor*> xs;
   for (size_t l = 0; l < layers_.size(); ++l) {
     TimelineSpan span("compute", "forward ", layers_[l]->name());
-    RW_RETURN_IF_ERROR(layers_[l]->Forward(*kernels_, *in, &acts_[l + 1], training));
-    in = &acts_[l + 1];
+    xs.clear();
+    for (int a : inputs_[l]) xs.push_back(a == 0 ? input_ : &acts_[a]);
+    if (layers_[l]->merges()) {
+      RW_RETURN_IF_ERROR(static_cast<MergeLayer&>(*layers_[l]).ForwardMerge(*kernels_, xs, &acts_[l + 1]));
+    } else {
+      RW_RETURN_IF_ERROR(layers_[l]->Forward(*kernels_, *xs[0], &acts_[l + 1], training));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Sequential::BackwardLayer(size_t l) {
+  TimelineSpan span("compute", "backward ", layers_[l]->name());
+  Layer& layer = *layers_[l];
+  const std::vector<int>& inputs = inputs_[l];
+  std::vector<const Tensor*> xs;
+  std::vector<Tensor*> dxs;
+  if (grad_scratch_.size() < inputs.size()) grad_scratch_.resize(inputs.size());
+  // An activation read by several layers (a fan-out) gets the sum of their
+  // gradients: the first writes it, later ones write a scratch that is added.
+  std::vector<char> added(inputs.size(), 0);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int a = inputs[i];
+    xs.push_back(a == 0 ? input_ : &acts_[a]);
+    if (a == 0 || !runs_backward_[a - 1]) {
+      dxs.push_back(nullptr);  // Nothing below learns.
+    } else if (!grad_set_[a]) {
+      dxs.push_back(&grads_[a]);
+      grad_set_[a] = 1;
+    } else {
+      dxs.push_back(&grad_scratch_[i]);
+      added[i] = 1;
+    }
+  }
+  if (layer.merges()) {
+    RW_RETURN_IF_ERROR(static_cast<MergeLayer&>(layer).BackwardMerge(*kernels_, xs, grads_[l + 1], dxs));
+  } else {
+    RW_RETURN_IF_ERROR(layer.Backward(*kernels_, *xs[0], acts_[l + 1], grads_[l + 1], dxs[0]));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!added[i]) continue;
+    Tensor& sum = grads_[inputs[i]];
+    const float* more = grad_scratch_[i].data();
+    for (int64_t e = 0; e < sum.size(); ++e) sum.data()[e] += more[e];
   }
   return absl::OkStatus();
 }
@@ -287,11 +358,10 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float wei
   absl::StatusOr<float> loss = status.ok() ? loss_->Compute(acts_.back(), batch.labels, &grads_.back())
                                            : absl::StatusOr<float>(status);
   loss_span.End();
-  for (size_t l = layers_.size(); l-- > first_trainable_ && loss.ok();) {
-    TimelineSpan span("compute", "backward ", layers_[l]->name());
-    const Tensor& x = l == 0 ? *input_ : acts_[l];
-    status = layers_[l]->Backward(*kernels_, x, acts_[l + 1], grads_[l + 1],
-                                  l > first_trainable_ ? &grads_[l] : nullptr);
+  std::fill(grad_set_.begin(), grad_set_.end(), 0);
+  for (size_t l = layers_.size(); l-- > 0 && loss.ok();) {
+    if (!runs_backward_[l]) continue;
+    status = BackwardLayer(l);
     if (!status.ok()) loss = status;
     for (Variable* v : layers_[l]->variables()) reducer_->Ready(v);
   }
@@ -662,17 +732,29 @@ absl::StatusOr<Tensor> Sequential::Predict(const Tensor& x, int64_t batch_size) 
   return out;
 }
 
+std::string Sequential::InputNames(size_t l) const {
+  std::vector<std::string> names;
+  for (int a : inputs_[l]) names.push_back(a == 0 ? "input" : layers_[a - 1]->name());
+  return absl::StrJoin(names, ", ");
+}
+
 std::string Sequential::Summary() const {
-  // Keras' columns, widened when a layer's "name (type)" is longer.
+  // Keras' columns, widened when a layer's "name (type)" is longer; a functional
+  // model that is not a chain also says what each layer reads ("Connected to").
+  const bool chain = IsChain();
   size_t name_width = 28;
   for (const auto& layer : layers_) {
     name_width = std::max(name_width, layer->name().size() + layer->type().size() + 5);
   }
-  const size_t width = name_width + 37;
+  const size_t width = name_width + 37 + (chain ? 0 : 26);
   std::ostringstream s;
   const std::string rule(width, '_'), double_rule(width, '=');
-  s << "Model: \"sequential\"\n" << rule << "\n";
-  s << absl::StrFormat(" %-*s%-26s%s\n", name_width, "Layer (type)", "Output Shape", "Param #");
+  s << "Model: \"" << model_name_ << "\"\n" << rule << "\n";
+  if (chain) {
+    s << absl::StrFormat(" %-*s%-26s%s\n", name_width, "Layer (type)", "Output Shape", "Param #");
+  } else {
+    s << absl::StrFormat(" %-*s%-26s%-12sConnected to\n", name_width, "Layer (type)", "Output Shape", "Param #");
+  }
   s << double_rule << "\n";
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = *layers_[i];
@@ -680,8 +762,10 @@ std::string Sequential::Summary() const {
     for (int64_t d : l.output_shape()) absl::StrAppend(&shape, ", ", d);
     shape += ")";
     if (!built_) shape = "(unbuilt)";
-    s << absl::StrFormat(" %-*s%-26s%s\n", name_width, absl::StrCat(l.name(), " (", l.type(), ")"), shape,
-                         WithCommas(l.param_count()));
+    std::string line = absl::StrFormat(" %-*s%-26s%s", name_width, absl::StrCat(l.name(), " (", l.type(), ")"),
+                                       shape, WithCommas(l.param_count()));
+    if (!chain) line = absl::StrFormat("%-*s%s", name_width + 38, line, InputNames(i));
+    s << line << "\n";
     if (i + 1 < layers_.size()) s << "\n";
   }
   s << double_rule << "\n";

@@ -138,9 +138,26 @@ class Sequential {
   // The compiled metrics (their names; values come back in Logs and results).
   const std::vector<Metric>& metrics() const { return metrics_; }
 
+ protected:
+  // The functional Model's way in: a layer whose inputs are activations (0: the
+  // model's input; i + 1: the output of the i-th layer added), and the input
+  // shape it was declared with. The last layer added gives the model's output.
+  void AddNode(std::unique_ptr<Layer> layer, std::vector<int> inputs);
+  void DeclareInput(Shape shape) { declared_input_ = std::move(shape); }
+  void set_model_name(std::string name) { model_name_ = std::move(name); }
+  // A problem found while the model was described (functional.h), reported by Compile.
+  void set_definition_error(absl::Status error) { definition_error_ = std::move(error); }
+
  private:
+  // True when every layer takes the previous one's output (a Sequential model).
+  bool IsChain() const;
+  // The names of what layer l reads ("input", "conv2d, dense").
+  std::string InputNames(size_t l) const;
   absl::Status EnsureReady(const Shape& input_shape);
   absl::Status Forward(const Tensor& x, bool training);
+  // Layer l's backward pass: its variables' gradients, and its inputs' where a
+  // layer below learns (summed over the layers that read an activation).
+  absl::Status BackwardLayer(size_t l);
   // This replica's [loss * n, n, (total, count) per metric] for the last forward.
   std::vector<double> BatchSums(const std::vector<int32_t>& labels, double loss);
   Logs LogsFrom(const std::vector<double>& sums) const;
@@ -159,6 +176,12 @@ class Sequential {
   absl::Status AgreeOnDecisions();
 
   std::vector<std::unique_ptr<Layer>> layers_;
+  // Per layer, the activations it reads (0: the model's input, i + 1: layer i's
+  // output); layers are in an order where inputs come first.
+  std::vector<std::vector<int>> inputs_;
+  std::optional<Shape> declared_input_;
+  std::string model_name_ = "sequential";
+  absl::Status definition_error_;
   std::map<std::string, int> type_counts_;  // For Keras-style layer names.
   MultiWorkerMirroredStrategy* strategy_ = nullptr;  // Not owned (or default_strategy_).
   std::unique_ptr<MultiWorkerMirroredStrategy> default_strategy_;
@@ -173,7 +196,12 @@ class Sequential {
   std::unique_ptr<GradientReducer> reducer_;
   // Activations (acts_[0] is unused: the input) and their gradients.
   std::vector<Tensor> acts_, grads_;
-  size_t first_trainable_ = 0;  // Backward runs down to this layer only (set in Build).
+  // Per layer (set in Build): whether the backward pass runs it (it or a layer
+  // it reads from, directly or not, has variables). Nothing else needs gradients:
+  // a model that opens with Flatten computes no input gradient for its first Dense.
+  std::vector<bool> runs_backward_;
+  std::vector<char> grad_set_;  // Per activation, during backward: a gradient arrived.
+  std::vector<Tensor> grad_scratch_;  // Per input: a later gradient of an activation, before it is added.
   int64_t batch_sums_size_ = 0;  // Over every layer (set in Build).
   const Tensor* input_ = nullptr;
   std::optional<TrainPosition> resume_;

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "data/fashion_mnist.h"
+#include "keras/gradient_check_testing.h"
 #include "strategy/variable.h"
 
 namespace ringwork {
@@ -38,26 +39,6 @@ TEST_CASE("summary lists layers, shapes and Keras' parameter counts", "[sequenti
   CHECK(summary.find(" dense (Dense)               (None, 256)               200,960") != std::string::npos);
   CHECK(summary.find(" dense_2 (Dense)             (None, 10)                1,290") != std::string::npos);
   CHECK(summary.find("Total params: 235,146") != std::string::npos);
-}
-
-// Central differences of the batch loss against every 3rd element of each
-// variable's gradient from the backward pass.
-void CheckGradientsByFiniteDifferences(Sequential& model, const Batch& batch) {
-  REQUIRE(model.TrainStep(batch).ok());
-  for (Variable* v : model.variables()) {
-    const std::vector<float> grad(v->grad, v->grad + v->size());
-    for (int64_t i = 0; i < v->size(); i += 3) {
-      const float saved = v->value[i], h = 2e-3f;
-      v->value[i] = saved + h;
-      const float up = *model.TrainStep(batch);
-      v->value[i] = saved - h;
-      const float down = *model.TrainStep(batch);
-      v->value[i] = saved;
-      const float numeric = (up - down) / (2 * h);
-      INFO(v->name << "[" << i << "]: backward " << grad[i] << ", finite differences " << numeric);
-      CHECK(grad[i] == Approx(numeric).margin(2e-3).epsilon(0.03));
-    }
-  }
 }
 
 TEST_CASE("gradients below a Flatten match finite differences; no input gradient is needed", "[sequential]") {

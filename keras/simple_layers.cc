@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/shortest_decimal.h"
 #include "base/status_macros.h"
 #include "keras/activation_function.h"
 #include "base/fnv1a.h"
@@ -127,6 +128,7 @@ class DropoutLayer : public Layer {
  public:
   DropoutLayer(float rate, uint64_t seed) : rate_(rate), seed_(seed) {}
   std::string type() const override { return "Dropout"; }
+  std::string config() const override { return absl::StrCat("rate ", ShortestDecimal(rate_)); }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
     if (!(rate_ >= 0 && rate_ < 1)) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": rate must be in [0, 1), got ", rate_));

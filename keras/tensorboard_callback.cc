@@ -86,7 +86,7 @@ absl::Status TensorBoard::OnEpochEnd(int64_t epoch, const Logs& logs) {
     return absl::OkStatus();
   }
   if (options_.histogram_freq > 0 && epoch % options_.histogram_freq == 0) {
-    for (const Variable* v : model_->variables()) {
+    for (const Variable* v : model_->weights()) {
       const Histogram h = Histogram::Of(v->value.data(), static_cast<size_t>(v->size()));
       if (h.num > 0 && !Written(train_->WriteHistogram(v->name, epoch, h))) break;
     }

@@ -19,24 +19,28 @@ void BatchNormTrain(const float* x, const float* gamma, const float* beta, int64
       squares[c] += static_cast<double>(in[c]) * in[c];
     }
   }
-  std::vector<float> mean(static_cast<size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c) {
-    const double m = sum[c] / static_cast<double>(rows);
-    // Centred second pass: as exact as the data allows, whatever the offset.
-    double centred = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const double d = x[r * channels + c] - m;
-      centred += d * d;
+  std::vector<double> mean(static_cast<size_t>(channels)), centred(static_cast<size_t>(channels), 0.0);
+  for (int64_t c = 0; c < channels; ++c) mean[c] = sum[c] / static_cast<double>(rows);
+  // Centred second pass (as exact as the data allows, whatever its offset), row
+  // by row through memory.
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = x + r * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      const double d = in[c] - mean[c];
+      centred[c] += d * d;
     }
-    mean[c] = static_cast<float>(m);
-    rstd[c] = static_cast<float>(1.0 / std::sqrt(centred / static_cast<double>(rows) + epsilon));
+  }
+  std::vector<float> mean_f(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c) {
+    mean_f[c] = static_cast<float>(mean[c]);
+    rstd[c] = static_cast<float>(1.0 / std::sqrt(centred[c] / static_cast<double>(rows) + epsilon));
   }
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = x + r * channels;
     float* h = xhat + r * channels;
     float* out = y + r * channels;
     for (int64_t c = 0; c < channels; ++c) {
-      h[c] = (in[c] - mean[c]) * rstd[c];
+      h[c] = (in[c] - mean_f[c]) * rstd[c];
       out[c] = (gamma != nullptr ? gamma[c] : 1.f) * h[c] + (beta != nullptr ? beta[c] : 0.f);
     }
   }

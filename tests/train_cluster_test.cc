@@ -210,7 +210,7 @@ TEST_CASE("bad flags fail at once with exit 2", "[train]") {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"--model=rnn"}, "--model=rnn: expected mlp or cnn"},
+      {{"--model=rnn"}, "--model=rnn: expected mlp, cnn or resnet"},
       {{"--dataset=imagenet"}, "--dataset=imagenet: expected fashion_mnist or synthetic"},
       {{"--data_dir=/nope"}, "--data_dir=/nope does not exist; install Debian's dataset-fashion-mnist"},
       {{"--optimizer=lamb"}, "unknown optimizer \"lamb\""},

@@ -7,12 +7,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "keras/applications.h"
 #include "keras/training_callbacks.h"
 
 namespace ringwork {
 
 void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
-  flags->String("model", &f->model, "mlp (784-256-128-10, ReLU) or cnn (a small conv net)");
+  flags->String("model", &f->model,
+                "mlp (784-256-128-10, ReLU), cnn (a small conv net) or resnet (a residual network "
+                "with batch normalization: a stem and three stages of two blocks, 16/32/64 filters)");
   flags->String("dataset", &f->dataset, "fashion_mnist or synthetic");
   flags->String("data_dir", &f->data_dir, "where the Fashion-MNIST IDX files are");
   flags->Int("epochs", &f->epochs, "passes over the training data");
@@ -182,6 +185,9 @@ std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f,
 }
 
 absl::StatusOr<Sequential> BuildModel(const std::string& name) {
+  // A functional Model is a Sequential with a graph and no state of its own:
+  // returned as one, nothing is lost.
+  if (name == "resnet") return Sequential(SmallResNet({28, 28, 1}, 10));
   Sequential model;
   if (name == "mlp") {
     model.Add(Flatten());
@@ -197,7 +203,7 @@ absl::StatusOr<Sequential> BuildModel(const std::string& name) {
     model.Add(Dense(128, {.activation = "relu"}));
     model.Add(Dense(10));
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("--model=", name, ": expected mlp or cnn"));
+    return absl::InvalidArgumentError(absl::StrCat("--model=", name, ": expected mlp, cnn or resnet"));
   }
   return model;
 }

@@ -1,0 +1,61 @@
+// Keras' functional API: layers called on symbolic tensors describe a graph (a
+// residual connection, a fan-out, merge layers); Model(inputs, outputs) trains it
+// with everything a Sequential model has (Compile, Fit, Evaluate, Predict,
+// Summary, checkpoints, agreement checks, gradients overlapped with the backward
+// pass).
+//
+//   SymbolicTensor x = Input({28, 28, 1});
+//   SymbolicTensor h = Apply(Conv2D(16, 3, {.padding = "same"}), x);
+//   SymbolicTensor y = Apply(Conv2D(16, 3, {.padding = "same"}), h);
+//   y = Apply(Add(), {y, h});                      // a residual connection
+//   y = Apply(Dense(10), Apply(Flatten(), y));
+//   Model model(x, y);                             // inside the strategy's scope
+//   RW_RETURN_IF_ERROR(model.Compile(...));
+//
+// One input; each layer is called once (no shared layers). Shapes are checked when
+// the model is built (the first Fit, Evaluate or Predict, or Build): errors name the
+// layer and the shapes. A graph that cannot become a model (tensors of two Input
+// calls merged, an output that does not come from `inputs`) makes Compile fail.
+#ifndef RINGWORK_KERAS_FUNCTIONAL_H_
+#define RINGWORK_KERAS_FUNCTIONAL_H_
+
+#include <memory>
+#include <vector>
+
+#include "keras/sequential.h"
+
+namespace ringwork {
+
+struct FunctionalGraph;
+
+// A tensor of the graph being described: the model's input, or a layer's output.
+class SymbolicTensor {
+ public:
+  SymbolicTensor(std::shared_ptr<FunctionalGraph> graph, int node) : graph_(std::move(graph)), node_(node) {}
+  const std::shared_ptr<FunctionalGraph>& graph() const { return graph_; }
+  int node() const { return node_; }
+
+ private:
+  std::shared_ptr<FunctionalGraph> graph_;
+  int node_;
+};
+
+// The model's input: examples of `shape` (no batch dimension).
+SymbolicTensor Input(Shape shape);
+// `layer` called on `x` (one input) or on `xs` (a merge layer: Add, Multiply, Concatenate).
+SymbolicTensor Apply(std::unique_ptr<Layer> layer, const SymbolicTensor& x);
+SymbolicTensor Apply(std::unique_ptr<Layer> layer, const std::vector<SymbolicTensor>& xs);
+
+class Model : public Sequential {
+ public:
+  // The layers from `inputs` to `outputs`, taken from the graph (layers that do
+  // not lead to `outputs` are dropped). Uses the strategy of the current scope.
+  Model(const SymbolicTensor& inputs, const SymbolicTensor& outputs);
+
+ private:
+  absl::Status TakeLayers(const SymbolicTensor& inputs, const SymbolicTensor& outputs);
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERAS_FUNCTIONAL_H_
