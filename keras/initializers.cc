@@ -17,4 +17,10 @@ void GlorotUniform(Tensor& t, int64_t fan_in, int64_t fan_out, uint64_t seed,
   for (int64_t i = 0; i < t.size(); ++i) t[i] = dist(random);
 }
 
+void RandomUniform(Tensor& t, float limit, uint64_t seed, const std::string& name) {
+  std::mt19937_64 random(seed ^ Fnv1a64(name));
+  std::uniform_real_distribution<float> dist(-limit, limit);
+  for (int64_t i = 0; i < t.size(); ++i) t[i] = dist(random);
+}
+
 }  // namespace ringwork

@@ -15,6 +15,9 @@ namespace ringwork {
 void GlorotUniform(Tensor& t, int64_t fan_in, int64_t fan_out, uint64_t seed,
                    const std::string& name);
 
+// Uniform in [-limit, limit] (Keras' RandomUniform; "uniform" is limit 0.05).
+void RandomUniform(Tensor& t, float limit, uint64_t seed, const std::string& name);
+
 }  // namespace ringwork
 
 #endif  // RINGWORK_KERAS_INITIALIZERS_H_

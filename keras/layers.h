@@ -76,6 +76,15 @@ std::unique_ptr<Layer> BatchNormalization(BatchNormalizationOptions options = {}
 std::unique_ptr<Layer> Dropout(float rate, uint64_t seed = 0);
 std::unique_ptr<Layer> ActivationLayer(const std::string& activation);
 
+// Keras' Embedding: ids in [0, input_dim) (held as floats in the input tensor) ->
+// rows of a trained [input_dim, output_dim] table; output shape = input shape +
+// [output_dim]. Its gradient touches only the rows of the batch's ids and travels
+// as (ids, rows) when that is smaller than the table (GradientReducer).
+struct EmbeddingOptions {
+  float uniform_limit = 0.05f;  // Keras' "uniform" initializer: U(-0.05, 0.05).
+};
+std::unique_ptr<Layer> Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options = {});
+
 // Merge layers of the functional API (keras/functional.h): element-wise sum and
 // product of inputs of one shape; concatenation along the last axis.
 std::unique_ptr<Layer> Add();

@@ -244,7 +244,9 @@ TEST_CASE("CSVLogger writes a header and a row per epoch on the chief only", "[c
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   REQUIRE(lines.size() == 4);
-  CHECK_THAT(lines[0], Catch::StartsWith("epoch,accuracy,loss,step_breakdown/compute,"));
+  // (slowest_worker/* columns come only when some worker waited for another.)
+  CHECK_THAT(lines[0], Catch::StartsWith("epoch,accuracy,loss,"));
+  CHECK_THAT(lines[0], Contains(",step_breakdown/compute,"));
   CHECK_THAT(lines[0], Contains(",val_accuracy,val_loss"));
   CHECK_THAT(lines[1], Catch::StartsWith("0,"));
   CHECK_THAT(lines[3], Catch::StartsWith("2,"));

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/check.h"
+#include "base/status_macros.h"
 #include "kernels/reduce.h"
 #include "observability/timeline.h"
 
@@ -35,9 +36,20 @@ absl::string_view GradientCompressionName(GradientCompression compression) {
   return compression == GradientCompression::kBFloat16 ? "bf16" : "none";
 }
 
-GradientReducer::GradientReducer(Communicator* comm, std::vector<Variable*> variables,
+GradientReducer::GradientReducer(Communicator* comm, std::vector<Variable*> all_variables,
                                  Options options)
     : comm_(comm), options_(options) {
+  std::vector<Variable*> variables;  // Dense: in the packs.
+  for (Variable* v : all_variables) {
+    if (!v->sparse_gradient) {
+      variables.push_back(v);
+      continue;
+    }
+    sparse_.push_back(v);
+    sparse_grads_.emplace_back(static_cast<size_t>(v->size()), 0.f);
+    v->grad = sparse_grads_.back().data();
+  }
+  last_sparse_choice_.assign(sparse_.size(), false);
   int64_t total = 0;
   for (const Variable* v : variables) total += v->size();
   arena_.assign(static_cast<size_t>(total), 0.f);
@@ -92,6 +104,7 @@ void GradientReducer::BeginStep(float weight) {
 }
 
 void GradientReducer::Ready(const Variable* variable) {
+  if (variable->sparse_gradient) return;  // Reduced in FinishStep.
   auto it = pack_of_.find(variable);
   RW_CHECK(it != pack_of_.end()) << "variable " << variable->name << " is not in this reducer";
   bool pack_complete;
@@ -159,6 +172,79 @@ void GradientReducer::RunPacks() {
 }
 
 absl::Status GradientReducer::FinishStep() {
+  absl::Status dense = FinishDense();
+  if (!dense.ok() || comm_->world_size() == 1) return dense;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < sparse_.size(); ++i) {
+    RW_RETURN_IF_ERROR(ReduceSparse(sparse_[i], i));
+  }
+  const double took = SecondsSince(start);
+  std::lock_guard<std::mutex> lock(mu_);
+  timing_.communication_s += took;
+  timing_.exposed_s += took;
+  return absl::OkStatus();
+}
+
+absl::Status GradientReducer::ReduceSparse(Variable* v, size_t index) {
+  TimelineSpan span("exposed communication", "sparse gradient ", v->name);
+  const int64_t rows = v->value.dim(0), width = v->size() / std::max<int64_t>(1, rows);
+  const int64_t world = comm_->world_size();
+  float* grad = v->grad;
+  // An empty batch (weight 0) adds nothing, whatever the buffer holds.
+  const std::vector<int64_t> none;
+  const std::vector<int64_t>& mine = weight_ == 0.f ? none : v->touched_rows;
+  int64_t most = static_cast<int64_t>(mine.size());
+  RW_RETURN_IF_ERROR(comm_->AllReduce(&most, 1, DataType::kInt64, ReduceOp::kMax));
+  // A ring all-reduce moves the table about twice; an all-gather moves every
+  // rank's (id, row) pairs once.
+  const int64_t dense_bytes = 2 * v->size() * 4;
+  const int64_t sparse_bytes = world * most * (8 + width * 4);
+  const bool sparse = options_.sparse == SparseReduction::kSparse ||
+                      (options_.sparse == SparseReduction::kAuto && sparse_bytes < dense_bytes);
+  last_sparse_choice_[index] = sparse;
+  span.Arg("sparse", sparse ? 1 : 0);
+  if (sparse && most == 0) {  // No replica had an id: nothing to gather.
+    std::fill(grad, grad + v->size(), 0.f);
+    return absl::OkStatus();
+  }
+  if (!sparse) {
+    const size_t count = static_cast<size_t>(v->size());
+    if (weight_ == 0.f) {
+      std::fill(grad, grad + count, 0.f);
+    } else if (weight_ != 1.f) {
+      for (size_t i = 0; i < count; ++i) grad[i] *= weight_;
+    }
+    return comm_->AllReduce(grad, count, DataType::kFloat32, ReduceOp::kMean);
+  }
+  // This rank's rows, weighted and divided by the replicas (the MEAN of the dense
+  // path), padded to `most` with id -1.
+  std::vector<int64_t> ids(static_cast<size_t>(most), -1);
+  std::vector<float> values(static_cast<size_t>(most * width), 0.f);
+  const float scale = weight_ / static_cast<float>(world);
+  for (size_t j = 0; j < mine.size(); ++j) {
+    ids[j] = mine[j];
+    for (int64_t d = 0; d < width; ++d) values[j * width + d] = grad[mine[j] * width + d] * scale;
+  }
+  gathered_ids_.resize(static_cast<size_t>(world * most));
+  gathered_rows_.resize(static_cast<size_t>(world * most * width));
+  RW_RETURN_IF_ERROR(comm_->AllGather(ids.data(), gathered_ids_.data(), ids.size(), DataType::kInt64));
+  RW_RETURN_IF_ERROR(
+      comm_->AllGather(values.data(), gathered_rows_.data(), values.size(), DataType::kFloat32));
+  // Summed in rank order on every replica: the same bits everywhere.
+  std::fill(grad, grad + v->size(), 0.f);
+  for (int64_t k = 0; k < world * most; ++k) {
+    const int64_t id = gathered_ids_[k];
+    if (id < 0) continue;
+    if (id >= rows) return absl::DataLossError(absl::StrCat("sparse gradient of ", v->name, ": row ", id,
+                                                            " from a peer is outside the table's ", rows));
+    float* row = grad + id * width;
+    const float* add = gathered_rows_.data() + k * width;
+    for (int64_t d = 0; d < width; ++d) row[d] += add[d];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GradientReducer::FinishDense() {
   if (comm_->world_size() == 1) {
     std::lock_guard<std::mutex> lock(mu_);
     in_step_ = false;

@@ -49,6 +49,13 @@ enum class GradientCompression {
 absl::StatusOr<GradientCompression> ParseGradientCompression(absl::string_view name);
 absl::string_view GradientCompressionName(GradientCompression compression);
 
+// How the gradients of sparse_gradient variables (embedding tables) travel.
+enum class SparseReduction {
+  kAuto,    // (ids, rows) by all-gather when that moves fewer bytes than the table
+  kSparse,  // always (ids, rows)
+  kDense,   // always the whole table, all-reduced
+};
+
 class GradientReducer {
  public:
   struct Options {
@@ -62,6 +69,8 @@ class GradientReducer {
     // How long FinishStep may wait beyond the collectives' own deadlines.
     double finish_timeout_s = 600;
     GradientCompression compression = GradientCompression::kNone;
+    // Gradients of sparse_gradient variables (embedding tables).
+    SparseReduction sparse = SparseReduction::kAuto;
   };
 
   // `variables` in creation order; their grad pointers are set into the arena.
@@ -87,6 +96,8 @@ class GradientReducer {
   Timing TakeTiming();
 
   int num_packs() const { return static_cast<int>(packs_.size()); }
+  // How the last step reduced each sparse_gradient variable: true for (ids, rows).
+  const std::vector<bool>& last_sparse_choice() const { return last_sparse_choice_; }
   int64_t arena_bytes() const {
     return static_cast<int64_t>(arena_.size() * sizeof(float) + wire_.size() * sizeof(BFloat16));
   }
@@ -105,12 +116,21 @@ class GradientReducer {
     return options_.compression == GradientCompression::kBFloat16 ? 2 : 4;
   }
   void RunPacks();
+  absl::Status FinishDense();
   absl::Status Reduce(const Pack& pack);
+  // After the packs, on the training thread: each sparse_gradient variable.
+  absl::Status ReduceSparse(Variable* v, size_t index);
 
   Communicator* comm_;  // Not owned.
   float weight_ = 1.f;  // Set by BeginStep; read by the packs' reductions of that step.
   const Options options_;
   std::vector<float> arena_;
+  // sparse_gradient variables: outside the packs, each with a buffer of its own.
+  std::vector<Variable*> sparse_;
+  std::vector<std::vector<float>> sparse_grads_;
+  std::vector<bool> last_sparse_choice_;
+  std::vector<int64_t> gathered_ids_;
+  std::vector<float> gathered_rows_;
   std::vector<BFloat16> wire_;  // kBFloat16: the pack being reduced, as it travels.
   std::vector<Pack> packs_;
   std::unordered_map<const Variable*, int> pack_of_;

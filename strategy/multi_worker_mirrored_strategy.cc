@@ -128,6 +128,7 @@ std::unique_ptr<GradientReducer> MultiWorkerMirroredStrategy::MakeGradientReduce
   GradientReducer::Options options;
   options.bytes_per_pack = options_.communication.bytes_per_pack;
   options.compression = options_.communication.compression;
+  options.sparse = options_.communication.sparse_reduction;
   options.overlap = inter_op_threads() >= 2;
   return std::make_unique<GradientReducer>(comm(), variables, options);
 }

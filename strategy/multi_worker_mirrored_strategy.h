@@ -51,6 +51,9 @@ struct CommunicationOptions {
   // kBFloat16: gradients travel as bfloat16 (Horovod's fp16 compression, DDP's
   // bf16 hook); every worker must use the same (the model agreement check says).
   GradientCompression compression = GradientCompression::kNone;
+  // Embedding tables' gradients: (ids, rows) by all-gather when smaller than the
+  // table (kAuto), always, or never.
+  SparseReduction sparse_reduction = SparseReduction::kAuto;
 };
 
 struct StrategyOptions {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/tensor.h"
 
@@ -15,6 +16,12 @@ struct Variable {
   std::string name;       // "dense_1/kernel"
   Tensor value;
   float* grad = nullptr;  // size() floats in the gradient arena. Not owned.
+  // A table whose gradient touches only some rows each step (Embedding): the
+  // reducer may send it as (row ids, rows) with an all-gather instead of the dense
+  // table (TensorFlow's IndexedSlices). The layer zeroes `grad` but for the rows it
+  // writes, and lists them (sorted, unique) in `touched_rows`.
+  bool sparse_gradient = false;
+  std::vector<int64_t> touched_rows;
 
   int64_t size() const { return value.size(); }
 };
