@@ -1,7 +1,17 @@
 // Metrics, by Keras name: "accuracy" (for a one-output model: prediction > 0.5 vs
-// label; otherwise the same as "sparse_categorical_accuracy": argmax vs label) and
-// "mean" (the mean of the loss). A metric is a running (total, count) pair, so the
-// strategy can sum it over all workers and every worker reports the same number.
+// label; otherwise the same as "sparse_categorical_accuracy": argmax vs label),
+// "mean" (the mean of the loss) and "auc" (Keras' AUC: the area under the ROC
+// curve from 200 thresholds, for binary labels and one probability per example, or
+// two classes). A metric's state is a vector of sums (total and count; for AUC the
+// histograms of positives' and negatives' predictions over the thresholds), so the
+// strategy adds them over every worker and every worker reports the same number:
+// for "auc", the AUC of the whole (global) evaluation set, not a mean of batches.
+//
+//   RW_ASSIGN_OR_RETURN(Metric auc, Metric::Create("auc"));
+//   std::vector<double> state(auc.state_size(), 0.0);
+//   auc.Accumulate(outputs, labels, loss, /*logits=*/false, state.data());
+//   ... add other batches' (and workers') states ...
+//   double value = auc.Result(state.data());
 #ifndef RINGWORK_KERAS_METRICS_H_
 #define RINGWORK_KERAS_METRICS_H_
 
@@ -16,29 +26,26 @@ namespace ringwork {
 
 class Metric {
  public:
-  enum class Kind { kAccuracy, kSparseCategoricalAccuracy, kMean };
+  enum class Kind { kAccuracy, kSparseCategoricalAccuracy, kMean, kAuc };
+  static constexpr int kAucThresholds = 200;  // Keras' num_thresholds.
 
   static absl::StatusOr<Metric> Create(const std::string& name);
   const std::string& name() const { return name_; }
   Kind kind() const { return kind_; }
+  // Whether it can judge a model of `width` outputs per example (AUC: 1 or 2).
+  absl::Status CheckOutputWidth(int64_t width) const;
 
-  // Adds a batch: `outputs` [batch, width], `labels` [batch]; kMean adds `value`
-  // once per example.
-  void Update(const Tensor& outputs, const std::vector<int32_t>& labels, double value);
-  double result() const { return count_ > 0 ? total_ / count_ : 0; }
-  void Reset() { total_ = count_ = 0; }
-  // For aggregation across workers.
-  double total() const { return total_; }
-  double count() const { return count_; }
-  void Set(double total, double count) {
-    total_ = total;
-    count_ = count;
-  }
+  int64_t state_size() const;
+  // Adds a batch to `state`: `outputs` [batch, width], `labels` [batch]; kMean
+  // adds `value` once per example. `logits`: outputs are logits (AUC turns them
+  // into probabilities first).
+  void Accumulate(const Tensor& outputs, const std::vector<int32_t>& labels, double value, bool logits,
+                  double* state) const;
+  double Result(const double* state) const;
 
  private:
   Kind kind_ = Kind::kAccuracy;
   std::string name_;
-  double total_ = 0, count_ = 0;
 };
 
 }  // namespace ringwork

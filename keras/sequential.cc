@@ -177,6 +177,10 @@ absl::Status Sequential::Build(const Shape& input_shape) {
       }
     }
   }
+  for (const Metric& m : metrics_) {
+    const Shape& out = shapes.back();
+    RW_RETURN_IF_ERROR(m.CheckOutputWidth(out.empty() ? 1 : NumElements(out)));
+  }
   const std::vector<Variable*> vars = variables();
   // Before anything is exchanged: a different model would otherwise fail later
   // with a less helpful collective mismatch, or train on garbage.
@@ -273,6 +277,12 @@ std::vector<std::string> Sequential::AgreementLines() const {
   // Workers that disagree would send frames of another dtype mid-step: say it now.
   lines.push_back(absl::StrCat("gradient all-reduce compression: ",
                                GradientCompressionName(strategy_->options().communication.compression)));
+  const std::vector<Variable*> trainable = variables();
+  if (std::any_of(trainable.begin(), trainable.end(), [](const Variable* v) { return v->sparse_gradient; })) {
+    // Sparse and dense reductions are different collectives: say it now.
+    lines.push_back(absl::StrCat("sparse gradient reduction: ",
+                                 SparseReductionName(strategy_->options().communication.sparse_reduction)));
+  }
   std::vector<std::string> metric_names;
   for (const Metric& m : metrics_) metric_names.push_back(m.name());
   lines.push_back(absl::StrCat("metrics: ", absl::StrJoin(metric_names, ", ")));
@@ -398,16 +408,22 @@ absl::Status Sequential::UpdateBatchState(bool had_batch) {
   return absl::OkStatus();
 }
 
+int64_t Sequential::MetricStateSize() const {
+  int64_t n = 0;
+  for (const Metric& m : metrics_) n += m.state_size();
+  return n;
+}
+
 std::vector<double> Sequential::BatchSums(const std::vector<int32_t>& labels, double loss) {
-  if (labels.empty()) return std::vector<double>(2 + 2 * metrics_.size(), 0.0);
+  std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+  if (labels.empty()) return sums;
   const double n = static_cast<double>(labels.size());
-  std::vector<double> sums = {loss * n, n};
-  for (const Metric& prototype : metrics_) {
-    Metric m = prototype;
-    m.Reset();
-    m.Update(acts_.back(), labels, loss);
-    sums.push_back(m.total());
-    sums.push_back(m.count());
+  sums[0] = loss * n;
+  sums[1] = n;
+  double* state = sums.data() + 2;
+  for (const Metric& m : metrics_) {
+    m.Accumulate(acts_.back(), labels, loss, loss_->from_logits(), state);
+    state += m.state_size();
   }
   return sums;
 }
@@ -415,9 +431,10 @@ std::vector<double> Sequential::BatchSums(const std::vector<int32_t>& labels, do
 Logs Sequential::LogsFrom(const std::vector<double>& sums) const {
   Logs logs;
   logs["loss"] = sums[1] > 0 ? sums[0] / sums[1] : 0;
-  for (size_t i = 0; i < metrics_.size(); ++i) {
-    const double count = sums[3 + 2 * i];
-    logs[metrics_[i].name()] = count > 0 ? sums[2 + 2 * i] / count : 0;
+  const double* state = sums.data() + 2;
+  for (const Metric& m : metrics_) {
+    logs[m.name()] = m.Result(state);
+    state += m.state_size();
   }
   return logs;
 }
@@ -520,8 +537,8 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     }
     RW_RETURN_IF_ERROR(WithContext(AgreeOnDecisions(), absl::StrCat("epoch ", epoch + 1, ", begin: ")));
     // Loss and metric sums of this epoch over all replicas: [loss * n, n, then
-    // (total, count) per metric].
-    std::vector<double> epoch_sums(2 + 2 * metrics_.size(), 0.0);
+    // each metric's state (total and count; AUC's histograms)].
+    std::vector<double> epoch_sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
     struct Batch batch;
     const int64_t first = epoch == start.epoch ? start.step_in_epoch : 0;
     for (int64_t step = first + 1; step <= steps; ++step) {
@@ -686,13 +703,20 @@ absl::StatusOr<EvaluateResult> Sequential::Evaluate(const Dataset& data, int64_t
   const int replicas = strategy_->num_replicas_in_sync();
   RW_ASSIGN_OR_RETURN(Dataset shard, data.Shard(replicas, strategy_->rank(), AutoShardPolicy::kData));
   shard = shard.Batch(std::max<int64_t>(1, batch_size / replicas));
-  std::vector<double> sums(2 + 2 * metrics_.size(), 0.0);
+  std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
   std::unique_ptr<Dataset::Iterator> it = shard.Iterate(0);
   struct Batch batch;
   while (it->Next(&batch)) {
-    RW_RETURN_IF_ERROR(Forward(batch.features, /*training=*/false));
-    RW_ASSIGN_OR_RETURN(float loss, loss_->Compute(acts_.back(), batch.labels, nullptr));
-    std::vector<double> batch_sums = BatchSums(batch.labels, loss);
+    absl::Status forward = Forward(batch.features, /*training=*/false);
+    absl::StatusOr<float> loss =
+        forward.ok() ? loss_->Compute(acts_.back(), batch.labels, nullptr) : absl::StatusOr<float>(forward);
+    if (!loss.ok()) {
+      // Data only this worker holds (a bad id, a bad label): the others must not
+      // wait for its sums until a deadline.
+      strategy_->communicator()->Barrier().IgnoreError();
+      return loss.status();
+    }
+    std::vector<double> batch_sums = BatchSums(batch.labels, *loss);
     for (size_t i = 0; i < sums.size(); ++i) sums[i] += batch_sums[i];
   }
   RW_RETURN_IF_ERROR(it->status());
@@ -753,7 +777,7 @@ std::string Sequential::Summary() const {
   if (chain) {
     s << absl::StrFormat(" %-*s%-26s%s\n", name_width, "Layer (type)", "Output Shape", "Param #");
   } else {
-    s << absl::StrFormat(" %-*s%-26s%-12sConnected to\n", name_width, "Layer (type)", "Output Shape", "Param #");
+    s << absl::StrFormat(" %-*s%-26s%-11sConnected to\n", name_width, "Layer (type)", "Output Shape", "Param #");
   }
   s << double_rule << "\n";
   for (size_t i = 0; i < layers_.size(); ++i) {

@@ -158,8 +158,9 @@ class Sequential {
   // Layer l's backward pass: its variables' gradients, and its inputs' where a
   // layer below learns (summed over the layers that read an activation).
   absl::Status BackwardLayer(size_t l);
-  // This replica's [loss * n, n, (total, count) per metric] for the last forward.
+  // This replica's [loss * n, n, then each metric's state] for the last forward.
   std::vector<double> BatchSums(const std::vector<int32_t>& labels, double loss);
+  int64_t MetricStateSize() const;
   Logs LogsFrom(const std::vector<double>& sums) const;
   // After the callbacks' OnTrainEnd (`ended`: this worker's result), every worker
   // learns whether any failed or received SIGTERM; then OnTrainCommitted may run.

@@ -32,6 +32,15 @@ absl::StatusOr<GradientCompression> ParseGradientCompression(absl::string_view n
       absl::StrCat("gradient compression \"", name, "\": expected none or bf16"));
 }
 
+absl::string_view SparseReductionName(SparseReduction reduction) {
+  switch (reduction) {
+    case SparseReduction::kSparse: return "sparse";
+    case SparseReduction::kDense: return "dense";
+    case SparseReduction::kAuto: break;
+  }
+  return "auto";
+}
+
 absl::string_view GradientCompressionName(GradientCompression compression) {
   return compression == GradientCompression::kBFloat16 ? "bf16" : "none";
 }
@@ -230,8 +239,13 @@ absl::Status GradientReducer::ReduceSparse(Variable* v, size_t index) {
   RW_RETURN_IF_ERROR(comm_->AllGather(ids.data(), gathered_ids_.data(), ids.size(), DataType::kInt64));
   RW_RETURN_IF_ERROR(
       comm_->AllGather(values.data(), gathered_rows_.data(), values.size(), DataType::kFloat32));
-  // Summed in rank order on every replica: the same bits everywhere.
-  std::fill(grad, grad + v->size(), 0.f);
+  // Summed in rank order on every replica: the same bits everywhere. The layer
+  // left zeros outside its rows; an empty batch's buffer may hold anything.
+  if (weight_ == 0.f) {
+    std::fill(grad, grad + v->size(), 0.f);
+  } else {
+    for (int64_t id : mine) std::fill(grad + id * width, grad + (id + 1) * width, 0.f);
+  }
   for (int64_t k = 0; k < world * most; ++k) {
     const int64_t id = gathered_ids_[k];
     if (id < 0) continue;

@@ -56,6 +56,8 @@ enum class SparseReduction {
   kDense,   // always the whole table, all-reduced
 };
 
+absl::string_view SparseReductionName(SparseReduction reduction);
+
 class GradientReducer {
  public:
   struct Options {

@@ -1,0 +1,99 @@
+// Metrics: AUC against hand-computed areas, from probabilities and from logits;
+// its state adds up across batches (and workers) to the AUC of all of them; on 2
+// workers Evaluate reports the AUC of the whole evaluation set.
+#include "keras/metrics.h"
+
+#include <catch2/catch.hpp>
+
+#include "base/status_macros.h"
+#include "keras/sequential.h"
+#include "testing/local_cluster.h"
+
+namespace ringwork {
+namespace {
+
+double Auc(const std::vector<float>& predictions, const std::vector<int32_t>& labels, bool logits = false,
+           int64_t width = 1) {
+  Metric auc = *Metric::Create("auc");
+  std::vector<double> state(auc.state_size(), 0.0);
+  Tensor outputs({static_cast<int64_t>(labels.size()), width}, predictions);
+  auc.Accumulate(outputs, labels, 0, logits, state.data());
+  return auc.Result(state.data());
+}
+
+TEST_CASE("AUC of predictions in distinct thresholds is the exact area under the ROC curve", "[metrics]") {
+  CHECK(Auc({0.1f, 0.4f, 0.35f, 0.8f}, {0, 1, 0, 1}) == Approx(1.0));
+  CHECK(Auc({0.1f, 0.4f, 0.5f, 0.8f}, {0, 1, 0, 1}) == Approx(0.75));  // One pair of four inverted.
+  CHECK(Auc({0.9f, 0.2f, 0.7f, 0.1f}, {0, 1, 0, 1}) == Approx(0.0).margin(1e-12));
+  CHECK(Auc({0.5f, 0.5f, 0.5f, 0.5f}, {0, 1, 0, 1}) == Approx(0.5));  // No ranking at all.
+  CHECK(Auc({0.3f, 0.6f}, {1, 1}) == 0.0);                              // No negatives: Keras' 0.
+  // Logits: sigmoid first; two classes: the second's probability.
+  CHECK(Auc({-2.2f, -0.4f, 0.0f, 1.4f}, {0, 1, 0, 1}, /*logits=*/true) == Approx(0.75));
+  CHECK(Auc({0.9f, 0.1f, 0.6f, 0.4f, 0.5f, 0.5f, 0.2f, 0.8f}, {0, 1, 0, 1}, false, 2) == Approx(0.75));
+}
+
+TEST_CASE("AUC states of two halves add up to the AUC of the whole", "[metrics]") {
+  std::vector<float> p;
+  std::vector<int32_t> y;
+  for (int i = 0; i < 400; ++i) {
+    p.push_back(static_cast<float>((i * 37) % 101) / 100.f);
+    y.push_back(p.back() + 0.1f * static_cast<float>(i % 5 - 2) > 0.5f ? 1 : 0);  // Noisy, but ranked.
+  }
+  Metric auc = *Metric::Create("auc");
+  std::vector<double> whole(auc.state_size(), 0.0), halves(auc.state_size(), 0.0);
+  auc.Accumulate(Tensor({400, 1}, p), y, 0, false, whole.data());
+  for (int half = 0; half < 2; ++half) {
+    std::vector<float> hp(p.begin() + half * 200, p.begin() + half * 200 + 200);
+    std::vector<int32_t> hy(y.begin() + half * 200, y.begin() + half * 200 + 200);
+    auc.Accumulate(Tensor({200, 1}, hp), hy, 0, false, halves.data());
+  }
+  CHECK(auc.Result(halves.data()) == auc.Result(whole.data()));
+  CHECK(auc.Result(whole.data()) > 0.5);
+  CHECK_THAT(std::string(auc.CheckOutputWidth(10).message()), Catch::Contains("this model has 10 outputs"));
+}
+
+TEST_CASE("Evaluate on 2 workers reports the AUC of the whole evaluation set", "[metrics][distributed]") {
+  Examples examples;
+  examples.features = Tensor({301, 2});
+  for (int64_t i = 0; i < 301; ++i) {
+    const float a = static_cast<float>((i * 13) % 29) / 29.f, b = static_cast<float>((i * 7) % 17) / 17.f;
+    examples.features[2 * i] = a;
+    examples.features[2 * i + 1] = b;
+    examples.labels.push_back(a + 0.3f * b + 0.2f * static_cast<float>(i % 3) > 0.8f ? 1 : 0);
+  }
+  const Dataset data = Dataset::FromExamples(examples);
+  auto evaluate = [&](int workers) {
+    std::vector<double> aucs(workers);
+    LocalCluster::Options options;
+    options.num_workers = workers;
+    auto results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+      auto scope = w.strategy->scope();
+      Sequential model;
+      model.Add(Dense(1, {.activation = "sigmoid"}));
+      CompileOptions compile;
+      compile.loss = {"binary_crossentropy"};
+      compile.metrics = {"auc", "accuracy"};
+      compile.intra_op_threads = 1;
+      RW_RETURN_IF_ERROR(model.Compile(compile));
+      FitOptions fit;
+      fit.epochs = 3;
+      fit.batch_size = 32;
+      fit.verbose = 0;
+      RW_RETURN_IF_ERROR(model.Fit(data, fit).status());
+      RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(data, 64));
+      aucs[w.rank] = result.metrics["auc"];
+      return absl::OkStatus();
+    });
+    for (const absl::Status& s : results) REQUIRE(s.ok());
+    return aucs;
+  };
+  const std::vector<double> one = evaluate(1), two = evaluate(2);
+  INFO("AUC on 1 worker " << one[0] << ", on 2 " << two[0]);
+  CHECK(two[0] == two[1]);
+  CHECK(one[0] > 0.6);
+  // Weights agree to float rounding; predictions fall in the same thresholds.
+  CHECK(two[0] == Approx(one[0]).margin(1e-3));
+}
+
+}  // namespace
+}  // namespace ringwork
