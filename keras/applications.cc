@@ -32,4 +32,18 @@ Model SmallResNet(const Shape& input, int64_t classes) {
   return Model(x, Apply(Dense(classes), h));
 }
 
+Model WideAndDeep(int64_t num_ids, int64_t id_columns, int64_t numeric_columns) {
+  const SymbolicTensor x = Input({id_columns + numeric_columns});
+  const SymbolicTensor ids = Apply(SliceLastAxis(0, id_columns), x);
+  const SymbolicTensor numbers = Apply(SliceLastAxis(id_columns, id_columns + numeric_columns), x);
+  SymbolicTensor deep = Apply(Flatten(), Apply(Embedding(num_ids, 8), ids));
+  deep = Apply(Concatenate(), {deep, numbers});
+  deep = Apply(Dense(64, {.activation = "relu"}), deep);
+  deep = Apply(Dense(32, {.activation = "relu"}), deep);
+  deep = Apply(Dense(1), deep);
+  SymbolicTensor wide = Apply(Flatten(), Apply(Embedding(num_ids, 1), ids));
+  wide = Apply(Dense(1), Apply(Concatenate(), {wide, numbers}));
+  return Model(x, Apply(ActivationLayer("sigmoid"), Apply(Add(), {deep, wide})));
+}
+
 }  // namespace ringwork

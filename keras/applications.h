@@ -19,6 +19,13 @@ namespace ringwork {
 // global average pooling and a Dense layer of `classes` logits.
 Model SmallResNet(const Shape& input, int64_t classes);
 
+// Wide & Deep (Cheng et al. 2016) for inputs of `id_columns` ids in [0, num_ids)
+// followed by `numeric_columns` numbers: the deep part embeds the ids (8 numbers
+// each), joins the numbers and runs Dense 64 -> 32 -> 1 (ReLU); the wide part is a
+// linear model of a 1-wide embedding of each id and the numbers; their logits are
+// added and a sigmoid gives the click probability (binary_crossentropy, "auc").
+Model WideAndDeep(int64_t num_ids, int64_t id_columns, int64_t numeric_columns);
+
 }  // namespace ringwork
 
 #endif  // RINGWORK_KERAS_APPLICATIONS_H_

@@ -46,6 +46,9 @@ std::unique_ptr<Layer> AveragePooling2D(int64_t pool_size = 2, PoolOptions optio
 std::unique_ptr<Layer> GlobalAveragePooling2D();
 
 std::unique_ptr<Layer> Flatten();
+// Columns [begin, end) of the last axis (Keras: Lambda(lambda x: x[..., begin:end])),
+// e.g. to send an input's id columns to an Embedding and the rest to a Dense.
+std::unique_ptr<Layer> SliceLastAxis(int64_t begin, int64_t end);
 // Keras' Reshape: the same values in `target_shape` (no batch dimension); one
 // dimension may be -1, inferred from the others.
 std::unique_ptr<Layer> Reshape(Shape target_shape);

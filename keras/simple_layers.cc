@@ -75,6 +75,48 @@ class ReshapeLayer : public ReshapingLayer {
   const Shape target_;
 };
 
+// Columns [begin, end) of the last axis (what Keras models write as
+// Lambda(lambda x: x[..., begin:end])): to route part of one input elsewhere.
+class SliceLastAxisLayer : public Layer {
+ public:
+  SliceLastAxisLayer(int64_t begin, int64_t end) : begin_(begin), end_(end) {}
+  std::string type() const override { return "SliceLastAxis"; }
+  std::string config() const override { return absl::StrCat("columns ", begin_, " to ", end_); }
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
+    if (input.empty() || begin_ < 0 || end_ <= begin_ || end_ > input.back()) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": columns [", begin_, ", ", end_,
+                                                     ") are not within the last axis of ", ShapeString(input)));
+    }
+    width_ = input.back();
+    output_shape_ = input;
+    output_shape_.back() = end_ - begin_;
+    return output_shape_;
+  }
+  absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool) override {
+    y->Resize(WithBatch(x.dim(0), output_shape_));
+    const int64_t rows = x.size() / width_, out = end_ - begin_;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(y->data() + r * out, x.data() + r * width_ + begin_, sizeof(float) * out);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
+                        Tensor* dx) override {
+    if (dx == nullptr) return absl::OkStatus();
+    dx->Resize(x.shape());
+    std::fill(dx->data(), dx->data() + dx->size(), 0.f);
+    const int64_t rows = x.size() / width_, out = end_ - begin_;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(dx->data() + r * width_ + begin_, dy.data() + r * out, sizeof(float) * out);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t begin_, end_;
+  int64_t width_ = 0;
+};
+
 // [n, h, w, c] -> [n, c]: the mean over the h x w positions of each channel.
 class GlobalAveragePoolingLayer : public Layer {
  public:
@@ -220,6 +262,9 @@ std::unique_ptr<Layer> Reshape(Shape target_shape) {
   return std::make_unique<ReshapeLayer>(std::move(target_shape));
 }
 std::unique_ptr<Layer> GlobalAveragePooling2D() { return std::make_unique<GlobalAveragePoolingLayer>(); }
+std::unique_ptr<Layer> SliceLastAxis(int64_t begin, int64_t end) {
+  return std::make_unique<SliceLastAxisLayer>(begin, end);
+}
 std::unique_ptr<Layer> Flatten() { return std::make_unique<FlattenLayer>(); }
 std::unique_ptr<Layer> Dropout(float rate, uint64_t seed) {
   return std::make_unique<DropoutLayer>(rate, seed);

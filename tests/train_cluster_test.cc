@@ -168,6 +168,28 @@ TEST_CASE("a schedule, clipping, early stopping and a CSV log from flags, replic
   CHECK(rows[1].find(",0.00066666") != std::string::npos);
 }
 
+TEST_CASE("Wide & Deep on the synthetic click log: AUC next to the best achievable, replicas identical",
+          "[train]") {
+  const std::string metrics = TempPath("wide_deep.json");
+  ProcessCluster cluster({kTrain, 2, false,
+                          {"--model=wide_deep", "--dataset=synthetic_clicks", "--synthetic_examples=40000",
+                           "--epochs=3", "--verbose=0", "--metrics_json=" + metrics}});
+  std::vector<SubprocessResult> results = cluster.Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  CHECK(Fingerprints(results).size() == 1);
+  std::ifstream in(metrics);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  REQUIRE(j.is_object());
+  INFO(j.dump());
+  const double auc = j.value("test_auc", -1.0), best = j.value("bayes_auc", -1.0);
+  CHECK(best > 0.75);
+  CHECK(auc > 0.65);           // Learned the clicks...
+  CHECK(auc < best + 0.02);    // ...not better than the truth (up to AUC's thresholds).
+}
+
 TEST_CASE("workers that disagree on the gradient compression stop before training (exit 7)", "[train]") {
   ProcessCluster cluster({kTrain, 2, false, {"--epochs=1", "--steps_per_epoch=5", "--verbose=0"}});
   cluster.AddArgs(1, {"--allreduce_compression=bf16"});
@@ -210,14 +232,15 @@ TEST_CASE("bad flags fail at once with exit 2", "[train]") {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"--model=rnn"}, "--model=rnn: expected mlp, cnn or resnet"},
-      {{"--dataset=imagenet"}, "--dataset=imagenet: expected fashion_mnist or synthetic"},
+      {{"--model=rnn"}, "--model=rnn: expected mlp, cnn, resnet or wide_deep"},
+      {{"--dataset=imagenet"}, "--dataset=imagenet: expected fashion_mnist, synthetic or synthetic_clicks"},
       {{"--data_dir=/nope"}, "--data_dir=/nope does not exist; install Debian's dataset-fashion-mnist"},
       {{"--optimizer=lamb"}, "unknown optimizer \"lamb\""},
       {{"--precision=fp8"}, "--precision=fp8: expected float32 or bfloat16"},
       {{"--inter_op_threads=-1"}, "--inter_op_threads=-1: expected 0 (choose from the cores), 1, or 2 and more"},
       {{"--allreduce_compression=fp16"}, "--allreduce_compression=fp16: gradient compression \"fp16\": expected none or bf16"},
       {{"--epochs=many"}, "flag --epochs: expected an integer, got \"many\""},
+      {{"--model=wide_deep"}, "--model=wide_deep with --dataset=fashion_mnist: wide_deep trains on synthetic_clicks"},
       {{"--lr_schedule=step"}, "--lr_schedule=step: expected none, exponential, cosine or piecewise"},
       {{"--lr_schedule=piecewise", "--lr_boundaries=100", "--lr_values=0.01"},
        "--lr_schedule=piecewise: PiecewiseConstantDecay: 1 boundaries need 2 values, got 1"},

@@ -68,8 +68,9 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
         "--tensorboard_update_freq=", f.tensorboard_update_freq, ", --tensorboard_histogram_freq=",
         f.tensorboard_histogram_freq, ": each must be 0 (off) or more"));
   }
-  RW_ASSIGN_OR_RETURN(Sequential model, BuildModel(f.model));  // Validates --model early.
-  RW_ASSIGN_OR_RETURN(TrainTest data, LoadData(f));
+  RW_ASSIGN_OR_RETURN(Sequential model, BuildModel(f));  // Validates --model early.
+  double bayes_auc = -1;  // Known for synthetic_clicks only.
+  RW_ASSIGN_OR_RETURN(TrainTest data, LoadData(f, &bayes_auc));
   if (f.lr_schedule != "none" && f.reduce_lr_patience >= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--reduce_lr_patience=", f.reduce_lr_patience, " changes the learning rate, but --lr_schedule=",
@@ -93,7 +94,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
     const bool chief = strategy->is_chief();
     {
       auto scope = strategy->scope();
-      RW_ASSIGN_OR_RETURN(model, BuildModel(f.model));
+      RW_ASSIGN_OR_RETURN(model, BuildModel(f));
     }
     RW_RETURN_IF_ERROR(model.Compile(compile));
     RW_RETURN_IF_ERROR(model.Build(data.train.example_shape()));
@@ -167,6 +168,9 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
       std::printf("Test accuracy: %.4f - test loss: %.4f - %.0f samples/s over %d worker%s\n",
                   result.metrics["accuracy"], result.loss, samples_per_s, workers,
                   workers == 1 ? "" : "s");
+      if (result.metrics.count("auc")) {
+        std::printf("Test AUC: %.4f (best achievable on this data: %.4f)\n", result.metrics["auc"], bayes_auc);
+      }
       std::fflush(stdout);
     }
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -187,6 +191,8 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
                           {"train_examples_per_epoch", last_epoch_examples},
                           {"train_examples", trained},
                           {"weights_fingerprint", absl::StrFormat("%016x", fingerprint)}};
+      if (result.metrics.count("auc")) j["test_auc"] = result.metrics["auc"];
+      if (bayes_auc >= 0) j["bayes_auc"] = bayes_auc;
       // Where the steps' time went: each epoch of this run weighted by its
       // examples (a resumed epoch counts for what it ran); omitted when none ran.
       const std::vector<int64_t>& weights = history.examples_per_epoch();

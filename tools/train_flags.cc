@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "data/synthetic_clicks.h"
 #include "keras/applications.h"
 #include "keras/training_callbacks.h"
 
@@ -14,9 +15,12 @@ namespace ringwork {
 
 void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->String("model", &f->model,
-                "mlp (784-256-128-10, ReLU), cnn (a small conv net) or resnet (a residual network "
-                "with batch normalization: a stem and three stages of two blocks, 16/32/64 filters)");
-  flags->String("dataset", &f->dataset, "fashion_mnist or synthetic");
+                "mlp (784-256-128-10, ReLU), cnn (a small conv net), resnet (a residual network "
+                "with batch normalization: a stem and three stages of two blocks, 16/32/64 filters) "
+                "or wide_deep (Wide & Deep over --dataset=synthetic_clicks)");
+  flags->String("dataset", &f->dataset,
+                "fashion_mnist, synthetic (images) or synthetic_clicks (a seeded click log of "
+                "user and item ids and 3 numbers with a known best AUC; for --model=wide_deep)");
   flags->String("data_dir", &f->data_dir, "where the Fashion-MNIST IDX files are");
   flags->Int("epochs", &f->epochs, "passes over the training data");
   flags->Int("global_batch_size", &f->global_batch_size,
@@ -46,7 +50,10 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "a backup written with another global batch, steps per epoch, or (file, off) "
                 "shard policy or worker count: exact refuses it (exit 7), epoch resumes at "
                 "the next epoch boundary", "RINGWORK_RESUME_POLICY");
-  flags->Int("synthetic_examples", &f->synthetic_examples, "training examples of --dataset=synthetic");
+  flags->Int("synthetic_examples", &f->synthetic_examples,
+             "training examples of --dataset=synthetic or synthetic_clicks (test: a quarter)");
+  flags->Int("clicks_users", &f->clicks_users, "synthetic_clicks: distinct user ids");
+  flags->Int("clicks_items", &f->clicks_items, "synthetic_clicks: distinct item ids");
   flags->Int("bytes_per_pack", &f->bytes_per_pack, "gradient pack size for the all-reduce (0: auto)");
   flags->String("allreduce_compression", &f->allreduce_compression,
                 "none, or bf16: gradients travel as bfloat16 (half the bytes; float32 sums at "
@@ -184,10 +191,20 @@ std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f,
   return callbacks;
 }
 
-absl::StatusOr<Sequential> BuildModel(const std::string& name) {
+absl::StatusOr<Sequential> BuildModel(const TrainFlags& f) {
+  const std::string& name = f.model;
+  const bool clicks = f.dataset == "synthetic_clicks";
+  if ((name == "wide_deep") != clicks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model=", name, " with --dataset=", f.dataset,
+        ": wide_deep trains on synthetic_clicks (ids and numbers), the others on images"));
+  }
   // A functional Model is a Sequential with a graph and no state of its own:
   // returned as one, nothing is lost.
   if (name == "resnet") return Sequential(SmallResNet({28, 28, 1}, 10));
+  if (name == "wide_deep") {
+    return Sequential(WideAndDeep(f.clicks_users + f.clicks_items, ClickLog::kIdColumns, ClickLog::kNumericColumns));
+  }
   Sequential model;
   if (name == "mlp") {
     model.Add(Flatten());
@@ -203,7 +220,7 @@ absl::StatusOr<Sequential> BuildModel(const std::string& name) {
     model.Add(Dense(128, {.activation = "relu"}));
     model.Add(Dense(10));
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("--model=", name, ": expected mlp, cnn or resnet"));
+    return absl::InvalidArgumentError(absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));
   }
   return model;
 }
@@ -211,6 +228,7 @@ absl::StatusOr<Sequential> BuildModel(const std::string& name) {
 absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {
   CompileOptions compile;
   compile.loss = {"sparse_categorical_crossentropy", /*from_logits=*/true};
+  if (f.model == "wide_deep") compile.loss = {"binary_crossentropy"};  // Its sigmoid's probability.
   compile.optimizer.name = f.optimizer;
   compile.optimizer.learning_rate = static_cast<float>(f.learning_rate);
   compile.optimizer.clipping = {static_cast<float>(f.clipnorm), static_cast<float>(f.global_clipnorm),
@@ -221,6 +239,7 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {
                                                    ": ", valid.message()));
   }
   compile.metrics = {"accuracy"};
+  if (f.model == "wide_deep") compile.metrics = {"accuracy", "auc"};
   compile.intra_op_threads = static_cast<int>(f.intra_op_threads);
   compile.seed = static_cast<uint64_t>(f.seed);
   if (f.precision == "bfloat16") {
@@ -232,11 +251,22 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {
   return compile;
 }
 
-absl::StatusOr<TrainTest> LoadData(const TrainFlags& f) {
+absl::StatusOr<TrainTest> LoadData(const TrainFlags& f, double* bayes_auc) {
+  if (f.dataset == "synthetic_clicks") {
+    if (f.clicks_users <= 0 || f.clicks_items <= 0 || f.synthetic_examples < 4) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--clicks_users=", f.clicks_users, ", --clicks_items=", f.clicks_items, ", --synthetic_examples=",
+          f.synthetic_examples, ": users and items must be positive, examples at least 4"));
+    }
+    ClickLog log = SyntheticClicks({.train = f.synthetic_examples, .test = f.synthetic_examples / 4,
+                                    .users = f.clicks_users, .items = f.clicks_items});
+    if (bayes_auc != nullptr) *bayes_auc = log.bayes_auc;
+    return std::move(log.data);
+  }
   if (f.dataset == "fashion_mnist") return LoadFashionMnist(f.data_dir);
   if (f.dataset == "synthetic") return SyntheticImages(f.synthetic_examples, f.synthetic_examples / 4, 1234);
   return absl::InvalidArgumentError(
-      absl::StrCat("--dataset=", f.dataset, ": expected fashion_mnist or synthetic"));
+      absl::StrCat("--dataset=", f.dataset, ": expected fashion_mnist, synthetic or synthetic_clicks"));
 }
 
 }  // namespace ringwork

@@ -34,6 +34,7 @@ struct TrainFlags {
   int64_t replica_check_steps = 100;
   std::string resume_policy = "exact";
   int64_t synthetic_examples = 8192;
+  int64_t clicks_users = 1000, clicks_items = 500;  // --dataset=synthetic_clicks
   int64_t bytes_per_pack = 0;
   std::string allreduce_compression = "none";
   int64_t verbose = 1;
@@ -67,8 +68,9 @@ struct TrainFlags {
 
 void RegisterTrainFlags(FlagSet* flags, TrainFlags* f);
 
-// The model --model names (unbuilt); INVALID_ARGUMENT for an unknown name.
-absl::StatusOr<Sequential> BuildModel(const std::string& name);
+// The model --model names (unbuilt); INVALID_ARGUMENT for an unknown name, or a
+// model and a dataset that do not go together.
+absl::StatusOr<Sequential> BuildModel(const TrainFlags& f);
 absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f);
 // --lr_schedule's schedule (null for none) for a run of `run_steps` steps.
 absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> MakeLearningRateSchedule(
@@ -77,7 +79,9 @@ absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> MakeLearningRateSche
 // --terminate_on_nan; they watch val_loss when `validating`, else loss.
 std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f, bool validating);
 // The train and test sets --dataset names.
-absl::StatusOr<TrainTest> LoadData(const TrainFlags& f);
+// `bayes_auc`, if given, receives the best achievable test AUC of
+// --dataset=synthetic_clicks (else it is left alone).
+absl::StatusOr<TrainTest> LoadData(const TrainFlags& f, double* bayes_auc = nullptr);
 
 }  // namespace ringwork
 
