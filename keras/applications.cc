@@ -3,29 +3,30 @@
 namespace ringwork {
 namespace {
 
-SymbolicTensor ConvBn(const SymbolicTensor& x, int64_t filters, int64_t kernel, int64_t strides) {
-  return Apply(BatchNormalization({.momentum = 0.9f}),
+SymbolicTensor ConvBn(const SymbolicTensor& x, int64_t filters, int64_t kernel, int64_t strides, bool sync) {
+  return Apply(sync ? SyncBatchNormalization({.momentum = 0.9f}) : BatchNormalization({.momentum = 0.9f}),
                Apply(Conv2D(filters, kernel, {.strides = strides, .padding = "same", .use_bias = false}), x));
 }
 
 // conv-bn-relu, conv-bn, plus the shortcut (projected when the shape changes), relu.
-SymbolicTensor ResidualBlock(const SymbolicTensor& x, int64_t filters, int64_t strides, bool project) {
-  SymbolicTensor h = Apply(ActivationLayer("relu"), ConvBn(x, filters, 3, strides));
-  h = ConvBn(h, filters, 3, 1);
-  const SymbolicTensor shortcut = project ? ConvBn(x, filters, 1, strides) : x;
+SymbolicTensor ResidualBlock(const SymbolicTensor& x, int64_t filters, int64_t strides, bool project,
+                             bool sync) {
+  SymbolicTensor h = Apply(ActivationLayer("relu"), ConvBn(x, filters, 3, strides, sync));
+  h = ConvBn(h, filters, 3, 1, sync);
+  const SymbolicTensor shortcut = project ? ConvBn(x, filters, 1, strides, sync) : x;
   return Apply(ActivationLayer("relu"), Apply(Add(), {h, shortcut}));
 }
 
 }  // namespace
 
-Model SmallResNet(const Shape& input, int64_t classes) {
+Model SmallResNet(const Shape& input, int64_t classes, bool sync_batch_norm) {
   const SymbolicTensor x = Input(input);
-  SymbolicTensor h = Apply(ActivationLayer("relu"), ConvBn(x, 16, 3, 1));
+  SymbolicTensor h = Apply(ActivationLayer("relu"), ConvBn(x, 16, 3, 1, sync_batch_norm));
   const int64_t filters[3] = {16, 32, 64};
   for (int stage = 0; stage < 3; ++stage) {
     for (int block = 0; block < 2; ++block) {
       const bool downsample = stage > 0 && block == 0;
-      h = ResidualBlock(h, filters[stage], downsample ? 2 : 1, downsample);
+      h = ResidualBlock(h, filters[stage], downsample ? 2 : 1, downsample, sync_batch_norm);
     }
   }
   h = Apply(GlobalAveragePooling2D(), h);

@@ -16,6 +16,7 @@
 #define RINGWORK_KERAS_LAYER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ namespace ringwork {
 
 struct BuildContext {
   uint64_t seed = 0;  // Initialisation seed.
+  // Adds `count` doubles over every replica, in place (a SUM all-reduce), for
+  // layers whose math spans the replicas (SyncBatchNormalization). Every replica
+  // calls it at the same points of a step.
+  std::function<absl::Status(double* data, int64_t count)> sum_over_replicas;
 };
 
 class Layer {
@@ -75,6 +80,12 @@ class Layer {
   // layer's BatchSums over all replicas (one all-reduce) and hands the totals to
   // UpdateFromBatchSums, so every replica updates its state alike.
   virtual int64_t batch_sums_size() const { return 0; }
+  // Layers that call sum_over_replicas in Forward (training) and Backward. The
+  // model then reduces gradients after the backward pass (no overlap thread on
+  // the communicator meanwhile), and a replica without examples at a step calls
+  // JoinWithoutBatch where Forward (forward = true) and Backward would have run.
+  virtual bool sums_over_replicas() const { return false; }
+  virtual absl::Status JoinWithoutBatch(bool forward) { return absl::OkStatus(); }
   // This replica's sums of its last training Forward (batch_sums_size values).
   virtual void BatchSums(double* out) const {}
   virtual void UpdateFromBatchSums(const double* totals) {}

@@ -75,6 +75,11 @@ struct BatchNormalizationOptions {
   bool scale = true;
 };
 std::unique_ptr<Layer> BatchNormalization(BatchNormalizationOptions options = {});
+// TensorFlow's SyncBatchNormalization: in training, statistics over the global
+// batch (a SUM all-reduce of every replica's sums in forward, and of the gradient
+// sums in backward), so N workers with global batch B train as one worker with
+// batch B. Models with it reduce gradients after the backward pass.
+std::unique_ptr<Layer> SyncBatchNormalization(BatchNormalizationOptions options = {});
 // `seed` makes the masks reproducible; each worker mixes in its rank.
 std::unique_ptr<Layer> Dropout(float rate, uint64_t seed = 0);
 std::unique_ptr<Layer> ActivationLayer(const std::string& activation);

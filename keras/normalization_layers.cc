@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "base/shortest_decimal.h"
 #include "keras/layers.h"
 #include "kernels/batch_norm.h"
@@ -68,10 +69,12 @@ class LayerNormalizationLayer : public Layer {
   Tensor xhat_, rstd_;
 };
 
-class BatchNormalizationLayer : public Layer {
+// What BatchNormalization and SyncBatchNormalization share: the weights (Keras'
+// order and initializers: gamma ones, beta zeros, moving mean zeros, moving
+// variance ones), the settings every worker must share, and inference.
+class BatchNormBase : public Layer {
  public:
-  explicit BatchNormalizationLayer(BatchNormalizationOptions options) : options_(options) {}
-  std::string type() const override { return "BatchNormalization"; }
+  explicit BatchNormBase(BatchNormalizationOptions options) : options_(options) {}
   std::string config() const override {
     return absl::StrCat("momentum ", ShortestDecimal(options_.momentum), ", epsilon ",
                         ShortestDecimal(options_.epsilon), options_.center ? ", center" : "",
@@ -88,8 +91,6 @@ class BatchNormalizationLayer : public Layer {
                                                      options_.epsilon, " and ", options_.momentum));
     }
     channels_ = input.back();
-    // Keras' order and initializers: gamma ones, beta zeros, moving mean zeros,
-    // moving variance ones.
     if (options_.scale) {
       gamma_ = AddVariable("gamma", {channels_});
       std::fill(gamma_->value.data(), gamma_->value.data() + channels_, 1.f);
@@ -98,61 +99,152 @@ class BatchNormalizationLayer : public Layer {
     moving_mean_ = AddNonTrainableVariable("moving_mean", {channels_});
     moving_variance_ = AddNonTrainableVariable("moving_variance", {channels_});
     std::fill(moving_variance_->value.data(), moving_variance_->value.data() + channels_, 1.f);
-    sums_.assign(static_cast<size_t>(2 * channels_), 0.0);
     output_shape_ = input;
     return output_shape_;
   }
 
+ protected:
+  const float* gamma() const { return gamma_ != nullptr ? gamma_->value.data() : nullptr; }
+  const float* beta() const { return beta_ != nullptr ? beta_->value.data() : nullptr; }
+  void Infer(const Tensor& x, Tensor* y) const {
+    BatchNormInfer(x.data(), gamma(), beta(), moving_mean_->value.data(), moving_variance_->value.data(),
+                   x.size() / channels_, channels_, options_.epsilon, y->data());
+  }
+  void UpdateMoving(const double* totals) {
+    UpdateMovingStatistics(totals, channels_, options_.momentum, moving_mean_->value.data(),
+                           moving_variance_->value.data());
+  }
+
+  const BatchNormalizationOptions options_;
+  int64_t channels_ = 0;
+  Variable* gamma_ = nullptr;  // Owned by the layer's variables.
+  Variable* beta_ = nullptr;
+  Variable* moving_mean_ = nullptr;
+  Variable* moving_variance_ = nullptr;
+};
+
+class BatchNormalizationLayer : public BatchNormBase {
+ public:
+  explicit BatchNormalizationLayer(BatchNormalizationOptions options) : BatchNormBase(options) {}
+  std::string type() const override { return "BatchNormalization"; }
+
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
+    RW_ASSIGN_OR_RETURN(Shape out, BatchNormBase::Build(input, ctx));
+    sums_.assign(static_cast<size_t>(1 + 2 * channels_), 0.0);
+    return out;
+  }
+
   absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool training) override {
-    const int64_t rows = x.size() / channels_;
     y->Resize(x.shape());
-    const float* gamma = gamma_ != nullptr ? gamma_->value.data() : nullptr;
-    const float* beta = beta_ != nullptr ? beta_->value.data() : nullptr;
     if (!training) {
-      BatchNormInfer(x.data(), gamma, beta, moving_mean_->value.data(), moving_variance_->value.data(),
-                     rows, channels_, options_.epsilon, y->data());
+      Infer(x, y);
       return absl::OkStatus();
     }
+    const int64_t rows = x.size() / channels_;
     xhat_.Resize(x.shape());
     rstd_.Resize({channels_});
-    BatchNormTrain(x.data(), gamma, beta, rows, channels_, options_.epsilon, y->data(), xhat_.data(),
+    BatchNormTrain(x.data(), gamma(), beta(), rows, channels_, options_.epsilon, y->data(), xhat_.data(),
                    rstd_.data(), sums_.data());
-    rows_ = rows;
     return absl::OkStatus();
   }
 
   absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
                         Tensor* dx) override {
     if (dx != nullptr) dx->Resize(x.shape());
-    BatchNormBackward(dy.data(), gamma_ != nullptr ? gamma_->value.data() : nullptr, xhat_.data(),
-                      rstd_.data(), x.size() / channels_, channels_, dx != nullptr ? dx->data() : nullptr,
-                      gamma_ != nullptr ? gamma_->grad : nullptr, beta_ != nullptr ? beta_->grad : nullptr);
+    BatchNormBackward(dy.data(), gamma(), xhat_.data(), rstd_.data(), x.size() / channels_, channels_,
+                      dx != nullptr ? dx->data() : nullptr, gamma_ != nullptr ? gamma_->grad : nullptr,
+                      beta_ != nullptr ? beta_->grad : nullptr);
     return absl::OkStatus();
   }
 
   // [rows, sum(x) per channel, sum(x^2) per channel] of the last training batch.
   int64_t batch_sums_size() const override { return 1 + 2 * channels_; }
-  void BatchSums(double* out) const override {
-    out[0] = static_cast<double>(rows_);
-    std::copy(sums_.begin(), sums_.end(), out + 1);
+  void BatchSums(double* out) const override { std::copy(sums_.begin(), sums_.end(), out); }
+  void UpdateFromBatchSums(const double* totals) override { UpdateMoving(totals); }
+
+ private:
+  Tensor xhat_, rstd_;
+  std::vector<double> sums_;  // [rows, sum(x), sum(x^2)] of the last training batch.
+};
+
+// Batch statistics over the global batch: the sums of every replica's batch in
+// forward, the sums of every replica's gradients in backward (TensorFlow's
+// SyncBatchNormalization). A replica's gradient sums are scaled by its share of
+// the global rows, so that its input gradient is that of its own loss (the frame
+// the gradient reducer averages in).
+class SyncBatchNormalizationLayer : public BatchNormBase {
+ public:
+  explicit SyncBatchNormalizationLayer(BatchNormalizationOptions options) : BatchNormBase(options) {}
+  std::string type() const override { return "SyncBatchNormalization"; }
+  bool sums_over_replicas() const override { return true; }
+
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
+    if (!ctx.sum_over_replicas) return absl::InternalError(absl::StrCat(name_, ": built without a way to sum over replicas"));
+    sum_ = ctx.sum_over_replicas;
+    return BatchNormBase::Build(input, ctx);
   }
-  void UpdateFromBatchSums(const double* totals) override {
-    UpdateMovingStatistics(totals, channels_, options_.momentum, moving_mean_->value.data(),
-                           moving_variance_->value.data());
+
+  absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool training) override {
+    y->Resize(x.shape());
+    if (!training) {
+      Infer(x, y);
+      return absl::OkStatus();
+    }
+    const int64_t rows = x.size() / channels_;
+    std::vector<double> sums(static_cast<size_t>(1 + 2 * channels_));
+    BatchNormSums(x.data(), rows, channels_, sums.data());
+    RW_RETURN_IF_ERROR(sum_(sums.data(), static_cast<int64_t>(sums.size())));
+    rows_ = rows;
+    global_rows_ = sums[0];
+    mean_.Resize({channels_});
+    rstd_.Resize({channels_});
+    BatchNormStatisticsFromSums(sums.data(), channels_, options_.epsilon, mean_.data(), rstd_.data());
+    xhat_.Resize(x.shape());
+    BatchNormNormalize(x.data(), gamma(), beta(), mean_.data(), rstd_.data(), rows, channels_, y->data(), xhat_.data());
+    UpdateMoving(sums.data());
+    return absl::OkStatus();
+  }
+
+  absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
+                        Tensor* dx) override {
+    std::vector<double> sums(static_cast<size_t>(2 * channels_));
+    // dgamma, dbeta: this replica's own (the reducer averages them).
+    BatchNormGradientSums(dy.data(), xhat_.data(), rows_, channels_, 1.0, sums.data());
+    for (int64_t c = 0; c < channels_; ++c) {
+      if (beta_ != nullptr) beta_->grad[c] = static_cast<float>(sums[c]);
+      if (gamma_ != nullptr) gamma_->grad[c] = static_cast<float>(sums[channels_ + c]);
+    }
+    for (double& s : sums) s *= static_cast<double>(rows_) / global_rows_;
+    RW_RETURN_IF_ERROR(sum_(sums.data(), static_cast<int64_t>(sums.size())));
+    if (dx != nullptr) {
+      dx->Resize(x.shape());
+      BatchNormInputGradient(dy.data(), gamma(), xhat_.data(), rstd_.data(), sums.data(), rows_, channels_,
+                             dx->data());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status JoinWithoutBatch(bool forward) override {
+    // Zeros in the same sums the others add (the forward's moving statistics
+    // update alike from them).
+    std::vector<double> sums(static_cast<size_t>(forward ? 1 + 2 * channels_ : 2 * channels_), 0.0);
+    RW_RETURN_IF_ERROR(sum_(sums.data(), static_cast<int64_t>(sums.size())));
+    if (forward) UpdateMoving(sums.data());
+    return absl::OkStatus();
   }
 
  private:
-  const BatchNormalizationOptions options_;
-  int64_t channels_ = 0, rows_ = 0;
-  Variable* gamma_ = nullptr;  // Owned by the layer's variables.
-  Variable* beta_ = nullptr;
-  Variable* moving_mean_ = nullptr;
-  Variable* moving_variance_ = nullptr;
-  Tensor xhat_, rstd_;
-  std::vector<double> sums_;
+  std::function<absl::Status(double*, int64_t)> sum_;
+  int64_t rows_ = 0;
+  double global_rows_ = 0;
+  Tensor mean_, rstd_, xhat_;
 };
 
 }  // namespace
+
+std::unique_ptr<Layer> SyncBatchNormalization(BatchNormalizationOptions options) {
+  return std::make_unique<SyncBatchNormalizationLayer>(options);
+}
 
 std::unique_ptr<Layer> BatchNormalization(BatchNormalizationOptions options) {
   return std::make_unique<BatchNormalizationLayer>(options);

@@ -151,6 +151,9 @@ absl::Status Sequential::Build(const Shape& input_shape) {
   input_shape_ = input_shape;
   std::vector<Shape> shapes = {input_shape};  // Per activation.
   BuildContext ctx{compile_options_.seed};
+  ctx.sum_over_replicas = [this](double* data, int64_t count) {
+    return strategy_->Reduce(ReduceOp::kSum, data, count);
+  };
   for (size_t l = 0; l < layers_.size(); ++l) {
     Layer& layer = *layers_[l];
     std::vector<Shape> in;
@@ -185,7 +188,11 @@ absl::Status Sequential::Build(const Shape& input_shape) {
   // Before anything is exchanged: a different model would otherwise fail later
   // with a less helpful collective mismatch, or train on garbage.
   RW_RETURN_IF_ERROR(strategy_->CheckSameOnEveryWorker("model", AgreementLines()));
-  reducer_ = strategy_->MakeGradientReducer(vars);  // Sets every gradient slot.
+  // A layer that sums over replicas inside its backward pass needs the
+  // communicator then: gradients are reduced after the backward pass.
+  const bool layer_collectives = std::any_of(layers_.begin(), layers_.end(),
+                                             [](const auto& layer) { return layer->sums_over_replicas(); });
+  reducer_ = strategy_->MakeGradientReducer(vars, /*allow_overlap=*/!layer_collectives);  // Sets every gradient slot.
   RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(weights()));
   batch_sums_size_ = 0;
   for (const auto& layer : layers_) batch_sums_size_ += layer->batch_sums_size();
@@ -353,6 +360,11 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float wei
     // No examples for this replica at this step (the short end of a pass): it
     // adds nothing to the average but takes part in every collective.
     reducer_->BeginStep(0.f);
+    // Where the others' layers sum over replicas, this one adds zeros.
+    for (size_t l = 0; l < layers_.size(); ++l) RW_RETURN_IF_ERROR(layers_[l]->JoinWithoutBatch(true));
+    for (size_t l = layers_.size(); l-- > 0;) {
+      if (runs_backward_[l]) RW_RETURN_IF_ERROR(layers_[l]->JoinWithoutBatch(false));
+    }
     for (size_t l = layers_.size(); l-- > 0;) {
       for (Variable* v : layers_[l]->variables()) reducer_->Ready(v);
     }

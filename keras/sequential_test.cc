@@ -220,6 +220,16 @@ TEST_CASE("BatchNormalization: gradients match finite differences; summary count
   CHECK(model.weights().size() == model.variables().size() + 4);
 }
 
+TEST_CASE("SyncBatchNormalization on one worker: gradients match finite differences", "[sequential]") {
+  Sequential model;
+  model.Add(Conv2D(4, 3, {.padding = "same"}));
+  model.Add(SyncBatchNormalization());
+  model.Add(ActivationLayer("tanh"));
+  model.Add(GlobalAveragePooling2D());
+  model.Add(Dense(3));
+  CheckImageModelGradients(model);
+}
+
 TEST_CASE("BatchNormalization keeps moving statistics of the batches and uses them in inference",
           "[sequential]") {
   Sequential model;

@@ -9,16 +9,8 @@ namespace ringwork {
 void BatchNormTrain(const float* x, const float* gamma, const float* beta, int64_t rows,
                     int64_t channels, float epsilon, float* y, float* xhat, float* rstd,
                     double* sums) {
-  double* sum = sums;
-  double* squares = sums + channels;
-  for (int64_t c = 0; c < channels; ++c) sum[c] = squares[c] = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* in = x + r * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      sum[c] += in[c];
-      squares[c] += static_cast<double>(in[c]) * in[c];
-    }
-  }
+  BatchNormSums(x, rows, channels, sums);
+  const double* sum = sums + 1;
   std::vector<double> mean(static_cast<size_t>(channels)), centred(static_cast<size_t>(channels), 0.0);
   for (int64_t c = 0; c < channels; ++c) mean[c] = sum[c] / static_cast<double>(rows);
   // Centred second pass (as exact as the data allows, whatever its offset), row
@@ -35,13 +27,67 @@ void BatchNormTrain(const float* x, const float* gamma, const float* beta, int64
     mean_f[c] = static_cast<float>(mean[c]);
     rstd[c] = static_cast<float>(1.0 / std::sqrt(centred[c] / static_cast<double>(rows) + epsilon));
   }
+  BatchNormNormalize(x, gamma, beta, mean_f.data(), rstd, rows, channels, y, xhat);
+}
+
+void BatchNormSums(const float* x, int64_t rows, int64_t channels, double* sums) {
+  sums[0] = static_cast<double>(rows);
+  double* sum = sums + 1;
+  double* squares = sums + 1 + channels;
+  for (int64_t c = 0; c < channels; ++c) sum[c] = squares[c] = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = x + r * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      sum[c] += in[c];
+      squares[c] += static_cast<double>(in[c]) * in[c];
+    }
+  }
+}
+
+void BatchNormStatisticsFromSums(const double* sums, int64_t channels, float epsilon, float* mean,
+                                 float* rstd) {
+  const double n = std::max(sums[0], 1.0);
+  for (int64_t c = 0; c < channels; ++c) {
+    const double m = sums[1 + c] / n;
+    const double variance = std::max(0.0, sums[1 + channels + c] / n - m * m);
+    mean[c] = static_cast<float>(m);
+    rstd[c] = static_cast<float>(1.0 / std::sqrt(variance + epsilon));
+  }
+}
+
+void BatchNormNormalize(const float* x, const float* gamma, const float* beta, const float* mean,
+                        const float* rstd, int64_t rows, int64_t channels, float* y, float* xhat) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = x + r * channels;
     float* h = xhat + r * channels;
     float* out = y + r * channels;
     for (int64_t c = 0; c < channels; ++c) {
-      h[c] = (in[c] - mean_f[c]) * rstd[c];
+      h[c] = (in[c] - mean[c]) * rstd[c];
       out[c] = (gamma != nullptr ? gamma[c] : 1.f) * h[c] + (beta != nullptr ? beta[c] : 0.f);
+    }
+  }
+}
+
+void BatchNormGradientSums(const float* dy, const float* xhat, int64_t rows, int64_t channels,
+                           double scale, double* sums) {
+  for (int64_t c = 0; c < 2 * channels; ++c) sums[c] = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < channels; ++c) {
+      sums[c] += dy[r * channels + c];
+      sums[channels + c] += static_cast<double>(dy[r * channels + c]) * xhat[r * channels + c];
+    }
+  }
+  for (int64_t c = 0; c < 2 * channels; ++c) sums[c] *= scale;
+}
+
+void BatchNormInputGradient(const float* dy, const float* gamma, const float* xhat, const float* rstd,
+                            const double* sums, int64_t rows, int64_t channels, float* dx) {
+  const double m = static_cast<double>(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const double g = (gamma != nullptr ? gamma[c] : 1.f) * static_cast<double>(rstd[c]) / m;
+      dx[r * channels + c] = static_cast<float>(
+          g * (m * dy[r * channels + c] - sums[c] - xhat[r * channels + c] * sums[channels + c]));
     }
   }
 }

@@ -124,12 +124,12 @@ absl::Status MultiWorkerMirroredStrategy::BroadcastVariables(
 }
 
 std::unique_ptr<GradientReducer> MultiWorkerMirroredStrategy::MakeGradientReducer(
-    const std::vector<Variable*>& variables) {
+    const std::vector<Variable*>& variables, bool allow_overlap) {
   GradientReducer::Options options;
   options.bytes_per_pack = options_.communication.bytes_per_pack;
   options.compression = options_.communication.compression;
   options.sparse = options_.communication.sparse_reduction;
-  options.overlap = inter_op_threads() >= 2;
+  options.overlap = allow_overlap && inter_op_threads() >= 2;
   return std::make_unique<GradientReducer>(comm(), variables, options);
 }
 

@@ -137,7 +137,10 @@ class MultiWorkerMirroredStrategy {
   // Makes every replica's variables equal to the chief's.
   absl::Status BroadcastVariables(const std::vector<Variable*>& variables);
   // A reducer for these variables' gradients (every worker, same variables, same order).
-  std::unique_ptr<GradientReducer> MakeGradientReducer(const std::vector<Variable*>& variables);
+  // `allow_overlap` false: packs are reduced after the backward pass even with an
+  // overlap thread to spare (the model's layers use the communicator meanwhile).
+  std::unique_ptr<GradientReducer> MakeGradientReducer(const std::vector<Variable*>& variables,
+                                                       bool allow_overlap = true);
   // This worker's part of `dataset` for a `global_batch_size`; every worker must
   // call it (strategy/distributed_dataset.h). DATA and FILE shard one common order
   // (the chief's seed); with OFF every worker reads all of its own data in its own

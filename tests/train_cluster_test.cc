@@ -168,6 +168,19 @@ TEST_CASE("a schedule, clipping, early stopping and a CSV log from flags, replic
   CHECK(rows[1].find(",0.00066666") != std::string::npos);
 }
 
+TEST_CASE("the residual network with SyncBatchNormalization trains on 2 workers, replicas identical",
+          "[train]") {
+  ProcessCluster cluster({kTrain, 2, false,
+                          {"--model=resnet", "--sync_batch_norm", "--dataset=synthetic", "--synthetic_examples=1000",
+                           "--epochs=1", "--steps_per_epoch=6", "--global_batch_size=64", "--verbose=0"}});
+  std::vector<SubprocessResult> results = cluster.Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  CHECK(Fingerprints(results).size() == 1);  // Moving statistics included.
+}
+
 TEST_CASE("Wide & Deep on the synthetic click log: AUC next to the best achievable, replicas identical",
           "[train]") {
   const std::string metrics = TempPath("wide_deep.json");
@@ -240,6 +253,7 @@ TEST_CASE("bad flags fail at once with exit 2", "[train]") {
       {{"--inter_op_threads=-1"}, "--inter_op_threads=-1: expected 0 (choose from the cores), 1, or 2 and more"},
       {{"--allreduce_compression=fp16"}, "--allreduce_compression=fp16: gradient compression \"fp16\": expected none or bf16"},
       {{"--epochs=many"}, "flag --epochs: expected an integer, got \"many\""},
+      {{"--sync_batch_norm"}, "--sync_batch_norm is for --model=resnet, not mlp"},
       {{"--model=wide_deep"}, "--model=wide_deep with --dataset=fashion_mnist: wide_deep trains on synthetic_clicks"},
       {{"--lr_schedule=step"}, "--lr_schedule=step: expected none, exponential, cosine or piecewise"},
       {{"--lr_schedule=piecewise", "--lr_boundaries=100", "--lr_values=0.01"},

@@ -52,6 +52,9 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "the next epoch boundary", "RINGWORK_RESUME_POLICY");
   flags->Int("synthetic_examples", &f->synthetic_examples,
              "training examples of --dataset=synthetic or synthetic_clicks (test: a quarter)");
+  flags->Bool("sync_batch_norm", &f->sync_batch_norm,
+              "resnet: SyncBatchNormalization (statistics over the global batch; gradients "
+              "reduced after the backward pass)");
   flags->Int("clicks_users", &f->clicks_users, "synthetic_clicks: distinct user ids");
   flags->Int("clicks_items", &f->clicks_items, "synthetic_clicks: distinct item ids");
   flags->Int("bytes_per_pack", &f->bytes_per_pack, "gradient pack size for the all-reduce (0: auto)");
@@ -201,7 +204,10 @@ absl::StatusOr<Sequential> BuildModel(const TrainFlags& f) {
   }
   // A functional Model is a Sequential with a graph and no state of its own:
   // returned as one, nothing is lost.
-  if (name == "resnet") return Sequential(SmallResNet({28, 28, 1}, 10));
+  if (f.sync_batch_norm && name != "resnet") {
+    return absl::InvalidArgumentError(absl::StrCat("--sync_batch_norm is for --model=resnet, not ", name));
+  }
+  if (name == "resnet") return Sequential(SmallResNet({28, 28, 1}, 10, f.sync_batch_norm));
   if (name == "wide_deep") {
     return Sequential(WideAndDeep(f.clicks_users + f.clicks_items, ClickLog::kIdColumns, ClickLog::kNumericColumns));
   }

@@ -35,6 +35,7 @@ struct TrainFlags {
   std::string resume_policy = "exact";
   int64_t synthetic_examples = 8192;
   int64_t clicks_users = 1000, clicks_items = 500;  // --dataset=synthetic_clicks
+  bool sync_batch_norm = false;                      // --model=resnet
   int64_t bytes_per_pack = 0;
   std::string allreduce_compression = "none";
   int64_t verbose = 1;
