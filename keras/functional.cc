@@ -1,25 +1,80 @@
 #include "keras/functional.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 
 namespace ringwork {
 
-// Node 0.. in the order of the calls; an Input node has no layer.
+// Node 0.. in the order of the calls; an Input node has no layer. The Input()
+// calls of one thread go into one graph until a model takes them (so a model
+// may have several inputs); a model takes the layers it needs.
 struct FunctionalGraph {
   struct Node {
     std::unique_ptr<Layer> layer;
     std::vector<int> inputs;  // Nodes.
+    bool is_input = false;
     Shape input_shape;        // Input nodes.
+    bool taken = false;       // Its layer (or, an Input, itself) went to a model.
+    absl::Status error;       // A misuse in its call, reported by a model that needs it.
   };
   std::vector<Node> nodes;
-  absl::Status error;  // The first misuse, reported when a model is made.
-  bool taken = false;  // Its layers went to a model.
+
+  // Whether something in it may still become part of a model.
+  bool pending() const {
+    for (const Node& n : nodes) {
+      if (!n.taken) return true;
+    }
+    return false;
+  }
 };
 
+namespace {
+
+thread_local std::shared_ptr<FunctionalGraph> open_graph;
+
+// One of a model's several inputs, cut from the flat example: `size` values from
+// `offset`, in `shape`.
+class InputSliceLayer : public Layer {
+ public:
+  InputSliceLayer(int64_t offset, Shape shape) : offset_(offset), shape_(std::move(shape)) {}
+  std::string type() const override { return "InputLayer"; }
+  std::string config() const override { return absl::StrCat("values ", offset_, " to ", offset_ + NumElements(shape_)); }
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
+    width_ = NumElements(input);
+    output_shape_ = shape_;
+    return output_shape_;
+  }
+  absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool) override {
+    const int64_t size = NumElements(shape_);
+    y->Resize(WithBatch(x.dim(0), shape_));
+    for (int64_t b = 0; b < x.dim(0); ++b) {
+      std::memcpy(y->data() + b * size, x.data() + b * width_ + offset_, sizeof(float) * size);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor&, Tensor* dx) override {
+    if (dx == nullptr) return absl::OkStatus();  // The model's input: nothing below learns.
+    dx->Resize(x.shape());
+    std::fill(dx->data(), dx->data() + dx->size(), 0.f);
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t offset_;
+  const Shape shape_;
+  int64_t width_ = 0;
+};
+
+}  // namespace
+
 SymbolicTensor Input(Shape shape) {
-  auto graph = std::make_shared<FunctionalGraph>();
-  graph->nodes.push_back({nullptr, {}, std::move(shape)});
-  return SymbolicTensor(graph, 0);
+  if (open_graph == nullptr || !open_graph->pending()) open_graph = std::make_shared<FunctionalGraph>();
+  FunctionalGraph::Node node;
+  node.is_input = true;
+  node.input_shape = std::move(shape);
+  open_graph->nodes.push_back(std::move(node));
+  return SymbolicTensor(open_graph, static_cast<int>(open_graph->nodes.size()) - 1);
 }
 
 SymbolicTensor Apply(std::unique_ptr<Layer> layer, const SymbolicTensor& x) {
@@ -28,14 +83,17 @@ SymbolicTensor Apply(std::unique_ptr<Layer> layer, const SymbolicTensor& x) {
 
 SymbolicTensor Apply(std::unique_ptr<Layer> layer, const std::vector<SymbolicTensor>& xs) {
   std::shared_ptr<FunctionalGraph> graph = xs.empty() ? std::make_shared<FunctionalGraph>() : xs[0].graph();
+  absl::Status error;
   auto misuse = [&](const std::string& what) {
-    if (graph->error.ok()) graph->error = absl::InvalidArgumentError(what);
+    if (error.ok()) error = absl::InvalidArgumentError(what);
   };
   const std::string name = absl::StrCat(layer->name().empty() ? "" : layer->name() + " ", "(", layer->type(), ")");
   if (xs.empty()) misuse(absl::StrCat("a layer ", name, " was called on no tensor"));
   for (const SymbolicTensor& x : xs) {
     if (x.graph() != graph) {
-      misuse(absl::StrCat("the layer ", name, " was called on tensors of different Input() calls: a model has one input"));
+      misuse(absl::StrCat("the layer ", name,
+                          " was called on tensors of different graphs (Input() calls made on other threads, "
+                          "or before a Model took the tensors of the first)"));
     }
   }
   if (layer->merges() && xs.size() < 2) {
@@ -44,53 +102,88 @@ SymbolicTensor Apply(std::unique_ptr<Layer> layer, const std::vector<SymbolicTen
   if (!layer->merges() && xs.size() != 1) {
     misuse(absl::StrCat("the layer ", name, " takes one tensor, got ", xs.size()));
   }
-  if (graph->taken) misuse("a layer was called on a tensor whose graph already became a Model");
   std::vector<int> inputs;
-  for (const SymbolicTensor& x : xs) inputs.push_back(x.node());
-  graph->nodes.push_back({std::move(layer), std::move(inputs), {}});
+  for (const SymbolicTensor& x : xs) {
+    inputs.push_back(x.node());
+    if (x.graph() == graph && graph->nodes[x.node()].taken && !graph->nodes[x.node()].is_input) {
+      misuse(absl::StrCat("the layer ", name, " was called on a tensor whose layer already belongs to a Model"));
+    }
+  }
+  FunctionalGraph::Node node;
+  node.layer = std::move(layer);
+  node.inputs = std::move(inputs);
+  node.error = std::move(error);
+  graph->nodes.push_back(std::move(node));
   return SymbolicTensor(graph, static_cast<int>(graph->nodes.size()) - 1);
 }
 
-Model::Model(const SymbolicTensor& inputs, const SymbolicTensor& outputs) {
+Model::Model(const SymbolicTensor& inputs, const SymbolicTensor& outputs)
+    : Model(std::vector<SymbolicTensor>{inputs}, outputs) {}
+
+Model::Model(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs) {
   set_model_name("model");
   set_definition_error(TakeLayers(inputs, outputs));
 }
 
-absl::Status Model::TakeLayers(const SymbolicTensor& inputs, const SymbolicTensor& outputs) {
+absl::Status Model::TakeLayers(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs) {
   FunctionalGraph& graph = *outputs.graph();
   auto fail = [](const std::string& what) { return absl::InvalidArgumentError(what); };
-  if (!graph.error.ok()) return graph.error;
-  if (inputs.graph() != outputs.graph()) return fail("the model's outputs do not come from its inputs");
-  if (graph.taken) return fail("the layers of this graph already belong to another Model");
-  if (graph.nodes[inputs.node()].layer != nullptr) return fail("the model's inputs must be an Input() tensor");
-  if (outputs.node() == inputs.node()) return fail("the model has no layers between its inputs and outputs");
+  if (inputs.empty()) return fail("a model needs at least one input");
+  std::vector<int> input_nodes;
+  for (const SymbolicTensor& in : inputs) {
+    if (in.graph() != outputs.graph()) return fail("the model's outputs do not come from its inputs");
+    if (!graph.nodes[in.node()].is_input) return fail("the model's inputs must be Input() tensors");
+    if (std::find(input_nodes.begin(), input_nodes.end(), in.node()) != input_nodes.end()) {
+      return fail("an Input() is listed twice among the model's inputs");
+    }
+    input_nodes.push_back(in.node());
+  }
+  if (graph.nodes[outputs.node()].is_input) return fail("the model has no layers between its inputs and outputs");
   // Every node the output depends on, found backwards; calls come in an order
   // where inputs are made first, so that order is a topological one.
   std::vector<char> needed(graph.nodes.size(), 0);
   needed[outputs.node()] = 1;
   for (int n = outputs.node(); n >= 0; --n) {
     if (!needed[n]) continue;
+    // A misused call's inputs may name nodes of another graph: stop at it.
+    if (!graph.nodes[n].error.ok()) return graph.nodes[n].error;
     for (int in : graph.nodes[n].inputs) needed[in] = 1;
   }
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (needed[n] && graph.nodes[n].layer == nullptr && static_cast<int>(n) != inputs.node()) {
-      return fail("the model's outputs depend on an Input() other than its inputs");
+    if (!needed[n]) continue;
+    const FunctionalGraph::Node& node = graph.nodes[n];
+    if (node.is_input && std::find(input_nodes.begin(), input_nodes.end(), static_cast<int>(n)) == input_nodes.end()) {
+      return fail("the model's outputs depend on an Input() that is not among its inputs (a disconnected graph)");
     }
+    if (!node.is_input && node.layer == nullptr) return fail("the layers of this graph already belong to another Model");
   }
-  if (!needed[inputs.node()]) return fail("the model's outputs do not depend on its inputs");
-  // Nodes become layers; activation 0 is the input, i + 1 the i-th layer's output.
+  // Nodes become layers; activation 0 is the (flat, for several inputs) example,
+  // i + 1 the i-th layer's output.
   std::vector<int> activation(graph.nodes.size(), -1);
-  activation[inputs.node()] = 0;
   int layers = 0;
+  if (input_nodes.size() == 1) {
+    activation[input_nodes[0]] = 0;
+    DeclareInput(graph.nodes[input_nodes[0]].input_shape);
+  } else {
+    // Several inputs: each example holds every input's values in this order.
+    int64_t offset = 0;
+    for (int n : input_nodes) {
+      const Shape& shape = graph.nodes[n].input_shape;
+      AddNode(std::make_unique<InputSliceLayer>(offset, shape), {0});
+      activation[n] = ++layers;
+      offset += NumElements(shape);
+    }
+    DeclareInput({offset});
+  }
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (!needed[n] || graph.nodes[n].layer == nullptr) continue;
+    if (!needed[n] || graph.nodes[n].is_input) continue;
     std::vector<int> reads;
     for (int in : graph.nodes[n].inputs) reads.push_back(activation[in]);
     AddNode(std::move(graph.nodes[n].layer), std::move(reads));
+    graph.nodes[n].taken = true;
     activation[n] = ++layers;
   }
-  graph.taken = true;
-  DeclareInput(graph.nodes[inputs.node()].input_shape);
+  for (int n : input_nodes) graph.nodes[n].taken = true;
   return absl::OkStatus();
 }
 

@@ -12,10 +12,14 @@
 //   Model model(x, y);                             // inside the strategy's scope
 //   RW_RETURN_IF_ERROR(model.Compile(...));
 //
-// One input; each layer is called once (no shared layers). Shapes are checked when
-// the model is built (the first Fit, Evaluate or Predict, or Build): errors name the
-// layer and the shapes. A graph that cannot become a model (tensors of two Input
-// calls merged, an output that does not come from `inputs`) makes Compile fail.
+// Several inputs: Model({ids, numbers}, outputs) reads examples that hold every
+// input's values one after the other, flat ([n, 2 + 3] for inputs of shapes [2] and
+// [3]): each becomes an InputLayer that cuts its part out. Each layer is called
+// once (no shared layers). Shapes are checked when the model is built (the first
+// Fit, Evaluate or Predict, or Build): errors name the layer and the shapes. A graph
+// that cannot become a model (an output that depends on an Input not among the
+// model's inputs, a layer that already belongs to another model) makes Compile
+// fail. The Input() calls of a thread share one graph until a model takes them.
 #ifndef RINGWORK_KERAS_FUNCTIONAL_H_
 #define RINGWORK_KERAS_FUNCTIONAL_H_
 
@@ -51,9 +55,10 @@ class Model : public Sequential {
   // The layers from `inputs` to `outputs`, taken from the graph (layers that do
   // not lead to `outputs` are dropped). Uses the strategy of the current scope.
   Model(const SymbolicTensor& inputs, const SymbolicTensor& outputs);
+  Model(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs);
 
  private:
-  absl::Status TakeLayers(const SymbolicTensor& inputs, const SymbolicTensor& outputs);
+  absl::Status TakeLayers(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs);
 };
 
 }  // namespace ringwork

@@ -65,6 +65,31 @@ TEST_CASE("Concatenate and Multiply of two branches: gradients match finite diff
   CheckGradientsByFiniteDifferences(model, ImageBatch(), 2);
 }
 
+TEST_CASE("a model of two inputs reads them from one flat example", "[functional]") {
+  SymbolicTensor ids = Input({2});
+  SymbolicTensor numbers = Input({3});
+  SymbolicTensor embedded = Apply(Flatten(), Apply(Embedding(5, 2), ids));
+  SymbolicTensor joined = Apply(Concatenate(), {embedded, numbers});
+  Model model({ids, numbers}, Apply(Dense(3), Apply(Dense(4, {.activation = "tanh"}), joined)));
+  REQUIRE(model.Compile(FrozenSgd()).ok());
+  Batch batch;
+  batch.features = Tensor({4, 5}, {0, 3, 0.5f, -1, 2,  4, 4, 0.1f, 0.2f, 0.3f,  1, 2, -0.5f, 1, 0,  3, 0, 2, 2, -2});
+  batch.labels = {0, 2, 1, 2};
+  CheckGradientsByFiniteDifferences(model, batch, 1);
+  const std::string summary = model.Summary();
+  INFO(summary);
+  CHECK_THAT(summary, Contains("input_layer (InputLayer)"));
+  CHECK_THAT(summary, Contains("input_layer_1 (InputLayer)"));
+  // The ids are the first two values of each example: a bad one is named.
+  batch.features[1] = 9;
+  CHECK_THAT(std::string(model.TrainStep(batch).status().message()), Contains("is not an id in [0, 5)"));
+  // Examples of another width than the inputs together are refused.
+  SymbolicTensor a = Input({2}), b = Input({2});
+  Model other({a, b}, Apply(Dense(1), Apply(Add(), {a, b})));
+  REQUIRE(other.Compile(FrozenSgd()).ok());
+  CHECK_THAT(std::string(other.Build({5}).message()), Contains("the model's inputs take examples of shape [4], but the data's examples have shape [5]"));
+}
+
 TEST_CASE("a chain described functionally trains as the same Sequential model", "[functional]") {
   auto train = [](Sequential& model) {
     CompileOptions o = FrozenSgd();
@@ -98,12 +123,13 @@ TEST_CASE("mistakes in a functional model are refused with the layer and the sha
     Model model(x, Apply(Dense(2), Apply(Flatten(), x)));
     REQUIRE(model.Compile(FrozenSgd()).ok());
     CHECK_THAT(std::string(model.Build({28, 28, 1}).message()),
-               Contains("the model's Input has shape [3, 3, 2], but the data's examples have shape [28, 28, 1]"));
+               Contains("the model's inputs take examples of shape [3, 3, 2], but the data's examples have shape [28, 28, 1]"));
   }
   {
     SymbolicTensor x = Input({4}), other = Input({4});
     Model model(x, Apply(Add(), {x, other}));
-    CHECK_THAT(std::string(model.Compile(FrozenSgd()).message()), Contains("tensors of different Input() calls"));
+    CHECK_THAT(std::string(model.Compile(FrozenSgd()).message()),
+               Contains("depend on an Input() that is not among its inputs"));
   }
   {
     SymbolicTensor x = Input({4});
@@ -113,7 +139,8 @@ TEST_CASE("mistakes in a functional model are refused with the layer and the sha
   {
     SymbolicTensor x = Input({4}), other = Input({4});
     Model model(x, Apply(Dense(2), other));
-    CHECK_THAT(std::string(model.Compile(FrozenSgd()).message()), Contains("do not come from its inputs"));
+    CHECK_THAT(std::string(model.Compile(FrozenSgd()).message()),
+               Contains("depend on an Input() that is not among its inputs"));
   }
   {
     SymbolicTensor x = Input({4});

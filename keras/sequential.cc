@@ -144,15 +144,17 @@ absl::Status Sequential::Build(const Shape& input_shape) {
   }
   if (!compiled_) return absl::FailedPreconditionError("call Compile before Build");
   if (declared_input_.has_value() && *declared_input_ != input_shape) {
-    return absl::InvalidArgumentError(absl::StrCat("the model's Input has shape ", ShapeString(*declared_input_),
+    return absl::InvalidArgumentError(absl::StrCat("the model's inputs take examples of shape ",
+                                                   ShapeString(*declared_input_),
                                                    ", but the data's examples have shape ",
                                                    ShapeString(input_shape)));
   }
   input_shape_ = input_shape;
   std::vector<Shape> shapes = {input_shape};  // Per activation.
   BuildContext ctx{compile_options_.seed};
-  ctx.sum_over_replicas = [this](double* data, int64_t count) {
-    return strategy_->Reduce(ReduceOp::kSum, data, count);
+  // The strategy, not this model (which may be moved after Build).
+  ctx.sum_over_replicas = [strategy = strategy_](double* data, int64_t count) {
+    return strategy->Reduce(ReduceOp::kSum, data, count);
   };
   for (size_t l = 0; l < layers_.size(); ++l) {
     Layer& layer = *layers_[l];
@@ -223,9 +225,13 @@ void Sequential::LogThreadChoice() const {
   std::string reduction = "; no gradient all-reduce (one worker)";
   if (strategy_->num_replicas_in_sync() > 1) {
     reduction = absl::StrCat("; gradient all-reduce ",
-                             strategy_->inter_op_threads() >= 2 ? "on a second thread during the backward pass"
-                                                                : "after the backward pass, on the training thread",
-                             " (--inter_op_threads=", strategy_->inter_op_threads(), ")");
+                             reducer_->overlaps() ? "on a second thread during the backward pass"
+                                                  : "after the backward pass, on the training thread",
+                             " (--inter_op_threads=", strategy_->inter_op_threads(),
+                             reducer_->overlaps() || strategy_->inter_op_threads() < 2
+                                 ? ""
+                                 : "; not with layers that sum over replicas in the backward pass",
+                             ")");
   }
   RW_LOG(INFO) << "threads: " << kernels_->threads() << " per kernel (--intra_op_threads; "
                << AvailableCores() << " cores for " << workers << " worker" << (workers == 1 ? "" : "s")
@@ -731,7 +737,10 @@ absl::StatusOr<EvaluateResult> Sequential::Evaluate(const Dataset& data, int64_t
     std::vector<double> batch_sums = BatchSums(batch.labels, *loss);
     for (size_t i = 0; i < sums.size(); ++i) sums[i] += batch_sums[i];
   }
-  RW_RETURN_IF_ERROR(it->status());
+  if (!it->status().ok()) {
+    strategy_->communicator()->Barrier().IgnoreError();
+    return it->status();
+  }
   RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
   const Logs logs = LogsFrom(sums);
   EvaluateResult result;

@@ -98,6 +98,8 @@ class GradientReducer {
   Timing TakeTiming();
 
   int num_packs() const { return static_cast<int>(packs_.size()); }
+  // Whether packs are reduced on a thread of their own during the backward pass.
+  bool overlaps() const { return thread_.joinable(); }
   // How the last step reduced each sparse_gradient variable: true for (ids, rows).
   const std::vector<bool>& last_sparse_choice() const { return last_sparse_choice_; }
   int64_t arena_bytes() const {

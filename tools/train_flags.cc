@@ -197,6 +197,9 @@ std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f,
 absl::StatusOr<Sequential> BuildModel(const TrainFlags& f) {
   const std::string& name = f.model;
   const bool clicks = f.dataset == "synthetic_clicks";
+  if (name != "mlp" && name != "cnn" && name != "resnet" && name != "wide_deep") {
+    return absl::InvalidArgumentError(absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));
+  }
   if ((name == "wide_deep") != clicks) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--model=", name, " with --dataset=", f.dataset,
@@ -259,10 +262,11 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {
 
 absl::StatusOr<TrainTest> LoadData(const TrainFlags& f, double* bayes_auc) {
   if (f.dataset == "synthetic_clicks") {
-    if (f.clicks_users <= 0 || f.clicks_items <= 0 || f.synthetic_examples < 4) {
+    if (f.clicks_users <= 0 || f.clicks_items <= 0 || f.synthetic_examples < 4 ||
+        f.clicks_users + f.clicks_items > (int64_t{1} << 24)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--clicks_users=", f.clicks_users, ", --clicks_items=", f.clicks_items, ", --synthetic_examples=",
-          f.synthetic_examples, ": users and items must be positive, examples at least 4"));
+          f.synthetic_examples, ": users and items must be positive and together at most 2^24 (ids travel as floats), examples at least 4"));
     }
     ClickLog log = SyntheticClicks({.train = f.synthetic_examples, .test = f.synthetic_examples / 4,
                                     .users = f.clicks_users, .items = f.clicks_items});
