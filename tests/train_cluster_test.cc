@@ -185,7 +185,7 @@ TEST_CASE("Wide & Deep on the synthetic click log: AUC next to the best achievab
           "[train]") {
   const std::string metrics = TempPath("wide_deep.json");
   ProcessCluster cluster({kTrain, 2, false,
-                          {"--model=wide_deep", "--dataset=synthetic_clicks", "--synthetic_examples=40000",
+                          {"--model=wide_deep", "--dataset=synthetic_clicks", "--clicks_examples=40000",
                            "--epochs=3", "--verbose=0", "--metrics_json=" + metrics}});
   std::vector<SubprocessResult> results = cluster.Run();
   for (const auto& r : results) {

@@ -26,7 +26,8 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->Int("global_batch_size", &f->global_batch_size,
              "examples per step over all workers (each takes global / workers)");
   flags->String("optimizer", &f->optimizer, "sgd, adam or adamw");
-  flags->Double("learning_rate", &f->learning_rate, "the optimizer's learning rate");
+  flags->Double("learning_rate", &f->learning_rate,
+                "the optimizer's learning rate (0: the model's: 0.001, for wide_deep 0.003)");
   flags->Int("seed", &f->seed, "initialisation, shuffling and dropout seed");
   flags->Int("intra_op_threads", &f->intra_op_threads,
              "threads per kernel (0: this process's cores / workers on this host)",
@@ -51,10 +52,11 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "shard policy or worker count: exact refuses it (exit 7), epoch resumes at "
                 "the next epoch boundary", "RINGWORK_RESUME_POLICY");
   flags->Int("synthetic_examples", &f->synthetic_examples,
-             "training examples of --dataset=synthetic or synthetic_clicks (test: a quarter)");
+             "training examples of --dataset=synthetic (test: a quarter)");
   flags->Bool("sync_batch_norm", &f->sync_batch_norm,
               "resnet: SyncBatchNormalization (statistics over the global batch; gradients "
               "reduced after the backward pass)");
+  flags->Int("clicks_examples", &f->clicks_examples, "synthetic_clicks: training examples (test: a quarter)");
   flags->Int("clicks_users", &f->clicks_users, "synthetic_clicks: distinct user ids");
   flags->Int("clicks_items", &f->clicks_items, "synthetic_clicks: distinct item ids");
   flags->Int("bytes_per_pack", &f->bytes_per_pack, "gradient pack size for the all-reduce (0: auto)");
@@ -147,21 +149,26 @@ absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> WithFlag(
 
 }  // namespace
 
+double LearningRate(const TrainFlags& f) {
+  if (f.learning_rate > 0) return f.learning_rate;
+  return f.model == "wide_deep" ? 3e-3 : 1e-3;
+}
+
 absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> MakeLearningRateSchedule(
     const TrainFlags& f, int64_t run_steps) {
   const int64_t decay_steps = f.lr_decay_steps > 0 ? f.lr_decay_steps : std::max<int64_t>(1, run_steps);
   if (f.lr_schedule == "none") return std::shared_ptr<const LearningRateSchedule>();
   if (f.lr_schedule == "exponential") {
-    return WithFlag(ExponentialDecay({.initial_learning_rate = f.learning_rate,
+    return WithFlag(ExponentialDecay({.initial_learning_rate = LearningRate(f),
                                       .decay_steps = decay_steps,
                                       .decay_rate = f.lr_decay_rate}),
                     f);
   }
   if (f.lr_schedule == "cosine") {
-    CosineDecayOptions cosine{.initial_learning_rate = f.learning_rate, .decay_steps = decay_steps};
+    CosineDecayOptions cosine{.initial_learning_rate = LearningRate(f), .decay_steps = decay_steps};
     if (f.lr_warmup_steps > 0) {
       cosine.initial_learning_rate = 0;
-      cosine.warmup_target = f.learning_rate;
+      cosine.warmup_target = LearningRate(f);
       cosine.warmup_steps = f.lr_warmup_steps;
       if (f.lr_decay_steps <= 0) cosine.decay_steps = std::max<int64_t>(1, run_steps - f.lr_warmup_steps);
     }
@@ -239,7 +246,7 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {
   compile.loss = {"sparse_categorical_crossentropy", /*from_logits=*/true};
   if (f.model == "wide_deep") compile.loss = {"binary_crossentropy"};  // Its sigmoid's probability.
   compile.optimizer.name = f.optimizer;
-  compile.optimizer.learning_rate = static_cast<float>(f.learning_rate);
+  compile.optimizer.learning_rate = static_cast<float>(LearningRate(f));
   compile.optimizer.clipping = {static_cast<float>(f.clipnorm), static_cast<float>(f.global_clipnorm),
                                 static_cast<float>(f.clipvalue)};
   if (absl::Status valid = compile.optimizer.clipping.Validate(); !valid.ok()) {
@@ -262,13 +269,13 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {
 
 absl::StatusOr<TrainTest> LoadData(const TrainFlags& f, double* bayes_auc) {
   if (f.dataset == "synthetic_clicks") {
-    if (f.clicks_users <= 0 || f.clicks_items <= 0 || f.synthetic_examples < 4 ||
+    if (f.clicks_users <= 0 || f.clicks_items <= 0 || f.clicks_examples < 4 ||
         f.clicks_users + f.clicks_items > (int64_t{1} << 24)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--clicks_users=", f.clicks_users, ", --clicks_items=", f.clicks_items, ", --synthetic_examples=",
-          f.synthetic_examples, ": users and items must be positive and together at most 2^24 (ids travel as floats), examples at least 4"));
+          "--clicks_users=", f.clicks_users, ", --clicks_items=", f.clicks_items, ", --clicks_examples=",
+          f.clicks_examples, ": users and items must be positive and together at most 2^24 (ids travel as floats), examples at least 4"));
     }
-    ClickLog log = SyntheticClicks({.train = f.synthetic_examples, .test = f.synthetic_examples / 4,
+    ClickLog log = SyntheticClicks({.train = f.clicks_examples, .test = f.clicks_examples / 4,
                                     .users = f.clicks_users, .items = f.clicks_items});
     if (bayes_auc != nullptr) *bayes_auc = log.bayes_auc;
     return std::move(log.data);

@@ -23,7 +23,7 @@ struct TrainFlags {
   int64_t epochs = 5;
   int64_t global_batch_size = 256;
   std::string optimizer = "adam";
-  double learning_rate = 1e-3;
+  double learning_rate = 0;  // 0: the model's (LearningRate)
   int64_t seed = 42;
   int64_t intra_op_threads = 0;
   int64_t inter_op_threads = 0;
@@ -34,7 +34,8 @@ struct TrainFlags {
   int64_t replica_check_steps = 100;
   std::string resume_policy = "exact";
   int64_t synthetic_examples = 8192;
-  int64_t clicks_users = 1000, clicks_items = 500;  // --dataset=synthetic_clicks
+  int64_t clicks_users = 200, clicks_items = 100;  // --dataset=synthetic_clicks
+  int64_t clicks_examples = 300000;
   bool sync_batch_norm = false;                      // --model=resnet
   int64_t bytes_per_pack = 0;
   std::string allreduce_compression = "none";
@@ -73,6 +74,8 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f);
 // model and a dataset that do not go together.
 absl::StatusOr<Sequential> BuildModel(const TrainFlags& f);
 absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f);
+// --learning_rate, or the model's default: 0.001 (Keras' Adam), 0.003 for wide_deep.
+double LearningRate(const TrainFlags& f);
 // --lr_schedule's schedule (null for none) for a run of `run_steps` steps.
 absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> MakeLearningRateSchedule(
     const TrainFlags& f, int64_t run_steps);
