@@ -20,17 +20,29 @@
 #   1 process          one PyTorch process with N threads, OpenBLAS, no DDP
 #
 #   bash tools/compare_training.sh [--num_workers=2] [--epochs=5] [--runs=3]
+#
+# --model=resnet or wide_deep (issue 12's models; wide_deep on the synthetic click
+# log, PyTorch on a log of the same shape) runs the rows ringwork, ringwork 1 worker
+# and DDP OpenBLAS only; --steps_per_epoch=K shortens their epochs on both sides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-num_workers=2; epochs=5; runs=3
+num_workers=2; epochs=5; runs=3; model=mlp; steps_per_epoch=0
 for arg in "$@"; do
   case "$arg" in
     --num_workers=*) num_workers=${arg#*=};;
     --epochs=*) epochs=${arg#*=};;
     --runs=*) runs=${arg#*=};;
+    --model=*) model=${arg#*=};;
+    --steps_per_epoch=*) steps_per_epoch=${arg#*=};;
     *) echo "unknown argument $arg" >&2; exit 2;;
   esac
 done
+case "$model" in
+  mlp|resnet) model_flags=(--model="$model");;
+  wide_deep) model_flags=(--model=wide_deep --dataset=synthetic_clicks);;
+  *) echo "--model=$model: expected mlp, resnet or wide_deep" >&2; exit 2;;
+esac
+if [[ $steps_per_epoch != 0 ]]; then model_flags+=(--steps_per_epoch="$steps_per_epoch"); fi
 tools/setup.sh --peers
 bazel build -c opt //tools:train //tools/launch:launch //tools:tfconfig //tools:kernel_bench >&2
 work=$(mktemp -d)
@@ -45,8 +57,8 @@ torch_run() {
   for ((r = world - 1; r >= 0; --r)); do
     LD_LIBRARY_PATH=$blas RANK=$r WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=$threads timeout 900 /usr/bin/python3 \
-      tools/peers/torch_ddp_train.py --epochs="$epochs" --global_batch_size=256 \
-      --threads="$threads" > "$out.$r" &
+      tools/peers/torch_ddp_train.py --model="$model" --epochs="$epochs" --global_batch_size=256 \
+      --steps_per_epoch="$steps_per_epoch" --threads="$threads" > "$out.$r" &
   done
   wait
   mv "$out.0" "$out"
@@ -63,6 +75,16 @@ if ! grep -q '^MLP training step .*float32' "$work/kernel_bench.txt"; then
 fi
 for ((run = 1; run <= runs; ++run)); do
   echo "run $run of $runs" >&2
+  if [[ $model != mlp ]]; then
+    bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/tools/train "${model_flags[@]}" \
+      --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 --verbose=0 \
+      --metrics_json="$work/ringwork.$run.json" >&2
+    bazel-bin/tools/launch/launch --num_workers=1 -- bazel-bin/tools/train "${model_flags[@]}" \
+      --epochs="$epochs" --global_batch_size=$((256 / num_workers)) --intra_op_threads=1 --verbose=0 \
+      --metrics_json="$work/ringwork_one.$run.json" >&2
+    torch_run "$work/ddp_openblas.$run.json" "$openblas" "$num_workers" 1
+    continue
+  fi
   bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/tools/train \
     --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 --verbose=0 \
     --metrics_json="$work/ringwork.$run.json" >&2
@@ -85,9 +107,9 @@ for ((run = 1; run <= runs; ++run)); do
   torch_run "$work/single.$run.json" "$openblas" 1 "$num_workers"
 done
 
-/usr/bin/python3 - "$work" "$num_workers" "$epochs" "$runs" <<'PY'
+/usr/bin/python3 - "$work" "$num_workers" "$epochs" "$runs" "$model" <<'PY'
 import glob, json, re, statistics, sys
-work, n, epochs, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+work, n, epochs, runs, model = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 rows = [("ringwork", "ringwork", f"{n} workers x 1 thread"),
         ("ringwork_overlap", "ringwork, overlap thread", f"{n} workers x 1 thread"),
         ("ringwork_one", f"ringwork, batch {256 // n}", "1 worker x 1 thread"),
@@ -102,8 +124,12 @@ step_us = float(re.search(r"^MLP training step .*?float32\s+([0-9.]+)",
 kernel_rate = 128 / (step_us * 1e-6)  # Samples/s of one worker's kernels, batch 128.
 # Only where each worker's batch is kernel_bench's 128 (global 256 over 2 workers).
 kernel_workers = {"ringwork": n, "ringwork_overlap": n, "ringwork_one": 1, "ringwork_grpc": n} if 256 // n == 128 else {}
-print(f"# MLP 784-256-128-10 on Fashion-MNIST, Adam, global batch 256, {epochs} epochs, "
-      f"medians of {runs} runs")
+if model != "mlp":
+    kernel_workers = {}  # kernel_bench times the MLP's step only.
+    rows = [r for r in rows if r[0] in ("ringwork", "ringwork_one", "ddp_openblas")]
+described = {"mlp": "MLP 784-256-128-10 on Fashion-MNIST", "resnet": "SmallResNet on Fashion-MNIST",
+             "wide_deep": "Wide & Deep on a synthetic click log (test accuracy: of clicks)"}[model]
+print(f"# {described}, Adam, global batch 256, {epochs} epochs, medians of {runs} runs")
 print(f"# of kernels: samples/s / (workers x {kernel_rate:.0f}), the MLP step alone "
       f"({step_us:.0f} us for 128 examples, kernel_bench --threads=1)")
 print(f"{'':30} {'layout':24} {'samples/s':>10} {'test acc':>9} {'ringwork is':>12} {'of kernels':>11}")

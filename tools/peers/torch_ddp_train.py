@@ -1,11 +1,21 @@
-"""The same job as `tools/train --model=mlp` in PyTorch 1.13 DistributedDataParallel
-over gloo: MLP 784-256-128-10, Adam (lr 1e-3, eps 1e-7), global batch 256 split
-over the workers, Fashion-MNIST from Debian's package, --threads per worker (1).
-Rank 0 prints train samples/s (over the whole fit) and the test accuracy as JSON.
-With WORLD_SIZE=1 it trains in one plain process, without DDP.
+"""The same job as `tools/train --model=M` in PyTorch 1.13 DistributedDataParallel
+over gloo, Adam (eps 1e-7), global batch split over the workers, --threads per
+worker (1). Rank 0 prints train samples/s (over the whole fit) and the test
+accuracy (and AUC for wide_deep) as JSON. With WORLD_SIZE=1 it trains in one plain
+process, without DDP.
+
+  --model=mlp        784-256-128-10 on Fashion-MNIST from Debian's package, lr 1e-3
+  --model=resnet     keras/applications.h's SmallResNet (3x3 stem of 16, three stages
+                     of two residual blocks of 16/32/64 filters, batch norm with
+                     PyTorch momentum 0.1 = Keras 0.9, eps 1e-3), Fashion-MNIST, lr 1e-3
+  --model=wide_deep  WideAndDeep (8-wide embeddings of 300 ids, Dense 64-32-1, a
+                     linear wide part, sigmoid) on a click log of the same shape as
+                     --dataset=synthetic_clicks (generated here: the same sizes, not
+                     the same draws), lr 3e-3
+  --steps_per_epoch=K  stop each epoch after K steps (0: a whole pass)
 
   RANK=r WORLD_SIZE=n MASTER_ADDR=127.0.0.1 MASTER_PORT=p \\
-      /usr/bin/python3 torch_ddp_train.py [--epochs=5] [--global_batch_size=256] [--threads=1]
+      /usr/bin/python3 torch_ddp_train.py [--model=mlp] [--epochs=5] [--global_batch_size=256] [--threads=1]
 """
 import gzip
 import json
@@ -28,9 +38,74 @@ def load(prefix):
     return torch.from_numpy(images.astype(np.float32) / 255.0), torch.from_numpy(labels.astype(np.int64))
 
 
+def conv_bn(cin, cout, k, stride):
+    return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, k, stride, padding=k // 2, bias=False),
+                               torch.nn.BatchNorm2d(cout, eps=1e-3, momentum=0.1))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.a = conv_bn(cin, cout, 3, stride)
+        self.b = conv_bn(cout, cout, 3, 1)
+        self.shortcut = conv_bn(cin, cout, 1, stride) if stride != 1 or cin != cout else torch.nn.Identity()
+
+    def forward(self, x):
+        return torch.relu(self.b(torch.relu(self.a(x))) + self.shortcut(x))
+
+
+def small_resnet():
+    layers = [conv_bn(1, 16, 3, 1), torch.nn.ReLU()]
+    cin = 16
+    for stage, filters in enumerate([16, 32, 64]):
+        for block in range(2):
+            layers.append(Block(cin, filters, 2 if stage > 0 and block == 0 else 1))
+            cin = filters
+    layers += [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(64, 10)]
+    return torch.nn.Sequential(*layers)
+
+
+class WideAndDeep(torch.nn.Module):
+    def __init__(self, num_ids):
+        super().__init__()
+        self.deep_embedding = torch.nn.Embedding(num_ids, 8)
+        self.deep = torch.nn.Sequential(torch.nn.Linear(2 * 8 + 3, 64), torch.nn.ReLU(),
+                                        torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+        self.wide_embedding = torch.nn.Embedding(num_ids, 1)
+        self.wide = torch.nn.Linear(2 + 3, 1)
+
+    def forward(self, x):
+        ids, numbers = x[:, :2].long(), x[:, 2:]
+        deep = self.deep(torch.cat([self.deep_embedding(ids).flatten(1), numbers], 1))
+        wide = self.wide(torch.cat([self.wide_embedding(ids).flatten(1), numbers], 1))
+        return (deep + wide).squeeze(1)
+
+
+def click_log(count, users=200, items=100, seed=7):
+    rng = np.random.default_rng(seed)
+    u = (rng.random(count) ** 2 * users).astype(np.int64)
+    v = (rng.random(count) ** 2 * items).astype(np.int64)
+    numbers = rng.standard_normal((count, 3)).astype(np.float32)
+    user, item = rng.standard_normal((users, 4)) / 2, rng.standard_normal((items, 4))
+    logit = -1 + (user[u] * item[v]).sum(1) + numbers @ np.array([0.8, -0.5, 0.3])
+    labels = (rng.random(count) < 1 / (1 + np.exp(-logit))).astype(np.float32)
+    x = np.concatenate([u[:, None], users + v[:, None], numbers], 1).astype(np.float32)
+    return torch.from_numpy(x), torch.from_numpy(labels)
+
+
+def auc(scores, labels):
+    order = np.argsort(scores, kind="stable")
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(1, len(scores) + 1)
+    positives = labels.sum()
+    return (ranks[labels == 1].sum() - positives * (positives + 1) / 2) / (positives * (len(labels) - positives))
+
+
 def main():
     args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
     epochs = int(args.get("epochs", 5))
+    name = args.get("model", "mlp")
+    steps_per_epoch = int(args.get("steps_per_epoch", 0))
     global_batch = int(args.get("global_batch_size", 256))
     threads = int(args.get("threads", 1))
     torch.set_num_threads(threads)
@@ -39,16 +114,28 @@ def main():
         dist.init_process_group("gloo")
     rank = dist.get_rank() if world > 1 else 0
     torch.manual_seed(42)
-    x, y = load("train")
-    tx, ty = load("t10k")
-    model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
-                                torch.nn.Linear(256, 128), torch.nn.ReLU(),
-                                torch.nn.Linear(128, 10))
+    lr = 1e-3
+    if name == "wide_deep":
+        x, y = click_log(300000)
+        tx, ty = click_log(75000, seed=8)
+        model, loss_fn, lr = WideAndDeep(300), torch.nn.BCEWithLogitsLoss(), 3e-3
+    else:
+        x, y = load("train")
+        tx, ty = load("t10k")
+        if name == "resnet":
+            x, tx = x.reshape(-1, 1, 28, 28), tx.reshape(-1, 1, 28, 28)
+            model = small_resnet()
+        else:
+            model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                                        torch.nn.Linear(256, 128), torch.nn.ReLU(),
+                                        torch.nn.Linear(128, 10))
+        loss_fn = torch.nn.CrossEntropyLoss()
     ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    optimizer = torch.optim.Adam(ddp.parameters(), lr=1e-3, eps=1e-7)
-    loss_fn = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(ddp.parameters(), lr=lr, eps=1e-7)
     per_worker = global_batch // world
     steps = len(x) // global_batch
+    if steps_per_epoch > 0:
+        steps = min(steps, steps_per_epoch)
     start = time.perf_counter()
     for epoch in range(epochs):
         order = torch.randperm(len(x), generator=torch.Generator().manual_seed(epoch))
@@ -59,15 +146,22 @@ def main():
             loss_fn(ddp(x[index]), y[index]).backward()
             optimizer.step()
     train_s = time.perf_counter() - start
+    model.eval()
     with torch.no_grad():
-        accuracy = (model(tx).argmax(1) == ty).float().mean().item()
+        outputs = torch.cat([model(tx[i:i + 1000]) for i in range(0, len(tx), 1000)])
+    extra = {}
+    if name == "wide_deep":
+        accuracy = ((outputs > 0).float() == ty).float().mean().item()
+        extra["test_auc"] = float(auc(outputs.numpy(), ty.numpy()))
+    else:
+        accuracy = (outputs.argmax(1) == ty).float().mean().item()
     if rank == 0:
         kind = "DDP gloo" if world > 1 else "one process"
-        print(json.dumps({"framework": f"pytorch {torch.__version__} {kind}",
+        print(json.dumps({"framework": f"pytorch {torch.__version__} {kind}", "model": name,
                           "num_workers": world, "threads": threads, "epochs": epochs,
                           "global_batch_size": global_batch,
                           "train_samples_per_second": steps * epochs * global_batch / train_s,
-                          "test_accuracy": accuracy}), flush=True)
+                          "test_accuracy": accuracy, **extra}), flush=True)
     if world > 1:
         dist.destroy_process_group()
 
