@@ -100,6 +100,17 @@ std::vector<float> TrainedWeights(int num_workers, const Dataset& train, int64_t
   return weights;
 }
 
+// The largest |a[i] - b[i]| and the largest |b[i]|: how far two runs' weights are
+// apart, against their size.
+std::pair<double, double> LargestDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+    largest = std::max(largest, std::abs(static_cast<double>(b[i])));
+  }
+  return {worst, largest};
+}
+
 // Trains Flatten -> BatchNormalization -> Dense for 2 epochs of global batch 96
 // on `num_workers` workers; returns every worker's moving statistics of the
 // normalization (which sees the raw input, so they depend on the data only) and
@@ -154,11 +165,7 @@ TEST_CASE("BatchNormalization's moving statistics are the global batch's, identi
     CHECK(multi.fingerprints[r] == multi.fingerprints[0]);  // Moving statistics included.
     CHECK(multi.per_worker[r] == multi.per_worker[0]);
   }
-  double worst = 0, largest = 0;
-  for (size_t i = 0; i < single.per_worker[0].size(); ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(multi.per_worker[0][i]) - single.per_worker[0][i]));
-    largest = std::max(largest, std::abs(static_cast<double>(single.per_worker[0][i])));
-  }
+  const auto [worst, largest] = LargestDifference(multi.per_worker[0], single.per_worker[0]);
   INFO("largest difference " << worst << " of statistics up to " << largest);
   CHECK(largest > 0.01);     // They moved from their start (zeros and ones).
   CHECK(worst < 1e-5 * largest);  // Only the order of additions differs.
@@ -209,11 +216,7 @@ TEST_CASE("SyncBatchNormalization: N workers with global batch B train as 1 work
     const std::vector<float> single = TrainedNormalizedWeights(1, sync, train);
     const std::vector<float> multi = TrainedNormalizedWeights(3, sync, train);
     REQUIRE(multi.size() == single.size());
-    double worst = 0, norm = 0;
-    for (size_t i = 0; i < single.size(); ++i) {
-      worst = std::max(worst, std::abs(static_cast<double>(multi[i]) - single[i]));
-      norm = std::max(norm, std::abs(static_cast<double>(single[i])));
-    }
+    const auto [worst, norm] = LargestDifference(multi, single);
     INFO("largest difference " << worst << " of weights up to " << norm);
     if (sync) {
       CHECK(worst < 1e-5 * norm);
@@ -232,11 +235,7 @@ TEST_CASE("N workers with global batch B end where 1 worker with batch B does", 
     INFO(n << " workers");
     const std::vector<float> multi = TrainedWeights(n, train);
     REQUIRE(multi.size() == single.size());
-    double worst = 0, norm = 0;
-    for (size_t i = 0; i < single.size(); ++i) {
-      worst = std::max(worst, std::abs(static_cast<double>(multi[i]) - single[i]));
-      norm = std::max(norm, std::abs(static_cast<double>(single[i])));
-    }
+    const auto [worst, norm] = LargestDifference(multi, single);
     INFO("largest difference " << worst << " of weights up to " << norm);
     // 40 SGD steps; only the order of float additions differs.
     CHECK(worst < 1e-4 * norm);
@@ -255,11 +254,7 @@ TEST_CASE("a short last batch split unevenly averages like one worker's", "[dist
     INFO(n << " workers");
     const std::vector<float> multi = TrainedWeights(n, train, 15);
     REQUIRE(multi.size() == single.size());
-    double worst = 0, norm = 0;
-    for (size_t i = 0; i < single.size(); ++i) {
-      worst = std::max(worst, std::abs(static_cast<double>(multi[i]) - single[i]));
-      norm = std::max(norm, std::abs(static_cast<double>(single[i])));
-    }
+    const auto [worst, norm] = LargestDifference(multi, single);
     INFO("largest difference " << worst << " of weights up to " << norm);
     CHECK(worst < 1e-5 * norm);
   }

@@ -1,0 +1,288 @@
+// Sequential::Fit, the training loop: steps, callbacks, the chief's decisions
+// (stop, learning rate), what checkpoints keep of them, and the agreement that
+// training ended. The rest of the model is in sequential.cc.
+#include "keras/sequential.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "base/exit_code.h"
+#include "base/logging.h"
+#include "base/termination.h"
+#include "base/status_macros.h"
+#include "keras/step_breakdown.h"
+#include "observability/timeline.h"
+#include "strategy/replica_check.h"
+
+namespace ringwork {
+namespace {
+
+constexpr char kLearningRateControl[] = "optimizer/learning_rate";
+constexpr char kStopTrainingControl[] = "fit/stop_training";
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& options) {
+  if (train.examples().count() == 0) return absl::InvalidArgumentError("fit on an empty dataset");
+  RW_RETURN_IF_ERROR(EnsureReady(train.examples().example_shape()));
+  RW_ASSIGN_OR_RETURN(DistributedDataset data,
+                      strategy_->DistributeDataset(train, options.batch_size, options.shard_policy,
+                                                   compile_options_.seed));
+  // Keras: an epoch is one walk through the dataset (its passes, each in a new
+  // order every epoch), or `steps_per_epoch` steps of one stream that goes on
+  // across epochs (pass after pass for a repeated dataset).
+  if (options.steps_per_epoch <= 0 && data.passes < 0) {
+    return absl::InvalidArgumentError(
+        "fit on a dataset repeated forever needs steps_per_epoch (how many steps make an epoch)");
+  }
+  const int64_t steps = options.steps_per_epoch > 0 ? options.steps_per_epoch
+                                                    : data.passes * data.steps_per_pass;
+  // Keras also walks the data anew each epoch when steps_per_epoch is exactly the
+  // data's length.
+  if (options.steps_per_epoch <= 0 ||
+      (data.passes >= 0 && steps == data.passes * data.steps_per_pass)) {
+    data.passes = -1;  // Every epoch walks the dataset again: passes go on.
+  } else if (data.passes >= 0 && options.epochs * steps > data.passes * data.steps_per_pass) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "steps_per_epoch ", steps, " x ", options.epochs, " epochs needs ", options.epochs * steps,
+        " steps, but the data gives ", data.passes * data.steps_per_pass, " (", data.passes,
+        " pass", data.passes == 1 ? "" : "es", " of ", data.steps_per_pass,
+        " steps of a global batch of ", options.batch_size,
+        "); Repeat() the dataset, or train fewer steps"));
+  }
+  History history;
+  ProgressBar progress;
+  std::vector<Callback*> callbacks = {&history};
+  if (options.verbose > 0 && strategy_->is_chief()) callbacks.push_back(&progress);
+  callbacks.insert(callbacks.end(), options.callbacks.begin(), options.callbacks.end());
+  // Callbacks see the model's fit in progress (SaveControls) until fit returns.
+  fit_callbacks_ = callbacks;
+  absl::Cleanup forget_callbacks = [this] { fit_callbacks_.clear(); };
+  stop_training_ = false;
+  // Checkpointing callbacks end each step and epoch after the others' decisions
+  // are agreed, so that a checkpoint holds the state those decisions left (a
+  // resumed run must not take them again, or miss them).
+  std::vector<Callback*> deciding, checkpointing;
+  for (Callback* c : callbacks) (c->saves_checkpoints() ? checkpointing : deciding).push_back(c);
+  const bool decides_here =
+      std::any_of(callbacks.begin(), callbacks.end(), [](Callback* c) { return c->decides_per_batch(); });
+  const bool log_learning_rate =
+      compile_options_.optimizer.learning_rate_schedule != nullptr ||
+      std::any_of(callbacks.begin(), callbacks.end(), [](Callback* c) { return c->changes_learning_rate(); });
+  // Every worker must run the same steps: a difference would misalign collectives.
+  // The last slot: whether any worker has a callback that decides per batch (a
+  // callback on some workers only must not leave the others out of a broadcast).
+  int64_t agreed[7] = {steps, -steps, options.epochs, -options.epochs, options.replica_check_steps,
+                       -options.replica_check_steps, decides_here ? -1 : 0};
+  RW_RETURN_IF_ERROR(strategy_->communicator()->AllReduce(agreed, 7, DataType::kInt64, ReduceOp::kMin));
+  const bool decide_per_batch = agreed[6] < 0;
+  if (agreed[0] != -agreed[1] || agreed[2] != -agreed[3] || agreed[4] != -agreed[5]) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the workers fit differently: steps per epoch, epochs or replica_check_steps differ (this "
+        "worker, rank ", strategy_->rank(), ": ", steps, ", ", options.epochs, ", ",
+        options.replica_check_steps, "): every worker must call fit the same way"));
+  }
+  TrainInfo info{options.epochs, steps, options.batch_size, strategy_->num_replicas_in_sync(),
+                 strategy_->is_chief(), options.shard_policy, data.seed, data.ExamplesPerPass()};
+  for (Callback* c : callbacks) {
+    c->set_model(this);
+    RW_RETURN_IF_ERROR(c->OnTrainBegin(info));
+  }
+  TrainPosition start{options.initial_epoch, 0, options.initial_epoch * steps};
+  std::optional<float> resumed_rate;  // Of a resume in an epoch's middle.
+  if (resume_.has_value()) {
+    start = *resume_;
+    resume_.reset();
+    const TrainingControls controls = std::move(resume_controls_);
+    resume_controls_.clear();
+    RW_RETURN_IF_ERROR(RestoreControls(controls));
+    const auto rate = controls.find(kLearningRateControl);
+    if (start.step_in_epoch > 0 && rate != controls.end() && rate->second.size() == 1) {
+      // The epoch's begin already set this rate (LearningRateScheduler): it runs
+      // again below and must not set it twice.
+      resumed_rate = static_cast<float>(rate->second[0]);
+    }
+    RW_LOG(INFO) << "resuming at epoch " << start.epoch + 1 << ", step " << start.step_in_epoch
+                 << " (" << start.step << " steps done)";
+  }
+  // One iterator for the whole run: step g of the run is step g % steps_per_pass
+  // of pass g / steps_per_pass (a resumed run skips to where it stopped).
+  std::unique_ptr<StepIterator> it = data.Iterate(start.epoch * steps + start.step_in_epoch);
+  StepBreakdown breakdown;
+  if (reducer_ != nullptr) reducer_->TakeTiming();  // Counts from this fit on.
+  Logs logs;
+  // A backup written after a stop (kept by a SIGTERM at the end) ends training.
+  for (int64_t epoch = start.epoch; epoch < options.epochs && !stop_training_; ++epoch) {
+    for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochBegin(epoch));
+    if (resumed_rate.has_value()) {
+      RW_RETURN_IF_ERROR(optimizer_->set_learning_rate(*resumed_rate));
+      resumed_rate.reset();
+    }
+    RW_RETURN_IF_ERROR(WithContext(AgreeOnDecisions(), absl::StrCat("epoch ", epoch + 1, ", begin: ")));
+    // Loss and metric sums of this epoch over all replicas: [loss * n, n, then
+    // each metric's state (total and count; AUC's histograms)].
+    std::vector<double> epoch_sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+    struct Batch batch;
+    const int64_t first = epoch == start.epoch ? start.step_in_epoch : 0;
+    for (int64_t step = first + 1; step <= steps; ++step) {
+      // Failures name the step, as users count them (epoch and step from 1).
+      auto at_step = [&](const absl::Status& status) {
+        if (status.ok()) return status;
+        return WithContext(status, absl::StrCat("epoch ", epoch + 1, ", step ", step, ": "));
+      };
+      const int64_t global_step = epoch * steps + step - 1;
+      strategy_->BeginStep(global_step);
+      if (Timeline* timeline = Timeline::Active()) timeline->SetStep(global_step);
+      TimelineSpan step_span("step", "step ", int64_t{global_step + 1});
+      step_span.Arg("epoch", epoch + 1);
+      step_span.Arg("step_in_epoch", step);
+      const auto step_start = std::chrono::steady_clock::now();
+      TimelineSpan data_span("data", "data wait");
+      if (!it->Next(&batch)) {
+        return at_step(it->status().ok()
+                           ? absl::InternalError("the input ended before the agreed steps")
+                           : it->status());
+      }
+      data_span.End();
+      const double data_wait_s = SecondsSince(step_start);
+      // Dropout draws as a function of the step: the same on every run through it.
+      SetTrainingStep(global_step);
+      absl::StatusOr<float> loss =
+          TrainStep(batch, static_cast<float>(data.GradientWeightAt(global_step % data.steps_per_pass)));
+      if (!loss.ok()) return at_step(loss.status());
+      std::vector<double> sums = BatchSums(batch.labels, *loss);
+      // One more slot: how many workers received SIGTERM (all stop together).
+      const bool terminating = TerminationRequested();
+      sums.push_back(terminating ? 1.0 : 0.0);
+      const auto reduce_start = std::chrono::steady_clock::now();
+      TimelineSpan metrics_span("exposed communication", "metrics all-reduce");
+      absl::Status reduced =
+          strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size()));
+      metrics_span.End();
+      if (!reduced.ok()) return at_step(reduced);
+      breakdown.AddStep(SecondsSince(step_start), data_wait_s, SecondsSince(reduce_start));
+      const double preempted_workers = sums.back();
+      sums.pop_back();
+      for (size_t i = 0; i < sums.size(); ++i) epoch_sums[i] += sums[i];
+      logs = LogsFrom(epoch_sums);
+      if (options.replica_check_steps > 0 && (global_step + 1) % options.replica_check_steps == 0) {
+        RW_RETURN_IF_ERROR(at_step(CheckReplicasIdentical(
+            strategy_, weights(), absl::StrCat("after step ", global_step + 1))));
+      }
+      for (Callback* c : deciding) RW_RETURN_IF_ERROR(at_step(c->OnBatchEnd(step, logs)));
+      if (decide_per_batch) RW_RETURN_IF_ERROR(at_step(AgreeOnDecisions()));
+      for (Callback* c : checkpointing) RW_RETURN_IF_ERROR(at_step(c->OnBatchEnd(step, logs)));
+      if (preempted_workers > 0) {
+        const int64_t done = epoch * steps + step;
+        const TrainPosition next =
+            step == steps ? TrainPosition{epoch + 1, 0, done} : TrainPosition{epoch, step, done};
+        for (Callback* c : callbacks) RW_RETURN_IF_ERROR(at_step(c->OnPreempted(next)));
+        return PreemptedError(absl::StrCat(
+            "stopped after epoch ", epoch + 1, ", step ", step, ": ",
+            static_cast<int64_t>(preempted_workers), " worker(s) received SIGTERM",
+            terminating ? " (this one did)" : "", "; rerun the job to resume from its backup"));
+      }
+      if (stop_training_) break;  // As Keras: the epoch still ends (validation, callbacks).
+    }
+    // One collective, on every worker alike: where this epoch's step time went.
+    absl::Status agreed = breakdown.EndEpoch(
+        strategy_, reducer_ != nullptr ? reducer_->TakeTiming() : GradientReducer::Timing(), &logs);
+    if (!agreed.ok()) {
+      return WithContext(agreed, absl::StrCat("epoch ", epoch + 1, ", agreeing on the step breakdown: "));
+    }
+    history.AddEpochExamples(static_cast<int64_t>(epoch_sums[1]));
+    if (options.validation_data != nullptr) {
+      RW_ASSIGN_OR_RETURN(EvaluateResult val, Evaluate(*options.validation_data, options.batch_size));
+      logs["val_loss"] = val.loss;
+      for (const auto& [name, value] : val.metrics) logs["val_" + name] = value;
+    }
+    if (log_learning_rate) logs["learning_rate"] = optimizer_->learning_rate();
+    for (Callback* c : deciding) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs));
+    RW_RETURN_IF_ERROR(WithContext(AgreeOnDecisions(), absl::StrCat("epoch ", epoch + 1, ", end: ")));
+    for (Callback* c : checkpointing) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs));
+    if (stop_training_) break;
+  }
+  // Every callback ends (one may run collectives), even after another failed.
+  absl::Status ended;
+  for (Callback* c : callbacks) ended.Update(c->OnTrainEnd(logs));
+  RW_RETURN_IF_ERROR(AgreeTrainingEnded(ended));
+  for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnTrainCommitted());
+  return history;
+}
+
+absl::Status Sequential::AgreeOnDecisions() {
+  // [stop_training, learning rate]: a float's value survives the trip through double.
+  double decisions[2] = {stop_training_ ? 1.0 : 0.0, optimizer_->learning_rate()};
+  RW_RETURN_IF_ERROR(strategy_->communicator()->Broadcast(decisions, 2, DataType::kFloat64, 0));
+  stop_training_ = decisions[0] != 0;
+  const float rate = static_cast<float>(decisions[1]);
+  if (rate != optimizer_->learning_rate()) return optimizer_->set_learning_rate(rate);
+  return absl::OkStatus();
+}
+
+TrainingControls Sequential::SaveControls() const {
+  TrainingControls controls;
+  if (optimizer_ != nullptr && compile_options_.optimizer.learning_rate_schedule == nullptr) {
+    controls[kLearningRateControl] = {optimizer_->learning_rate()};
+  }
+  if (stop_training_) controls[kStopTrainingControl] = {1.0};
+  std::map<std::string, int> seen;
+  for (const Callback* c : fit_callbacks_) {
+    const std::string name = c->state_name();
+    if (name.empty()) continue;
+    const int n = ++seen[name];
+    controls[n == 1 ? name : absl::StrCat(name, "#", n)] = c->SaveState();
+  }
+  return controls;
+}
+
+absl::Status Sequential::RestoreControls(const TrainingControls& controls) {
+  const auto rate = controls.find(kLearningRateControl);
+  if (rate != controls.end() && rate->second.size() == 1 &&
+      compile_options_.optimizer.learning_rate_schedule == nullptr) {
+    RW_RETURN_IF_ERROR(optimizer_->set_learning_rate(static_cast<float>(rate->second[0])));
+  }
+  const auto stop = controls.find(kStopTrainingControl);
+  if (stop != controls.end() && stop->second.size() == 1 && stop->second[0] != 0) stop_training_ = true;
+  std::map<std::string, int> seen;
+  for (Callback* c : fit_callbacks_) {
+    const std::string name = c->state_name();
+    if (name.empty()) continue;
+    const int n = ++seen[name];
+    const auto it = controls.find(n == 1 ? name : absl::StrCat(name, "#", n));
+    if (it == controls.end()) continue;  // Not in this checkpoint: it starts afresh.
+    RW_RETURN_IF_ERROR(c->RestoreState(it->second));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Sequential::AgreeTrainingEnded(const absl::Status& ended) {
+  // [workers whose end of training failed, workers that received SIGTERM]: a
+  // SIGTERM while the final checkpoint was written, or a failed write anywhere,
+  // keeps every worker's backup; the rerun resumes from it.
+  const bool terminating = TerminationRequested();
+  double counts[2] = {ended.ok() ? 0.0 : 1.0, terminating ? 1.0 : 0.0};
+  RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, counts, 2));
+  if (!ended.ok()) return ended;
+  if (counts[0] > 0) {
+    return absl::UnavailableError(absl::StrCat(
+        static_cast<int64_t>(counts[0]),
+        " other worker(s) failed to end training (see their logs: the final checkpoint?); "
+        "the backup is kept: rerun the job to finish from it"));
+  }
+  if (counts[1] > 0) {
+    return PreemptedError(absl::StrCat(
+        "stopped at the end of training: ", static_cast<int64_t>(counts[1]),
+        " worker(s) received SIGTERM", terminating ? " (this one did)" : "",
+        " while it ended; the final checkpoint is written and the backup kept; rerun the job "
+        "to finish from it"));
+  }
+  return absl::OkStatus();
+}
+}  // namespace ringwork
