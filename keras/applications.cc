@@ -21,7 +21,8 @@ SymbolicTensor ResidualBlock(const SymbolicTensor& x, int64_t filters, int64_t s
 
 Model SmallResNet(const Shape& input, int64_t classes, bool sync_batch_norm) {
   const SymbolicTensor x = Input(input);
-  SymbolicTensor h = Apply(ActivationLayer("relu"), ConvBn(x, 16, 3, 1, sync_batch_norm));
+  const SymbolicTensor flipped = Apply(RandomFlip("horizontal"), x);
+  SymbolicTensor h = Apply(ActivationLayer("relu"), ConvBn(flipped, 16, 3, 1, sync_batch_norm));
   const int64_t filters[3] = {16, 32, 64};
   for (int stage = 0; stage < 3; ++stage) {
     for (int block = 0; block < 2; ++block) {

@@ -82,6 +82,12 @@ std::unique_ptr<Layer> BatchNormalization(BatchNormalizationOptions options = {}
 std::unique_ptr<Layer> SyncBatchNormalization(BatchNormalizationOptions options = {});
 // `seed` makes the masks reproducible; each worker mixes in its rank.
 std::unique_ptr<Layer> Dropout(float rate, uint64_t seed = 0);
+// Keras' RandomFlip for [height, width, channels] images: in training each example
+// is flipped left-right ("horizontal"), upside down ("vertical") or either
+// ("horizontal_and_vertical", Keras' default), each with probability 1/2; in
+// inference it passes the input unchanged. The draws are a function of (seed,
+// worker, step, example), as Dropout's masks, so a resumed run repeats them.
+std::unique_ptr<Layer> RandomFlip(const std::string& mode = "horizontal_and_vertical", uint64_t seed = 0);
 std::unique_ptr<Layer> ActivationLayer(const std::string& activation);
 
 // Keras' Embedding: ids in [0, input_dim) (held as floats in the input tensor) ->

@@ -143,8 +143,12 @@ absl::Status Sequential::Build(const Shape& input_shape) {
   std::vector<Shape> shapes = {input_shape};  // Per activation.
   BuildContext ctx{compile_options_.seed};
   // The strategy, not this model (which may be moved after Build).
-  ctx.sum_over_replicas = [strategy = strategy_](double* data, int64_t count) {
-    return strategy->Reduce(ReduceOp::kSum, data, count);
+  ctx.sum_over_replicas = [strategy = strategy_, seconds = in_step_collective_s_](double* data, int64_t count) {
+    TimelineSpan span("exposed communication", "layer sums all-reduce");
+    const auto start = std::chrono::steady_clock::now();
+    absl::Status status = strategy->Reduce(ReduceOp::kSum, data, count);
+    *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return status;
   };
   for (size_t l = 0; l < layers_.size(); ++l) {
     Layer& layer = *layers_[l];
@@ -406,7 +410,9 @@ absl::Status Sequential::UpdateBatchState(bool had_batch) {
   }
   {
     TimelineSpan span("exposed communication", "batch statistics all-reduce");
+    const auto start = std::chrono::steady_clock::now();
     RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, sums.data(), batch_sums_size_));
+    *in_step_collective_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   at = 0;
   for (const auto& layer : layers_) {

@@ -204,6 +204,10 @@ class Sequential {
   std::vector<char> grad_set_;  // Per activation, during backward: a gradient arrived.
   std::vector<Tensor> grad_scratch_;  // Per input: a later gradient of an activation, before it is added.
   int64_t batch_sums_size_ = 0;  // Over every layer (set in Build).
+  // Seconds blocked in collectives inside training steps (SyncBatchNormalization's
+  // sums, the batch statistics), since Fit last took them for the step breakdown.
+  // Shared with the sum the layers hold, which must not point at a movable model.
+  std::shared_ptr<double> in_step_collective_s_ = std::make_shared<double>(0.0);
   const Tensor* input_ = nullptr;
   std::optional<TrainPosition> resume_;
   TrainingControls resume_controls_;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
@@ -166,7 +167,9 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
           strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size()));
       metrics_span.End();
       if (!reduced.ok()) return at_step(reduced);
-      breakdown.AddStep(SecondsSince(step_start), data_wait_s, SecondsSince(reduce_start));
+      // Collectives inside the step (batch statistics) count as exposed communication too.
+      breakdown.AddStep(SecondsSince(step_start), data_wait_s,
+                        SecondsSince(reduce_start) + std::exchange(*in_step_collective_s_, 0.0));
       const double preempted_workers = sums.back();
       sums.pop_back();
       for (size_t i = 0; i < sums.size(); ++i) epoch_sums[i] += sums[i];

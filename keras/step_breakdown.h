@@ -9,7 +9,8 @@
 // the metrics' reduction) is split into fractions that sum to 1:
 //   step_breakdown/data_wait               waiting for the input pipeline;
 //   step_breakdown/exposed_communication   blocked in a collective (the gradients'
-//                                          end of step, the metrics' reduction);
+//                                          end of step, the metrics' reduction,
+//                                          batch statistics, SyncBatchNormalization);
 //   step_breakdown/hidden_communication    computing while packs were reduced;
 //   step_breakdown/compute                 the rest: computing alone.
 // Averaged over the workers' time. With more than one worker, when the others

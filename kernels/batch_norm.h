@@ -9,11 +9,15 @@
 //
 // `sums` (1 + 2 x channels, double) returns [rows, sum(x) per channel, sum(x^2) per
 // channel], which the model adds up over every replica to update the moving
-// statistics alike everywhere. Variances are biased (divided by rows). Plain C++, double sums.
+// statistics alike everywhere. Variances are biased (divided by rows). Plain C++ loops with
+// double sums, compiled for AVX-512, AVX2 and baseline x86-64 (cpu_isa.h): the same bits
+// from each.
 #ifndef RINGWORK_KERNELS_BATCH_NORM_H_
 #define RINGWORK_KERNELS_BATCH_NORM_H_
 
 #include <cstdint>
+
+#include "kernels/cpu_isa.h"
 
 namespace ringwork {
 
@@ -55,6 +59,10 @@ void UpdateMovingStatistics(const double* totals, int64_t channels, float moment
 // dgamma/dbeta (channels each) are overwritten; any of dx, dgamma, dbeta may be null.
 void BatchNormBackward(const float* dy, const float* gamma, const float* xhat, const float* rstd,
                        int64_t rows, int64_t channels, float* dx, float* dgamma, float* dbeta);
+
+// Tests: every call from now on runs the loops compiled for `isa` (which this CPU
+// must support) instead of the widest.
+void UseBatchNormIsaForTesting(Isa isa);
 
 }  // namespace ringwork
 

@@ -66,14 +66,6 @@ __attribute__((always_inline)) inline void AdamLoop(const AdamOptions& o, int64_
   }
 }
 
-template <typename Fn>
-Fn Pick(Fn avx512, Fn avx2, Fn baseline) {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return avx512;
-  if (__builtin_cpu_supports("avx2")) return avx2;
-  return baseline;
-}
-
 }  // namespace
 
 namespace optimizer_isa {
@@ -107,31 +99,18 @@ void AdamBaseline(const AdamOptions& o, int64_t step, float* param, const float*
   AdamLoop(o, step, param, grad, m, v, count);
 }
 
-bool Supported(Isa isa) {
-  __builtin_cpu_init();
-  switch (isa) {
-    case Isa::kAvx512:
-      return __builtin_cpu_supports("avx512f");
-    case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2");
-    case Isa::kBaseline:
-      return true;
-  }
-  return false;
-}
-
 }  // namespace optimizer_isa
 
 void SgdUpdate(const SgdOptions& options, float* param, const float* grad, float* velocity,
                int64_t count) {
-  static const auto fn = Pick(&optimizer_isa::SgdAvx512, &optimizer_isa::SgdAvx2,
+  static const auto fn = PickForCpu(&optimizer_isa::SgdAvx512, &optimizer_isa::SgdAvx2,
                               &optimizer_isa::SgdBaseline);
   fn(options, param, grad, velocity, count);
 }
 
 void AdamUpdate(const AdamOptions& options, int64_t step, float* param, const float* grad,
                 float* m, float* v, int64_t count) {
-  static const auto fn = Pick(&optimizer_isa::AdamAvx512, &optimizer_isa::AdamAvx2,
+  static const auto fn = PickForCpu(&optimizer_isa::AdamAvx512, &optimizer_isa::AdamAvx2,
                               &optimizer_isa::AdamBaseline);
   fn(options, step, param, grad, m, v, count);
 }

@@ -11,13 +11,14 @@
 
 #include <cstdint>
 
+#include "kernels/cpu_isa.h"
 #include "kernels/optimizers.h"
 
 namespace ringwork {
 namespace optimizer_isa {
 
-enum class Isa { kAvx512, kAvx2, kBaseline };
-bool Supported(Isa isa);
+using ::ringwork::Isa;
+inline bool Supported(Isa isa) { return IsaSupported(isa); }
 
 void SgdAvx512(const SgdOptions& o, float* param, const float* grad, float* velocity, int64_t count);
 void SgdAvx2(const SgdOptions& o, float* param, const float* grad, float* velocity, int64_t count);

@@ -71,10 +71,10 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
   RW_ASSIGN_OR_RETURN(Sequential model, BuildModel(f));  // Validates --model early.
   double bayes_auc = -1;  // Known for synthetic_clicks only.
   RW_ASSIGN_OR_RETURN(TrainTest data, LoadData(f, &bayes_auc));
-  if (f.lr_schedule != "none" && f.reduce_lr_patience >= 0) {
+  if (LearningRateScheduleName(f) != "none" && f.reduce_lr_patience >= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--reduce_lr_patience=", f.reduce_lr_patience, " changes the learning rate, but --lr_schedule=",
-        f.lr_schedule, " sets it: use one of them"));
+        LearningRateScheduleName(f), " sets it: use one of them"));
   }
   {
     // A schedule's default length is the whole run: every epoch's steps.

@@ -55,7 +55,7 @@ struct TrainFlags {
   int64_t tensorboard_update_freq = 0;
   int64_t tensorboard_histogram_freq = 0;
   // What steers training (keras/learning_rate_schedule.h, training_callbacks.h).
-  std::string lr_schedule = "none";
+  std::string lr_schedule;  // Empty: the model's (LearningRateScheduleName).
   int64_t lr_decay_steps = 0;  // 0: every step of the run.
   double lr_decay_rate = 0.96;
   int64_t lr_warmup_steps = 0;
@@ -74,9 +74,13 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f);
 // model and a dataset that do not go together.
 absl::StatusOr<Sequential> BuildModel(const TrainFlags& f);
 absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f);
-// --learning_rate, or the model's default: 0.001 (Keras' Adam), 0.003 for wide_deep.
+// --learning_rate, or the model's default: 0.001 (Keras' Adam), 0.002 for resnet,
+// 0.003 for wide_deep.
 double LearningRate(const TrainFlags& f);
-// --lr_schedule's schedule (null for none) for a run of `run_steps` steps.
+// --lr_schedule, or the model's default: cosine for resnet (unless
+// --reduce_lr_patience steers the rate), none for the others.
+std::string LearningRateScheduleName(const TrainFlags& f);
+// That schedule (null for none) for a run of `run_steps` steps.
 absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> MakeLearningRateSchedule(
     const TrainFlags& f, int64_t run_steps);
 // The callbacks of --early_stopping_patience, --reduce_lr_patience, --csv_log and
