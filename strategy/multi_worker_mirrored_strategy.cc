@@ -62,7 +62,17 @@ MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
 }
 
 int MultiWorkerMirroredStrategy::workers_on_this_host() const {
-  return WorkersOnThisHost(runtime_->config());
+  int count = WorkersOnThisHost(runtime_->config());
+  // Workers that mapped each other's shared memory share this machine, whatever
+  // TF_CONFIG calls it (a name for one, an address for another).
+  if (const Communicator* communicator = runtime_->communicator(); communicator != nullptr) {
+    const HostTopology& topology = communicator->topology();
+    const int rank = runtime_->config().rank();
+    if (rank < topology.world_size()) {
+      count = std::max(count, static_cast<int>(topology.members(topology.host_of(rank)).size()));
+    }
+  }
+  return count;
 }
 
 int WorkersOnThisHost(const ClusterConfig& config) {

@@ -1,10 +1,15 @@
 // The strategy on in-process clusters of real workers (gRPC servers on port 0).
 #include "strategy/multi_worker_mirrored_strategy.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -108,6 +113,46 @@ TEST_CASE("the overlap and prefetch threads are on by default only with a core o
       return w.strategy->inter_op_threads() == 2 ? absl::OkStatus() : absl::InternalError("expected 2");
     }));
   }
+}
+
+// This machine's first IPv4 address that is up and not loopback; empty if none.
+std::string NonLoopbackAddress() {
+  struct ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (struct ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    if ((a->ifa_flags & IFF_UP) == 0 || (a->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char text[INET_ADDRSTRLEN] = {0};
+    const auto* in = reinterpret_cast<const struct sockaddr_in*>(a->ifa_addr);
+    const bool loopback_net = (ntohl(in->sin_addr.s_addr) >> 24) == 127;  // 127.x on another interface.
+    if (!loopback_net && inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text)) != nullptr) found = text;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+TEST_CASE("workers that share memory are on one host whatever TF_CONFIG calls it", "[strategy]") {
+  const std::string address = NonLoopbackAddress();
+  if (address.empty()) {
+    WARN("no non-loopback IPv4 address on this machine: not tested");
+    return;
+  }
+  // 127.0.0.1 and this machine's other address: by TF_CONFIG two hosts, but the
+  // workers map each other's shared memory, so each has half the cores.
+  LocalCluster::Options options;
+  options.num_workers = 2;
+  options.hosts = {"127.0.0.1", address};
+  CheckAllOk(LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+    if (WorkersOnThisHost(w.runtime->config()) != 1) return absl::InternalError("expected TF_CONFIG to name 1 worker here");
+    if (w.communicator()->topology().hosts() != 1) {
+      return absl::InternalError(absl::StrCat("topology ", w.communicator()->topology().ToString()));
+    }
+    if (w.strategy->workers_on_this_host() != 2) {
+      return absl::InternalError(absl::StrCat("workers on this host: ", w.strategy->workers_on_this_host()));
+    }
+    return absl::OkStatus();
+  }));
 }
 
 TEST_CASE("workers on this host: by TF_CONFIG host, every loopback address one machine", "[strategy]") {

@@ -25,8 +25,13 @@ void LocalCluster::Worker::Crash() {
 std::vector<absl::Status> LocalCluster::Run(const Options& options,
                                             const std::function<absl::Status(Worker&)>& fn) {
   ClusterSpec spec;
-  if (options.chief) spec.chief.push_back(HostPort{"127.0.0.1", 0});
-  for (int i = 0; i < options.num_workers; ++i) spec.worker.push_back(HostPort{"127.0.0.1", 0});
+  auto host = [&](size_t task) {
+    return task < options.hosts.size() ? options.hosts[task] : std::string("127.0.0.1");
+  };
+  if (options.chief) spec.chief.push_back(HostPort{host(0), 0});
+  for (int i = 0; i < options.num_workers; ++i) {
+    spec.worker.push_back(HostPort{host(spec.chief.size() + static_cast<size_t>(i)), 0});
+  }
   const std::vector<TaskId> tasks = AllTasks(spec);
   const int n = static_cast<int>(tasks.size());
   std::vector<absl::Status> results(n);
@@ -42,7 +47,7 @@ std::vector<absl::Status> LocalCluster::Run(const Options& options,
     runtimes[i] = std::move(*runtime);
   }
   for (auto& runtime : runtimes) {
-    for (int j = 0; j < n; ++j) runtime->SetAddress(tasks[j], {"127.0.0.1", runtimes[j]->bound_port()});
+    for (int j = 0; j < n; ++j) runtime->SetAddress(tasks[j], {host(static_cast<size_t>(j)), runtimes[j]->bound_port()});
   }
   std::vector<std::thread> threads;
   for (int i = 0; i < n; ++i) {

@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -33,6 +34,8 @@ class LocalCluster {
   struct Options {
     int num_workers = 2;
     bool chief = false;  // Adds a chief task (rank 0) before the workers.
+    // Per task (rank order), the address it listens on; missing ones: 127.0.0.1.
+    std::vector<std::string> hosts;
     // Defaults suited to tests: 60 s to start, 60 s per collective.
     RuntimeOptions runtime = TestRuntimeOptions();
     StrategyOptions strategy;
