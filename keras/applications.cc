@@ -19,10 +19,11 @@ SymbolicTensor ResidualBlock(const SymbolicTensor& x, int64_t filters, int64_t s
 
 }  // namespace
 
-Model SmallResNet(const Shape& input, int64_t classes, bool sync_batch_norm) {
+Model SmallResNet(const Shape& input, int64_t classes, SmallResNetOptions options) {
+  const bool sync_batch_norm = options.sync_batch_norm;
   const SymbolicTensor x = Input(input);
-  const SymbolicTensor flipped = Apply(RandomFlip("horizontal"), x);
-  SymbolicTensor h = Apply(ActivationLayer("relu"), ConvBn(flipped, 16, 3, 1, sync_batch_norm));
+  const SymbolicTensor image = options.random_flip ? Apply(RandomFlip("horizontal"), x) : x;
+  SymbolicTensor h = Apply(ActivationLayer("relu"), ConvBn(image, 16, 3, 1, sync_batch_norm));
   const int64_t filters[3] = {16, 32, 64};
   for (int stage = 0; stage < 3; ++stage) {
     for (int block = 0; block < 2; ++block) {

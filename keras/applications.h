@@ -17,8 +17,13 @@ namespace ringwork {
 // (momentum 0.9, PyTorch's default: Keras' 0.99 lags thousands of steps behind,
 // and on Fashion-MNIST a 200-step run evaluated at chance with it, 0.83 with 0.9),
 // global average pooling and a Dense layer of `classes` logits.
-// `sync_batch_norm`: SyncBatchNormalization (statistics over the global batch).
-Model SmallResNet(const Shape& input, int64_t classes, bool sync_batch_norm = false);
+struct SmallResNetOptions {
+  bool sync_batch_norm = false;  // SyncBatchNormalization (statistics over the global batch).
+  // RandomFlip("horizontal") on the input: in training, each image mirrored
+  // left-right with probability 1/2 (for images whose class a mirror keeps).
+  bool random_flip = false;
+};
+Model SmallResNet(const Shape& input, int64_t classes, SmallResNetOptions options = {});
 
 // Wide & Deep (Cheng et al. 2016) for inputs of `id_columns` ids in [0, num_ids)
 // followed by `numeric_columns` numbers: the deep part embeds the ids (8 numbers

@@ -58,6 +58,10 @@ class RandomFlipLayer : public Layer {
   absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
                         Tensor* dx) override {
     if (dx == nullptr) return absl::OkStatus();
+    if (dy.dim(0) != static_cast<int64_t>(flips_.size())) {
+      return absl::FailedPreconditionError(absl::StrCat(name_, ": backward of a batch of ", dy.dim(0),
+                                                        " after a forward pass of ", flips_.size()));
+    }
     dx->Resize(x.shape());
     Apply(dy, dx);
     return absl::OkStatus();

@@ -34,10 +34,22 @@ class ElementwiseLayer : public MergeLayer {
 
   absl::Status ForwardMerge(KernelContext&, const std::vector<const Tensor*>& xs, Tensor* y) override {
     y->Resize(xs[0]->shape());
-    std::memcpy(y->data(), xs[0]->data(), sizeof(float) * xs[0]->size());
-    for (size_t i = 1; i < xs.size(); ++i) {
+    float* out = y->data();
+    const float* first = xs[0]->data();
+    size_t next = 1;
+    if (xs.size() >= 2) {  // One pass for the first two (a residual connection's add).
+      const float* second = xs[1]->data();
+      if (multiply_) {
+        for (int64_t e = 0; e < y->size(); ++e) out[e] = first[e] * second[e];
+      } else {
+        for (int64_t e = 0; e < y->size(); ++e) out[e] = first[e] + second[e];
+      }
+      next = 2;
+    } else {
+      std::memcpy(out, first, sizeof(float) * xs[0]->size());
+    }
+    for (size_t i = next; i < xs.size(); ++i) {
       const float* x = xs[i]->data();
-      float* out = y->data();
       if (multiply_) {
         for (int64_t e = 0; e < y->size(); ++e) out[e] *= x[e];
       } else {

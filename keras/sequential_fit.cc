@@ -117,6 +117,7 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   std::unique_ptr<StepIterator> it = data.Iterate(start.epoch * steps + start.step_in_epoch);
   StepBreakdown breakdown;
   if (reducer_ != nullptr) reducer_->TakeTiming();  // Counts from this fit on.
+  *in_step_collective_s_ = 0;
   Logs logs;
   // A backup written after a stop (kept by a SIGTERM at the end) ends training.
   for (int64_t epoch = start.epoch; epoch < options.epochs && !stop_training_; ++epoch) {

@@ -96,8 +96,13 @@ TEST_CASE("batch norm follows the textbook formulas", "[batch_norm]") {
   const Outputs got = RunAll(rows, channels, /*affine=*/true);
   const std::vector<float> x = RandomVector(n, 7, 99.f, 101.f), dy = RandomVector(n, 8);
   const std::vector<float> gamma = RandomVector(channels, 9, 0.5f, 1.5f), beta = RandomVector(channels, 10);
-  std::vector<float> y(n), dx(n), dgamma(channels), dbeta(channels);
+  const std::vector<float> moving_mean = beta, moving_variance = RandomVector(channels, 11, 0.1f, 2.f);
+  std::vector<float> y(n), dx(n), dgamma(channels), dbeta(channels), infer(n);
   for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t r = 0; r < rows; ++r) {
+      infer[r * channels + c] = static_cast<float>(
+          gamma[c] * (x[r * channels + c] - moving_mean[c]) / std::sqrt(moving_variance[c] + 1e-3) + beta[c]);
+    }
     double mean = 0, var = 0;
     for (int64_t r = 0; r < rows; ++r) mean += x[r * channels + c];
     mean /= rows;
@@ -124,6 +129,7 @@ TEST_CASE("batch norm follows the textbook formulas", "[batch_norm]") {
   CHECK(MaxRelativeError(got.dgamma, dgamma) < 1e-4);
   CHECK(MaxRelativeError(got.dbeta, dbeta) < 1e-6);
   CHECK(MaxRelativeError(got.sync_y, y) < 3e-5);
+  CHECK(MaxRelativeError(got.infer, infer) < 1e-5);
 }
 
 }  // namespace

@@ -170,15 +170,27 @@ TEST_CASE("a schedule, clipping, early stopping and a CSV log from flags, replic
 
 TEST_CASE("the residual network with SyncBatchNormalization trains on 2 workers, replicas identical",
           "[train]") {
+  const std::string csv = TempPath("resnet_log.csv");
+  std::remove(csv.c_str());
   ProcessCluster cluster({kTrain, 2, false,
                           {"--model=resnet", "--sync_batch_norm", "--dataset=synthetic", "--synthetic_examples=1000",
-                           "--epochs=1", "--steps_per_epoch=6", "--global_batch_size=64", "--verbose=0"}});
+                           "--epochs=2", "--steps_per_epoch=3", "--global_batch_size=64", "--verbose=0",
+                           "--csv_log=" + csv}});
   std::vector<SubprocessResult> results = cluster.Run();
   for (const auto& r : results) {
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
   }
   CHECK(Fingerprints(results).size() == 1);  // Moving statistics included.
+  // The model's default schedule: cosine from 0.002 to 0 over the run's 6 steps,
+  // so 0.001 after the first epoch's 3.
+  std::ifstream in(csv);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(line);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].find("epoch,accuracy,learning_rate,loss") == 0);
+  CHECK(rows[1].find(",0.001") != std::string::npos);
+  CHECK(rows[1].find(",0.002") == std::string::npos);
 }
 
 TEST_CASE("Wide & Deep on the synthetic click log: AUC next to the best achievable, replicas identical",

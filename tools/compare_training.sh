@@ -23,7 +23,8 @@
 #
 # --model=resnet or wide_deep (issue 12's models; wide_deep on the synthetic click
 # log, PyTorch on a log of the same shape) runs the rows ringwork, ringwork 1 worker
-# and DDP OpenBLAS only; --steps_per_epoch=K shortens their epochs on both sides.
+# and DDP OpenBLAS only (resnet also ringwork with --precision=bfloat16);
+# --steps_per_epoch=K shortens their epochs on both sides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 num_workers=2; epochs=5; runs=3; model=mlp; steps_per_epoch=0
@@ -51,16 +52,27 @@ libs=/usr/lib/x86_64-linux-gnu
 openblas=$libs/openblas-pthread reference_blas=$libs/blas
 
 # torch_run OUT BLAS_DIR WORLD THREADS: one PyTorch job; rank 0's JSON goes to OUT.
+# A rank that fails (or times out) fails the comparison, naming it.
 torch_run() {
   local out=$1 blas=$2 world=$3 threads=$4 port r
+  local -a pids=()
   port=$(bazel-bin/tools/tfconfig localhost --num_workers=1 | sed 's/.*127.0.0.1:\([0-9]*\).*/\1/')
   for ((r = world - 1; r >= 0; --r)); do
     LD_LIBRARY_PATH=$blas RANK=$r WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=$threads timeout 900 /usr/bin/python3 \
       tools/peers/torch_ddp_train.py --model="$model" --epochs="$epochs" --global_batch_size=256 \
-      --steps_per_epoch="$steps_per_epoch" --threads="$threads" > "$out.$r" &
+      --steps_per_epoch="$steps_per_epoch" --threads="$threads" > "$out.$r" 2> "$out.$r.err" &
+    pids[r]=$!
   done
-  wait
+  local failed=0
+  for ((r = 0; r < world; ++r)); do
+    if ! wait "${pids[r]}"; then
+      echo "PyTorch rank $r of $world (BLAS $blas) failed; its output:" >&2
+      cat "$out.$r" "$out.$r.err" >&2
+      failed=1
+    fi
+  done
+  if ((failed)); then exit 1; fi
   mv "$out.0" "$out"
 }
 
@@ -82,6 +94,11 @@ for ((run = 1; run <= runs; ++run)); do
     bazel-bin/tools/launch/launch --num_workers=1 -- bazel-bin/tools/train "${model_flags[@]}" \
       --epochs="$epochs" --global_batch_size=$((256 / num_workers)) --intra_op_threads=1 --verbose=0 \
       --metrics_json="$work/ringwork_one.$run.json" >&2
+    if [[ $model == resnet ]]; then
+      bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/tools/train "${model_flags[@]}" \
+        --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 --precision=bfloat16 --verbose=0 \
+        --metrics_json="$work/ringwork_bf16.$run.json" >&2
+    fi
     torch_run "$work/ddp_openblas.$run.json" "$openblas" "$num_workers" 1
     continue
   fi
@@ -113,6 +130,7 @@ work, n, epochs, runs, model = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.a
 rows = [("ringwork", "ringwork", f"{n} workers x 1 thread"),
         ("ringwork_overlap", "ringwork, overlap thread", f"{n} workers x 1 thread"),
         ("ringwork_one", f"ringwork, batch {256 // n}", "1 worker x 1 thread"),
+        ("ringwork_bf16", "ringwork, bfloat16", f"{n} workers x 1 thread"),
         ("ringwork_grpc", "ringwork, gRPC only", f"{n} workers x 1 thread"),
         ("ringwork_2x2", "ringwork, emulated hosts", "2 hosts x 2 workers"),
         ("ddp_openblas", "pytorch DDP gloo, OpenBLAS", f"{n} processes x 1 thread"),
@@ -126,7 +144,8 @@ kernel_rate = 128 / (step_us * 1e-6)  # Samples/s of one worker's kernels, batch
 kernel_workers = {"ringwork": n, "ringwork_overlap": n, "ringwork_one": 1, "ringwork_grpc": n} if 256 // n == 128 else {}
 if model != "mlp":
     kernel_workers = {}  # kernel_bench times the MLP's step only.
-    rows = [r for r in rows if r[0] in ("ringwork", "ringwork_one", "ddp_openblas")]
+    keep = ("ringwork", "ringwork_one", "ddp_openblas") + (("ringwork_bf16",) if model == "resnet" else ())
+    rows = [r for r in rows if r[0] in keep]
 described = {"mlp": "MLP 784-256-128-10 on Fashion-MNIST", "resnet": "SmallResNet on Fashion-MNIST",
              "wide_deep": "Wide & Deep on a synthetic click log (test accuracy: of clicks)"}[model]
 print(f"# {described}, Adam, global batch 256, {epochs} epochs, medians of {runs} runs")

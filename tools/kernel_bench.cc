@@ -7,8 +7,9 @@
 //
 //   bazel-bin/tools/kernel_bench [--threads=1] [--precision=both] [--runs=5]
 //
-// Shapes: the MLP 784-256-128-10 at batch 128, and a small CNN on 28x28x1 inputs
-// (conv 3x3x16, pool 2, conv 3x3x32, pool 2, dense 10) at batch 64. Times are the
+// Shapes: the MLP 784-256-128-10 at batch 128, a small CNN on 28x28x1 inputs
+// (conv 3x3x16, pool 2, conv 3x3x32, pool 2, dense 10) at batch 64, and the 3x3
+// convolutions of --model=resnet's three stages at batch 128. Times are the
 // median of --runs blocks, each at least --min_block_s long.
 #include <immintrin.h>
 
@@ -318,8 +319,13 @@ int Run(int threads, Precision precision, const Timing& timing, double peak) {
               step_us / matmul_sum_us, Mlp::kBatch / (step_us * 1e-6));
   // The small CNN.
   const int64_t batch = 64;
+  // The small CNN's two layers, then the 3x3 layers of each stage of --model=resnet
+  // (keras/applications.h) at its per-worker batch of 128.
   for (Conv2DShape s : {Conv2DShape{batch, 28, 28, 1, 16, 3, 3, 1, 1, Padding::kSame},
-                        Conv2DShape{batch, 14, 14, 16, 32, 3, 3, 1, 1, Padding::kSame}}) {
+                        Conv2DShape{batch, 14, 14, 16, 32, 3, 3, 1, 1, Padding::kSame},
+                        Conv2DShape{128, 28, 28, 16, 16, 3, 3, 1, 1, Padding::kSame},
+                        Conv2DShape{128, 14, 14, 32, 32, 3, 3, 1, 1, Padding::kSame},
+                        Conv2DShape{128, 7, 7, 64, 64, 3, 3, 1, 1, Padding::kSame}}) {
     auto kernel = Conv2DKernel::Create(ctx, s);
     if (!kernel.ok()) ExitWithStatus(kernel.status());
     Tensor x({s.batch, s.height, s.width, s.in_channels});

@@ -56,6 +56,9 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->Bool("sync_batch_norm", &f->sync_batch_norm,
               "resnet: SyncBatchNormalization (statistics over the global batch; gradients "
               "reduced after the backward pass)");
+  flags->Bool("random_flip", &f->random_flip,
+              "resnet on fashion_mnist: mirror each training image left-right with probability "
+              "1/2 (Keras' RandomFlip(\"horizontal\"))");
   flags->Int("clicks_examples", &f->clicks_examples, "synthetic_clicks: training examples (test: a quarter)");
   flags->Int("clicks_users", &f->clicks_users, "synthetic_clicks: distinct user ids");
   flags->Int("clicks_items", &f->clicks_items, "synthetic_clicks: distinct item ids");
@@ -144,8 +147,9 @@ absl::StatusOr<std::vector<T>> ParseList(const char* flag, const std::string& te
 absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> WithFlag(
     absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> schedule, const TrainFlags& f) {
   if (schedule.ok()) return schedule;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--lr_schedule=", LearningRateScheduleName(f), ": ", schedule.status().message()));
+  return absl::InvalidArgumentError(absl::StrCat("--lr_schedule=", LearningRateScheduleName(f),
+                                                 f.lr_schedule.empty() ? " (the model's)" : "", ": ",
+                                                 schedule.status().message()));
 }
 
 }  // namespace
@@ -227,7 +231,13 @@ absl::StatusOr<Sequential> BuildModel(const TrainFlags& f) {
   if (f.sync_batch_norm && name != "resnet") {
     return absl::InvalidArgumentError(absl::StrCat("--sync_batch_norm is for --model=resnet, not ", name));
   }
-  if (name == "resnet") return Sequential(SmallResNet({28, 28, 1}, 10, f.sync_batch_norm));
+  if (name == "resnet") {
+    // A mirrored garment is the same garment; --dataset=synthetic's labels are
+    // not mirror-symmetric, so its images are not flipped.
+    return Sequential(SmallResNet(
+        {28, 28, 1}, 10,
+        {.sync_batch_norm = f.sync_batch_norm, .random_flip = f.random_flip && f.dataset == "fashion_mnist"}));
+  }
   if (name == "wide_deep") {
     return Sequential(WideAndDeep(f.clicks_users + f.clicks_items, ClickLog::kIdColumns, ClickLog::kNumericColumns));
   }

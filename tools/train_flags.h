@@ -37,6 +37,7 @@ struct TrainFlags {
   int64_t clicks_users = 200, clicks_items = 100;  // --dataset=synthetic_clicks
   int64_t clicks_examples = 300000;
   bool sync_batch_norm = false;                      // --model=resnet
+  bool random_flip = true;                           // --model=resnet on fashion_mnist
   int64_t bytes_per_pack = 0;
   std::string allreduce_compression = "none";
   int64_t verbose = 1;
