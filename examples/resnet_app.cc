@@ -37,7 +37,10 @@ int main(int argc, char** argv) {
 
   // The graph: tensors in, tensors out; the Model is made in the strategy's scope.
   SymbolicTensor inputs = Input({28, 28, 1});
-  SymbolicTensor x = Apply(Conv2D(16, 3, {.strides = 2, .padding = "same", .activation = "relu"}), inputs);
+  // Augmentation in the model, as in Keras: a mirrored garment is the same garment
+  // (the synthetic images' labels are not mirror-symmetric).
+  SymbolicTensor x = synthetic ? inputs : Apply(RandomFlip("horizontal"), inputs);
+  x = Apply(Conv2D(16, 3, {.strides = 2, .padding = "same", .activation = "relu"}), x);
   x = ResidualBlock(x, 16);
   x = ResidualBlock(x, 16);
   SymbolicTensor outputs = Apply(Dense(10), Apply(GlobalAveragePooling2D(), x));

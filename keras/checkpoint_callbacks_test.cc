@@ -32,6 +32,7 @@ const Dataset& TrainData() {
 }
 
 absl::Status BuildModel(Sequential& model, int hidden = 32) {
+  model.Add(RandomFlip());  // Its draws must resume too (the labels need not stay right).
   model.Add(Flatten());
   model.Add(Dense(hidden, {.activation = "relu"}));
   model.Add(Dropout(0.2));  // Its random draws must resume too.
