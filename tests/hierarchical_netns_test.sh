@@ -6,7 +6,10 @@
 #    (integer-valued data: the result equals the flat ring's exactly), and the links
 #    are shm within a host and gRPC across;
 #  - 3 hosts x 2 workers, automatic choice: large sizes pick it, and are right;
-#  - training on 2 hosts x 2 workers ends with the same weights on every worker.
+#  - 3 hosts x 2 workers, all-gather: every size goes across hosts first and is right;
+#  - training on 2 hosts x 2 workers ends with the same weights on every worker
+#    (an MLP with the hierarchical all-reduce; Wide & Deep, whose sparse gradients
+#    travel by the hierarchical all-gather).
 # Needs root; says so and passes without running when not root (CI runs as root).
 #
 #   tests/hierarchical_netns_test.sh EMULATED_HOSTS ALLREDUCE_BENCH TRAIN
@@ -58,6 +61,27 @@ distinct=$(grep -o 'weights fingerprint [0-9a-f]*' "$out" | sort -u | wc -l)
 [[ $count == 4 && $distinct == 1 ]] || fail "2x2 training: expected one fingerprint on 4 workers: $prints"
 [[ $(grep -c '2 hosts x 2 workers' "$out") == 4 ]] || fail "2x2 training: the topology was not recognised"
 ! grep -q 'hierarchical.*use the ring\|degenerates' "$out" || fail "2x2 training: the hierarchical all-reduce did not run"
+
+# 4. All-gather on 3 x 2, automatic: hierarchical at every size, every element right.
+if ! "$hosts_sh" --hosts=3 --workers_per_host=2 --timeout_s=240 -- "$bench" --runs=1 \
+    --collective=allgather --min_bytes=64 --max_bytes=4M --factor=16 > "$out" 2>&1; then
+  fail "3x2 all-gather: a worker failed"; tail -n 20 "$out"
+fi
+rows=$(grep -cE '^\[worker:0\] +[0-9]+ +[0-9]+ +hierarchical ' "$out")
+[[ $rows == 5 ]] || fail "3x2 all-gather: expected 5 sizes gathered hierarchically, got $rows"
+if grep -E '^\[worker:0\] +[0-9]+ ' "$out" | awk '{ if ($NF != 0) bad = 1 } END { exit bad }'; then :; else
+  fail "3x2 all-gather: wrong elements"; grep -E '^\[worker:0\] +[0-9]+ ' "$out"
+fi
+
+# 5. Wide & Deep on 2 x 2: sparse gradients by the hierarchical all-gather.
+if ! "$hosts_sh" --hosts=2 --workers_per_host=2 --timeout_s=300 -- "$train" --model=wide_deep \
+    --dataset=synthetic_clicks --clicks_examples=20000 --epochs=1 --steps_per_epoch=30 \
+    --verbose=0 > "$out" 2>&1; then
+  fail "2x2 Wide & Deep: a worker failed"; tail -n 20 "$out"
+fi
+count=$(grep -c 'weights fingerprint' "$out")
+distinct=$(grep -o 'weights fingerprint [0-9a-f]*' "$out" | sort -u | wc -l)
+[[ $count == 4 && $distinct == 1 ]] || fail "2x2 Wide & Deep: expected one fingerprint on 4 workers"
 
 if [[ $failures == 0 ]]; then echo "all hierarchical checks passed"; fi
 exit $((failures > 0))

@@ -3,6 +3,8 @@
 // bytes, elements, the algorithm chosen, the average time of one all-reduce, algbw
 // (bytes / time), busbw (algbw * 2(n-1)/n, comparable across world sizes) and the
 // number of wrong elements, checked on every rank after every iteration.
+// `--collective=allgather` times the all-gather instead (as nccl-tests: size = the
+// whole output, each rank contributing 1/n of it; busbw = algbw * (n-1)/n).
 //
 //   launch --num_workers=2 -- bazel-bin/tools/allreduce_bench --min_bytes=4 --max_bytes=64M
 //
@@ -15,7 +17,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iostream>
+#include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -66,17 +70,16 @@ double Median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-absl::StatusOr<SizeResult> MeasureSize(Communicator* comm, size_t bytes, int64_t runs,
-                                       int64_t min_iters, int64_t warmup) {
-  const DataType dtype = DataType::kFloat32;
-  const ReduceOp op = ReduceOp::kSum;
-  SizeResult result;
-  result.count = std::max<size_t>(1, bytes / DataTypeSize(dtype));
-  result.bytes = result.count * DataTypeSize(dtype);
-  const int p = comm->world_size();
-  std::vector<uint8_t> pristine(result.bytes), data(result.bytes);
-  FillContribution(dtype, op, pristine.data(), result.count, comm->rank());
-  const std::vector<uint8_t> want = ExpectedAllReduce(dtype, op, result.count, p);
+// The iterations of one size: `reset` (untimed), a barrier, `collective`
+// (timed), then `count_wrong` (untimed); `--runs` blocks after a warm-up. Fills in
+// the timing and wrong-count fields of `result` (bytes set), agreed over every rank,
+// and the algorithm `algorithm` names right after the last timed collective.
+absl::StatusOr<SizeResult> TimeBlocks(Communicator* comm, SizeResult result, int64_t runs,
+                                      int64_t min_iters, int64_t warmup,
+                                      const std::function<void()>& reset,
+                                      const std::function<absl::Status()>& collective,
+                                      const std::function<size_t()>& count_wrong,
+                                      const std::function<std::string()>& algorithm) {
   // Enough iterations that a block lasts a while at small sizes.
   result.iterations = std::clamp<int64_t>((256 << 20) / static_cast<int64_t>(result.bytes),
                                           min_iters, 2000);
@@ -86,16 +89,16 @@ absl::StatusOr<SizeResult> MeasureSize(Communicator* comm, size_t bytes, int64_t
     const int64_t iterations = run < 0 ? warmup : result.iterations;
     double total_s = 0;
     for (int64_t i = 0; i < iterations; ++i) {
-      std::memcpy(data.data(), pristine.data(), result.bytes);
+      reset();
       RW_RETURN_IF_ERROR(comm->Barrier());
       const auto start = std::chrono::steady_clock::now();
-      RW_RETURN_IF_ERROR(comm->AllReduce(data.data(), result.count, dtype, op));
+      RW_RETURN_IF_ERROR(collective());
       total_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      wrong += static_cast<int64_t>(CountWrong(dtype, data.data(), want.data(), result.count));
+      wrong += static_cast<int64_t>(count_wrong());
     }
     if (run >= 0) block_us.push_back(total_s / iterations * 1e6);
   }
-  result.algorithm = std::string(AllReduceAlgorithmName(comm->last_allreduce_algorithm()));
+  result.algorithm = algorithm();  // Before the all-reduces below choose theirs.
   // Every rank's wrong count, summed (and every rank's timing, averaged).
   std::vector<double> medians = {Median(block_us)};
   RW_RETURN_IF_ERROR(comm->AllReduce(&wrong, 1, DataType::kInt64, ReduceOp::kSum));
@@ -104,6 +107,48 @@ absl::StatusOr<SizeResult> MeasureSize(Communicator* comm, size_t bytes, int64_t
   result.median_us = medians[0];
   result.min_us = *std::min_element(block_us.begin(), block_us.end());
   result.max_us = *std::max_element(block_us.begin(), block_us.end());
+  return result;
+}
+
+absl::StatusOr<SizeResult> MeasureAllReduce(Communicator* comm, size_t bytes, int64_t runs,
+                                            int64_t min_iters, int64_t warmup) {
+  const DataType dtype = DataType::kFloat32;
+  const ReduceOp op = ReduceOp::kSum;
+  SizeResult result;
+  result.count = std::max<size_t>(1, bytes / DataTypeSize(dtype));
+  result.bytes = result.count * DataTypeSize(dtype);
+  std::vector<uint8_t> pristine(result.bytes), data(result.bytes);
+  FillContribution(dtype, op, pristine.data(), result.count, comm->rank());
+  const std::vector<uint8_t> want = ExpectedAllReduce(dtype, op, result.count, comm->world_size());
+  RW_ASSIGN_OR_RETURN(
+      result, TimeBlocks(
+                  comm, result, runs, min_iters, warmup,
+                  [&] { std::memcpy(data.data(), pristine.data(), result.bytes); },
+                  [&] { return comm->AllReduce(data.data(), result.count, dtype, op); },
+                  [&] { return CountWrong(dtype, data.data(), want.data(), result.count); },
+                  [&] { return std::string(AllReduceAlgorithmName(comm->last_allreduce_algorithm())); }));
+  return result;
+}
+
+// The all-gather of `bytes` of output in all (each rank's block 1/p of it).
+absl::StatusOr<SizeResult> MeasureAllGather(Communicator* comm, size_t bytes, int64_t runs,
+                                            int64_t min_iters, int64_t warmup) {
+  const DataType dtype = DataType::kFloat32;
+  const int p = comm->world_size();
+  SizeResult result;
+  const size_t per_rank = std::max<size_t>(1, bytes / DataTypeSize(dtype) / p);
+  result.count = per_rank * p;
+  result.bytes = result.count * DataTypeSize(dtype);
+  std::vector<uint8_t> input(per_rank * DataTypeSize(dtype)), output(result.bytes);
+  FillContribution(dtype, ReduceOp::kSum, input.data(), per_rank, comm->rank());
+  const std::vector<uint8_t> want = ExpectedAllGather(dtype, per_rank, p);
+  RW_ASSIGN_OR_RETURN(
+      result, TimeBlocks(
+                  comm, result, runs, min_iters, warmup,
+                  [&] { std::memset(output.data(), 0xCD, output.size()); },
+                  [&] { return comm->AllGather(input.data(), output.data(), per_rank, dtype); },
+                  [&] { return CountWrong(dtype, output.data(), want.data(), result.count); },
+                  [&] { return std::string(comm->last_allgather_hierarchical() ? "hierarchical" : "ring"); }));
   return result;
 }
 
@@ -118,7 +163,7 @@ int Main(int argc, char** argv) {
   std::string min_text = "4", max_text = "64M";
   int64_t factor = 4, runs = 5, iters = 20, warmup = 5;
   bool csv = false;
-  std::string label;
+  std::string label, collective = "allreduce";
   flags.String("min_bytes", &min_text, "smallest size (4, 64K, 1M, ...)");
   flags.String("max_bytes", &max_text, "largest size");
   flags.Int("factor", &factor, "size multiplier from one row to the next");
@@ -127,6 +172,7 @@ int Main(int argc, char** argv) {
   flags.Int("warmup_iters", &warmup, "untimed iterations before the blocks");
   flags.Bool("csv", &csv, "print CSV instead of the table");
   flags.String("label", &label, "name of this configuration in the CSV output");
+  flags.String("collective", &collective, "allreduce or allgather");
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
   if (flags.help_requested()) {
     std::cout << flags.Usage();
@@ -139,6 +185,11 @@ int Main(int argc, char** argv) {
   absl::StatusOr<int64_t> max_bytes = ParseBytes("max_bytes", max_text);
   if (!min_bytes.ok()) ExitWithStatus(min_bytes.status());
   if (!max_bytes.ok()) ExitWithStatus(max_bytes.status());
+  if (collective != "allreduce" && collective != "allgather") {
+    ExitWithStatus(absl::InvalidArgumentError(
+        absl::StrCat("--collective=", collective, ": expected allreduce or allgather")));
+  }
+  const bool allgather = collective == "allgather";
   if (factor < 2 || runs < 1 || iters < 1 || *min_bytes < 4 || *max_bytes < *min_bytes) {
     ExitWithStatus(absl::InvalidArgumentError(
         "need --factor >= 2, --runs >= 1, --iters >= 1, 4 <= --min_bytes <= --max_bytes"));
@@ -155,8 +206,9 @@ int Main(int argc, char** argv) {
   const bool printer = comm->rank() == 0;
   if (label.empty()) label = absl::StrCat("ringwork-", options.transport_kind);
   if (printer && !csv) {
-    std::printf("# ringwork all-reduce: %d ranks, float32 sum, in place, transport %s (%s)\n",
-                p, options.transport_kind.c_str(), (*runtime)->DescribeLinks().c_str());
+    std::printf("# ringwork %s: %d ranks, float32%s, transport %s (%s)\n",
+                allgather ? "all-gather" : "all-reduce", p, allgather ? ", size = whole output" : " sum, in place",
+                options.transport_kind.c_str(), (*runtime)->DescribeLinks().c_str());
     std::printf("# time = median over %lld blocks of the block's average (min..max beside it)\n",
                 static_cast<long long>(runs));
     std::printf("#%11s %10s %19s %6s %11s %20s %11s %11s %7s\n", "size(B)", "count",
@@ -169,12 +221,13 @@ int Main(int argc, char** argv) {
   }
   int64_t total_wrong = 0;
   for (int64_t bytes = *min_bytes; bytes <= *max_bytes; bytes *= factor) {
-    absl::StatusOr<SizeResult> r = MeasureSize(comm, static_cast<size_t>(bytes), runs, iters,
-                                               warmup);
+    absl::StatusOr<SizeResult> r =
+        allgather ? MeasureAllGather(comm, static_cast<size_t>(bytes), runs, iters, warmup)
+                  : MeasureAllReduce(comm, static_cast<size_t>(bytes), runs, iters, warmup);
     if (!r.ok()) ExitWithStatus(r.status());
     total_wrong += r->wrong;
     const double algbw = r->bytes / (r->median_us * 1e-6) / 1e9;
-    const double busbw = algbw * 2.0 * (p - 1) / p;
+    const double busbw = algbw * (allgather ? 1.0 : 2.0) * (p - 1) / p;
     if (!printer) continue;
     if (csv) {
       std::printf("%s,%d,%zu,%zu,%s,%lld,%.2f,%.2f,%.2f,%.3f,%.3f,%lld\n", label.c_str(), p,

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "runtime/collectives/communicator.h"
 #include "runtime/collectives/expectations.h"
 #include "runtime/transport/in_memory_link.h"
@@ -211,6 +212,67 @@ TEST_CASE("broadcast from every root, tree and chain", "[broadcast]") {
   }
 }
 
+// All-gathers of every dtype and size, out of place and in place.
+absl::Status SweepAllGather(int rank, Communicator& comm, std::vector<std::string>& failures) {
+  const int p = comm.world_size();
+  for (DataType dtype : kDtypes) {
+    const size_t element = DataTypeSize(dtype);
+    for (size_t n : Counts(p)) {
+      std::vector<uint8_t> input(n * element);
+      FillContribution(dtype, ReduceOp::kSum, input.data(), n, rank);
+      std::vector<uint8_t> output(n * p * element, 0xCD);
+      RW_RETURN_IF_ERROR(comm.AllGather(input.data(), output.data(), n, dtype));
+      const auto want = ExpectedAllGather(dtype, n, p);
+      if (size_t wrong = CountWrong(dtype, output.data(), want.data(), n * p)) {
+        failures.push_back(absl::StrCat("allgather ", DataTypeName(dtype), " n=", n, ": ", wrong, " wrong"));
+      }
+      std::vector<uint8_t> in_place(n * p * element, 0xEE);
+      if (n > 0) std::memcpy(in_place.data() + rank * n * element, input.data(), n * element);
+      RW_RETURN_IF_ERROR(comm.AllGather(in_place.data() + rank * n * element, in_place.data(), n, dtype));
+      if (size_t wrong = CountWrong(dtype, in_place.data(), want.data(), n * p)) {
+        failures.push_back(absl::StrCat("in-place allgather ", DataTypeName(dtype), " n=", n, ": ", wrong, " wrong"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Hosts emulated over in-memory links, as for the hierarchical all-reduce.
+TEST_CASE("hierarchical all-gather: every layout, size and dtype; flat where it cannot run or is forced",
+          "[allgather][hierarchical]") {
+  struct Case {
+    std::vector<int> keys;
+    AllReduceAlgorithm algorithm;
+    bool hierarchical;
+  };
+  const std::vector<Case> cases = {
+      {{0, 0, 2, 2}, AllReduceAlgorithm::kAuto, true},         // 2 hosts x 2
+      {{0, 0, 2, 2, 4, 4}, AllReduceAlgorithm::kAuto, true},   // 3 hosts x 2
+      {{0, 0, 0, 3, 3, 3}, AllReduceAlgorithm::kAuto, true},   // 2 hosts x 3
+      {{0, 1, 0, 1}, AllReduceAlgorithm::kHierarchical, true},  // interleaved ranks
+      {{0, 0, 2, 2}, AllReduceAlgorithm::kRing, false},        // a flat algorithm forced
+      {{0, 0, 0, 3}, AllReduceAlgorithm::kAuto, false},        // unequal hosts
+      {{0, 1, 2, 3}, AllReduceAlgorithm::kAuto, false},        // one rank per host
+      {{0, 0, 0}, AllReduceAlgorithm::kAuto, false},           // one host
+  };
+  for (const Case& c : cases) {
+    const int p = static_cast<int>(c.keys.size());
+    const HostTopology topology = HostTopology::FromHostKeys(c.keys);
+    INFO("layout " << topology.ToString() << ", algorithm " << AllReduceAlgorithmName(c.algorithm));
+    CollectiveOptions options;
+    options.allreduce_algorithm = c.algorithm;
+    options.segment_bytes = 64;  // Many segments per block.
+    RunWorld(p, options, [&](int rank, Communicator& comm, std::vector<std::string>& failures) {
+      comm.set_topology(topology);
+      RW_RETURN_IF_ERROR(SweepAllGather(rank, comm, failures));
+      if (comm.last_allgather_hierarchical() != c.hierarchical) {
+        failures.push_back(absl::StrCat("hierarchical: ", comm.last_allgather_hierarchical()));
+      }
+      return absl::OkStatus();
+    });
+  }
+}
+
 TEST_CASE("all-gather and reduce-scatter", "[allgather][reducescatter]") {
   for (int p : kWorlds) {
     CollectiveOptions options;
@@ -218,34 +280,17 @@ TEST_CASE("all-gather and reduce-scatter", "[allgather][reducescatter]") {
     INFO("world " << p);
     RunWorld(p, options, [](int rank, Communicator& comm, std::vector<std::string>& failures) {
       const int p = comm.world_size();
+      RW_RETURN_IF_ERROR(SweepAllGather(rank, comm, failures));
       for (DataType dtype : kDtypes) {
         const size_t element = DataTypeSize(dtype);
         for (size_t n : Counts(p)) {
-          // All-gather, out of place and in place.
-          std::vector<uint8_t> input(n * element);
-          FillContribution(dtype, ReduceOp::kSum, input.data(), n, rank);
-          std::vector<uint8_t> output(n * p * element, 0xCD);
-          absl::Status st = comm.AllGather(input.data(), output.data(), n, dtype);
-          if (!st.ok()) return st;
-          const auto want = ExpectedAllGather(dtype, n, p);
-          if (size_t wrong = CountWrong(dtype, output.data(), want.data(), n * p)) {
-            failures.push_back(absl::StrCat("allgather n=", n, ": ", wrong, " wrong"));
-          }
-          std::vector<uint8_t> in_place(n * p * element, 0xEE);
-          if (n > 0) std::memcpy(in_place.data() + rank * n * element, input.data(), n * element);
-          st = comm.AllGather(in_place.data() + rank * n * element, in_place.data(), n, dtype);
-          if (!st.ok()) return st;
-          if (size_t wrong = CountWrong(dtype, in_place.data(), want.data(), n * p)) {
-            failures.push_back(absl::StrCat("in-place allgather n=", n, ": ", wrong, " wrong"));
-          }
           // Reduce-scatter: block b of rank r's input holds elements b*n.. of its
           // all-reduce contribution, so block `rank` of the all-reduce is expected.
           for (ReduceOp op : kOps) {
             std::vector<uint8_t> blocks(n * p * element);
             FillContribution(dtype, op, blocks.data(), n * p, rank);
             std::vector<uint8_t> mine(n * element + 1, 0x11);
-            st = comm.ReduceScatter(blocks.data(), mine.data(), n, dtype, op);
-            if (!st.ok()) return st;
+            RW_RETURN_IF_ERROR(comm.ReduceScatter(blocks.data(), mine.data(), n, dtype, op));
             const auto full = ExpectedAllReduce(dtype, op, n * p, p);
             if (size_t wrong = CountWrong(dtype, mine.data(), full.data() + rank * n * element, n)) {
               failures.push_back(absl::StrCat("reducescatter ", DataTypeName(dtype), " ",

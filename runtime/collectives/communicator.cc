@@ -159,6 +159,8 @@ absl::Status Communicator::RunRecorded(Timeline* timeline, const CollectiveInfo&
       .Add("dtype", DataTypeName(info.dtype));
   if (info.kind == CollectiveKind::kAllReduce) {
     args.Add("algorithm", AllReduceAlgorithmName(last_allreduce_));
+  } else if (info.kind == CollectiveKind::kAllGather) {
+    args.Add("algorithm", last_allgather_hierarchical_ ? "hierarchical" : "ring");
   }
   args.Add("links", LinkKinds()).Add("waited_us", waits.waited_us);
   if (waits.longest_peer >= 0) args.Add("waited_longest_for", transport_->PeerName(waits.longest_peer));
@@ -219,7 +221,14 @@ absl::Status Communicator::AllGather(const void* input, void* output, size_t cou
     uint8_t* out = static_cast<uint8_t*>(output);
     uint8_t* mine = out + static_cast<size_t>(rank()) * count * element;
     if (count > 0 && mine != input) std::memmove(mine, input, count * element);
+    last_allgather_hierarchical_ = false;
     if (world_size() == 1 || count == 0) return absl::OkStatus();
+    const AllReduceAlgorithm forced = options_.allreduce_algorithm;
+    if (topology_.layered() &&
+        (forced == AllReduceAlgorithm::kAuto || forced == AllReduceAlgorithm::kHierarchical)) {
+      last_allgather_hierarchical_ = true;
+      return hierarchical_gather_.Run(ctx, topology_, out, count);
+    }
     return ring_.Run(ctx, out, EqualChunks(count, world_size()),
                      RingSteps(rank(), world_size(), false, true, false));
   });

@@ -28,6 +28,7 @@
 #include "observability/timeline.h"
 #include "runtime/collectives/collective_options.h"
 #include "runtime/collectives/dissemination_barrier.h"
+#include "runtime/collectives/hierarchical_allgather.h"
 #include "runtime/collectives/hierarchical_allreduce.h"
 #include "runtime/collectives/host_topology.h"
 #include "runtime/collectives/pipelined_broadcast.h"
@@ -87,6 +88,10 @@ class Communicator {
   const Progress& progress() const { return *progress_; }
   // The algorithm the last all-reduce used, for benchmarks and tests.
   AllReduceAlgorithm last_allreduce_algorithm() const { return last_allreduce_; }
+  // Whether the last AllGather ran across hosts first (hierarchical_allgather.h):
+  // on 2+ hosts of equally many workers, 2+ each, unless --allreduce_algorithm
+  // forces a flat one (ring, recursive_doubling).
+  bool last_allgather_hierarchical() const { return last_allgather_hierarchical_; }
   // The segment size of pipelined collectives on this rank.
   size_t segment_bytes() const { return segment_bytes_; }
   // A collective that makes every rank use the smallest segment size of all of
@@ -129,6 +134,8 @@ class Communicator {
   RingPipeline ring_;
   RecursiveDoublingAllReduce doubling_;
   HierarchicalAllReduce hierarchical_;
+  HierarchicalAllGather hierarchical_gather_;
+  bool last_allgather_hierarchical_ = false;
   HostTopology topology_;
   PipelinedBroadcast broadcast_;
   DisseminationBarrier barrier_;
