@@ -284,6 +284,10 @@ std::vector<std::string> Sequential::AgreementLines() const {
   // Workers that disagree would send frames of another dtype mid-step: say it now.
   lines.push_back(absl::StrCat("gradient all-reduce compression: ",
                                GradientCompressionName(strategy_->options().communication.compression)));
+  // It also picks how all-gathers run (flat or across hosts first): every worker
+  // must take the same path.
+  lines.push_back(absl::StrCat("collective algorithm: ",
+                               AllReduceAlgorithmName(strategy_->communicator()->options().allreduce_algorithm)));
   const std::vector<Variable*> trainable = variables();
   if (std::any_of(trainable.begin(), trainable.end(), [](const Variable* v) { return v->sparse_gradient; })) {
     // Sparse and dense reductions are different collectives: say it now.

@@ -226,6 +226,17 @@ TEST_CASE("workers that disagree on the gradient compression stop before trainin
   }
 }
 
+TEST_CASE("workers that disagree on the collective algorithm stop before training (exit 7)", "[train]") {
+  ProcessCluster cluster({kTrain, 2, false, {"--epochs=1", "--steps_per_epoch=5", "--verbose=0"}});
+  cluster.AddArgs(1, {"--allreduce_algorithm=recursive_doubling"});
+  std::vector<SubprocessResult> results = cluster.Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 7);
+    CHECK(r.output.find("collective algorithm: ") != std::string::npos);
+  }
+}
+
 TEST_CASE("a worker killed mid-training makes the others exit 3 promptly", "[train]") {
   ProcessCluster cluster({kTrain, 3, false, {}});
   std::vector<std::unique_ptr<Subprocess>> processes;

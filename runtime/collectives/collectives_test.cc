@@ -250,6 +250,9 @@ TEST_CASE("hierarchical all-gather: every layout, size and dtype; flat where it 
       {{0, 0, 2, 2, 4, 4}, AllReduceAlgorithm::kAuto, true},   // 3 hosts x 2
       {{0, 0, 0, 3, 3, 3}, AllReduceAlgorithm::kAuto, true},   // 2 hosts x 3
       {{0, 1, 0, 1}, AllReduceAlgorithm::kHierarchical, true},  // interleaved ranks
+      {{0, 1, 1, 0}, AllReduceAlgorithm::kAuto, true},          // interleaved, not in order
+      {{0, 0, 0, 3, 3, 3, 6, 6, 6}, AllReduceAlgorithm::kAuto, true},  // 3 hosts x 3
+      {{0, 0, 2, 2}, AllReduceAlgorithm::kRecursiveDoubling, false},  // the other flat one
       {{0, 0, 2, 2}, AllReduceAlgorithm::kRing, false},        // a flat algorithm forced
       {{0, 0, 0, 3}, AllReduceAlgorithm::kAuto, false},        // unequal hosts
       {{0, 1, 2, 3}, AllReduceAlgorithm::kAuto, false},        // one rank per host

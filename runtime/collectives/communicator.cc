@@ -224,7 +224,7 @@ absl::Status Communicator::AllGather(const void* input, void* output, size_t cou
     last_allgather_hierarchical_ = false;
     if (world_size() == 1 || count == 0) return absl::OkStatus();
     const AllReduceAlgorithm forced = options_.allreduce_algorithm;
-    if (topology_.layered() &&
+    if (topology_.layered() && topology_.world_size() == world_size() &&
         (forced == AllReduceAlgorithm::kAuto || forced == AllReduceAlgorithm::kHierarchical)) {
       last_allgather_hierarchical_ = true;
       return hierarchical_gather_.Run(ctx, topology_, out, count);

@@ -1,9 +1,10 @@
 // All-gather across hosts with several ranks each: the ranks with local index i on
 // every host all-gather their blocks over the network in a ring of their own (H-1
-// network steps instead of the flat ring's p-1, every local rank carrying its share,
-// and each byte crossing between hosts once per host rather than once per rank);
+// network steps instead of the flat ring's p-1, and every local rank carrying its
+// share of a host's traffic rather than the one rank at the ring's host boundary);
 // then, over shared memory, each host's ranks pass on what they gathered, one
-// round per host. The output is in rank order, as the flat all-gather's.
+// round per host (H(L-1) steps, each costing a shared-memory hop, not a network
+// one). The output is in rank order, as the flat all-gather's.
 //
 //   HierarchicalAllGather gather;
 //   RW_RETURN_IF_ERROR(gather.Run(ctx, topology, output, count_per_rank));
