@@ -68,15 +68,19 @@ double TimeUs(const Timing& t, const std::function<void()>& fn) {
 }
 
 // Single-thread FMA throughput: 12 independent accumulator chains (in registers:
-// an array would go through memory) hide the FMA latency; 2 flops per lane.
+// an array would go through memory) hide the FMA latency; 2 flops per lane. Each
+// chain starts from its own value: chains that start alike compute alike, and the
+// compiler merges them into one (a "peak" 12x too high, as this loop once had).
 #define RW_FMA12(fma, m, b)                                                      \
   a0 = fma(a0, m, b); a1 = fma(a1, m, b); a2 = fma(a2, m, b); a3 = fma(a3, m, b); \
   a4 = fma(a4, m, b); a5 = fma(a5, m, b); a6 = fma(a6, m, b); a7 = fma(a7, m, b); \
   a8 = fma(a8, m, b); a9 = fma(a9, m, b); a10 = fma(a10, m, b); a11 = fma(a11, m, b)
 
 __attribute__((target("avx512f"))) double PeakAvx512(int64_t iterations) {
-  __m512 a0 = _mm512_set1_ps(1), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-         a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+  __m512 a0 = _mm512_set1_ps(1.0f), a1 = _mm512_set1_ps(1.1f), a2 = _mm512_set1_ps(1.2f),
+         a3 = _mm512_set1_ps(1.3f), a4 = _mm512_set1_ps(1.4f), a5 = _mm512_set1_ps(1.5f),
+         a6 = _mm512_set1_ps(1.6f), a7 = _mm512_set1_ps(1.7f), a8 = _mm512_set1_ps(1.8f),
+         a9 = _mm512_set1_ps(1.9f), a10 = _mm512_set1_ps(2.0f), a11 = _mm512_set1_ps(2.1f);
   const __m512 m = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
   const auto start = Clock::now();
   for (int64_t i = 0; i < iterations; ++i) {
@@ -92,8 +96,10 @@ __attribute__((target("avx512f"))) double PeakAvx512(int64_t iterations) {
 }
 
 __attribute__((target("avx2,fma"))) double PeakAvx2(int64_t iterations) {
-  __m256 a0 = _mm256_set1_ps(1), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-         a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+  __m256 a0 = _mm256_set1_ps(1.0f), a1 = _mm256_set1_ps(1.1f), a2 = _mm256_set1_ps(1.2f),
+         a3 = _mm256_set1_ps(1.3f), a4 = _mm256_set1_ps(1.4f), a5 = _mm256_set1_ps(1.5f),
+         a6 = _mm256_set1_ps(1.6f), a7 = _mm256_set1_ps(1.7f), a8 = _mm256_set1_ps(1.8f),
+         a9 = _mm256_set1_ps(1.9f), a10 = _mm256_set1_ps(2.0f), a11 = _mm256_set1_ps(2.1f);
   const __m256 m = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
   const auto start = Clock::now();
   for (int64_t i = 0; i < iterations; ++i) {
