@@ -9,7 +9,9 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -215,25 +217,21 @@ TEST_CASE("Wide & Deep on the synthetic click log: AUC next to the best achievab
   CHECK(auc < best + 0.02);    // ...not better than the truth (up to AUC's thresholds).
 }
 
-TEST_CASE("workers that disagree on the gradient compression stop before training (exit 7)", "[train]") {
-  ProcessCluster cluster({kTrain, 2, false, {"--epochs=1", "--steps_per_epoch=5", "--verbose=0"}});
-  cluster.AddArgs(1, {"--allreduce_compression=bf16"});
-  std::vector<SubprocessResult> results = cluster.Run();
-  for (const auto& r : results) {
-    INFO(r.output);
-    CHECK(r.exit_code == 7);
-    CHECK(r.output.find("gradient all-reduce compression: ") != std::string::npos);
-  }
-}
-
-TEST_CASE("workers that disagree on the collective algorithm stop before training (exit 7)", "[train]") {
-  ProcessCluster cluster({kTrain, 2, false, {"--epochs=1", "--steps_per_epoch=5", "--verbose=0"}});
-  cluster.AddArgs(1, {"--allreduce_algorithm=recursive_doubling"});
-  std::vector<SubprocessResult> results = cluster.Run();
-  for (const auto& r : results) {
-    INFO(r.output);
-    CHECK(r.exit_code == 7);
-    CHECK(r.output.find("collective algorithm: ") != std::string::npos);
+TEST_CASE("workers that disagree on the gradient compression or the collective algorithm stop before "
+          "training (exit 7)", "[train]") {
+  const std::pair<std::string, std::string> cases[] = {
+      {"--allreduce_compression=bf16", "gradient all-reduce compression: "},
+      {"--allreduce_algorithm=recursive_doubling", "collective algorithm: "},
+  };
+  for (const auto& [flag, line] : cases) {
+    ProcessCluster cluster({kTrain, 2, false, {"--epochs=1", "--steps_per_epoch=5", "--verbose=0"}});
+    cluster.AddArgs(1, {flag});
+    std::vector<SubprocessResult> results = cluster.Run();
+    for (const auto& r : results) {
+      INFO(flag << "\n" << r.output);
+      CHECK(r.exit_code == 7);
+      CHECK(r.output.find(line) != std::string::npos);
+    }
   }
 }
 
