@@ -68,6 +68,10 @@ class Callback {
   virtual absl::Status OnTrainCommitted() { return absl::OkStatus(); }
   // A worker received SIGTERM: every worker stops after this step, at `next`.
   virtual absl::Status OnPreempted(const TrainPosition& next) { return absl::OkStatus(); }
+  // Elastic training: workers left and the survivors regrouped (fit goes on from
+  // the last step any of them completed). `info` has the new number of replicas
+  // and whether this worker is now the chief (the old one may have left).
+  virtual absl::Status OnRegroup(const TrainInfo& info) { return absl::OkStatus(); }
 
   // Decisions. A callback may stop training (Sequential::set_stop_training, Keras'
   // `model.stop_training = True`) or change the optimizer's learning rate; fit

@@ -23,6 +23,24 @@ absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenOnChief(Sequential& mod
   return opened;
 }
 
+// After an elastic regroup: a worker that became the chief opens the directory
+// (the old chief's lock left with it); every worker learns whether it could.
+absl::Status OpenOnNewChief(Sequential& model, const std::string& dir, int keep,
+                            std::unique_ptr<CheckpointDirectory>* opened) {
+  absl::Status status;
+  if (model.strategy()->is_chief() && *opened == nullptr) {
+    absl::StatusOr<std::unique_ptr<CheckpointDirectory>> directory =
+        CheckpointDirectory::OpenForWriting(dir, keep);
+    if (directory.ok()) {
+      *opened = std::move(*directory);
+      RW_LOG(INFO) << "this worker is the chief now: it writes the checkpoints in " << dir;
+    } else {
+      status = directory.status();
+    }
+  }
+  return model.strategy()->ShareChiefStatus(status);
+}
+
 TrainPosition AfterStep(const TrainInfo& info, int64_t epoch, int64_t step) {
   const int64_t done = epoch * info.steps_per_epoch + step;
   if (step >= info.steps_per_epoch) return {epoch + 1, 0, done};
@@ -35,6 +53,11 @@ absl::Status ModelCheckpoint::OnTrainBegin(const TrainInfo& info) {
   info_ = info;
   RW_ASSIGN_OR_RETURN(dir_, OpenOnChief(*model_, options_.directory, options_.keep));
   return absl::OkStatus();
+}
+
+absl::Status ModelCheckpoint::OnRegroup(const TrainInfo& info) {
+  info_ = info;
+  return OpenOnNewChief(*model_, options_.directory, options_.keep, &dir_);
 }
 
 absl::Status ModelCheckpoint::OnEpochBegin(int64_t epoch) {
@@ -107,6 +130,11 @@ absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
                  << " at epoch " << at.epoch + 1 << ", step " << at.step_in_epoch;
   }
   return absl::OkStatus();
+}
+
+absl::Status BackupAndRestore::OnRegroup(const TrainInfo& info) {
+  info_ = info;
+  return OpenOnNewChief(*model_, options_.backup_dir, /*keep=*/1, &dir_);
 }
 
 absl::Status BackupAndRestore::OnEpochBegin(int64_t epoch) {

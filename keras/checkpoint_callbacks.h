@@ -46,6 +46,8 @@ class ModelCheckpoint : public Callback {
   absl::Status OnBatchEnd(int64_t step, const Logs& logs) override;
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
   absl::Status OnTrainEnd(const Logs& last_epoch) override;
+  // A worker that becomes the chief takes over the directory.
+  absl::Status OnRegroup(const TrainInfo& info) override;
   // The newest checkpoint written (on the chief).
   const std::string& last_path() const { return last_path_; }
 
@@ -84,6 +86,8 @@ class BackupAndRestore : public Callback {
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
   absl::Status OnPreempted(const TrainPosition& next) override;
   absl::Status OnTrainCommitted() override;
+  // A worker that becomes the chief takes over the directory.
+  absl::Status OnRegroup(const TrainInfo& info) override;
   // Whether this fit resumed from a backup, and where.
   bool restored() const { return restored_; }
   const TrainPosition& restored_at() const { return restored_at_; }

@@ -186,9 +186,9 @@ absl::Status Sequential::Build(const Shape& input_shape) {
   RW_RETURN_IF_ERROR(strategy_->CheckSameOnEveryWorker("model", AgreementLines()));
   // A layer that sums over replicas inside its backward pass needs the
   // communicator then: gradients are reduced after the backward pass.
-  const bool layer_collectives = std::any_of(layers_.begin(), layers_.end(),
-                                             [](const auto& layer) { return layer->sums_over_replicas(); });
-  reducer_ = strategy_->MakeGradientReducer(vars, /*allow_overlap=*/!layer_collectives);  // Sets every gradient slot.
+  layer_collectives_ = std::any_of(layers_.begin(), layers_.end(),
+                                   [](const auto& layer) { return layer->sums_over_replicas(); });
+  reducer_ = strategy_->MakeGradientReducer(vars, /*allow_overlap=*/!layer_collectives_);  // Sets every gradient slot.
   RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(weights()));
   batch_sums_size_ = 0;
   for (const auto& layer : layers_) batch_sums_size_ += layer->batch_sums_size();

@@ -124,6 +124,10 @@ class Sequential {
   // Sets every layer's count of training steps run (their random draws).
   void SetTrainingStep(int64_t step);
 
+  // Elastic training: the steps that fits of this model ran again because every
+  // worker was in them when a regroup interrupted them (metrics JSON "steps_lost").
+  int64_t steps_rerun() const { return steps_rerun_; }
+
   bool built() const { return built_; }
   // Trainable variables.
   std::vector<Variable*> variables() const;
@@ -175,6 +179,15 @@ class Sequential {
   absl::Status UpdateBatchState(bool had_batch);
   // Every worker takes the chief's stop_training and learning rate.
   absl::Status AgreeOnDecisions();
+  // Elastic training (keras/sequential_elastic.cc): `failure` (IsPeerFailure) ended
+  // a collective after this worker completed `*progress` of fit's operations (a
+  // count that every worker advances alike). The survivors regroup (a minority,
+  // or a failed regroup, returns its error), agree to go on at the furthest
+  // progress any of them made (`*progress` becomes it; `*slowest` is the least),
+  // and take that worker's training state and this epoch's loss and metric sums
+  // (`epoch_sums`). The gradient reducer is a new one over the new ring.
+  absl::Status SurvivePeerFailure(const absl::Status& failure, int64_t* progress, int64_t* slowest,
+                                  std::vector<double>* epoch_sums);
 
   std::vector<std::unique_ptr<Layer>> layers_;
   // Per layer, the activations it reads (0: the model's input, i + 1: layer i's
@@ -213,6 +226,8 @@ class Sequential {
   TrainingControls resume_controls_;
   std::vector<Callback*> fit_callbacks_;  // During Fit. Not owned.
   bool stop_training_ = false;
+  bool layer_collectives_ = false;  // A layer sums over replicas (set in Build).
+  int64_t steps_rerun_ = 0;
 };
 
 }  // namespace ringwork

@@ -57,6 +57,12 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
         " steps of a global batch of ", options.batch_size,
         "); Repeat() the dataset, or train fewer steps"));
   }
+  if (strategy_->elastic() && options.shard_policy != AutoShardPolicy::kData) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "elastic training (min_workers ", strategy_->options().min_workers,
+        ") re-shards the data by its position in one common order: it needs the DATA shard "
+        "policy, not ", AutoShardPolicyName(options.shard_policy)));
+  }
   History history;
   ProgressBar progress;
   std::vector<Callback*> callbacks = {&history};
@@ -119,24 +125,94 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   if (reducer_ != nullptr) reducer_->TakeTiming();  // Counts from this fit on.
   *in_step_collective_s_ = 0;
   Logs logs;
+  // Elastic training numbers the fit's operations, each ending in collectives that
+  // every worker runs alike: per epoch its begin (0), its steps (1..steps), the
+  // end's step breakdown, validation and callbacks (steps + 1), the end's
+  // decisions and checkpoints (steps + 2). After a regroup the survivors go on at
+  // the furthest operation any of them reached: a worker behind skips to it, the
+  // one at it runs it again (see SurvivePeerFailure).
+  const int64_t ops_per_epoch = steps + 3;
+  int64_t ops_done = start.epoch * ops_per_epoch;  // Operations completed (this worker).
+  // Loss and metric sums of the epoch over all replicas: [loss * n, n, then each
+  // metric's state (total and count; AUC's histograms)].
+  std::vector<double> epoch_sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+  // A peer's failure in a collective at `where`: with elastic training the
+  // survivors regroup and the operation to go on at is returned; otherwise (or
+  // when that fails) the error, which ends fit.
+  auto survive = [&](const absl::Status& failure, const std::string& where) -> absl::StatusOr<int64_t> {
+    if (!strategy_->elastic() || !IsPeerFailure(failure)) return WithContext(failure, where);
+    const int before = strategy_->num_replicas_in_sync();
+    int64_t slowest = 0;
+    const int64_t mine = ops_done;
+    RW_RETURN_IF_ERROR(WithContext(SurvivePeerFailure(failure, &ops_done, &slowest, &epoch_sums), where));
+    const int64_t epoch = ops_done / ops_per_epoch, op = ops_done % ops_per_epoch;
+    const bool step_op = op >= 1 && op <= steps;
+    // The step every worker was in runs again.
+    if (step_op && slowest == ops_done) ++steps_rerun_;
+    const int64_t steps_done = epoch * steps + std::clamp<int64_t>(op - 1, 0, steps);
+    RW_ASSIGN_OR_RETURN(DistributedDataset regrouped,
+                        data.Regrouped(strategy_->num_replicas_in_sync(), strategy_->rank(), steps_done));
+    it.reset();  // Its prefetch thread reads `data`.
+    data = std::move(regrouped);
+    it = data.Iterate(steps_done);
+    const std::string at = op == 0 ? "its begin" : step_op ? absl::StrCat("step ", op) : "its end";
+    RW_LOG(WARNING) << "generation " << strategy_->generation() << ": " << strategy_->departed()
+                    << " left: " << failure.message() << "; " << strategy_->num_replicas_in_sync()
+                    << " of " << before << " workers go on (" << strategy_->cluster().configured_world_size()
+                    << " in the cluster), at epoch " << epoch + 1 << ", " << at << " (" << steps_done
+                    << " steps done" << (mine < ops_done ? "; this worker takes the state of one further on" : "")
+                    << ")";
+    info.replicas = strategy_->num_replicas_in_sync();
+    info.is_chief = strategy_->is_chief();
+    for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnRegroup(info));
+    if (options.verbose > 0 && info.is_chief &&
+        std::find(callbacks.begin(), callbacks.end(), &progress) == callbacks.end()) {
+      // The chief left: this one shows the progress now.
+      callbacks.push_back(&progress);
+      deciding.push_back(&progress);
+      progress.set_model(this);
+      RW_RETURN_IF_ERROR(progress.OnTrainBegin(info));
+      RW_RETURN_IF_ERROR(progress.OnEpochBegin(epoch));
+    }
+    return ops_done;
+  };
+  auto unexpected = [](int64_t target, const std::string& where) {
+    return absl::InternalError(absl::StrCat("after a regroup: operation ", target, " cannot follow ", where));
+  };
   // A backup written after a stop (kept by a SIGTERM at the end) ends training.
   for (int64_t epoch = start.epoch; epoch < options.epochs && !stop_training_; ++epoch) {
-    for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochBegin(epoch));
-    if (resumed_rate.has_value()) {
-      RW_RETURN_IF_ERROR(optimizer_->set_learning_rate(*resumed_rate));
-      resumed_rate.reset();
+    const int64_t begin_op = epoch * ops_per_epoch;
+    const std::string epoch_begin = absl::StrCat("epoch ", epoch + 1, ", begin: ");
+    int64_t first = epoch == start.epoch ? start.step_in_epoch : 0;
+    while (true) {
+      for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochBegin(epoch));
+      if (resumed_rate.has_value()) {
+        RW_RETURN_IF_ERROR(optimizer_->set_learning_rate(*resumed_rate));
+        resumed_rate.reset();
+      }
+      absl::Status agreed = AgreeOnDecisions();
+      if (agreed.ok()) {
+        std::fill(epoch_sums.begin(), epoch_sums.end(), 0.0);
+        ops_done = begin_op + first + 1;
+        break;
+      }
+      RW_ASSIGN_OR_RETURN(const int64_t target, survive(agreed, epoch_begin));
+      if (target == begin_op) continue;  // Again, in the new ring.
+      if (target != begin_op + first + 1) return unexpected(target, epoch_begin);
+      std::fill(epoch_sums.begin(), epoch_sums.end(), 0.0);
+      break;
     }
-    RW_RETURN_IF_ERROR(WithContext(AgreeOnDecisions(), absl::StrCat("epoch ", epoch + 1, ", begin: ")));
-    // Loss and metric sums of this epoch over all replicas: [loss * n, n, then
-    // each metric's state (total and count; AUC's histograms)].
-    std::vector<double> epoch_sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
     struct Batch batch;
-    const int64_t first = epoch == start.epoch ? start.step_in_epoch : 0;
     for (int64_t step = first + 1; step <= steps; ++step) {
       // Failures name the step, as users count them (epoch and step from 1).
-      auto at_step = [&](const absl::Status& status) {
-        if (status.ok()) return status;
-        return WithContext(status, absl::StrCat("epoch ", epoch + 1, ", step ", step, ": "));
+      const std::string at_step = absl::StrCat("epoch ", epoch + 1, ", step ", step, ": ");
+      // After a peer's failure: on at the operation the survivors agreed on (the
+      // loop's increment takes `step` to it).
+      auto go_on_after = [&](const absl::Status& failure) -> absl::Status {
+        RW_ASSIGN_OR_RETURN(const int64_t target, survive(failure, at_step));
+        if (target <= begin_op || target > begin_op + steps + 1) return unexpected(target, at_step);
+        step = target - begin_op - 1;
+        return absl::OkStatus();
       };
       const int64_t global_step = epoch * steps + step - 1;
       strategy_->BeginStep(global_step);
@@ -147,9 +223,10 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       const auto step_start = std::chrono::steady_clock::now();
       TimelineSpan data_span("data", "data wait");
       if (!it->Next(&batch)) {
-        return at_step(it->status().ok()
-                           ? absl::InternalError("the input ended before the agreed steps")
-                           : it->status());
+        return WithContext(it->status().ok()
+                               ? absl::InternalError("the input ended before the agreed steps")
+                               : it->status(),
+                           at_step);
       }
       data_span.End();
       const double data_wait_s = SecondsSince(step_start);
@@ -157,7 +234,11 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       SetTrainingStep(global_step);
       absl::StatusOr<float> loss =
           TrainStep(batch, static_cast<float>(data.GradientWeightAt(global_step % data.steps_per_pass)));
-      if (!loss.ok()) return at_step(loss.status());
+      if (!loss.ok()) {
+        RW_RETURN_IF_ERROR(go_on_after(loss.status()));
+        continue;
+      }
+      ops_done = begin_op + step + 1;  // The update is applied: the step is done.
       std::vector<double> sums = BatchSums(batch.labels, *loss);
       // One more slot: how many workers received SIGTERM (all stop together).
       const bool terminating = TerminationRequested();
@@ -167,7 +248,10 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       absl::Status reduced =
           strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size()));
       metrics_span.End();
-      if (!reduced.ok()) return at_step(reduced);
+      if (!reduced.ok()) {
+        RW_RETURN_IF_ERROR(go_on_after(reduced));
+        continue;
+      }
       // Collectives inside the step (batch statistics) count as exposed communication too.
       breakdown.AddStep(SecondsSince(step_start), data_wait_s,
                         SecondsSince(reduce_start) + std::exchange(*in_step_collective_s_, 0.0));
@@ -176,17 +260,35 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       for (size_t i = 0; i < sums.size(); ++i) epoch_sums[i] += sums[i];
       logs = LogsFrom(epoch_sums);
       if (options.replica_check_steps > 0 && (global_step + 1) % options.replica_check_steps == 0) {
-        RW_RETURN_IF_ERROR(at_step(CheckReplicasIdentical(
-            strategy_, weights(), absl::StrCat("after step ", global_step + 1))));
+        absl::Status identical =
+            CheckReplicasIdentical(strategy_, weights(), absl::StrCat("after step ", global_step + 1));
+        if (!identical.ok()) {
+          RW_RETURN_IF_ERROR(go_on_after(identical));
+          continue;
+        }
       }
-      for (Callback* c : deciding) RW_RETURN_IF_ERROR(at_step(c->OnBatchEnd(step, logs)));
-      if (decide_per_batch) RW_RETURN_IF_ERROR(at_step(AgreeOnDecisions()));
-      for (Callback* c : checkpointing) RW_RETURN_IF_ERROR(at_step(c->OnBatchEnd(step, logs)));
+      for (Callback* c : deciding) RW_RETURN_IF_ERROR(WithContext(c->OnBatchEnd(step, logs), at_step));
+      if (decide_per_batch) {
+        absl::Status decided = AgreeOnDecisions();
+        if (!decided.ok()) {
+          RW_RETURN_IF_ERROR(go_on_after(decided));
+          continue;
+        }
+      }
+      absl::Status saved;
+      for (Callback* c : checkpointing) {
+        saved = c->OnBatchEnd(step, logs);
+        if (!saved.ok()) break;
+      }
+      if (!saved.ok()) {
+        RW_RETURN_IF_ERROR(go_on_after(saved));
+        continue;
+      }
       if (preempted_workers > 0) {
         const int64_t done = epoch * steps + step;
         const TrainPosition next =
             step == steps ? TrainPosition{epoch + 1, 0, done} : TrainPosition{epoch, step, done};
-        for (Callback* c : callbacks) RW_RETURN_IF_ERROR(at_step(c->OnPreempted(next)));
+        for (Callback* c : callbacks) RW_RETURN_IF_ERROR(WithContext(c->OnPreempted(next), at_step));
         return PreemptedError(absl::StrCat(
             "stopped after epoch ", epoch + 1, ", step ", step, ": ",
             static_cast<int64_t>(preempted_workers), " worker(s) received SIGTERM",
@@ -194,22 +296,53 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       }
       if (stop_training_) break;  // As Keras: the epoch still ends (validation, callbacks).
     }
-    // One collective, on every worker alike: where this epoch's step time went.
-    absl::Status agreed = breakdown.EndEpoch(
-        strategy_, reducer_ != nullptr ? reducer_->TakeTiming() : GradientReducer::Timing(), &logs);
-    if (!agreed.ok()) {
-      return WithContext(agreed, absl::StrCat("epoch ", epoch + 1, ", agreeing on the step breakdown: "));
+    // The epoch's end, first its collectives (the step breakdown, validation),
+    // then what only this worker does (History, the deciding callbacks).
+    const int64_t end_op = begin_op + steps + 1;
+    ops_done = end_op;  // Also after a stop: every worker stopped at the same step.
+    const std::string epoch_end = absl::StrCat("epoch ", epoch + 1, ", end: ");
+    while (true) {
+      logs = LogsFrom(epoch_sums);
+      absl::Status agreed = breakdown.EndEpoch(
+          strategy_, reducer_ != nullptr ? reducer_->TakeTiming() : GradientReducer::Timing(), &logs);
+      if (!agreed.ok()) agreed = WithContext(agreed, "agreeing on the step breakdown: ");
+      absl::StatusOr<EvaluateResult> val;
+      if (agreed.ok() && options.validation_data != nullptr) {
+        val = Evaluate(*options.validation_data, options.batch_size);
+        agreed = val.status();
+      }
+      if (agreed.ok()) {
+        if (options.validation_data != nullptr) {
+          logs["val_loss"] = val->loss;
+          for (const auto& [name, value] : val->metrics) logs["val_" + name] = value;
+        }
+        history.AddEpochExamples(static_cast<int64_t>(epoch_sums[1]));
+        if (log_learning_rate) logs["learning_rate"] = optimizer_->learning_rate();
+        for (Callback* c : deciding) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs));
+        ops_done = end_op + 1;
+        break;
+      }
+      RW_ASSIGN_OR_RETURN(const int64_t target, survive(agreed, epoch_end));
+      if (target == end_op) continue;      // Again, in the new ring.
+      if (target == end_op + 1) break;     // Another worker got through it.
+      return unexpected(target, epoch_end);
     }
-    history.AddEpochExamples(static_cast<int64_t>(epoch_sums[1]));
-    if (options.validation_data != nullptr) {
-      RW_ASSIGN_OR_RETURN(EvaluateResult val, Evaluate(*options.validation_data, options.batch_size));
-      logs["val_loss"] = val.loss;
-      for (const auto& [name, value] : val.metrics) logs["val_" + name] = value;
+    // Then the chief's decisions, and the checkpoints that keep them.
+    while (true) {
+      absl::Status agreed = WithContext(AgreeOnDecisions(), epoch_end);
+      for (Callback* c : checkpointing) {
+        if (!agreed.ok()) break;
+        agreed = c->OnEpochEnd(epoch, logs);
+      }
+      if (agreed.ok()) {
+        ops_done = end_op + 2;
+        break;
+      }
+      RW_ASSIGN_OR_RETURN(const int64_t target, survive(agreed, epoch_end));
+      if (target == end_op + 1) continue;  // Again, in the new ring.
+      if (target == end_op + 2) break;     // Another worker got through it.
+      return unexpected(target, epoch_end);
     }
-    if (log_learning_rate) logs["learning_rate"] = optimizer_->learning_rate();
-    for (Callback* c : deciding) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs));
-    RW_RETURN_IF_ERROR(WithContext(AgreeOnDecisions(), absl::StrCat("epoch ", epoch + 1, ", end: ")));
-    for (Callback* c : checkpointing) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs));
     if (stop_training_) break;
   }
   // Every callback ends (one may run collectives), even after another failed.

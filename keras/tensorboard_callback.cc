@@ -28,6 +28,15 @@ absl::Status TensorBoard::OnTrainBegin(const TrainInfo& info) {
   return absl::OkStatus();
 }
 
+absl::Status TensorBoard::OnRegroup(const TrainInfo& info) {
+  info_ = info;
+  if (active_ || !info.is_chief || options_.log_dir.empty()) return absl::OkStatus();
+  // The chief left: this worker writes on, into a new event file of the same run.
+  active_ = true;
+  RW_ASSIGN_OR_RETURN(train_, EventFileWriter::Create(options_.log_dir + "/train"));
+  return absl::OkStatus();
+}
+
 bool TensorBoard::Written(const absl::Status& status) {
   if (status.ok()) return true;
   // Curves are not worth the training run: warn once, write no more.

@@ -39,6 +39,8 @@ struct TensorBoardOptions {
 class TensorBoard : public Callback {
  public:
   explicit TensorBoard(TensorBoardOptions options) : options_(std::move(options)) {}
+  // A worker that becomes the chief writes the event files on.
+  absl::Status OnRegroup(const TrainInfo& info) override;
   absl::Status OnTrainBegin(const TrainInfo& info) override;
   bool decides_per_batch() const override { return false; }
   absl::Status OnEpochBegin(int64_t epoch) override;

@@ -246,7 +246,8 @@ namespace {
 // may lack a callback the chief has), so they travel encoded as int64 words:
 // count, then per control its name's length, its bytes (a word each) and its
 // values' bits.
-absl::Status BroadcastControls(Communicator* comm, bool chief, TrainingControls* controls) {
+absl::Status BroadcastControls(Communicator* comm, int root, TrainingControls* controls) {
+  const bool chief = comm->rank() == root;
   std::vector<int64_t> words;
   if (chief) {
     words.push_back(static_cast<int64_t>(controls->size()));
@@ -262,9 +263,9 @@ absl::Status BroadcastControls(Communicator* comm, bool chief, TrainingControls*
     }
   }
   int64_t size = static_cast<int64_t>(words.size());
-  RW_RETURN_IF_ERROR(comm->Broadcast(&size, 1, DataType::kInt64, 0));
+  RW_RETURN_IF_ERROR(comm->Broadcast(&size, 1, DataType::kInt64, root));
   words.resize(static_cast<size_t>(size));
-  RW_RETURN_IF_ERROR(comm->Broadcast(words.data(), size, DataType::kInt64, 0));
+  RW_RETURN_IF_ERROR(comm->Broadcast(words.data(), size, DataType::kInt64, root));
   if (chief) return absl::OkStatus();
   controls->clear();
   size_t at = 0;
@@ -308,7 +309,7 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
   if (include_optimizer) {
     model.optimizer()->set_iterations(header[3]);
     model.SetTrainingStep(header[2]);
-    RW_RETURN_IF_ERROR(BroadcastControls(comm, strategy->is_chief(), &controls));
+    RW_RETURN_IF_ERROR(BroadcastControls(comm, /*root=*/0, &controls));
   }
   return LoadedCheckpoint{TrainPosition{header[0], header[1], header[2]}, header[4] != 0,
                           TrainSettings{header[5], header[6], header[7], header[8], header[9],
@@ -317,6 +318,22 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
 }
 
 }  // namespace
+
+absl::Status AdoptTrainingStateOf(Sequential& model, int root) {
+  RW_RETURN_IF_ERROR(MustBeBuilt(model, "share the training state of"));
+  Communicator* comm = model.strategy()->communicator();
+  for (const StateTensor& s : StateTensors(model, /*include_optimizer=*/true)) {
+    RW_RETURN_IF_ERROR(comm->Broadcast(s.tensor->data(), s.tensor->size(), DataType::kFloat32, root));
+  }
+  int64_t iterations = model.optimizer()->iterations();
+  RW_RETURN_IF_ERROR(comm->Broadcast(&iterations, 1, DataType::kInt64, root));
+  model.optimizer()->set_iterations(iterations);
+  TrainingControls controls;
+  if (comm->rank() == root) controls = model.SaveControls();
+  RW_RETURN_IF_ERROR(BroadcastControls(comm, root, &controls));
+  if (comm->rank() == root) return absl::OkStatus();
+  return model.RestoreControls(controls);
+}
 
 absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std::string& path) {
   RW_ASSIGN_OR_RETURN(LoadedCheckpoint loaded, Restore(model, path, /*include_optimizer=*/true));

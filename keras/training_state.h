@@ -81,6 +81,11 @@ absl::StatusOr<LoadedCheckpoint> LoadWeights(Sequential& model, const std::strin
 absl::StatusOr<std::optional<LoadedCheckpoint>> RestoreLatestTrainingState(Sequential& model,
                                                                            const std::string& dir);
 
+// Elastic training, after a regroup: every replica takes rank `root`'s training
+// state (weights, optimizer slots and iterations, the learning rate and the
+// callbacks' state), in memory. Collective.
+absl::Status AdoptTrainingStateOf(Sequential& model, int root);
+
 // A stable hash of the model's variable names and shapes ("a1b2c3d4e5f60718").
 std::string ModelFingerprint(const Sequential& model);
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -311,31 +312,24 @@ absl::Status WorkerRuntime::Connect() {
   return status;
 }
 
-absl::Status WorkerRuntime::JoinRing() {
+absl::StatusOr<std::vector<JoinedPeer>> WorkerRuntime::RunJoins(
+    const RendezvousOptions& rendezvous_options,
+    std::vector<std::shared_ptr<grpc::Channel>>* channels) {
   const int world = config_.world_size();
   const int rank = config_.rank();
-  CollectiveOptions first_step = options_.collectives;
-  first_step.timeout_s = options_.first_step_timeout_s;
-  first_step.timeout_flag = "--first_step_timeout_s (env RINGWORK_FIRST_STEP_TIMEOUT_S)";
-  if (world == 1) {
-    communicator_ = std::make_unique<Communicator>(transport_.get(), first_step, &progress_);
-    return absl::OkStatus();
-  }
-  CrashPoint("startup");
-  TimelineSpan span("startup", "join the ring");
   fingerprint_ = config_.Fingerprint();
   auth_ = std::make_unique<RpcAuth>(options_.cluster_token, fingerprint_, rank, incarnation_);
   WarnIfUnprotected();
   accepting_joins_.store(true);  // Publishes auth_ to the server's handlers.
   const size_t max_message = options_.grpc.max_payload_bytes + kFrameHeaderBytes + 4096;
   const std::vector<RingMember> ring = config_.Ring();
-  std::vector<std::shared_ptr<grpc::Channel>> channels(world);
+  channels->assign(world, nullptr);
   std::vector<std::unique_ptr<proto::Worker::Stub>> stubs(world);
   std::vector<proto::Worker::Stub*> stub_pointers(world, nullptr);
   for (int peer = 0; peer < world; ++peer) {
     if (peer == rank) continue;
-    channels[peer] = MakeChannel(ring[peer].address, max_message, ChannelCredentials(options_));
-    stubs[peer] = proto::Worker::NewStub(channels[peer]);
+    (*channels)[peer] = MakeChannel(ring[peer].address, max_message, ChannelCredentials(options_));
+    stubs[peer] = proto::Worker::NewStub((*channels)[peer]);
     stub_pointers[peer] = stubs[peer].get();
   }
   char hostname[256] = {0};
@@ -361,11 +355,49 @@ absl::Status WorkerRuntime::JoinRing() {
   TimelineSpan rendezvous("startup", "rendezvous");
   absl::StatusOr<std::vector<JoinedPeer>> peers =
       RunRendezvous(config_, stub_pointers, make_request, join_metadata, *inbound_joins_,
-                    options_.rendezvous);
+                    rendezvous_options);
   rendezvous.End();
   if (shm_ != nullptr) shm_->Unlink();  // Every peer that will map it has.
+  return peers;
+}
+
+absl::StatusOr<std::vector<int>> WorkerRuntime::Discover(double seconds) {
+  std::vector<int> present = {config_.rank()};
+  if (config_.world_size() == 1) return present;
+  RendezvousOptions discovery = options_.rendezvous;
+  discovery.regroup = true;
+  discovery.discovery = true;
+  discovery.startup_timeout_s = seconds;
+  discovery.attempt_timeout_s = std::min(discovery.attempt_timeout_s, seconds);
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  absl::StatusOr<std::vector<JoinedPeer>> peers = RunJoins(discovery, &channels);
+  // Nothing more travels in this round: its shutdown waits for nobody.
+  transport_->Abort(absl::CancelledError("the membership round is over"));
+  if (!peers.ok()) return peers.status();
+  for (int peer = 0; peer < config_.world_size(); ++peer) {
+    if ((*peers)[peer].present) present.push_back(peer);
+  }
+  std::sort(present.begin(), present.end());
+  return present;
+}
+
+absl::Status WorkerRuntime::JoinRing() {
+  const int world = config_.world_size();
+  const int rank = config_.rank();
+  CollectiveOptions first_step = options_.collectives;
+  first_step.timeout_s = options_.first_step_timeout_s;
+  first_step.timeout_flag = "--first_step_timeout_s (env RINGWORK_FIRST_STEP_TIMEOUT_S)";
+  if (world == 1) {
+    communicator_ = std::make_unique<Communicator>(transport_.get(), first_step, &progress_);
+    return absl::OkStatus();
+  }
+  CrashPoint("startup");
+  TimelineSpan span("startup", "join the ring");
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  absl::StatusOr<std::vector<JoinedPeer>> peers = RunJoins(options_.rendezvous, &channels);
   if (!peers.ok()) return peers.status();
   inbound_joins_->Seal();
+  const std::vector<RingMember> ring = config_.Ring();
 
   std::vector<std::string> kinds;
   int shm_peers = 0;

@@ -34,6 +34,7 @@
 #include "runtime/heartbeat_monitor.h"
 #include "runtime/config/cluster_config.h"
 #include "runtime/runtime_options.h"
+#include "runtime/transport/grpc/rendezvous.h"
 #include "runtime/transport/transport.h"
 
 namespace ringwork {
@@ -57,6 +58,10 @@ class WorkerRuntime {
   static absl::StatusOr<std::unique_ptr<WorkerRuntime>> Listen(const ClusterConfig& config,
                                                                 const RuntimeOptions& options);
   absl::Status Connect();
+  // Instead of Connect, for elastic training's membership round (runtime/regroup.h):
+  // Joins every peer for `seconds` (or until all answered) and returns the ranks
+  // that answered or called, this one included, in order. Shut it down after.
+  absl::StatusOr<std::vector<int>> Discover(double seconds);
 
   ~WorkerRuntime();
   WorkerRuntime(const WorkerRuntime&) = delete;
@@ -92,6 +97,10 @@ class WorkerRuntime {
   absl::Status StartServer();
   // Connect's work: the rendezvous, the links, the heartbeats.
   absl::Status JoinRing();
+  // The rendezvous: Joins every peer over `channels` (made here) until all joined.
+  absl::StatusOr<std::vector<JoinedPeer>> RunJoins(
+      const RendezvousOptions& rendezvous_options,
+      std::vector<std::shared_ptr<grpc::Channel>>* channels);
   // --timeline: installs this process's timeline (when no other is), and writes it
   // with the clock offset to the chief that the heartbeats estimated.
   absl::Status StartTimeline();  // Fails when --timeline cannot be written.

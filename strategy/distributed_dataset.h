@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "data/dataset.h"
 
 namespace ringwork {
@@ -47,6 +48,17 @@ struct DistributedDataset {
   int rank = 0;
   uint64_t seed = 0;                    // The agreed shuffle seed (the chief's).
   std::vector<int64_t> shard_examples;  // Examples of one pass, by rank.
+  // DATA: the one order that every worker shards (its Order(pass)).
+  Dataset common;
+
+  // After an elastic regroup (Regrouped), not 0: the number of replicas that
+  // share each step's global batch as contiguous blocks. Step t of every pass
+  // trains on examples [t, t + 1) x global_batch_size of the pass's common order
+  // (as a DATA shard's step does: a strided shard covers that block too), and
+  // replica r gets the r-th of `block_replicas` blocks of it, their sizes
+  // differing by at most one, so any number of survivors can share any global
+  // batch.
+  int block_replicas = 0;
 
   // Examples worker `rank` trains on at step `step_in_pass` of a pass.
   int64_t ExamplesAt(int worker, int64_t step_in_pass) const;
@@ -58,6 +70,12 @@ struct DistributedDataset {
   double GradientWeightAt(int64_t step_in_pass) const;
   // Examples trained on in one pass, over every worker.
   int64_t ExamplesPerPass() const;
+  int replicas() const;
+  // This data for a regrouped ring of `replicas` (this worker: `rank`) that goes on
+  // after `steps_done` global steps, with the same global batch: the rest of the
+  // current pass from the exact example reached, then whole passes. DATA only
+  // (`common` set); every worker computes the same split, no collective.
+  absl::StatusOr<DistributedDataset> Regrouped(int replicas, int rank, int64_t steps_done) const;
   // The batches from global step `first_step` on, one per step: the way to loop
   // over the data (the iterator refers to this object, which must outlive it).
   std::unique_ptr<StepIterator> Iterate(int64_t first_step) const;
@@ -76,10 +94,14 @@ class StepIterator {
  private:
   bool StartPass(int64_t pass, int64_t skip_steps);
 
+  // Blocks: this worker's examples of the step, gathered from the pass's order.
+  bool NextBlock(int64_t pass, int64_t in_pass, Batch* batch);
+
   const DistributedDataset& data_;  // Not owned.
   int64_t step_;
   int64_t pass_ = -1;
   std::unique_ptr<Dataset::Iterator> batches_;
+  std::vector<int64_t> order_;  // Blocks: the pass's common order.
   absl::Status status_;
 };
 

@@ -8,6 +8,7 @@
 #include "base/exit_code.h"
 #include "base/fnv1a.h"
 #include "observability/timeline.h"
+#include "runtime/regroup.h"
 #include "strategy/agreement.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -197,6 +198,7 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
   RW_ASSIGN_OR_RETURN(Dataset shard, one_pass.Shard(replicas, rank(), policy));
   if (prefetch_batches < 0) prefetch_batches = DefaultPrefetchBatches(cores_per_worker());
   d.local = shard.Batch(d.per_replica_batch_size, drop_remainder).Prefetch(prefetch_batches);
+  if (policy == AutoShardPolicy::kData) d.common = one_pass;
   // Every worker's examples per pass, so that each knows every step's counts.
   d.shard_examples.assign(static_cast<size_t>(replicas), 0);
   d.shard_examples[static_cast<size_t>(rank())] = shard.examples_per_pass();
@@ -257,8 +259,45 @@ void MultiWorkerMirroredStrategy::Abort(const absl::Status& cause) {
   if (!cause.ok() && runtime_->transport() != nullptr) runtime_->transport()->Abort(cause);
 }
 
+bool IsPeerFailure(const absl::Status& status) {
+  if (status.ok()) return false;  // SIGTERM (143) is no peer failure.
+  const int code = ExitCodeFor(status);
+  return code == kPeerFailure || code == kTimeout;
+}
+
+bool MultiWorkerMirroredStrategy::elastic() const {
+  return owned_runtime_ != nullptr && options_.min_workers >= 1 &&
+         options_.min_workers < runtime_->config().configured_world_size();
+}
+
+absl::Status MultiWorkerMirroredStrategy::Regroup(const absl::Status& cause) {
+  if (!elastic()) return cause;
+  const ClusterConfig previous = runtime_->config();
+  TimelineSpan span("elastic", "regroup");
+  // Peers still waiting learn the cause at once; the shutdown waits for nobody.
+  Abort(cause.ok() ? absl::AbortedError("regrouping") : cause);
+  // Shut down but kept until a new ring replaces it: after a failed regroup the
+  // strategy still answers Abort and Shutdown (it has no communicator).
+  (void)owned_runtime_->Shutdown();
+  RegroupOptions regroup;
+  regroup.min_workers = options_.min_workers;
+  regroup.discovery_s = options_.regroup_discovery_s;
+  absl::StatusOr<std::unique_ptr<WorkerRuntime>> next = ::ringwork::Regroup(
+      previous, WithCommunication(options_.runtime, options_.communication), regroup);
+  if (!next.ok()) {
+    return absl::Status(next.status().code(),
+                        absl::StrCat(next.status().message(), " (after: ", cause.message(), ")"));
+  }
+  owned_runtime_ = std::move(*next);
+  runtime_ = owned_runtime_.get();
+  first_step_done_ = true;
+  departed_ = DescribeDeparted(previous, runtime_->config());
+  return absl::OkStatus();
+}
+
 absl::Status MultiWorkerMirroredStrategy::Shutdown() {
   if (owned_runtime_ == nullptr) return absl::OkStatus();
+  if (comm() == nullptr) return owned_runtime_->Shutdown();  // A regroup failed: no ring left.
   // Nobody leaves while another still needs it (its last collectives).
   RW_RETURN_IF_ERROR(comm()->Barrier());
   return owned_runtime_->Shutdown();

@@ -64,7 +64,18 @@ struct StrategyOptions {
   // overlaps the gradient all-reduce with the backward pass on a second thread;
   // 1 reduces after it; 0 chooses (DefaultInterOpThreads).
   int inter_op_threads = 0;
+  // Elastic training (Horovod Elastic, torchrun): with 1 <= min_workers < the
+  // cluster's workers, fit() survives a peer failure: the workers still running
+  // form the next generation of the ring (runtime/regroup.h) and go on, while
+  // they are more than half of the cluster and at least min_workers. 0: every
+  // worker is needed (a failure ends the job, as TensorFlow's strategy).
+  int min_workers = 0;
+  double regroup_discovery_s = 1.0;  // How long survivors look for each other.
 };
+
+// A failure of a peer or of the network (exit 3 or 4, not a SIGTERM): what elastic
+// training survives.
+bool IsPeerFailure(const absl::Status& status);
 
 // 2 when each worker on this host has a core of its own for the overlap thread, else
 // 1: with one core per worker the second thread only competes with the backward
@@ -162,6 +173,21 @@ class MultiWorkerMirroredStrategy {
   int64_t step() const { return runtime_->progress().step(); }
   // A barrier, then an orderly shutdown of the runtime (if the strategy owns it).
   absl::Status Shutdown();
+
+  // Elastic training: Options::min_workers allows losing workers, and this
+  // strategy owns its runtime (a cluster made by Create).
+  bool elastic() const;
+  // The ring's generation: 0 at start, one more after each Regroup.
+  int generation() const { return runtime_->config().generation(); }
+  // After `cause` (IsPeerFailure) ended a collective: stops this generation's
+  // runtime and joins the next one with the workers still running (ranks,
+  // world size and the chief may change; the communicator is a new one). Nothing
+  // may use the old communicator any more (stop the gradient reducer first).
+  // UNAVAILABLE (exit 3) when this worker is in a minority or the regroup failed;
+  // then only Abort and Shutdown may be called.
+  absl::Status Regroup(const absl::Status& cause);
+  // After a Regroup: "worker:2 (host:port)", the tasks the last one lost.
+  const std::string& departed() const { return departed_; }
   // This worker failed with `cause` outside the collectives (a callback, a file):
   // every peer is told it at once, and the runtime's shutdown waits for nobody.
   void Abort(const absl::Status& cause);
@@ -174,6 +200,7 @@ class MultiWorkerMirroredStrategy {
   WorkerRuntime* runtime_;  // Not owned (or owned_runtime_).
   Options options_;
   bool first_step_done_ = false;
+  std::string departed_;
 };
 
 }  // namespace ringwork

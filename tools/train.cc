@@ -60,6 +60,11 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
         f.global_batch_size, " must be a positive multiple of the ", cluster.world_size(),
         " replicas (each gets global / replicas examples per step)"));
   }
+  if (f.min_workers < 0 || f.min_workers > cluster.world_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--min_workers=", f.min_workers, ": expected 0 (every worker is needed) up to the ",
+        cluster.world_size(), " workers of the cluster"));
+  }
   const TensorBoardOptions tensorboard_options{.log_dir = f.tensorboard_dir,
                                                .update_freq = f.tensorboard_update_freq,
                                                .histogram_freq = f.tensorboard_histogram_freq};
@@ -86,19 +91,21 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
                         MakeLearningRateSchedule(f, steps_per_epoch * f.epochs));
   }
   // Every check a user can trip is done; now join the cluster.
+  StrategyOptions elastic_options = options;
+  elastic_options.min_workers = static_cast<int>(f.min_workers);
   RW_ASSIGN_OR_RETURN(std::unique_ptr<MultiWorkerMirroredStrategy> strategy,
-                      MultiWorkerMirroredStrategy::Create(cluster, options));
+                      MultiWorkerMirroredStrategy::Create(cluster, elastic_options));
   // Everything after joining: an error ends every worker's calls with it (peers
   // name this cause, and nothing waits for an orderly close).
   auto train = [&]() -> absl::Status {
-    const bool chief = strategy->is_chief();
+    bool chief = strategy->is_chief();
     {
       auto scope = strategy->scope();
       RW_ASSIGN_OR_RETURN(model, BuildModel(f));
     }
     RW_RETURN_IF_ERROR(model.Compile(compile));
     RW_RETURN_IF_ERROR(model.Build(data.train.example_shape()));
-    const int workers = strategy->num_replicas_in_sync();
+    int workers = strategy->num_replicas_in_sync();
     if (chief && f.verbose > 0) {
       std::printf("%s", model.Summary().c_str());
       std::printf("Training on %d worker%s (%s), global batch %lld (%lld per worker), %s, %s, "
@@ -152,6 +159,9 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
     const auto train_start = std::chrono::steady_clock::now();
     RW_ASSIGN_OR_RETURN(History history, model.Fit(train, fit));
     const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
+    // Elastic training may have lost workers, and the chief with them.
+    chief = strategy->is_chief();
+    workers = strategy->num_replicas_in_sync();
     RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(test, f.global_batch_size));
     // The examples this run trained on, counted by the input pipeline over every
     // worker (a resumed run skips what its backup had done).
@@ -190,7 +200,9 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
                           {"resumed_from_step", backup != nullptr && backup->restored() ? backup->restored_at().step : -1},
                           {"train_examples_per_epoch", last_epoch_examples},
                           {"train_examples", trained},
-                          {"weights_fingerprint", absl::StrFormat("%016x", fingerprint)}};
+                          {"weights_fingerprint", absl::StrFormat("%016x", fingerprint)},
+                          {"generations", strategy->generation()},
+                          {"steps_lost", model.steps_rerun()}};
       if (result.metrics.count("auc")) j["test_auc"] = result.metrics["auc"];
       if (bayes_auc >= 0) j["bayes_auc"] = bayes_auc;
       // Where the steps' time went: each epoch of this run weighted by its

@@ -36,6 +36,11 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
              "2 or more: all-reduce gradients on a second thread while the backward pass "
              "runs; 1: after it; 0: 2 when each worker on this host has 2 cores or more, else 1",
              "RINGWORK_INTER_OP_THREADS");
+  flags->Int("min_workers", &f->min_workers,
+             "elastic training: when a worker fails, the others go on without it while they "
+             "are more than half of the cluster and at least this many (0: every worker is "
+             "needed, a failure ends the job)",
+             "RINGWORK_MIN_WORKERS");
   flags->String("precision", &f->precision, "float32 or bfloat16 (float32 master weights)");
   flags->String("shard_policy", &f->shard_policy, "auto-shard policy: data, file or off");
   flags->String("metrics_json", &f->metrics_json,

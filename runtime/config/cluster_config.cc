@@ -1,5 +1,6 @@
 #include "runtime/config/cluster_config.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <iomanip>
 #include <sstream>
@@ -59,12 +60,48 @@ ClusterConfig ClusterConfig::Local(std::string source_description) {
 ClusterConfig::ClusterConfig(ClusterSpec spec, TaskId task, std::string source)
     : spec_(std::move(spec)), task_(task), source_(std::move(source)) {}
 
-int ClusterConfig::world_size() const {
+int ClusterConfig::configured_world_size() const {
   if (local_mode_) return 1;
   return static_cast<int>(spec_.chief.size() + spec_.worker.size());
 }
 
+int ClusterConfig::world_size() const {
+  if (local_mode_ || members_.empty()) return configured_world_size();
+  return static_cast<int>(members_.size());
+}
+
 int ClusterConfig::rank() const {
+  const int original = original_rank();
+  if (members_.empty() || original < 0) return original;
+  const auto it = std::find(members_.begin(), members_.end(), original);
+  return it == members_.end() ? -1 : static_cast<int>(it - members_.begin());
+}
+
+std::vector<int> ClusterConfig::OriginalRanks() const {
+  if (!members_.empty()) return members_;
+  std::vector<int> all(static_cast<size_t>(local_mode_ ? 1 : configured_world_size()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  return all;
+}
+
+ClusterConfig ClusterConfig::Regrouped(std::vector<int> original_ranks, int generation,
+                                       bool discovery) const {
+  std::sort(original_ranks.begin(), original_ranks.end());
+  original_ranks.erase(std::unique(original_ranks.begin(), original_ranks.end()),
+                       original_ranks.end());
+  RW_CHECK(!local_mode_);
+  RW_CHECK(!original_ranks.empty());
+  RW_CHECK_GE(original_ranks.front(), 0);
+  RW_CHECK_LT(original_ranks.back(), configured_world_size());
+  RW_CHECK_GT(generation, 0);
+  ClusterConfig next = *this;
+  next.members_ = std::move(original_ranks);
+  next.generation_ = generation;
+  next.discovery_ = discovery;
+  return next;
+}
+
+int ClusterConfig::original_rank() const {
   if (local_mode_) return 0;
   switch (task_.type) {
     case TaskType::kChief:
@@ -79,11 +116,32 @@ int ClusterConfig::rank() const {
 
 bool ClusterConfig::is_chief() const {
   if (local_mode_) return true;
+  if (!members_.empty()) return rank() == 0;
   if (task_.type == TaskType::kChief) return true;
   return task_.type == TaskType::kWorker && task_.index == 0 && spec_.chief.empty();
 }
 
 std::vector<RingMember> ClusterConfig::Ring() const {
+  std::vector<RingMember> ring = ConfiguredRing();
+  if (members_.empty()) return ring;
+  std::vector<RingMember> kept;
+  for (int original : members_) {
+    kept.push_back(ring[static_cast<size_t>(original)]);
+    kept.back().rank = static_cast<int>(kept.size()) - 1;
+  }
+  return kept;
+}
+
+std::string ClusterConfig::DescribeOriginalRank(int original_rank) const {
+  const std::vector<RingMember> ring = ConfiguredRing();
+  if (original_rank < 0 || original_rank >= static_cast<int>(ring.size())) {
+    return absl::StrCat("rank ", original_rank, " (not in the ring)");
+  }
+  const RingMember& m = ring[static_cast<size_t>(original_rank)];
+  return absl::StrCat(m.task.ToString(), " (", m.address.ToString(), ")");
+}
+
+std::vector<RingMember> ClusterConfig::ConfiguredRing() const {
   std::vector<RingMember> ring;
   if (local_mode_) return ring;
   for (size_t i = 0; i < spec_.chief.size(); ++i) {
@@ -123,8 +181,13 @@ std::string ClusterConfig::NormalizedRing() const {
     return absl::StrJoin(parts, ",");
   };
   if (local_mode_) return "v1;local";
-  return absl::StrCat("v1;chief=", addresses(spec_.chief),
-                      ";worker=", addresses(spec_.worker));
+  std::string ring = absl::StrCat("v1;chief=", addresses(spec_.chief),
+                                  ";worker=", addresses(spec_.worker));
+  if (generation_ > 0) {
+    absl::StrAppend(&ring, ";generation=", generation_, discovery_ ? ";discovery" : "",
+                    ";members=", absl::StrJoin(members_, ","));
+  }
+  return ring;
 }
 
 std::string ClusterConfig::Fingerprint() const {
@@ -144,8 +207,9 @@ std::string ClusterConfig::RoleTable() const {
   };
   std::vector<Row> rows;
   for (const RingMember& m : Ring()) {
-    const bool chief = m.task.type == TaskType::kChief ||
-                       (spec_.chief.empty() && m.task.index == 0);
+    const bool chief = members_.empty() ? (m.task.type == TaskType::kChief ||
+                                           (spec_.chief.empty() && m.task.index == 0))
+                                        : m.rank == 0;
     rows.push_back({m.task, m.address.ToString(), std::to_string(m.rank),
                     chief ? "yes" : "no", "yes"});
   }

@@ -8,6 +8,9 @@
 //   config->is_chief();     // the chief task, or worker 0 when there is no chief
 //   config->Fingerprint();  // equal on every task of the same cluster
 //   std::cout << config->RoleTable();
+//   // Elastic training: the survivors of ranks 0, 2, 3 as generation 1 (ranks
+//   // 0, 1, 2 of a ring of 3; worker:2 keeps its task name and address).
+//   ClusterConfig next = config->Regrouped({0, 2, 3}, /*generation=*/1);
 //
 // Terms: a *task* is one process ("worker:1"); the *ring* is the chief and the
 // workers, ordered by rank; an evaluator is a task outside the ring.
@@ -68,9 +71,28 @@ class ClusterConfig {
   // "Slurm", "local (no TF_CONFIG)".
   const std::string& source() const { return source_; }
 
+  // The ring's size: every chief and worker, or the members of a regrouped ring.
   int world_size() const;
-  // This task's rank in the ring, or -1 for an evaluator.
+  // This task's rank in the ring, or -1 for an evaluator (or a task left out of a
+  // regrouped ring).
   int rank() const;
+
+  // Elastic training. A regrouped ring keeps some of TF_CONFIG's ring members,
+  // renumbered from 0 in TF_CONFIG's order (so the lowest is the chief), at a
+  // generation > 0 that its fingerprint includes: workers of different
+  // generations or memberships never accept each other's calls. `discovery`
+  // marks the ring of the membership round (runtime/regroup.h), which must not
+  // be mistaken for the regrouped ring it leads to.
+  ClusterConfig Regrouped(std::vector<int> original_ranks, int generation,
+                          bool discovery = false) const;
+  int generation() const { return generation_; }
+  // The ring members' ranks in TF_CONFIG's ring (all of them unless regrouped).
+  std::vector<int> OriginalRanks() const;
+  // The ring of TF_CONFIG: its size, and this task's rank in it.
+  int configured_world_size() const;
+  int original_rank() const;
+  // DescribeRank for a rank of TF_CONFIG's ring.
+  std::string DescribeOriginalRank(int original_rank) const;
   bool in_ring() const { return task_.type != TaskType::kEvaluator; }
   bool is_chief() const;
   // Chief first, then workers by index. Empty in local mode.
@@ -95,11 +117,15 @@ class ClusterConfig {
 
  private:
   ClusterConfig() = default;
+  std::vector<RingMember> ConfiguredRing() const;  // TF_CONFIG's, never regrouped.
 
   ClusterSpec spec_;
   TaskId task_;
   std::string source_;
   bool local_mode_ = false;
+  std::vector<int> members_;  // Original ranks of a regrouped ring; empty: all.
+  int generation_ = 0;
+  bool discovery_ = false;
 };
 
 }  // namespace ringwork

@@ -14,6 +14,38 @@ std::string Message(const absl::StatusOr<ClusterConfig>& result) {
 constexpr const char* kThree =
     R"({"cluster": {"chief": ["h0:2222"], "worker": ["h1:2222", "h2:2222"]}, )";
 
+TEST_CASE("a regrouped ring renumbers its members and has a fingerprint of its own", "[tf_config]") {
+  auto worker = ParseTfConfig(std::string(kThree) + R"("task": {"type": "worker", "index": 1}})");
+  REQUIRE(worker.ok());
+  // The chief (rank 0) left: worker:0 (rank 1) becomes the chief of generation 1.
+  const ClusterConfig next = worker->Regrouped({2, 1}, 1);
+  CHECK(next.world_size() == 2);
+  CHECK(next.configured_world_size() == 3);
+  CHECK(next.rank() == 1);
+  CHECK(next.original_rank() == 2);
+  CHECK(next.OriginalRanks() == std::vector<int>{1, 2});
+  CHECK_FALSE(next.is_chief());
+  CHECK(next.DescribeRank(0) == "worker:0 (h1:2222)");
+  CHECK(next.DescribeRank(1) == "worker:1 (h2:2222)");
+  REQUIRE(next.Ring().size() == 2);
+  CHECK(next.Ring()[0].rank == 0);
+  CHECK(next.Ring()[0].task.ToString() == "worker:0");
+  CHECK(next.RoleTable().find("world size 2; this task: worker:1 (rank 1)") != std::string::npos);
+  auto first = ParseTfConfig(std::string(kThree) + R"("task": {"type": "worker", "index": 0}})");
+  REQUIRE(first.ok());
+  CHECK(first->Regrouped({1, 2}, 1).is_chief());
+  // Another generation, another membership or the discovery round: another cluster.
+  CHECK(next.Fingerprint() == first->Regrouped({1, 2}, 1).Fingerprint());
+  CHECK(next.Fingerprint() != worker->Fingerprint());
+  CHECK(next.Fingerprint() != worker->Regrouped({1, 2}, 2).Fingerprint());
+  CHECK(next.Fingerprint() != worker->Regrouped({0, 2}, 1).Fingerprint());
+  CHECK(next.Fingerprint() != worker->Regrouped({1, 2}, 1, /*discovery=*/true).Fingerprint());
+  CHECK(worker->OriginalRanks() == std::vector<int>{0, 1, 2});
+  CHECK(next.DescribeOriginalRank(0) == "chief:0 (h0:2222)");
+  // A task left out of the ring has no rank in it.
+  CHECK(worker->Regrouped({0, 1}, 1).rank() == -1);
+}
+
 TEST_CASE("ranks, world size and chief follow TensorFlow", "[tf_config]") {
   auto chief = ParseTfConfig(std::string(kThree) + R"("task": {"type": "chief", "index": 0}})");
   REQUIRE(chief.ok());

@@ -24,7 +24,9 @@ int Main(int argc, char** argv) {
       "--max_restarts=K the whole group is then started again (RINGWORK_RESTART=n).\n"
       "SIGTERM or SIGINT to launch is passed to every task (no restart follows).\n"
       "With --timeline=FILE every task records a timeline, merged into FILE at the end.\n"
-      "Exit code: the first failing task's code (0 when all succeed).");
+      "With --elastic a failed task leaves the others running (train --min_workers).\n"
+      "Exit code: the first failing task's code (0 when all succeed; with --elastic,\n"
+      "0 when a ring task succeeded).");
   Launcher::Options options;
   int64_t num_workers = 2;
   flags.Int("num_workers", &num_workers, "number of worker tasks");
@@ -36,6 +38,9 @@ int Main(int argc, char** argv) {
   int64_t max_restarts = 0;
   flags.Int("max_restarts", &max_restarts,
             "restart every task after a failure a restart could fix, up to this many times");
+  flags.Bool("elastic", &options.elastic,
+             "elastic training (train --min_workers): a failed task does not stop the others; "
+             "the job succeeds when the survivors do");
   flags.String("timeline", &options.timeline,
                "merge every task's timeline into this file (Chrome trace-event JSON: "
                "chrome://tracing, Perfetto), clocks aligned on the chief's");

@@ -140,9 +140,12 @@ void Launcher::Reap() {
                     << (task.exit_code > 128
                             ? absl::StrCat("killed by signal ", task.exit_code - 128)
                             : std::string(ExitCodeName(task.exit_code)))
-                    << "); the other tasks get " << options_.grace_s
-                    << " s (--grace_s) to exit before they are stopped";
+                    << (options_.elastic
+                            ? "); --elastic: the others go on without it"
+                            : absl::StrCat("); the other tasks get ", options_.grace_s,
+                                           " s (--grace_s) to exit before they are stopped"));
     } else {
+      if (task.exit_code == 0 && task.id.type != TaskType::kEvaluator) a_ring_task_succeeded_ = true;
       RW_LOG(INFO) << task.id.ToString() << " exited with code " << task.exit_code;
     }
   }
@@ -258,6 +261,12 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
   if (!options_.timeline.empty()) ClearTimelineParts();
   first_failure_code_ = 0;
   first_failure_task_.clear();
+  a_ring_task_succeeded_ = false;
+  if (options_.elastic && options_.max_restarts > 0) {
+    return absl::InvalidArgumentError(
+        "--elastic with --max_restarts: restarting a failed task into a running elastic job "
+        "(it would join at the next step) is not supported yet; use one or the other");
+  }
   if (options_.command.empty()) {
     return absl::InvalidArgumentError("no program given: launch [flags] -- PROGRAM ARGS...");
   }
@@ -349,7 +358,7 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
       }
       break;
     }
-    if (phase == Phase::kRunning && !first_failure_task_.empty()) {
+    if (phase == Phase::kRunning && !first_failure_task_.empty() && !options_.elastic) {
       phase = Phase::kGrace;
       next_step = Deadline::AfterSeconds(options_.grace_s);
     }
@@ -365,8 +374,17 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
       next_step = terminate ? Deadline::AfterSeconds(options_.kill_s) : Deadline::Never();
     }
   }
+  if (forwarded_signal != 0) {
+    return first_failure_task_.empty() ? 128 + forwarded_signal : first_failure_code_;
+  }
+  if (options_.elastic && a_ring_task_succeeded_) {
+    if (!first_failure_task_.empty()) {
+      RW_LOG(INFO) << "--elastic: the job succeeded without the tasks that failed (first: "
+                   << first_failure_task_ << ", exit " << first_failure_code_ << ")";
+    }
+    return 0;
+  }
   if (!first_failure_task_.empty()) return first_failure_code_;
-  if (forwarded_signal != 0) return 128 + forwarded_signal;
   return 0;
 }
 

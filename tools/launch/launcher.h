@@ -45,6 +45,10 @@ class Launcher {
     // mismatch error, nor a signal to launch itself), start every task again, up
     // to this many times; each run's tasks see RINGWORK_RESTART=<n>.
     int max_restarts = 0;
+    // Elastic training (train --min_workers): a task's failure does not stop the
+    // others, which go on without it; the job succeeds when a ring task exits 0
+    // (the survivors finished), else it exits with the first failure's code.
+    bool elastic = false;
     // Non-empty: every ring task writes its timeline (RINGWORK_TIMELINE=
     // <timeline>.parts/<type>-<index>.json) and, when the group ends, whatever its
     // exit, they are merged into this one file (Chrome trace-event JSON, one process
@@ -82,6 +86,7 @@ class Launcher {
   std::vector<Task> tasks_;
   int first_failure_code_ = 0;
   std::string first_failure_task_;
+  bool a_ring_task_succeeded_ = false;  // Elastic: the survivors finished.
 };
 
 // The exit code a wait() status stands for: the exit status, or 128 + signal.

@@ -182,10 +182,13 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
   };
 
   while (true) {
-    result = inbound.rejection();
-    if (!result.ok()) break;
+    if (!options.regroup) {
+      result = inbound.rejection();
+      if (!result.ok()) break;
+    }
     std::vector<int> waiting = missing();
     if (waiting.empty()) break;
+    if (deadline.Expired() && options.discovery) break;  // Who answered is the result.
     if (deadline.Expired()) {
       // A timeout (exit 4), like every other deadline: the peer may only be slow.
       result = absl::DeadlineExceededError(absl::StrCat(
@@ -255,7 +258,7 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
         continue;
       }
     }
-    if (!IsRetryable(a.status.error_code())) {
+    if (!IsRetryable(a.status.error_code()) && !options.regroup) {
       // The peer refused us: another cluster, protocol or identity. Not transient.
       result = absl::Status(static_cast<absl::StatusCode>(a.status.error_code()),
                             absl::StrCat(config.DescribeRank(a.rank), " refused to join ",
@@ -292,7 +295,10 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
   }
   if (!result.ok()) return result;
   std::vector<JoinedPeer> peers(world);
-  for (int r = 0; r < world; ++r) peers[r] = attempts[r].result;
+  for (int r = 0; r < world; ++r) {
+    peers[r] = attempts[r].result;
+    peers[r].present = r != config.rank() && (attempts[r].joined || inbound.joined(r));
+  }
   return peers;
 }
 

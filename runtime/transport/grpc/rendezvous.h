@@ -33,12 +33,20 @@ struct RendezvousOptions {
   double initial_backoff_s = 0.05;
   double max_backoff_s = 1;
   std::string timeout_flag = "--startup_timeout_s (env RINGWORK_STARTUP_TIMEOUT_S)";
+  // Elastic regroup (runtime/regroup.h): a peer that refuses the call (it may still
+  // be in the round before, of another generation or membership) is asked again
+  // until the deadline, and a refused inbound Join does not end the rendezvous.
+  bool regroup = false;
+  // A discovery round: at the deadline the rendezvous ends without an error, and
+  // JoinedPeer::present says who answered or called.
+  bool discovery = false;
 };
 
 // What this worker learned from a peer's answer.
 struct JoinedPeer {
   uint64_t incarnation = 0;
   bool mapped_our_shm = false;
+  bool present = false;  // It answered a Join of this worker's, or called one.
 };
 
 // The peers that joined this worker (written by the Join handler on gRPC's server

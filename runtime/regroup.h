@@ -1,0 +1,55 @@
+// Elastic training's membership change: after a peer failed, the workers still
+// running form the next generation of the ring among themselves, or learn that
+// they are a minority and must stop.
+//
+//   // `failed` was the old runtime's; shut it down first (it frees the port).
+//   RW_RETURN_IF_ERROR(old_runtime->Shutdown());
+//   absl::StatusOr<std::unique_ptr<WorkerRuntime>> next =
+//       Regroup(old_config, options, RegroupOptions{.min_workers = 2});
+//   // next: connected, ranks 0..k-1 over the survivors (the lowest is the chief).
+//
+// Two rounds, each a rendezvous on the task's own TF_CONFIG address:
+//  1. Discovery (generation g+1, the previous members, marked "discovery" in the
+//     fingerprint): each worker Joins every previous member for
+//     `discovery_s`, or until all answered. The members are this worker and
+//     every peer that answered one of its Joins or called it: a dead, stopped or
+//     cut-off peer does neither.
+//  2. Quorum: the members must be more than half of TF_CONFIG's ring and at least
+//     `min_workers`; otherwise UNAVAILABLE (exit 3), "lost the quorum". Two
+//     groups can never both hold more than half, so the job never splits.
+//  3. The new ring (generation g+1, exactly those members, in its fingerprint):
+//     a strict rendezvous within `connect_timeout_s`. Workers whose views of the
+//     membership differ have different fingerprints, never connect, and fail
+//     (exit 3); a worker of an older generation (one that was stopped while the
+//     others moved on) is refused by every newer one, so it finds no quorum.
+#ifndef RINGWORK_RUNTIME_REGROUP_H_
+#define RINGWORK_RUNTIME_REGROUP_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/config/cluster_config.h"
+#include "runtime/runtime_options.h"
+#include "runtime/worker_runtime.h"
+
+namespace ringwork {
+
+struct RegroupOptions {
+  int min_workers = 1;            // Besides a majority of TF_CONFIG's ring.
+  double discovery_s = 1.0;       // Survivors' failure detections are this close.
+  double connect_timeout_s = 10;  // The new ring's rendezvous.
+};
+
+// The next generation's runtime, connected; `previous` is the failed ring's
+// configuration. UNAVAILABLE (exit 3) for a lost quorum or a failed regroup.
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> Regroup(const ClusterConfig& previous,
+                                                       const RuntimeOptions& options,
+                                                       const RegroupOptions& regroup);
+
+// "worker:2 (h:p), worker:3 (h:p)": the tasks of `previous` that `next` lacks.
+std::string DescribeDeparted(const ClusterConfig& previous, const ClusterConfig& next);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_RUNTIME_REGROUP_H_
