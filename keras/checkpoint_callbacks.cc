@@ -23,10 +23,13 @@ absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenOnChief(Sequential& mod
   return opened;
 }
 
-// After an elastic regroup: a worker that became the chief opens the directory
-// (the old chief's lock left with it); every worker learns whether it could.
-absl::Status OpenOnNewChief(Sequential& model, const std::string& dir, int keep,
-                            std::unique_ptr<CheckpointDirectory>* opened) {
+// After an elastic regroup (and at each save while that failed): a worker that
+// became the chief opens the directory, whose lock the old chief left with it.
+// Whether it could, on every worker alike; an error only when the ring failed.
+// An old chief that was stopped, not killed, still holds the lock until it
+// resumes and exits (fenced): until then saves are skipped, loudly.
+absl::StatusOr<bool> TakeOverDirectory(Sequential& model, const std::string& dir, int keep,
+                                       std::unique_ptr<CheckpointDirectory>* opened) {
   absl::Status status;
   if (model.strategy()->is_chief() && *opened == nullptr) {
     absl::StatusOr<std::unique_ptr<CheckpointDirectory>> directory =
@@ -38,7 +41,16 @@ absl::Status OpenOnNewChief(Sequential& model, const std::string& dir, int keep,
       status = directory.status();
     }
   }
-  return model.strategy()->ShareChiefStatus(status);
+  const absl::Status shared = model.strategy()->ShareChiefStatus(status);
+  if (shared.ok()) return true;
+  if (model.strategy()->ring_failed()) return shared;
+  if (model.strategy()->is_chief()) {
+    RW_LOG(WARNING) << "elastic training: no checkpoints in " << dir << " yet: "
+                    << status.message() << " (a previous chief that was stopped, not killed, "
+                    << "holds its lock until it resumes and exits); every save tries again and "
+                    << "is skipped until then";
+  }
+  return false;
 }
 
 TrainPosition AfterStep(const TrainInfo& info, int64_t epoch, int64_t step) {
@@ -57,7 +69,9 @@ absl::Status ModelCheckpoint::OnTrainBegin(const TrainInfo& info) {
 
 absl::Status ModelCheckpoint::OnRegroup(const TrainInfo& info) {
   info_ = info;
-  return OpenOnNewChief(*model_, options_.directory, options_.keep, &dir_);
+  RW_ASSIGN_OR_RETURN(const bool usable, TakeOverDirectory(*model_, options_.directory, options_.keep, &dir_));
+  paused_ = !usable;
+  return absl::OkStatus();
 }
 
 absl::Status ModelCheckpoint::OnEpochBegin(int64_t epoch) {
@@ -66,6 +80,11 @@ absl::Status ModelCheckpoint::OnEpochBegin(int64_t epoch) {
 }
 
 absl::Status ModelCheckpoint::Save(const TrainPosition& position, bool final) {
+  if (paused_) {
+    RW_ASSIGN_OR_RETURN(const bool usable, TakeOverDirectory(*model_, options_.directory, options_.keep, &dir_));
+    paused_ = !usable;
+    if (paused_) return absl::OkStatus();
+  }
   RW_ASSIGN_OR_RETURN(std::string path, SaveTrainingState(*model_, dir_.get(), position, final, &info_));
   if (!path.empty()) last_path_ = path;
   last_ = position;
@@ -134,7 +153,9 @@ absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
 
 absl::Status BackupAndRestore::OnRegroup(const TrainInfo& info) {
   info_ = info;
-  return OpenOnNewChief(*model_, options_.backup_dir, /*keep=*/1, &dir_);
+  RW_ASSIGN_OR_RETURN(const bool usable, TakeOverDirectory(*model_, options_.backup_dir, /*keep=*/1, &dir_));
+  paused_ = !usable;
+  return absl::OkStatus();
 }
 
 absl::Status BackupAndRestore::OnEpochBegin(int64_t epoch) {
@@ -143,6 +164,11 @@ absl::Status BackupAndRestore::OnEpochBegin(int64_t epoch) {
 }
 
 absl::Status BackupAndRestore::Save(const TrainPosition& position) {
+  if (paused_) {
+    RW_ASSIGN_OR_RETURN(const bool usable, TakeOverDirectory(*model_, options_.backup_dir, /*keep=*/1, &dir_));
+    paused_ = !usable;
+    if (paused_) return absl::OkStatus();
+  }
   return SaveTrainingState(*model_, dir_.get(), position, false, &info_).status();
 }
 

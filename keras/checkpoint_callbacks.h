@@ -59,6 +59,7 @@ class ModelCheckpoint : public Callback {
   int64_t epoch_ = 0;
   TrainPosition last_{};
   std::unique_ptr<CheckpointDirectory> dir_;  // The chief's.
+  bool paused_ = false;  // A new chief could not take the directory over yet.
   std::string last_path_;
 };
 
@@ -101,6 +102,7 @@ class BackupAndRestore : public Callback {
   bool restored_ = false;
   TrainPosition restored_at_{};
   std::unique_ptr<CheckpointDirectory> dir_;  // The chief's.
+  bool paused_ = false;  // A new chief could not take the directory over yet.
   std::unique_ptr<ScopedTerminationHandler> sigterm_;
 };
 

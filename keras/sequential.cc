@@ -373,8 +373,9 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float wei
       for (Variable* v : layers_[l]->variables()) reducer_->Ready(v);
     }
     RW_RETURN_IF_ERROR(reducer_->FinishStep());
+    RW_ASSIGN_OR_RETURN(std::vector<double> batch_state, ReduceBatchState(/*had_batch=*/false));
     optimizer_->Apply(variables());
-    RW_RETURN_IF_ERROR(UpdateBatchState(/*had_batch=*/false));
+    ApplyBatchState(batch_state);
     return 0.f;
   }
   RW_RETURN_IF_ERROR(EnsureReady(Shape(batch.features.shape().begin() + 1, batch.features.shape().end())));
@@ -397,16 +398,19 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float wei
     return loss.status();
   }
   RW_RETURN_IF_ERROR(reducer_->FinishStep());
+  // Every collective of the step before its first change to the model: a step that
+  // fails in one changed nothing (elastic training runs it again).
+  RW_ASSIGN_OR_RETURN(std::vector<double> batch_state, ReduceBatchState(/*had_batch=*/true));
   TimelineSpan optimizer_span("compute", "optimizer");
   optimizer_->Apply(variables());
   optimizer_span.End();
-  RW_RETURN_IF_ERROR(UpdateBatchState(/*had_batch=*/true));
+  ApplyBatchState(batch_state);
   return loss;
 }
 
-absl::Status Sequential::UpdateBatchState(bool had_batch) {
-  if (batch_sums_size_ == 0) return absl::OkStatus();
+absl::StatusOr<std::vector<double>> Sequential::ReduceBatchState(bool had_batch) {
   std::vector<double> sums(static_cast<size_t>(batch_sums_size_), 0.0);
+  if (batch_sums_size_ == 0) return sums;
   int64_t at = 0;
   for (const auto& layer : layers_) {
     if (had_batch) layer->BatchSums(sums.data() + at);
@@ -418,12 +422,15 @@ absl::Status Sequential::UpdateBatchState(bool had_batch) {
     RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, sums.data(), batch_sums_size_));
     *in_step_collective_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  at = 0;
+  return sums;
+}
+
+void Sequential::ApplyBatchState(const std::vector<double>& sums) {
+  int64_t at = 0;
   for (const auto& layer : layers_) {
     if (layer->batch_sums_size() > 0) layer->UpdateFromBatchSums(sums.data() + at);
     at += layer->batch_sums_size();
   }
-  return absl::OkStatus();
 }
 
 int64_t Sequential::MetricStateSize() const {

@@ -173,10 +173,12 @@ class Sequential {
   // loss, optimizer, precision, metrics.
   std::vector<std::string> AgreementLines() const;
   void LogThreadChoice() const;
-  // Sums every layer's BatchSums over the replicas and updates their state
-  // (one all-reduce, only for models with such layers). `had_batch`: whether
-  // this replica ran a forward pass this step (else it adds zeros).
-  absl::Status UpdateBatchState(bool had_batch);
+  // Sums every layer's BatchSums over the replicas (one all-reduce, only for
+  // models with such layers). `had_batch`: whether this replica ran a forward
+  // pass this step (else it adds zeros).
+  absl::StatusOr<std::vector<double>> ReduceBatchState(bool had_batch);
+  // Updates the layers' state (moving statistics) from those sums.
+  void ApplyBatchState(const std::vector<double>& sums);
   // Every worker takes the chief's stop_training and learning rate.
   absl::Status AgreeOnDecisions();
   // Elastic training (keras/sequential_elastic.cc): `failure` (IsPeerFailure) ended

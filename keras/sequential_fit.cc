@@ -140,7 +140,10 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   // survivors regroup and the operation to go on at is returned; otherwise (or
   // when that fails) the error, which ends fit.
   auto survive = [&](const absl::Status& failure, const std::string& where) -> absl::StatusOr<int64_t> {
-    if (!strategy_->elastic() || !IsPeerFailure(failure)) return WithContext(failure, where);
+    // Only a failed ring is survived (a callback's own error is not).
+    if (!strategy_->elastic() || !IsPeerFailure(failure) || !strategy_->ring_failed()) {
+      return WithContext(failure, where);
+    }
     const int before = strategy_->num_replicas_in_sync();
     int64_t slowest = 0;
     const int64_t mine = ops_done;
@@ -149,7 +152,13 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     const bool step_op = op >= 1 && op <= steps;
     // The step every worker was in runs again.
     if (step_op && slowest == ops_done) ++steps_rerun_;
-    const int64_t steps_done = epoch * steps + std::clamp<int64_t>(op - 1, 0, steps);
+    // At an epoch's begin: before its first step (a resumed epoch's first is later).
+    const int64_t steps_done =
+        epoch * steps + (op == 0 ? (epoch == start.epoch ? start.step_in_epoch : 0)
+                                 : std::min<int64_t>(op - 1, steps));
+    // The begin runs again: LearningRateScheduler must not apply its schedule twice
+    // to the rate the survivors took (it is set back after the epoch's begin).
+    if (op == 0) resumed_rate = optimizer_->learning_rate();
     RW_ASSIGN_OR_RETURN(DistributedDataset regrouped,
                         data.Regrouped(strategy_->num_replicas_in_sync(), strategy_->rank(), steps_done));
     it.reset();  // Its prefetch thread reads `data`.
@@ -345,18 +354,30 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     }
     if (stop_training_) break;
   }
-  // Every callback ends (one may run collectives), even after another failed.
-  absl::Status ended;
-  for (Callback* c : callbacks) ended.Update(c->OnTrainEnd(logs));
-  RW_RETURN_IF_ERROR(AgreeTrainingEnded(ended));
+  // Every callback ends (one may run collectives), even after another failed; then
+  // every worker learns how it went everywhere (the last operation of the fit).
+  const int64_t end_train_op = ops_done;
+  while (true) {
+    absl::Status ended;
+    for (Callback* c : callbacks) ended.Update(c->OnTrainEnd(logs));
+    absl::Status agreed = AgreeTrainingEnded(ended);
+    if (agreed.ok()) break;
+    RW_ASSIGN_OR_RETURN(const int64_t target, survive(agreed, "ending training: "));
+    if (target == end_train_op + 1) break;  // Another worker got through it.
+    if (target != end_train_op) return unexpected(target, "the end of training");
+  }
   for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnTrainCommitted());
   return history;
 }
 
 absl::Status Sequential::AgreeOnDecisions() {
-  // [stop_training, learning rate]: a float's value survives the trip through double.
-  double decisions[2] = {stop_training_ ? 1.0 : 0.0, optimizer_->learning_rate()};
-  RW_RETURN_IF_ERROR(strategy_->communicator()->Broadcast(decisions, 2, DataType::kFloat64, 0));
+  // The chief's [stop_training, learning rate] (a float's value survives the trip
+  // through double): a sum to which the others add zeros (exact), not a broadcast,
+  // so that no worker gets through it before every worker reached it. Elastic
+  // training counts on that (every operation of Fit ends in an all-reduce).
+  const bool chief = strategy_->rank() == 0;
+  double decisions[2] = {chief && stop_training_ ? 1.0 : 0.0, chief ? optimizer_->learning_rate() : 0.0};
+  RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, decisions, 2));
   stop_training_ = decisions[0] != 0;
   const float rate = static_cast<float>(decisions[1]);
   if (rate != optimizer_->learning_rate()) return optimizer_->set_learning_rate(rate);

@@ -29,11 +29,15 @@ absl::Status TensorBoard::OnTrainBegin(const TrainInfo& info) {
 }
 
 absl::Status TensorBoard::OnRegroup(const TrainInfo& info) {
+  const bool was_chief = info_.is_chief;
   info_ = info;
-  if (active_ || !info.is_chief || options_.log_dir.empty()) return absl::OkStatus();
-  // The chief left: this worker writes on, into a new event file of the same run.
-  active_ = true;
-  RW_ASSIGN_OR_RETURN(train_, EventFileWriter::Create(options_.log_dir + "/train"));
+  if (was_chief || !info.is_chief || options_.log_dir.empty()) return absl::OkStatus();
+  // The chief left: this worker writes on, into a new event file of the same run
+  // (a file it cannot create only ends the event files, as a failed write does).
+  absl::StatusOr<std::unique_ptr<EventFileWriter>> created =
+      EventFileWriter::Create(options_.log_dir + "/train");
+  active_ = Written(created.status());
+  if (active_) train_ = std::move(*created);
   return absl::OkStatus();
 }
 

@@ -332,6 +332,7 @@ absl::Status AdoptTrainingStateOf(Sequential& model, int root) {
   if (comm->rank() == root) controls = model.SaveControls();
   RW_RETURN_IF_ERROR(BroadcastControls(comm, root, &controls));
   if (comm->rank() == root) return absl::OkStatus();
+  model.set_stop_training(false);  // The root's, which the controls hold only when true.
   return model.RestoreControls(controls);
 }
 

@@ -1,10 +1,13 @@
 #include "runtime/regroup.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/deadline.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 
@@ -28,21 +31,37 @@ std::string DescribeDeparted(const ClusterConfig& previous, const ClusterConfig&
   return DescribeOriginal(previous, gone);
 }
 
-absl::StatusOr<std::unique_ptr<WorkerRuntime>> Regroup(const ClusterConfig& previous,
-                                                       const RuntimeOptions& options,
-                                                       const RegroupOptions& regroup) {
-  const int generation = previous.generation() + 1;
-  RuntimeOptions round = options;
-  round.timeline_path.clear();  // The first runtime wrote the timeline when it shut down.
+namespace {
+
+// Listen on the task's address, which the previous round's server has just left.
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> ListenAgain(const ClusterConfig& config,
+                                                           const RuntimeOptions& options) {
+  const Deadline deadline = Deadline::AfterSeconds(2);
+  while (true) {
+    absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime = WorkerRuntime::Listen(config, options);
+    if (runtime.ok() || deadline.Expired()) return runtime;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// One round at `generation`: who is there, the quorum, and the ring of exactly them.
+// `views_differ`: the ring did not form (a retry at the next generation may agree).
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& previous, int generation,
+                                                         RuntimeOptions round, const RegroupOptions& regroup,
+                                                         bool* views_differ) {
+  *views_differ = false;
   // 1. Who is there.
   const ClusterConfig candidates = previous.Regrouped(previous.OriginalRanks(), generation,
                                                       /*discovery=*/true);
   std::vector<int> present_original;
   {
-    RW_ASSIGN_OR_RETURN(std::unique_ptr<WorkerRuntime> discovery,
-                        WorkerRuntime::Listen(candidates, round));
-    absl::StatusOr<std::vector<int>> present = discovery->Discover(regroup.discovery_s);
-    RW_RETURN_IF_ERROR(discovery->Shutdown());
+    absl::StatusOr<std::unique_ptr<WorkerRuntime>> discovery = ListenAgain(candidates, round);
+    if (!discovery.ok()) {
+      return absl::UnavailableError(absl::StrCat("generation ", generation, ": cannot listen for the "
+                                                 "membership round: ", discovery.status().message()));
+    }
+    absl::StatusOr<std::vector<int>> present = (*discovery)->Discover(regroup.discovery_s);
+    RW_RETURN_IF_ERROR((*discovery)->Shutdown());
     if (!present.ok()) {
       return absl::UnavailableError(absl::StrCat("generation ", generation,
                                                  ": the membership round failed: ",
@@ -67,15 +86,38 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> Regroup(const ClusterConfig& prev
   const ClusterConfig next = previous.Regrouped(present_original, generation);
   round.rendezvous.regroup = true;
   round.rendezvous.startup_timeout_s = regroup.connect_timeout_s;
-  round.rendezvous.timeout_flag = "the regroup's connect timeout";
-  absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime = WorkerRuntime::Start(next, round);
-  if (!runtime.ok()) {
+  round.rendezvous.timeout_flag = "--regroup_timeout_s";
+  absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime = ListenAgain(next, round);
+  absl::Status connected = runtime.ok() ? (*runtime)->Connect() : runtime.status();
+  if (!connected.ok()) {
+    *views_differ = true;
     return absl::UnavailableError(absl::StrCat(
-        "generation ", generation, ": the survivors (", DescribeOriginal(previous, present_original),
-        ") did not agree on the membership or could not connect: ", runtime.status().message()));
+        "generation ", generation, ": the ring of ", DescribeOriginal(previous, present_original),
+        " did not form (another worker saw other members, or left): ", connected.message()));
   }
   (*runtime)->EndFirstStep();  // Training is under way: the collectives' usual deadline.
   return runtime;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> Regroup(const ClusterConfig& previous,
+                                                       const RuntimeOptions& options,
+                                                       const RegroupOptions& regroup) {
+  RuntimeOptions round = options;
+  round.timeline_path.clear();  // The first runtime wrote the timeline when it shut down.
+  absl::Status last;
+  // Workers whose views differed (one saw a peer the other did not) find each
+  // other in the next round: by then all of them look.
+  for (int attempt = 0; attempt < regroup.rounds; ++attempt) {
+    bool views_differ = false;
+    absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
+        RegroupAt(previous, previous.generation() + 1 + attempt, round, regroup, &views_differ);
+    if (runtime.ok() || !views_differ) return runtime;
+    RW_LOG(WARNING) << runtime.status().message() << "; trying again";
+    last = runtime.status();
+  }
+  return last;
 }
 
 }  // namespace ringwork

@@ -19,9 +19,10 @@
 //     groups can never both hold more than half, so the job never splits.
 //  3. The new ring (generation g+1, exactly those members, in its fingerprint):
 //     a strict rendezvous within `connect_timeout_s`. Workers whose views of the
-//     membership differ have different fingerprints, never connect, and fail
-//     (exit 3); a worker of an older generation (one that was stopped while the
-//     others moved on) is refused by every newer one, so it finds no quorum.
+//     membership differ have different fingerprints and never connect: they try
+//     again from 1 at the next generation (`rounds` in all, then exit 3). A
+//     worker of an older generation (one that was stopped while the others moved
+//     on) is refused by every newer one, so it finds no quorum.
 #ifndef RINGWORK_RUNTIME_REGROUP_H_
 #define RINGWORK_RUNTIME_REGROUP_H_
 
@@ -36,9 +37,11 @@
 namespace ringwork {
 
 struct RegroupOptions {
-  int min_workers = 1;            // Besides a majority of TF_CONFIG's ring.
-  double discovery_s = 1.0;       // Survivors' failure detections are this close.
-  double connect_timeout_s = 10;  // The new ring's rendezvous.
+  int min_workers = 1;           // Besides a majority of TF_CONFIG's ring.
+  double discovery_s = 1.0;      // Survivors' failure detections are this close.
+  double connect_timeout_s = 5;  // The new ring's rendezvous.
+  // Rounds (each one generation more) while the survivors' views differ.
+  int rounds = 3;
 };
 
 // The next generation's runtime, connected; `previous` is the failed ring's

@@ -270,6 +270,10 @@ bool MultiWorkerMirroredStrategy::elastic() const {
          options_.min_workers < runtime_->config().configured_world_size();
 }
 
+bool MultiWorkerMirroredStrategy::ring_failed() const {
+  return runtime_->transport() == nullptr || !runtime_->transport()->status().ok();
+}
+
 absl::Status MultiWorkerMirroredStrategy::Regroup(const absl::Status& cause) {
   if (!elastic()) return cause;
   const ClusterConfig previous = runtime_->config();
@@ -282,6 +286,7 @@ absl::Status MultiWorkerMirroredStrategy::Regroup(const absl::Status& cause) {
   RegroupOptions regroup;
   regroup.min_workers = options_.min_workers;
   regroup.discovery_s = options_.regroup_discovery_s;
+  regroup.connect_timeout_s = options_.regroup_timeout_s;
   absl::StatusOr<std::unique_ptr<WorkerRuntime>> next = ::ringwork::Regroup(
       previous, WithCommunication(options_.runtime, options_.communication), regroup);
   if (!next.ok()) {

@@ -71,6 +71,7 @@ struct StrategyOptions {
   // worker is needed (a failure ends the job, as TensorFlow's strategy).
   int min_workers = 0;
   double regroup_discovery_s = 1.0;  // How long survivors look for each other.
+  double regroup_timeout_s = 5;      // The new ring's rendezvous.
 };
 
 // A failure of a peer or of the network (exit 3 or 4, not a SIGTERM): what elastic
@@ -177,6 +178,9 @@ class MultiWorkerMirroredStrategy {
   // Elastic training: Options::min_workers allows losing workers, and this
   // strategy owns its runtime (a cluster made by Create).
   bool elastic() const;
+  // The ring failed (its transport was aborted: a peer failure or a collective's
+  // deadline), as opposed to an error of this worker's own.
+  bool ring_failed() const;
   // The ring's generation: 0 at start, one more after each Regroup.
   int generation() const { return runtime_->config().generation(); }
   // After `cause` (IsPeerFailure) ended a collective: stops this generation's

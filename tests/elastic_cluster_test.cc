@@ -7,8 +7,11 @@
 #include <signal.h>
 
 #include <chrono>
-#include <ctime>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <thread>
@@ -19,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_directory.h"
 #include "checkpoint/checkpoint_file.h"
+#include "testing/log_lines.h"
 #include "testing/process_cluster.h"
 #include "testing/temp_dir.h"
 
@@ -41,45 +45,13 @@ std::vector<std::string> TrainArgs(int64_t epochs, int min_workers) {
           absl::StrCat("--min_workers=", min_workers)};
 }
 
-std::vector<std::string> Fingerprints(const std::string& output) {
-  std::vector<std::string> found;
-  const std::regex pattern("weights fingerprint ([0-9a-f]{16})");
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), pattern);
-       it != std::sregex_iterator(); ++it) {
-    found.push_back((*it)[1]);
-  }
-  return found;
-}
-
-// Seconds since midnight of the first log line (HH:MM:SS.mmm) matching `what`,
-// or -1; with `task`, only lines launch prefixed with it.
-double LogTime(const std::string& output, const std::string& what, const std::string& task = "") {
-  const std::string prefix = task.empty() ? "" : "\\[" + task + "\\] ";
-  std::smatch m;
-  if (!std::regex_search(output, m, std::regex(prefix + "[IWE] ([0-9]{2}):([0-9]{2}):([0-9.]+) [^\n]*" + what))) {
-    return -1;
-  }
-  return std::stod(m[1]) * 3600 + std::stod(m[2]) * 60 + std::stod(m[3]);
-}
-
-// Now as the log lines print it (UTC here: the machines run on UTC).
-double LogClockNow() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  const double fraction =
-      std::chrono::duration<double>(now.time_since_epoch()).count() - static_cast<double>(t);
-  return tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec + fraction;
-}
-
 nlohmann::json ReadJson(const std::string& path) {
   std::ifstream in(path);
   REQUIRE(in.good());
   return nlohmann::json::parse(in);
 }
 
-TEST_CASE("4 workers, worker 2 killed in an all-reduce: 3 go on at once and finish alike, "
+TEST_CASE("4 workers; worker 2 killed in an all-reduce: 3 go on at once and finish alike; "
           "every example trained once per epoch", "[elastic]") {
   const std::string dir = FreshTestDir("elastic_kill");
   std::vector<std::string> argv = {kLaunch, "--num_workers=4", "--elastic", "--", kTrain};
@@ -92,15 +64,15 @@ TEST_CASE("4 workers, worker 2 killed in an all-reduce: 3 go on at once and fini
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_FALSE(r.timed_out);
-  const double crashed = LogTime(r.output, "crash point", "worker:2");
+  const double crashed = LogLineTime(r.output, "crash point", "worker:2");
   REQUIRE(crashed >= 0);
   for (const std::string task : {"worker:0", "worker:1", "worker:3"}) {
     INFO(task);
-    const double resumed = LogTime(r.output, "generation 1: worker:2 \\(127\\.0\\.0\\.1:[0-9]+\\) left", task);
+    const double resumed = LogLineTime(r.output, "generation 1: worker:2 \\(127\\.0\\.0\\.1:[0-9]+\\) left", task);
     REQUIRE(resumed >= 0);
     CHECK(resumed - crashed <= kRegroupBoundS);
   }
-  const std::vector<std::string> fingerprints = Fingerprints(r.output);
+  const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
   REQUIRE(fingerprints.size() == 3);
   CHECK(std::set<std::string>(fingerprints.begin(), fingerprints.end()).size() == 1);
   const nlohmann::json metrics = ReadJson(dir + "/metrics.json");
@@ -112,7 +84,7 @@ TEST_CASE("4 workers, worker 2 killed in an all-reduce: 3 go on at once and fini
   CHECK(metrics["train_examples_per_epoch"] == 4096);
 }
 
-TEST_CASE("3 workers, the chief killed (in an all-reduce, or writing a checkpoint): worker 1 "
+TEST_CASE("3 workers; the chief killed (in an all-reduce or writing a checkpoint): worker 1 "
           "takes over the checkpoints and the metrics", "[elastic]") {
   for (const std::string crash_at : {"allreduce#60@worker:0", "checkpoint_write#2@worker:0"}) {
     INFO(crash_at);
@@ -127,9 +99,9 @@ TEST_CASE("3 workers, the chief killed (in an all-reduce, or writing a checkpoin
     const SubprocessResult r = Subprocess::Start(argv, options).Wait();
     INFO(r.output);
     CHECK(r.exit_code == 0);
-    CHECK(LogTime(r.output, "crash point", "worker:0") >= 0);
-    CHECK(LogTime(r.output, "this worker is the chief now", "worker:1") >= 0);
-    const std::vector<std::string> fingerprints = Fingerprints(r.output);
+    CHECK(LogLineTime(r.output, "crash point", "worker:0") >= 0);
+    CHECK(LogLineTime(r.output, "this worker is the chief now", "worker:1") >= 0);
+    const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
     REQUIRE(fingerprints.size() == 2);
     CHECK(fingerprints[0] == fingerprints[1]);
     const nlohmann::json metrics = ReadJson(dir + "/metrics.json");
@@ -145,30 +117,139 @@ TEST_CASE("3 workers, the chief killed (in an all-reduce, or writing a checkpoin
   }
 }
 
-// Starts `n` workers (each its own process), then after `signal_after_s` sends
-// `signal` to each of `victims` at once.
+// `n` workers of `train`, each its own process (the test signals them).
 struct Job {
   std::unique_ptr<ProcessCluster> cluster;
   std::vector<std::unique_ptr<Subprocess>> workers;
 };
 
-Job StartJob(int n, int64_t epochs, int min_workers) {
+Job StartJob(int n, int64_t epochs, int min_workers, const std::vector<std::string>& extra = {}) {
   Job job;
-  job.cluster = std::make_unique<ProcessCluster>(
-      ProcessCluster::Options{kTrain, n, false, TrainArgs(epochs, min_workers), {}, kGuardS});
+  std::vector<std::string> args = TrainArgs(epochs, min_workers);
+  args.insert(args.end(), extra.begin(), extra.end());
+  job.cluster = std::make_unique<ProcessCluster>(ProcessCluster::Options{kTrain, n, false, args, {}, kGuardS});
   for (int i = 0; i < n; ++i) {
     Subprocess::Options options;
     options.env["TF_CONFIG"] = job.cluster->tf_config(i);
     options.timeout_s = kGuardS;
     std::vector<std::string> argv = {kTrain};
-    for (const std::string& a : TrainArgs(epochs, min_workers)) argv.push_back(a);
+    for (const std::string& a : args) argv.push_back(a);
     job.workers.push_back(std::make_unique<Subprocess>(Subprocess::Start(argv, options)));
   }
   return job;
 }
 
-TEST_CASE("3 workers, worker 1 stopped past the detection bound: 2 go on; resumed, it is "
-          "fenced and exits 3", "[elastic]") {
+// The final checkpoint's float32 tensors, by name.
+std::map<std::string, std::vector<float>> FinalTensors(const std::string& dir) {
+  absl::StatusOr<std::string> latest = LatestCheckpoint(dir);
+  INFO(latest.status().message());
+  REQUIRE(latest.ok());
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader = CheckpointReader::Open(*latest);
+  INFO(reader.status().message());
+  REQUIRE(reader.ok());
+  std::map<std::string, std::vector<float>> tensors;
+  for (const CheckpointTensor& t : (*reader)->manifest().tensors) {
+    if (t.dtype != DataType::kFloat32) continue;
+    std::vector<float>& values = tensors[t.name];
+    values.resize(static_cast<size_t>(t.elements()));
+    REQUIRE((*reader)->Read(t, values.data()).ok());
+  }
+  return tensors;
+}
+
+SubprocessResult Launch(int workers, bool elastic, const std::vector<std::string>& train_args,
+                        const std::map<std::string, std::string>& env = {}) {
+  std::vector<std::string> argv = {kLaunch, absl::StrCat("--num_workers=", workers)};
+  if (elastic) argv.push_back("--elastic");
+  argv.insert(argv.end(), {"--", kTrain});
+  argv.insert(argv.end(), train_args.begin(), train_args.end());
+  Subprocess::Options options;
+  options.env = env;
+  options.timeout_s = kGuardS;
+  return Subprocess::Start(argv, options).Wait();
+}
+
+TEST_CASE("a run that shrank from 4 workers to 3 equals (up to summation order) one resumed "
+          "on 3 workers from a checkpoint at the same step", "[elastic]") {
+  const std::string dir = FreshTestDir("elastic_equal");
+  // A: worker 3 dies; the others go on after D steps.
+  std::vector<std::string> args = TrainArgs(2, 2);
+  args.push_back("--checkpoint_dir=" + dir + "/a");
+  const SubprocessResult a = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#40@worker:3"}});
+  INFO(a.output);
+  REQUIRE(a.exit_code == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(a.output, m, std::regex("generation 1: [^\n]*\\(([0-9]+) steps done")));
+  const int64_t d = std::stoll(m[1]);
+  REQUIRE(d > 0);
+  REQUIRE(d < 70);
+  // B: 4 workers keep a checkpoint at step D; 3 workers resume from it.
+  args = TrainArgs(2, 0);
+  args.insert(args.end(), {"--checkpoint_dir=" + dir + "/b", absl::StrCat("--checkpoint_freq_steps=", d),
+                           "--keep_checkpoints=100"});
+  const SubprocessResult b = Launch(4, false, args);
+  INFO(b.output);
+  REQUIRE(b.exit_code == 0);
+  const std::string backup = dir + "/backup";
+  std::filesystem::create_directories(backup);
+  std::filesystem::copy_file(dir + "/b/" + CheckpointFileName(d), backup + "/" + CheckpointFileName(d));
+  std::ofstream(backup + "/latest") << CheckpointFileName(d) << "\n";
+  args = TrainArgs(2, 0);
+  args.insert(args.end(), {"--backup_dir=" + backup, "--checkpoint_dir=" + dir + "/b3"});
+  const SubprocessResult b3 = Launch(3, false, args);
+  INFO(b3.output);
+  REQUIRE(b3.exit_code == 0);
+  REQUIRE(b3.output.find(absl::StrCat("(", d, " steps done)")) != std::string::npos);
+  // The same steps on the same examples from the same state: only the order of
+  // each step's sums differs (blocks against strided shards).
+  const auto shrunk = FinalTensors(dir + "/a");
+  const auto resumed = FinalTensors(dir + "/b3");
+  REQUIRE(shrunk.size() == resumed.size());
+  REQUIRE(shrunk.count("dense/kernel") == 1);
+  double worst = 0;
+  for (const auto& [name, values] : shrunk) {
+    const std::vector<float>& other = resumed.at(name);
+    REQUIRE(values.size() == other.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      worst = std::max(worst, std::abs(static_cast<double>(values[i]) - other[i]));
+    }
+  }
+  INFO("largest difference " << worst);
+  CHECK(worst <= 1e-5);
+  CHECK(worst > 0);  // Not the same run: the summation orders differ.
+}
+
+TEST_CASE("the chief stopped while it keeps checkpoints: the new chief skips saves while the "
+          "old one holds the directory's lock and writes once it exits (fenced)", "[elastic]") {
+  const std::string dir = FreshTestDir("elastic_stopped_chief");
+  std::vector<std::string> extra = {"--checkpoint_dir=" + dir, "--checkpoint_freq_steps=50"};
+  Job job = StartJob(3, 120, 2, extra);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  job.workers[0]->Signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::duration<double>(kDetectionS + kRegroupBoundS + 1));
+  job.workers[0]->Signal(SIGCONT);
+  const SubprocessResult fenced = job.workers[0]->Wait();
+  INFO("worker 0:\n" << fenced.output);
+  CHECK(fenced.exit_code == 3);
+  CHECK(fenced.output.find("lost the quorum") != std::string::npos);
+  for (int i : {1, 2}) {
+    const SubprocessResult r = job.workers[i]->Wait();
+    INFO("worker " << i << ":\n" << r.output);
+    CHECK(r.exit_code == 0);
+    if (i == 1) {
+      CHECK(r.output.find("no checkpoints in " + dir + " yet") != std::string::npos);
+      CHECK(r.output.find("this worker is the chief now: it writes the checkpoints in " + dir) !=
+            std::string::npos);
+    }
+  }
+  // The final checkpoint (120 epochs of 35 steps), by the new chief.
+  absl::StatusOr<std::string> latest = LatestCheckpoint(dir);
+  REQUIRE(latest.ok());
+  CHECK(*latest == dir + "/" + CheckpointFileName(120 * 35));
+}
+
+TEST_CASE("3 workers; worker 1 stopped past the detection bound: 2 go on; resumed it "
+          "is fenced and exits 3", "[elastic]") {
   Job job = StartJob(3, 120, 2);
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const double stopped = LogClockNow();
@@ -181,15 +262,15 @@ TEST_CASE("3 workers, worker 1 stopped past the detection bound: 2 go on; resume
     const SubprocessResult r = job.workers[i]->Wait();
     INFO("worker " << i << ":\n" << r.output);
     CHECK(r.exit_code == 0);
-    const double resumed = LogTime(r.output, "generation 1: worker:1 \\(");
+    const double resumed = LogLineTime(r.output, "generation 1: worker:1 \\(");
     REQUIRE(resumed >= 0);
     CHECK(resumed - stopped <= kDetectionS + kRegroupBoundS);
-    CHECK(Fingerprints(r.output).size() == 1);
+    CHECK(WeightsFingerprints(r.output).size() == 1);
   }
   INFO("worker 1:\n" << fenced.output);
   CHECK(fenced.exit_code == 3);
   CHECK(fenced.output.find("lost the quorum") != std::string::npos);
-  CHECK(Fingerprints(fenced.output).empty());
+  CHECK(WeightsFingerprints(fenced.output).empty());
 }
 
 TEST_CASE("2 of 4 workers killed: the other 2 are no majority and exit 3; 2 of 5: 3 go on",
@@ -209,11 +290,11 @@ TEST_CASE("2 of 4 workers killed: the other 2 are no majority and exit 3; 2 of 5
       if (n == 4) {
         CHECK(r.exit_code == 3);
         CHECK(r.output.find("lost the quorum: at generation 1 only 2 of the 4 workers") != std::string::npos);
-        CHECK(Fingerprints(r.output).empty());
+        CHECK(WeightsFingerprints(r.output).empty());
       } else {
         CHECK(r.exit_code == 0);
         CHECK(r.output.find("3 of 5 workers go on") != std::string::npos);
-        for (const std::string& f : Fingerprints(r.output)) fingerprints.insert(f);
+        for (const std::string& f : WeightsFingerprints(r.output)) fingerprints.insert(f);
       }
     }
     if (n == 5) CHECK(fingerprints.size() == 1);

@@ -20,6 +20,7 @@
 #include "checkpoint/checkpoint_directory.h"
 #include "checkpoint/checkpoint_file.h"
 #include "testing/temp_dir.h"
+#include "testing/log_lines.h"
 #include "testing/process_cluster.h"
 
 namespace ringwork {
@@ -30,16 +31,6 @@ namespace fs = std::filesystem;
 constexpr char kTrain[] = "tools/train";
 constexpr char kLaunch[] = "tools/launch/launch";
 constexpr double kGuardS = 90;  // Per process; reaching it is a failure.
-
-std::vector<std::string> Fingerprints(const std::string& output) {
-  std::vector<std::string> found;
-  const std::regex pattern("weights fingerprint ([0-9a-f]{16})");
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), pattern);
-       it != std::sregex_iterator(); ++it) {
-    found.push_back((*it)[1]);
-  }
-  return found;
-}
 
 // A short MLP run: 32 steps per epoch on 4 workers.
 std::vector<std::string> TrainArgs(int64_t epochs) {
@@ -126,7 +117,7 @@ std::string Uninterrupted(int64_t epochs) {
   SubprocessResult r = RunSubprocess(argv, options);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  std::vector<std::string> prints = Fingerprints(r.output);
+  std::vector<std::string> prints = WeightsFingerprints(r.output);
   REQUIRE(prints.size() == 4);
   REQUIRE(std::set<std::string>(prints.begin(), prints.end()).size() == 1);
   return prints[0];
@@ -151,7 +142,7 @@ TEST_CASE("launch --max_restarts resumes from the backup to the uninterrupted we
     CHECK(r.exit_code == 0);
     CHECK(r.output.find("restarting every task (restart 1 of 1)") != std::string::npos);
     CHECK(r.output.find("resuming from the backup in " + backup) != std::string::npos);
-    std::vector<std::string> prints = Fingerprints(r.output);
+    std::vector<std::string> prints = WeightsFingerprints(r.output);
     CHECK(prints == std::vector<std::string>(4, expected));
     // A completed fit removes its backup.
     CHECK(ListCheckpoints(backup).empty());
@@ -214,7 +205,7 @@ TEST_CASE("SIGTERM to one worker: all save a backup and exit 143; a rerun resume
   for (const auto& r : results) {
     INFO(r.output);
     CHECK(r.exit_code == 0);
-    for (const std::string& p : Fingerprints(r.output)) prints.insert(p);
+    for (const std::string& p : WeightsFingerprints(r.output)) prints.insert(p);
   }
   CHECK(results[0].output.find(absl::StrCat("(", stopped_at, " steps done)")) != std::string::npos);
   CHECK(prints == std::set<std::string>{Uninterrupted(epochs)});

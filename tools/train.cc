@@ -65,6 +65,20 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
         "--min_workers=", f.min_workers, ": expected 0 (every worker is needed) up to the ",
         cluster.world_size(), " workers of the cluster"));
   }
+  if (f.regroup_discovery_s <= 0 || f.regroup_timeout_s <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--regroup_discovery_s=", f.regroup_discovery_s, ", --regroup_timeout_s=",
+        f.regroup_timeout_s, ": each must be more than 0 seconds"));
+  }
+  if (f.min_workers > 0 && cluster.is_chief()) {
+    if (f.min_workers == cluster.world_size()) {
+      RW_LOG(WARNING) << "--min_workers=" << f.min_workers << " is every worker: a failure ends "
+                      << "the job (elastic training needs fewer)";
+    } else if (cluster.world_size() <= 2) {
+      RW_LOG(WARNING) << "--min_workers=" << f.min_workers << " with " << cluster.world_size()
+                      << " workers: a failure leaves no majority, so it still ends the job";
+    }
+  }
   const TensorBoardOptions tensorboard_options{.log_dir = f.tensorboard_dir,
                                                .update_freq = f.tensorboard_update_freq,
                                                .histogram_freq = f.tensorboard_histogram_freq};
@@ -93,6 +107,8 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
   // Every check a user can trip is done; now join the cluster.
   StrategyOptions elastic_options = options;
   elastic_options.min_workers = static_cast<int>(f.min_workers);
+  elastic_options.regroup_discovery_s = f.regroup_discovery_s;
+  elastic_options.regroup_timeout_s = f.regroup_timeout_s;
   RW_ASSIGN_OR_RETURN(std::unique_ptr<MultiWorkerMirroredStrategy> strategy,
                       MultiWorkerMirroredStrategy::Create(cluster, elastic_options));
   // Everything after joining: an error ends every worker's calls with it (peers

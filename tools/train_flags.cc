@@ -41,6 +41,13 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
              "are more than half of the cluster and at least this many (0: every worker is "
              "needed, a failure ends the job)",
              "RINGWORK_MIN_WORKERS");
+  flags->Double("regroup_discovery_s", &f->regroup_discovery_s,
+                "elastic training: how long the workers left after a failure look for each "
+                "other (they must all notice the failure within it)",
+                "RINGWORK_REGROUP_DISCOVERY_S");
+  flags->Double("regroup_timeout_s", &f->regroup_timeout_s,
+                "elastic training: how long the workers found may take to form the new ring",
+                "RINGWORK_REGROUP_TIMEOUT_S");
   flags->String("precision", &f->precision, "float32 or bfloat16 (float32 master weights)");
   flags->String("shard_policy", &f->shard_policy, "auto-shard policy: data, file or off");
   flags->String("metrics_json", &f->metrics_json,

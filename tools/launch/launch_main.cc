@@ -52,6 +52,11 @@ int Main(int argc, char** argv) {
   if (!command.ok()) ExitWithStatus(command.status());
   options.num_workers = static_cast<int>(num_workers);
   options.max_restarts = static_cast<int>(max_restarts);
+  if (options.elastic && options.max_restarts > 0) {
+    ExitWithStatus(absl::InvalidArgumentError(
+        "--elastic with --max_restarts: restarting a failed task into a running elastic job "
+        "(it would join at a step boundary) is not supported yet; use one or the other"));
+  }
   options.command = *command;
   absl::StatusOr<int> code = Launcher(options).Run();
   if (!code.ok()) ExitWithStatus(code.status());

@@ -133,6 +133,12 @@ void Launcher::Reap() {
     if (::waitpid(task.pid, &status, WNOHANG) != task.pid) continue;
     task.exited = true;
     task.exit_code = ExitCodeOfWaitStatus(status);
+    // Elastic: a task that failed for its peers (3, 4) or was killed is what the
+    // others survive; any other failure (a bug, a config or checkpoint error, a
+    // mismatch) is the job's.
+    const bool survivable = task.exit_code == kPeerFailure || task.exit_code == kTimeout ||
+                            task.exit_code > 128;
+    if (task.exit_code != 0 && !survivable && other_failure_code_ == 0) other_failure_code_ = task.exit_code;
     if (task.exit_code != 0 && first_failure_task_.empty()) {
       first_failure_code_ = task.exit_code;
       first_failure_task_ = task.id.ToString();
@@ -262,11 +268,7 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
   first_failure_code_ = 0;
   first_failure_task_.clear();
   a_ring_task_succeeded_ = false;
-  if (options_.elastic && options_.max_restarts > 0) {
-    return absl::InvalidArgumentError(
-        "--elastic with --max_restarts: restarting a failed task into a running elastic job "
-        "(it would join at the next step) is not supported yet; use one or the other");
-  }
+  other_failure_code_ = 0;
   if (options_.command.empty()) {
     return absl::InvalidArgumentError("no program given: launch [flags] -- PROGRAM ARGS...");
   }
@@ -377,13 +379,14 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
   if (forwarded_signal != 0) {
     return first_failure_task_.empty() ? 128 + forwarded_signal : first_failure_code_;
   }
-  if (options_.elastic && a_ring_task_succeeded_) {
+  if (options_.elastic && a_ring_task_succeeded_ && other_failure_code_ == 0) {
     if (!first_failure_task_.empty()) {
       RW_LOG(INFO) << "--elastic: the job succeeded without the tasks that failed (first: "
                    << first_failure_task_ << ", exit " << first_failure_code_ << ")";
     }
     return 0;
   }
+  if (options_.elastic && other_failure_code_ != 0) return other_failure_code_;
   if (!first_failure_task_.empty()) return first_failure_code_;
   return 0;
 }

@@ -47,7 +47,8 @@ class Launcher {
     int max_restarts = 0;
     // Elastic training (train --min_workers): a task's failure does not stop the
     // others, which go on without it; the job succeeds when a ring task exits 0
-    // (the survivors finished), else it exits with the first failure's code.
+    // (the survivors finished) and every other exit was 3, 4 or a signal (what the
+    // survivors survive); else it exits with the first other failure's code.
     bool elastic = false;
     // Non-empty: every ring task writes its timeline (RINGWORK_TIMELINE=
     // <timeline>.parts/<type>-<index>.json) and, when the group ends, whatever its
@@ -87,6 +88,7 @@ class Launcher {
   int first_failure_code_ = 0;
   std::string first_failure_task_;
   bool a_ring_task_succeeded_ = false;  // Elastic: the survivors finished.
+  int other_failure_code_ = 0;  // Elastic: the first exit other than 0, 3, 4 or a signal.
 };
 
 // The exit code a wait() status stands for: the exit status, or 128 + signal.

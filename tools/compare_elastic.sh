@@ -1,0 +1,60 @@
+#!/bin/bash
+# Elastic training's cost (issue 15): the same job uninterrupted and with one of its
+# workers SIGKILLed mid-training, run by run, as a table.
+#
+#   bash tools/compare_elastic.sh [--runs=2] [--workers=4] [--epochs=10] [--kill_after_s=5]
+#
+# Each run: launch --num_workers=W --elastic -- train --model=mlp --epochs=E
+# --min_workers=2 (Fashion-MNIST). Needs bazel-bin/tools/{train,launch/launch} built.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=2 workers=4 epochs=10 kill_after_s=5
+for arg in "$@"; do
+  case "$arg" in
+    --runs=*) runs="${arg#*=}" ;;
+    --workers=*) workers="${arg#*=}" ;;
+    --epochs=*) epochs="${arg#*=}" ;;
+    --kill_after_s=*) kill_after_s="${arg#*=}" ;;
+    *) echo "compare_elastic.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+launch=bazel-bin/tools/launch/launch train=bazel-bin/tools/train
+for binary in "$launch" "$train"; do
+  [[ -x "$binary" ]] || { echo "compare_elastic.sh: build $binary first (bazel build //tools/...)" >&2; exit 2; }
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# One job; with a victim, SIGKILLs the second of its train processes after the delay.
+run_job() {  # $1: kill (yes/no); prints "exit wall accuracy workers generations steps_lost"
+  local start end code
+  start=$(date +%s.%N)
+  "$launch" --num_workers="$workers" --elastic -- "$train" --model=mlp --epochs="$epochs" \
+    --min_workers=2 --verbose=0 --metrics_json="$work/m.json" > "$work/log" 2>&1 &
+  local job=$!
+  if [[ "$1" == yes ]]; then
+    sleep "$kill_after_s"
+    local victim
+    victim=$(pgrep -f -- "$train --model=mlp" | sed -n 2p || true)
+    [[ -n "$victim" ]] && kill -9 "$victim"
+  fi
+  code=0; wait "$job" || code=$?
+  end=$(date +%s.%N)
+  python3 - "$work/m.json" "$code" "$(echo "$end - $start" | bc)" "$(grep -c 'generation 1:' "$work/log" || true)" <<'PY'
+import json, sys
+path, code, wall, lines = sys.argv[1:]
+try:
+    j = json.load(open(path))
+    print(f"{code} | {float(wall):.1f} s | {j['test_accuracy']:.4f} | {j['num_workers']} | "
+          f"{j['generations']} | {j['steps_lost']} | {lines}")
+except (OSError, ValueError, KeyError) as e:
+    print(f"{code} | {float(wall):.1f} s | (no metrics: {e}) | | | | {lines}")
+PY
+}
+
+echo "| run | exit | wall | test accuracy | workers at the end | generations | steps_lost | generation lines |"
+echo "|---|---|---|---|---|---|---|---|"
+for ((r = 1; r <= runs; ++r)); do
+  echo "| uninterrupted, $r | $(run_job no) |"
+  echo "| one killed after ${kill_after_s} s, $r | $(run_job yes) |"
+done
