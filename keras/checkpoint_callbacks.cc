@@ -43,7 +43,7 @@ absl::StatusOr<bool> TakeOverDirectory(Sequential& model, const std::string& dir
   }
   const absl::Status shared = model.strategy()->ShareChiefStatus(status);
   if (shared.ok()) return true;
-  if (model.strategy()->ring_failed()) return shared;
+  if (model.strategy()->ring_failed() || IsPeerFailure(shared)) return shared;
   if (model.strategy()->is_chief()) {
     RW_LOG(WARNING) << "elastic training: no checkpoints in " << dir << " yet: "
                     << status.message() << " (a previous chief that was stopped, not killed, "
@@ -110,6 +110,11 @@ absl::Status ModelCheckpoint::OnTrainEnd(const Logs&) {
   // The final state, marked final: a sidecar evaluator stops after it.
   const TrainPosition end{info_.epochs, 0, info_.epochs * info_.steps_per_epoch};
   absl::Status status = Save(end, true);
+  if (status.ok() && paused_) {
+    status = absl::UnavailableError(absl::StrCat(
+        "the final checkpoint was not written in ", options_.directory,
+        ": a previous chief, stopped but not gone, still holds its lock"));
+  }
   dir_.reset();
   return status;
 }
@@ -185,6 +190,13 @@ absl::Status BackupAndRestore::OnEpochEnd(int64_t epoch, const Logs&) {
 
 absl::Status BackupAndRestore::OnPreempted(const TrainPosition& next) {
   RW_RETURN_IF_ERROR(Save(next));
+  if (paused_) {
+    if (info_.is_chief) {
+      RW_LOG(ERROR) << "preempted: NO backup saved in " << options_.backup_dir
+                    << " (a previous chief still holds its lock); a rerun resumes from an older one";
+    }
+    return absl::OkStatus();
+  }
   if (info_.is_chief) {
     RW_LOG(WARNING) << "preempted: backup saved in " << options_.backup_dir << " at step "
                     << next.step;

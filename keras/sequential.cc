@@ -398,8 +398,9 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float wei
     return loss.status();
   }
   RW_RETURN_IF_ERROR(reducer_->FinishStep());
-  // Every collective of the step before its first change to the model: a step that
-  // fails in one changed nothing (elastic training runs it again).
+  // Every collective of the step before the optimizer changes the model: a step
+  // that fails in one changed no weight (elastic training runs it again; only
+  // SyncBatchNormalization's moving statistics were updated in its forward pass).
   RW_ASSIGN_OR_RETURN(std::vector<double> batch_state, ReduceBatchState(/*had_batch=*/true));
   TimelineSpan optimizer_span("compute", "optimizer");
   optimizer_->Apply(variables());

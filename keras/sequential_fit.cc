@@ -158,7 +158,9 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
                                  : std::min<int64_t>(op - 1, steps));
     // The begin runs again: LearningRateScheduler must not apply its schedule twice
     // to the rate the survivors took (it is set back after the epoch's begin).
-    if (op == 0) resumed_rate = optimizer_->learning_rate();
+    if (op == 0 && compile_options_.optimizer.learning_rate_schedule == nullptr) {
+      resumed_rate = optimizer_->learning_rate();
+    }
     RW_ASSIGN_OR_RETURN(DistributedDataset regrouped,
                         data.Regrouped(strategy_->num_replicas_in_sync(), strategy_->rank(), steps_done));
     it.reset();  // Its prefetch thread reads `data`.
@@ -362,8 +364,8 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     for (Callback* c : callbacks) ended.Update(c->OnTrainEnd(logs));
     absl::Status agreed = AgreeTrainingEnded(ended);
     if (agreed.ok()) break;
+    // A worker that got through it has left fit: the others end it again.
     RW_ASSIGN_OR_RETURN(const int64_t target, survive(agreed, "ending training: "));
-    if (target == end_train_op + 1) break;  // Another worker got through it.
     if (target != end_train_op) return unexpected(target, "the end of training");
   }
   for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnTrainCommitted());

@@ -50,9 +50,12 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& pr
                                                          RuntimeOptions round, const RegroupOptions& regroup,
                                                          bool* views_differ) {
   *views_differ = false;
-  // 1. Who is there.
-  const ClusterConfig candidates = previous.Regrouped(previous.OriginalRanks(), generation,
-                                                      /*discovery=*/true);
+  // 1. Who is there: any worker of TF_CONFIG's ring at this generation (not only
+  // the previous members: a worker whose last round failed may look at a generation
+  // from another previous ring).
+  std::vector<int> everyone(static_cast<size_t>(previous.configured_world_size()));
+  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
+  const ClusterConfig candidates = previous.Regrouped(everyone, generation, /*discovery=*/true);
   std::vector<int> present_original;
   {
     absl::StatusOr<std::unique_ptr<WorkerRuntime>> discovery = ListenAgain(candidates, round);

@@ -9,8 +9,8 @@
 //   // next: connected, ranks 0..k-1 over the survivors (the lowest is the chief).
 //
 // Two rounds, each a rendezvous on the task's own TF_CONFIG address:
-//  1. Discovery (generation g+1, the previous members, marked "discovery" in the
-//     fingerprint): each worker Joins every previous member for
+//  1. Discovery (generation g+1, every worker of TF_CONFIG's ring, marked
+//     "discovery" in the fingerprint): each worker Joins every other one for
 //     `discovery_s`, or until all answered. The members are this worker and
 //     every peer that answered one of its Joins or called it: a dead, stopped or
 //     cut-off peer does neither.
