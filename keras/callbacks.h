@@ -75,7 +75,7 @@ class Callback {
 
   // Decisions. A callback may stop training (Sequential::set_stop_training, Keras'
   // `model.stop_training = True`) or change the optimizer's learning rate; fit
-  // then takes the chief's decision on every worker (a small broadcast after each
+  // then takes the chief's decision on every worker (a small all-reduce after each
   // epoch's begin and end callbacks), so no worker is left alone in a collective.
   // Whether this callback may decide in OnBatchEnd: fit then also takes the
   // chief's decision after every step. The callbacks of this library that decide
