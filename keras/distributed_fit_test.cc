@@ -198,6 +198,13 @@ std::vector<float> TrainedNormalizedWeights(int num_workers, bool sync, const Da
     if (w.rank == 0) {
       for (const Variable* v : model.weights()) weights.insert(weights.end(), v->value.data(), v->value.data() + v->size());
     }
+    // The moving statistics learned from the batches (they start at zero).
+    for (const Variable* v : model.weights()) {
+      if (v->name.find("moving_mean") == std::string::npos) continue;
+      if (std::all_of(v->value.data(), v->value.data() + v->size(), [](float x) { return x == 0.f; })) {
+        return absl::InternalError(absl::StrCat(v->name, " never moved"));
+      }
+    }
     return absl::OkStatus();
   });
   for (size_t r = 0; r < results.size(); ++r) {

@@ -89,6 +89,11 @@ class Layer {
   // This replica's sums of its last training Forward (batch_sums_size values).
   virtual void BatchSums(double* out) const {}
   virtual void UpdateFromBatchSums(const double* totals) {}
+  // After the optimizer applied a training step: state the step changes besides the
+  // weights that a layer computed earlier in it (SyncBatchNormalization's moving
+  // statistics, from its Forward). A step that fails before this changed nothing,
+  // so running it again (elastic training) counts it once.
+  virtual void CommitStep() {}
 
  protected:
   Variable* AddVariable(const std::string& suffix, Shape shape);

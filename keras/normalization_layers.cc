@@ -201,8 +201,14 @@ class SyncBatchNormalizationLayer : public BatchNormBase {
     BatchNormStatisticsFromSums(sums.data(), channels_, options_.epsilon, mean_.data(), rstd_.data());
     xhat_.Resize(x.shape());
     BatchNormNormalize(x.data(), gamma(), beta(), mean_.data(), rstd_.data(), rows, channels_, y->data(), xhat_.data());
-    UpdateMoving(sums.data());
+    pending_moving_sums_ = std::move(sums);  // Applied when the step commits.
     return absl::OkStatus();
+  }
+
+  void CommitStep() override {
+    if (pending_moving_sums_.empty()) return;
+    UpdateMoving(pending_moving_sums_.data());
+    pending_moving_sums_.clear();
   }
 
   absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
@@ -229,12 +235,14 @@ class SyncBatchNormalizationLayer : public BatchNormBase {
     // update alike from them).
     std::vector<double> sums(static_cast<size_t>(forward ? 1 + 2 * channels_ : 2 * channels_), 0.0);
     RW_RETURN_IF_ERROR(sum_(sums.data(), static_cast<int64_t>(sums.size())));
-    if (forward) UpdateMoving(sums.data());
+    if (forward) pending_moving_sums_ = std::move(sums);
     return absl::OkStatus();
   }
 
  private:
   std::function<absl::Status(double*, int64_t)> sum_;
+  // The global batch's sums of the step's Forward, for the moving statistics.
+  std::vector<double> pending_moving_sums_;
   int64_t rows_ = 0;
   double global_rows_ = 0;
   Tensor mean_, rstd_, xhat_;

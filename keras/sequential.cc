@@ -399,8 +399,7 @@ absl::StatusOr<float> Sequential::TrainStep(const struct Batch& batch, float wei
   }
   RW_RETURN_IF_ERROR(reducer_->FinishStep());
   // Every collective of the step before the optimizer changes the model: a step
-  // that fails in one changed no weight (elastic training runs it again; only
-  // SyncBatchNormalization's moving statistics were updated in its forward pass).
+  // that fails in one changed nothing (elastic training runs it again).
   RW_ASSIGN_OR_RETURN(std::vector<double> batch_state, ReduceBatchState(/*had_batch=*/true));
   TimelineSpan optimizer_span("compute", "optimizer");
   optimizer_->Apply(variables());
@@ -431,6 +430,7 @@ void Sequential::ApplyBatchState(const std::vector<double>& sums) {
   for (const auto& layer : layers_) {
     if (layer->batch_sums_size() > 0) layer->UpdateFromBatchSums(sums.data() + at);
     at += layer->batch_sums_size();
+    layer->CommitStep();
   }
 }
 

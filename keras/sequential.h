@@ -177,7 +177,8 @@ class Sequential {
   // models with such layers). `had_batch`: whether this replica ran a forward
   // pass this step (else it adds zeros).
   absl::StatusOr<std::vector<double>> ReduceBatchState(bool had_batch);
-  // Updates the layers' state (moving statistics) from those sums.
+  // Updates the layers' state (moving statistics) from those sums, and lets every
+  // layer commit the step (Layer::CommitStep).
   void ApplyBatchState(const std::vector<double>& sums);
   // Every worker takes the chief's stop_training and learning rate.
   absl::Status AgreeOnDecisions();
