@@ -8,7 +8,8 @@
 // kills this process the n-th time (default: the first) it passes `point`, if it is
 // `task` (the task logging knows, e.g. "worker:1"; any task when absent), and only
 // in the first run of a job: RINGWORK_RESTART (set by `launch --max_restarts`) unset
-// or 0. Points: startup, broadcast, allreduce, checkpoint_write.
+// or 0. Points: startup, broadcast, allreduce (a ring's), allreduce_round (after the
+// first round of a recursive-doubling all-reduce of 4+ ranks), checkpoint_write.
 //
 //   CrashPoint("checkpoint_write");
 #ifndef RINGWORK_BASE_CRASH_POINTS_H_

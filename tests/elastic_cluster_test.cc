@@ -169,6 +169,40 @@ SubprocessResult Launch(int workers, bool elastic, const std::vector<std::string
   return Subprocess::Start(argv, options).Wait();
 }
 
+TEST_CASE("a worker dies in the small all-reduce that ends an epoch's begin or end: the one "
+          "left behind takes the state of one further on and all finish alike", "[elastic]") {
+  // allreduce_round#K: worker 3 dies after the first round of its K-th recursive-
+  // doubling all-reduce (4 ranks: 0 and 2 complete it, 1 does not). With these
+  // flags K = 7 is epoch 1's begin (the chief's decisions), 44 the end's decisions,
+  // 45 epoch 2's begin (6 small all-reduces open fit; each step has one).
+  struct Case {
+    int k;
+    std::string at;  // Where the survivors go on.
+  };
+  std::set<std::string> after_epoch_one;
+  for (const Case& c : {Case{7, "at epoch 1, step 1 (0 steps done"},
+                        Case{44, "at epoch 2, its begin (35 steps done"},
+                        Case{45, "at epoch 2, step 1 (35 steps done"}}) {
+    INFO("allreduce_round#" << c.k);
+    const std::string dir = FreshTestDir("elastic_behind");
+    std::vector<std::string> args = TrainArgs(3, 2);
+    args.push_back("--metrics_json=" + dir + "/metrics.json");
+    const SubprocessResult r =
+        Launch(4, true, args, {{"RINGWORK_CRASH_AT", absl::StrCat("allreduce_round#", c.k, "@worker:3")}});
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find(c.at + "; this worker takes the state of one further on)") != std::string::npos);
+    const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
+    REQUIRE(fingerprints.size() == 3);
+    CHECK(std::set<std::string>(fingerprints.begin(), fingerprints.end()).size() == 1);
+    if (c.k != 7) after_epoch_one.insert(fingerprints[0]);
+    const nlohmann::json metrics = ReadJson(dir + "/metrics.json");
+    CHECK(metrics["train_examples"] == 3 * 4096);
+  }
+  // Three workers from step 35 on, whichever part of the epoch's end failed.
+  CHECK(after_epoch_one.size() == 1);
+}
+
 TEST_CASE("a run that shrank from 4 workers to 3 equals (up to summation order) one resumed "
           "on 3 workers from a checkpoint at the same step", "[elastic]") {
   const std::string dir = FreshTestDir("elastic_equal");

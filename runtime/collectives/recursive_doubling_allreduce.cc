@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/crash_points.h"
 #include "base/status_macros.h"
 #include "runtime/collectives/chunking.h"
 
@@ -61,6 +62,9 @@ absl::Status RecursiveDoublingAllReduce::Run(const CollectiveContext& ctx, uint8
     RW_RETURN_IF_ERROR(
         Exchange(ctx, static_cast<uint32_t>(i + 1), peer, data, bytes, true, true));
     combine(peer);
+    // Tests: a worker dies after its first round, so that some ranks complete this
+    // all-reduce (those its data reached) and others do not.
+    if (i == 0 && plan.partners.size() > 1) CrashPoint("allreduce_round");
   }
   if (mean) FinishMean(ctx.info.dtype, data, count, p);
   if (plan.post_send_to >= 0) {
