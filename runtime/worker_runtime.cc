@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -359,31 +358,6 @@ absl::StatusOr<std::vector<JoinedPeer>> WorkerRuntime::RunJoins(
   rendezvous.End();
   if (shm_ != nullptr) shm_->Unlink();  // Every peer that will map it has.
   return peers;
-}
-
-absl::StatusOr<std::vector<int>> WorkerRuntime::Discover(double seconds) {
-  std::vector<int> present = {config_.rank()};
-  if (config_.world_size() == 1) return present;
-  RendezvousOptions discovery = options_.rendezvous;
-  discovery.regroup = true;
-  discovery.discovery = true;
-  discovery.startup_timeout_s = seconds;
-  discovery.attempt_timeout_s = std::min(discovery.attempt_timeout_s, seconds);
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  absl::StatusOr<std::vector<JoinedPeer>> peers = RunJoins(discovery, &channels);
-  // No Join is admitted after this: a peer counts this worker exactly when this
-  // worker counts it (the call that told one told both), lost answers aside.
-  inbound_joins_->Seal();
-  // Nothing more travels in this round: its shutdown waits for nobody.
-  transport_->Abort(absl::CancelledError("the membership round is over"));
-  if (!peers.ok()) return peers.status();
-  for (int peer = 0; peer < config_.world_size(); ++peer) {
-    if (peer != config_.rank() && ((*peers)[peer].present || inbound_joins_->joined(peer))) {
-      present.push_back(peer);
-    }
-  }
-  std::sort(present.begin(), present.end());
-  return present;
 }
 
 absl::Status WorkerRuntime::JoinRing() {

@@ -1,0 +1,35 @@
+// WorkerRuntime's membership round for elastic training (runtime/regroup.h): the
+// rendezvous of the task's server without links, reporting who answered.
+#include <algorithm>
+
+#include "runtime/transport/grpc/rendezvous.h"
+#include "runtime/worker_runtime.h"
+
+namespace ringwork {
+
+absl::StatusOr<std::vector<int>> WorkerRuntime::Discover(double seconds) {
+  std::vector<int> present = {config_.rank()};
+  if (config_.world_size() == 1) return present;
+  RendezvousOptions discovery = options_.rendezvous;
+  discovery.regroup = true;
+  discovery.discovery = true;
+  discovery.startup_timeout_s = seconds;
+  discovery.attempt_timeout_s = std::min(discovery.attempt_timeout_s, seconds);
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  absl::StatusOr<std::vector<JoinedPeer>> peers = RunJoins(discovery, &channels);
+  // No Join is admitted after this: a peer counts this worker exactly when this
+  // worker counts it (the call that told one told both), lost answers aside.
+  inbound_joins_->Seal();
+  // Nothing more travels in this round: its shutdown waits for nobody.
+  transport_->Abort(absl::CancelledError("the membership round is over"));
+  if (!peers.ok()) return peers.status();
+  for (int peer = 0; peer < config_.world_size(); ++peer) {
+    if (peer != config_.rank() && ((*peers)[peer].present || inbound_joins_->joined(peer))) {
+      present.push_back(peer);
+    }
+  }
+  std::sort(present.begin(), present.end());
+  return present;
+}
+
+}  // namespace ringwork
