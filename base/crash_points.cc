@@ -8,76 +8,87 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "base/logging.h"
 
 namespace ringwork {
 namespace {
 
 struct Plan {
-  bool armed = false;
   std::string point;
   int64_t nth = 1;
   std::string task;  // Empty: any.
 };
 
-Plan ParsePlan() {
-  Plan plan;
+// One plan per comma-separated item; none outside a job's first run.
+std::vector<Plan> ParsePlans() {
+  std::vector<Plan> plans;
   const char* spec = std::getenv("RINGWORK_CRASH_AT");
-  if (spec == nullptr || *spec == '\0') return plan;
+  if (spec == nullptr || *spec == '\0') return plans;
   const char* restart = std::getenv("RINGWORK_RESTART");
-  if (restart != nullptr && std::string(restart) != "0") return plan;
-  std::string text = spec;
-  const size_t at = text.find('@');
-  if (at != std::string::npos) {
-    plan.task = text.substr(at + 1);
-    text.resize(at);
+  if (restart != nullptr && std::string(restart) != "0") return plans;
+  for (absl::string_view item : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
+    Plan plan;
+    std::string text(item);
+    const size_t at = text.find('@');
+    if (at != std::string::npos) {
+      plan.task = text.substr(at + 1);
+      text.resize(at);
+    }
+    const size_t hash = text.find('#');
+    if (hash != std::string::npos) {
+      if (!absl::SimpleAtoi(text.substr(hash + 1), &plan.nth) || plan.nth < 1) plan.nth = 1;
+      text.resize(hash);
+    }
+    plan.point = text;
+    plans.push_back(std::move(plan));
   }
-  const size_t hash = text.find('#');
-  if (hash != std::string::npos) {
-    if (!absl::SimpleAtoi(text.substr(hash + 1), &plan.nth) || plan.nth < 1) plan.nth = 1;
-    text.resize(hash);
-  }
-  plan.point = text;
-  plan.armed = true;
-  return plan;
+  return plans;
 }
+
+constexpr size_t kMaxPlans = 8;
 
 // Parsed on first use, and again in a forked child (whose environment may differ).
 std::mutex g_mu;
 std::atomic<bool> g_parsed{false};
-Plan g_plan;
-std::atomic<int64_t> g_passes{0};
+std::vector<Plan> g_plans;
+std::atomic<int64_t> g_passes[kMaxPlans];  // Per plan: passes through its point.
 
 void ForgetPlanInChild() {
   g_parsed.store(false);
-  g_passes.store(0);
+  for (std::atomic<int64_t>& passes : g_passes) passes.store(0);
 }
 
-const Plan& CurrentPlan() {
+const std::vector<Plan>& CurrentPlans() {
   if (!g_parsed.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (!g_parsed.load()) {
       static const bool registered = pthread_atfork(nullptr, nullptr, ForgetPlanInChild) == 0;
       (void)registered;
-      g_plan = ParsePlan();
+      g_plans = ParsePlans();
+      if (g_plans.size() > kMaxPlans) g_plans.resize(kMaxPlans);
       g_parsed.store(true, std::memory_order_release);
     }
   }
-  return g_plan;
+  return g_plans;
 }
 
 }  // namespace
 
 void CrashPoint(const char* point) {
-  const Plan& plan = CurrentPlan();
-  if (!plan.armed || plan.point != point) return;
-  if (!plan.task.empty() && plan.task != LogTask()) return;
-  if (g_passes.fetch_add(1) + 1 != plan.nth) return;
-  RW_LOG(WARNING) << "crash point " << point << " #" << plan.nth
-                  << ": killing this process (RINGWORK_CRASH_AT)";
-  ::kill(::getpid(), SIGKILL);
+  const std::vector<Plan>& plans = CurrentPlans();
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Plan& plan = plans[i];
+    if (plan.point != point) continue;
+    if (!plan.task.empty() && plan.task != LogTask()) continue;
+    if (g_passes[i].fetch_add(1) + 1 != plan.nth) continue;
+    RW_LOG(WARNING) << "crash point " << point << " #" << plan.nth
+                    << ": killing this process (RINGWORK_CRASH_AT)";
+    ::kill(::getpid(), SIGKILL);
+  }
 }
 
 }  // namespace ringwork

@@ -3,13 +3,14 @@
 // an all-reduce, ...). Disarmed unless the environment asks, and then one flag
 // check per pass.
 //
-//   RINGWORK_CRASH_AT="<point>[#<n>][@<task>]"
+//   RINGWORK_CRASH_AT="<point>[#<n>][@<task>][,<point>...]"
 //
-// kills this process the n-th time (default: the first) it passes `point`, if it is
-// `task` (the task logging knows, e.g. "worker:1"; any task when absent), and only
+// kills this process the n-th time (default: the first; each item of the list
+// counts its own passes) it passes `point`, if it is `task` (the task logging knows, e.g. "worker:1"; any task when absent), and only
 // in the first run of a job: RINGWORK_RESTART (set by `launch --max_restarts`) unset
 // or 0. Points: startup, broadcast, allreduce (a ring's), allreduce_round (after the
-// first round of a recursive-doubling all-reduce of 4+ ranks), checkpoint_write.
+// first round of a recursive-doubling all-reduce of 4+ ranks), checkpoint_write,
+// grow (an elastic member, once a worker joined, before it has the state).
 //
 //   CrashPoint("checkpoint_write");
 #ifndef RINGWORK_BASE_CRASH_POINTS_H_

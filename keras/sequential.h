@@ -189,8 +189,33 @@ class Sequential {
   // progress any of them made (`*progress` becomes it; `*slowest` is the least),
   // and take that worker's training state and this epoch's loss and metric sums
   // (`epoch_sums`). The gradient reducer is a new one over the new ring.
-  absl::Status SurvivePeerFailure(const absl::Status& failure, int64_t* progress, int64_t* slowest,
-                                  std::vector<double>* epoch_sums);
+  // What every worker of an elastic ring must fit alike. A worker that joins takes
+  // the ring's (its root's) and is refused (FAILED_PRECONDITION, exit 7) if its
+  // own differs; `decide_per_batch` it only takes.
+  struct FitShape {
+    int64_t steps = 0, epochs = 0, steps_per_pass = 0, examples_per_pass = 0;
+    int64_t data_seed = 0, model = 0, replica_check_steps = 0;
+    // Taken, not compared: a per-batch decider on any worker, and where this fit
+    // began (an epoch's begin that runs again starts at its first step).
+    bool decide_per_batch = false;
+    int64_t start_epoch = 0, start_step_in_epoch = 0;
+  };
+  absl::Status SurvivePeerFailure(const absl::Status& failure, FitShape* shape, int64_t* progress,
+                                  int64_t* slowest, std::vector<double>* epoch_sums);
+  // Members, at a step boundary where the all-reduced count of workers waiting
+  // to join was positive: the ring grows by them (MultiWorkerMirroredStrategy::
+  // Grow), then goes on as after SurvivePeerFailure. A peer failure meanwhile
+  // is returned (survive it).
+  absl::Status LetJoinersIn(FitShape* shape, int64_t* progress, int64_t* slowest,
+                            std::vector<double>* epoch_sums);
+  // A worker that started while its job ran (strategy joining()): joins the ring
+  // at its members' next step boundary and takes their state and progress.
+  absl::Status JoinRunningJob(FitShape* shape, int64_t* progress, int64_t* slowest,
+                              std::vector<double>* epoch_sums);
+  // After the ring changed: a new gradient reducer; the furthest progress and the
+  // state and epoch sums of the lowest rank that made it (SurvivePeerFailure).
+  absl::Status AgreeAfterRegroup(bool joining, FitShape* shape, int64_t* progress, int64_t* slowest,
+                                 std::vector<double>* epoch_sums);
 
   std::vector<std::unique_ptr<Layer>> layers_;
   // Per layer, the activations it reads (0: the model's input, i + 1: layer i's

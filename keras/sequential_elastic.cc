@@ -1,6 +1,12 @@
-// Sequential's part of elastic training: surviving a peer's failure inside fit
+// Sequential's part of elastic training: surviving a peer's failure inside fit,
+// letting workers that start again join, and joining a running job
 // (strategy/multi_worker_mirrored_strategy.h, Options::min_workers).
+#include <cstdint>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/crash_points.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "keras/sequential.h"
@@ -9,31 +15,84 @@
 
 namespace ringwork {
 
-absl::Status Sequential::SurvivePeerFailure(const absl::Status& failure, int64_t* progress,
+absl::Status Sequential::SurvivePeerFailure(const absl::Status& failure, FitShape* shape, int64_t* progress,
                                             int64_t* slowest, std::vector<double>* epoch_sums) {
-  TimelineSpan span("elastic", "survive a peer failure");
-  RW_LOG(WARNING) << "elastic training: the ring failed: " << failure.message()
-                  << "; regrouping with the workers still running";
-  // The reducer's thread leaves the failed collective (the transport is aborted)
-  // before the runtime it uses goes away.
-  strategy_->Abort(failure);
+  absl::Status cause = failure;
+  for (int round = 1;; ++round) {
+    TimelineSpan span("elastic", "survive a peer failure");
+    RW_LOG(WARNING) << "elastic training: the ring failed: " << cause.message()
+                    << "; regrouping with the workers still running";
+    // The reducer's thread leaves the failed collective (the transport is aborted)
+    // before the runtime it uses goes away.
+    strategy_->Abort(cause);
+    reducer_.reset();
+    RW_RETURN_IF_ERROR(strategy_->Regroup(cause));
+    absl::Status agreed = AgreeAfterRegroup(/*joining=*/false, shape, progress, slowest, epoch_sums);
+    // Another worker failed in the new ring before the state went round: again.
+    if (agreed.ok() || !IsPeerFailure(agreed) || !strategy_->ring_failed() || round == 3) return agreed;
+    cause = agreed;
+  }
+}
+
+absl::Status Sequential::LetJoinersIn(FitShape* shape, int64_t* progress, int64_t* slowest,
+                                      std::vector<double>* epoch_sums) {
+  RW_LOG(INFO) << "elastic training: letting the workers that asked to join in, after "
+               << *progress << " operations of fit";
+  reducer_.reset();  // Idle between steps; made anew over the next ring.
+  RW_RETURN_IF_ERROR(strategy_->Grow());
+  CrashPoint("grow");  // Tests: a member dies before the joiners have the state.
+  return AgreeAfterRegroup(/*joining=*/false, shape, progress, slowest, epoch_sums);
+}
+
+absl::Status Sequential::JoinRunningJob(FitShape* shape, int64_t* progress, int64_t* slowest,
+                                        std::vector<double>* epoch_sums) {
+  RW_LOG(INFO) << "elastic training: waiting for the running job's next step boundary to join it";
   reducer_.reset();
-  RW_RETURN_IF_ERROR(strategy_->Regroup(failure));
+  RW_RETURN_IF_ERROR(strategy_->JoinRunningJob());
+  *progress = -1;  // Behind every member: it takes their state.
+  return AgreeAfterRegroup(/*joining=*/true, shape, progress, slowest, epoch_sums);
+}
+
+absl::Status Sequential::AgreeAfterRegroup(bool joining, FitShape* shape, int64_t* progress,
+                                           int64_t* slowest, std::vector<double>* epoch_sums) {
   reducer_ = strategy_->MakeGradientReducer(variables(), /*allow_overlap=*/!layer_collectives_);
   // Every worker runs fit's operations in the same order, and one that completed
   // an operation saw every replica's part of it (a step: all gradients); replicas
-  // are identical after every step. So the survivors go on at the furthest
-  // progress any made, with that worker's state (the lowest rank among those, so
-  // that every worker picks the same one).
+  // are identical after every step. So the ring goes on at the furthest progress
+  // any member made, with that worker's state (the lowest rank among those, so
+  // that every worker picks the same one). A joining worker made none.
   Communicator* comm = strategy_->communicator();
   const int64_t world = comm->world_size();
-  int64_t key[2] = {*progress * world + (world - 1 - comm->rank()), -*progress};
+  // A worker with no progress (one that joins) does not count as the slowest.
+  int64_t key[2] = {*progress * world + (world - 1 - comm->rank()),
+                    *progress < 0 ? std::numeric_limits<int64_t>::min() : -*progress};
   RW_RETURN_IF_ERROR(comm->AllReduce(key, 2, DataType::kInt64, ReduceOp::kMax));
   const int root = static_cast<int>(world - 1 - key[0] % world);
+  // `*progress` changes only once the state is taken: a failure before that
+  // leaves this worker where it was.
+  // What every worker must fit alike: the root's (a worker that joined built its
+  // model and data alone).
+  int64_t fit[10] = {shape->steps, shape->epochs, shape->steps_per_pass, shape->examples_per_pass,
+                     shape->data_seed, shape->model, shape->replica_check_steps,
+                     shape->decide_per_batch ? 1 : 0, shape->start_epoch, shape->start_step_in_epoch};
+  RW_RETURN_IF_ERROR(comm->Broadcast(fit, 10, DataType::kInt64, root));
+  const int64_t mine[7] = {shape->steps, shape->epochs, shape->steps_per_pass, shape->examples_per_pass,
+                           shape->data_seed, shape->model, shape->replica_check_steps};
+  if (!std::equal(mine, mine + 7, fit)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this worker fits differently from the ring it ", joining ? "joins" : "is in",
+        " (steps per epoch, epochs, steps per pass, examples per pass, data seed, model hash, "
+        "replica_check_steps): ", absl::StrJoin(mine, ", "), " here, ", absl::StrJoin(fit, fit + 7, ", "),
+        " there; every worker must run the same program with the same flags"));
+  }
+  RW_RETURN_IF_ERROR(AdoptTrainingStateOf(*this, root));
+  RW_RETURN_IF_ERROR(comm->Broadcast(epoch_sums->data(), epoch_sums->size(), DataType::kFloat64, root));
+  shape->decide_per_batch = fit[7] != 0;
+  shape->start_epoch = fit[8];
+  shape->start_step_in_epoch = fit[9];
   *progress = key[0] / world;
   *slowest = -key[1];
-  RW_RETURN_IF_ERROR(AdoptTrainingStateOf(*this, root));
-  return comm->Broadcast(epoch_sums->data(), epoch_sums->size(), DataType::kFloat64, root);
+  return absl::OkStatus();
 }
 
 }  // namespace ringwork

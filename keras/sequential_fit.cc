@@ -9,7 +9,9 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/exit_code.h"
+#include "base/fnv1a.h"
 #include "base/logging.h"
 #include "base/termination.h"
 #include "base/status_macros.h"
@@ -88,7 +90,7 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   int64_t agreed[7] = {steps, -steps, options.epochs, -options.epochs, options.replica_check_steps,
                        -options.replica_check_steps, decides_here ? -1 : 0};
   RW_RETURN_IF_ERROR(strategy_->communicator()->AllReduce(agreed, 7, DataType::kInt64, ReduceOp::kMin));
-  const bool decide_per_batch = agreed[6] < 0;
+  bool decide_per_batch = agreed[6] < 0;
   if (agreed[0] != -agreed[1] || agreed[2] != -agreed[3] || agreed[4] != -agreed[5]) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the workers fit differently: steps per epoch, epochs or replica_check_steps differ (this "
@@ -136,25 +138,26 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   // Loss and metric sums of the epoch over all replicas: [loss * n, n, then each
   // metric's state (total and count; AUC's histograms)].
   std::vector<double> epoch_sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
-  // A peer's failure in a collective at `where`: with elastic training the
-  // survivors regroup and the operation to go on at is returned; otherwise (or
-  // when that fails) the error, which ends fit.
-  auto survive = [&](const absl::Status& failure, const std::string& where) -> absl::StatusOr<int64_t> {
-    // Only a failed ring is survived (a callback's own error is not).
-    if (!strategy_->elastic() || !IsPeerFailure(failure) || !strategy_->ring_failed()) {
-      return WithContext(failure, where);
-    }
-    const int before = strategy_->num_replicas_in_sync();
-    int64_t slowest = 0;
-    const int64_t mine = ops_done;
-    RW_RETURN_IF_ERROR(WithContext(SurvivePeerFailure(failure, &ops_done, &slowest, &epoch_sums), where));
+  // What an elastic ring must fit alike (a worker that joins is checked against it).
+  FitShape shape{steps, options.epochs, data.steps_per_pass, data.ExamplesPerPass(),
+                 static_cast<int64_t>(data.seed),
+                 static_cast<int64_t>(Fnv1a64(absl::StrJoin(AgreementLines(), "\n")) >> 1),
+                 options.replica_check_steps, decide_per_batch, start.epoch, start.step_in_epoch};
+  // After the ring changed (`before` workers in it, -1 for a worker that joined;
+  // this one had completed `mine` operations) it goes on at `ops_done`: the data
+  // re-sharded at that position, one line on every worker, the callbacks told.
+  // `cause`: the failure that changed it ("" when workers joined); `in_step`: it
+  // may have come inside an operation (not at a step boundary, as a join does).
+  auto go_on_in_new_ring = [&](const std::string& cause, int before, int64_t mine, int64_t slowest,
+                               bool in_step) -> absl::StatusOr<int64_t> {
+    decide_per_batch = shape.decide_per_batch;
     const int64_t epoch = ops_done / ops_per_epoch, op = ops_done % ops_per_epoch;
     const bool step_op = op >= 1 && op <= steps;
-    // The step every worker was in runs again.
-    if (step_op && slowest == ops_done) ++steps_rerun_;
+    // The step every worker was in when a peer failed runs again.
+    if (in_step && step_op && slowest == ops_done) ++steps_rerun_;
     // At an epoch's begin: before its first step (a resumed epoch's first is later).
     const int64_t steps_done =
-        epoch * steps + (op == 0 ? (epoch == start.epoch ? start.step_in_epoch : 0)
+        epoch * steps + (op == 0 ? (epoch == shape.start_epoch ? shape.start_step_in_epoch : 0)
                                  : std::min<int64_t>(op - 1, steps));
     // The begin runs again: LearningRateScheduler must not apply its schedule twice
     // to the rate the survivors took (it is set back after the epoch's begin).
@@ -167,11 +170,17 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     data = std::move(regrouped);
     it = data.Iterate(steps_done);
     const std::string at = op == 0 ? "its begin" : step_op ? absl::StrCat("step ", op) : "its end";
-    RW_LOG(WARNING) << "generation " << strategy_->generation() << ": " << strategy_->departed()
-                    << " left: " << failure.message() << "; " << strategy_->num_replicas_in_sync()
-                    << " of " << before << " workers go on (" << strategy_->cluster().configured_world_size()
-                    << " in the cluster), at epoch " << epoch + 1 << ", " << at << " (" << steps_done
-                    << " steps done" << (mine < ops_done ? "; this worker takes the state of one further on" : "")
+    std::string change;
+    if (!strategy_->departed().empty()) change = absl::StrCat(strategy_->departed(), " left: ", cause, "; ");
+    if (!strategy_->arrived().empty()) absl::StrAppend(&change, strategy_->arrived(), " joined; ");
+    const int now = strategy_->num_replicas_in_sync();
+    RW_LOG(WARNING) << "generation " << strategy_->generation() << ": " << change
+                    << (before > now ? absl::StrCat(now, " of ", before, " workers go on (")
+                                     : absl::StrCat(now, " workers go on (",
+                                                    before > 0 ? absl::StrCat(before, " before, ") : ""))
+                    << strategy_->cluster().configured_world_size() << " in the cluster), at epoch " << epoch + 1 << ", " << at << " (" << steps_done
+                    << " steps done"
+                    << (before > 0 && mine < ops_done ? "; this worker takes the state of one further on" : "")
                     << ")";
     info.replicas = strategy_->num_replicas_in_sync();
     info.is_chief = strategy_->is_chief();
@@ -187,6 +196,65 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     }
     return ops_done;
   };
+  // A peer's failure in a collective at `where`: with elastic training the
+  // survivors regroup and the operation to go on at is returned; otherwise (or
+  // when that fails) the error, which ends fit.
+  // `in_step`: the failure may have come inside an operation (see above). A
+  // peer failing in the new ring before it went on is survived the same way.
+  auto survive = [&](const absl::Status& failure, const std::string& where,
+                     bool in_step = true) -> absl::StatusOr<int64_t> {
+    absl::Status current = failure;
+    const int before = strategy_->num_replicas_in_sync();
+    const int64_t mine = ops_done;
+    for (int round = 1;; ++round) {
+      // Only a failed ring is survived (a callback's own error is not).
+      if (!strategy_->elastic() || strategy_->joining() || !IsPeerFailure(current) ||
+          !strategy_->ring_failed() || round > 3) {
+        return WithContext(current, where);
+      }
+      int64_t slowest = 0;
+      RW_RETURN_IF_ERROR(
+          WithContext(SurvivePeerFailure(current, &shape, &ops_done, &slowest, &epoch_sums), where));
+      absl::StatusOr<int64_t> target =
+          go_on_in_new_ring(std::string(failure.message()), before, mine, slowest, in_step);
+      if (target.ok()) return target;
+      current = target.status();
+    }
+  };
+  // Workers asked to join (every member learned it from the same step's sums).
+  auto let_joiners_in = [&](const std::string& where) -> absl::StatusOr<int64_t> {
+    const int before = strategy_->num_replicas_in_sync();
+    const int64_t mine = ops_done;
+    int64_t slowest = 0;
+    absl::Status grown = LetJoinersIn(&shape, &ops_done, &slowest, &epoch_sums);
+    if (!grown.ok()) return survive(grown, where, /*in_step=*/false);
+    absl::StatusOr<int64_t> target = go_on_in_new_ring("", before, mine, slowest, false);
+    if (!target.ok()) return survive(target.status(), where, /*in_step=*/false);
+    return target;
+  };
+  // A worker that started while the job ran joins it here and goes on at the
+  // members' operation: a step (the epoch's begin was theirs), or whatever
+  // operation a regroup it came into resumed at.
+  bool skip_begin = false, skip_end_first_part = false;
+  if (strategy_->joining()) {
+    int64_t slowest = 0;
+    absl::Status joined = JoinRunningJob(&shape, &ops_done, &slowest, &epoch_sums);
+    if (strategy_->joining()) return joined;  // It never got in.
+    absl::StatusOr<int64_t> target =
+        joined.ok() ? go_on_in_new_ring("", -1, -1, slowest, false) : absl::StatusOr<int64_t>(joined);
+    // A member failed before this worker went on: it survives with them (with no
+    // progress of its own, it takes a member's state again).
+    if (!target.ok()) RW_RETURN_IF_ERROR(survive(target.status(), "joining the running job: ", false).status());
+    const int64_t epoch = ops_done / ops_per_epoch, op = ops_done % ops_per_epoch;
+    const int64_t in_epoch = op == 0 ? (epoch == shape.start_epoch ? shape.start_step_in_epoch : 0)
+                                     : std::min<int64_t>(op - 1, steps);
+    start = TrainPosition{epoch, in_epoch, epoch * steps + in_epoch};
+    skip_begin = op >= 1;
+    skip_end_first_part = op == steps + 2;
+    if (skip_begin && compile_options_.optimizer.learning_rate_schedule == nullptr) {
+      resumed_rate = optimizer_->learning_rate();  // What the members' begin left.
+    }
+  }
   auto unexpected = [](int64_t target, const std::string& where) {
     return absl::InternalError(absl::StrCat("after a regroup: operation ", target, " cannot follow ", where));
   };
@@ -200,6 +268,10 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       if (resumed_rate.has_value()) {
         RW_RETURN_IF_ERROR(optimizer_->set_learning_rate(*resumed_rate));
         resumed_rate.reset();
+      }
+      if (std::exchange(skip_begin, false)) {  // Joined after the members' begin.
+        ops_done = begin_op + first + 1;
+        break;
       }
       absl::Status agreed = AgreeOnDecisions();
       if (agreed.ok()) {
@@ -251,7 +323,9 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       }
       ops_done = begin_op + step + 1;  // The update is applied: the step is done.
       std::vector<double> sums = BatchSums(batch.labels, *loss);
-      // One more slot: how many workers received SIGTERM (all stop together).
+      // Two more slots: workers waiting to join (elastic training: they come in
+      // after this step), and how many workers received SIGTERM (all stop together).
+      sums.push_back(static_cast<double>(strategy_->joiners_waiting()));
       const bool terminating = TerminationRequested();
       sums.push_back(terminating ? 1.0 : 0.0);
       const auto reduce_start = std::chrono::steady_clock::now();
@@ -267,6 +341,8 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       breakdown.AddStep(SecondsSince(step_start), data_wait_s,
                         SecondsSince(reduce_start) + std::exchange(*in_step_collective_s_, 0.0));
       const double preempted_workers = sums.back();
+      sums.pop_back();
+      const double joiners_waiting = sums.back();
       sums.pop_back();
       for (size_t i = 0; i < sums.size(); ++i) epoch_sums[i] += sums[i];
       logs = LogsFrom(epoch_sums);
@@ -306,13 +382,20 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
             terminating ? " (this one did)" : "", "; rerun the job to resume from its backup"));
       }
       if (stop_training_) break;  // As Keras: the epoch still ends (validation, callbacks).
+      if (joiners_waiting > 0) {
+        RW_ASSIGN_OR_RETURN(const int64_t target, let_joiners_in(at_step));
+        if (target <= begin_op || target > begin_op + steps + 1) return unexpected(target, at_step);
+        step = target - begin_op - 1;
+      }
     }
     // The epoch's end, first its collectives (the step breakdown, validation),
     // then what only this worker does (History, the deciding callbacks).
     const int64_t end_op = begin_op + steps + 1;
     ops_done = end_op;  // Also after a stop: every worker stopped at the same step.
     const std::string epoch_end = absl::StrCat("epoch ", epoch + 1, ", end: ");
-    while (true) {
+    // A worker that joined in a regroup at the end's second part skips the first.
+    if (std::exchange(skip_end_first_part, false)) ops_done = end_op + 1;
+    while (ops_done == end_op) {
       logs = LogsFrom(epoch_sums);
       absl::Status agreed = breakdown.EndEpoch(
           strategy_, reducer_ != nullptr ? reducer_->TakeTiming() : GradientReducer::Timing(), &logs);

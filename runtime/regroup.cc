@@ -10,6 +10,7 @@
 #include "base/deadline.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "runtime/transport/grpc/rendezvous.h"
 
 namespace ringwork {
 namespace {
@@ -23,12 +24,18 @@ std::string DescribeOriginal(const ClusterConfig& config, const std::vector<int>
 }  // namespace
 
 std::string DescribeDeparted(const ClusterConfig& previous, const ClusterConfig& next) {
-  const std::vector<int> before = previous.OriginalRanks();
-  const std::vector<int> after = next.OriginalRanks();
+  std::vector<int> before = previous.OriginalRanks();
+  std::vector<int> after = next.OriginalRanks();
+  std::sort(before.begin(), before.end());
+  std::sort(after.begin(), after.end());
   std::vector<int> gone;
   std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
                       std::back_inserter(gone));
-  return DescribeOriginal(previous, gone);
+  return gone.empty() ? std::string() : DescribeOriginal(previous, gone);
+}
+
+std::string DescribeArrived(const ClusterConfig& previous, const ClusterConfig& next) {
+  return DescribeDeparted(next, previous);
 }
 
 namespace {
@@ -44,11 +51,23 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> ListenAgain(const ClusterConfig& 
   }
 }
 
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> StartAgain(const ClusterConfig& config,
+                                                          const RuntimeOptions& options) {
+  RW_ASSIGN_OR_RETURN(std::unique_ptr<WorkerRuntime> runtime, ListenAgain(config, options));
+  RW_RETURN_IF_ERROR(runtime->Connect());
+  return runtime;
+}
+
+namespace {
+
 // One round at `generation`: who is there, the quorum, and the ring of exactly them.
 // `views_differ`: the ring did not form (a retry at the next generation may agree).
+// `joining`: this worker is not in the running ring; it waits for its members.
 absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& previous, int generation,
                                                          RuntimeOptions round, const RegroupOptions& regroup,
-                                                         bool* views_differ) {
+                                                         bool joining, bool* views_differ) {
   *views_differ = false;
   // 1. Who is there: any worker of TF_CONFIG's ring at this generation (not only
   // the previous members: a worker whose last round failed may look at a generation
@@ -56,14 +75,17 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& pr
   std::vector<int> everyone(static_cast<size_t>(previous.configured_world_size()));
   for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
   const ClusterConfig candidates = previous.Regrouped(everyone, generation, /*discovery=*/true);
-  std::vector<int> present_original;
+  std::vector<int> present_original, since;
+  // A worker joining is a member from this generation on.
+  round.rendezvous.member_since = joining ? generation : previous.member_since();
   {
     absl::StatusOr<std::unique_ptr<WorkerRuntime>> discovery = ListenAgain(candidates, round);
     if (!discovery.ok()) {
       return absl::UnavailableError(absl::StrCat("generation ", generation, ": cannot listen for the "
                                                  "membership round: ", discovery.status().message()));
     }
-    absl::StatusOr<std::vector<int>> present = (*discovery)->Discover(regroup.discovery_s);
+    absl::StatusOr<WorkerRuntime::Discovered> present =
+        (*discovery)->Discover(regroup.discovery_s, joining ? regroup.join_wait_s : 0);
     RW_RETURN_IF_ERROR((*discovery)->Shutdown());
     if (!present.ok()) {
       return absl::UnavailableError(absl::StrCat("generation ", generation,
@@ -71,11 +93,16 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& pr
                                                  present.status().message()));
     }
     const std::vector<int> originals = candidates.OriginalRanks();
-    for (int r : *present) present_original.push_back(originals[static_cast<size_t>(r)]);
+    for (int r : present->present) present_original.push_back(originals[static_cast<size_t>(r)]);
+    since = present->member_since;
   }
   // 2. A majority of TF_CONFIG's ring, and at least min_workers.
   const int configured = previous.configured_world_size();
   const int count = static_cast<int>(present_original.size());
+  if (joining && count == 1) {
+    return absl::UnavailableError(absl::StrCat("no member of the running job came to generation ",
+                                               generation, " within ", regroup.join_wait_s, " s"));
+  }
   if (2 * count <= configured || count < regroup.min_workers) {
     return absl::UnavailableError(absl::StrCat(
         "lost the quorum: at generation ", generation, " only ", count, " of the ", configured,
@@ -86,7 +113,7 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& pr
         " to go on, so this worker stops (a majority elsewhere may continue)"));
   }
   // 3. The ring of exactly these members.
-  const ClusterConfig next = previous.Regrouped(present_original, generation);
+  const ClusterConfig next = previous.Regrouped(present_original, generation, false, since);
   round.rendezvous.regroup = true;
   round.rendezvous.startup_timeout_s = regroup.connect_timeout_s;
   round.rendezvous.timeout_flag = "--regroup_timeout_s";
@@ -115,12 +142,65 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> Regroup(const ClusterConfig& prev
   for (int attempt = 0; attempt < regroup.rounds; ++attempt) {
     bool views_differ = false;
     absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
-        RegroupAt(previous, previous.generation() + 1 + attempt, round, regroup, &views_differ);
+        RegroupAt(previous, previous.generation() + 1 + attempt, round, regroup, /*joining=*/false,
+                  &views_differ);
     if (runtime.ok() || !views_differ) return runtime;
     RW_LOG(WARNING) << runtime.status().message() << "; trying again";
     last = runtime.status();
   }
   return last;
+}
+
+}  // namespace ringwork
+
+namespace ringwork {
+
+absl::StatusOr<int> AskToJoin(const ClusterConfig& configured, const RuntimeOptions& options,
+                              double timeout_s) {
+  RuntimeOptions ask = options;
+  ask.rendezvous.elastic = true;
+  ask.rendezvous.asks_to_join = true;
+  ask.rendezvous.startup_timeout_s = timeout_s;
+  absl::StatusOr<std::unique_ptr<WorkerRuntime>> asking = ListenAgain(configured, ask);
+  // Never admitted (a worker that runs no job refuses it): it ends with an answer
+  // or at its deadline.
+  const absl::Status answer = asking.ok() ? (*asking)->Connect() : asking.status();
+  if (asking.ok()) (void)(*asking)->Shutdown();
+  const int running = RunningGenerationOf(answer);
+  if (running >= 0) return running;
+  return absl::UnavailableError(absl::StrCat(
+      "no member of the job answers (it ended, or failed): ", answer.ok() ? "" : answer.message()));
+}
+
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> JoinRunningJob(const ClusterConfig& configured,
+                                                               int running_generation,
+                                                               const RuntimeOptions& options,
+                                                               const RegroupOptions& regroup,
+                                                               double timeout_s) {
+  RuntimeOptions round = options;
+  round.timeline_path.clear();  // Only a worker's first runtime writes the timeline.
+  const Deadline deadline = Deadline::AfterSeconds(timeout_s);
+  int generation = running_generation;
+  while (true) {
+    // Ask to be let in (the members count it and grow at their next step), then
+    // wait for them in the next generation's membership round.
+    absl::StatusOr<int> running =
+        AskToJoin(configured, round, std::max(2.0, std::min(regroup.join_wait_s, deadline.RemainingSeconds())));
+    if (!running.ok()) {
+      return absl::UnavailableError(absl::StrCat("the job this worker was to join (at generation ", generation,
+                                                 ") is gone: ", running.status().message()));
+    }
+    generation = *running;
+    bool views_differ = false;
+    absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
+        RegroupAt(configured, generation + 1, round, regroup, /*joining=*/true, &views_differ);
+    if (runtime.ok()) return runtime;
+    if (deadline.Expired()) {
+      return absl::UnavailableError(absl::StrCat("could not join the running job within ", timeout_s,
+                                                 " s: ", runtime.status().message()));
+    }
+    RW_LOG(INFO) << "joining the running job: " << runtime.status().message() << "; asking again";
+  }
 }
 
 }  // namespace ringwork

@@ -42,6 +42,9 @@ struct RegroupOptions {
   double connect_timeout_s = 5;  // The new ring's rendezvous.
   // Rounds (each one generation more) while the survivors' views differ.
   int rounds = 3;
+  // JoinRunningJob: how long a joining worker waits in a discovery round for the
+  // members to come (they come at their next step boundary) before it asks again.
+  double join_wait_s = 10;
 };
 
 // The next generation's runtime, connected; `previous` is the failed ring's
@@ -50,8 +53,30 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> Regroup(const ClusterConfig& prev
                                                        const RuntimeOptions& options,
                                                        const RegroupOptions& regroup);
 
-// "worker:2 (h:p), worker:3 (h:p)": the tasks of `previous` that `next` lacks.
+// A worker starting (again) while its job runs elastically (its first rendezvous
+// ended in JobRunningError: a member ran `running_generation`): it asks to join
+// (a Join of TF_CONFIG's ring with asks_to_join, which the members count and
+// answer with their generation g), then waits in generation g+1's membership
+// round until they come, which they do at their next step boundary, and returns
+// the ring it joined them in (itself last: RendezvousOptions::member_since). It
+// asks again whenever that round fails. UNAVAILABLE (exit 3) when no member
+// answers any more (the job ended) or after `timeout_s`.
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> JoinRunningJob(const ClusterConfig& configured,
+                                                               int running_generation,
+                                                               const RuntimeOptions& options,
+                                                               const RegroupOptions& regroup,
+                                                               double timeout_s);
+
+// WorkerRuntime::Start on the task's address, which a runtime has just left
+// (retried for 2 s while the port is still taken).
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> StartAgain(const ClusterConfig& config,
+                                                          const RuntimeOptions& options);
+
+// "worker:2 (h:p), worker:3 (h:p)": the tasks of `previous` that `next` lacks
+// ("" when none).
 std::string DescribeDeparted(const ClusterConfig& previous, const ClusterConfig& next);
+// The tasks of `next` that `previous` lacks (workers that joined).
+std::string DescribeArrived(const ClusterConfig& previous, const ClusterConfig& next);
 
 }  // namespace ringwork
 

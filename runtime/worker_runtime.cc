@@ -261,48 +261,6 @@ void WorkerRuntime::WarnIfUnprotected() const {
   RW_LOG(WARNING) << "************************************************************";
 }
 
-grpc::Status WorkerRuntime::Refuse(grpc::ServerContextBase* context, const std::string& what,
-                                   const absl::Status& why, bool stale_callee) {
-  // A genuine call meant for another incarnation learns this one's (a first Join
-  // asks for it that way: expected, not logged). Only a caller that could sign the
-  // call gets it; a replay learns nothing it could use without the token.
-  const bool first_join = stale_callee && what == "a Join" &&
-                          RpcAuth::AsksForChallenge(context->client_metadata());
-  if (!first_join) refusals_.Refused(context->peer(), what, why);
-  if (stale_callee) context->AddTrailingMetadata(kChallengeMetadataKey, auth_->challenge());
-  return ToGrpcStatus(why);
-}
-
-grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
-                                       const proto::JoinRequest& request,
-                                       proto::JoinResponse* response) {
-  absl::Status valid = ValidateJoin(config_, request, context->peer());
-  if (!valid.ok()) {
-    if (request.cluster_fingerprint() != fingerprint_) inbound_joins_->RecordRejection(valid);
-    return Refuse(context, "a Join", valid);
-  }
-  // After startup a live peer's Join is a replay or a confused process: it must not
-  // change the membership nor remap memory that a link reads. Admission, mapping
-  // and recording happen as one step that the end of the rendezvous (Seal) waits for.
-  bool mapped = false;
-  absl::Status admitted = inbound_joins_->AdmitAndRecord(
-      request.from_rank(), request.incarnation(), [&] {
-        // Never remaps under a live link (ShmEndpoint refuses): a retry maps nothing new.
-        if (shm_ == nullptr || request.shm_segment().empty()) return;
-        absl::Status status = shm_->MapPeer(request.from_rank(), request.shm_segment());
-        mapped = status.ok();
-        if (!mapped) RW_VLOG(1) << "no shared memory with " << request.from_task() << ": " << status;
-      });
-  if (!admitted.ok()) return Refuse(context, "a Join", admitted);
-  response->set_protocol_version(kProtocolVersion);
-  response->set_cluster_fingerprint(fingerprint_);
-  response->set_rank(config_.rank());
-  response->set_task(config_.task().ToString());
-  response->set_incarnation(incarnation_);
-  response->set_shm_mapped(mapped);
-  return grpc::Status::OK;
-}
-
 absl::Status WorkerRuntime::Connect() {
   absl::Status status = JoinRing();
   // Peers that opened streams to this worker learn why it gives up, and its
@@ -317,7 +275,10 @@ absl::StatusOr<std::vector<JoinedPeer>> WorkerRuntime::RunJoins(
   const int world = config_.world_size();
   const int rank = config_.rank();
   fingerprint_ = config_.Fingerprint();
+  configured_fingerprint_ = config_.Configured().Fingerprint();
   auth_ = std::make_unique<RpcAuth>(options_.cluster_token, fingerprint_, rank, incarnation_);
+  // A worker starting again calls this one by its rank in TF_CONFIG's ring.
+  if (config_.generation() > 0) auth_->AlsoAnswerJoinsAs(config_.original_rank());
   WarnIfUnprotected();
   accepting_joins_.store(true);  // Publishes auth_ to the server's handlers.
   const size_t max_message = options_.grpc.max_payload_bytes + kFrameHeaderBytes + 4096;
@@ -345,6 +306,8 @@ absl::StatusOr<std::vector<JoinedPeer>> WorkerRuntime::RunJoins(
     if (shm_ != nullptr) request.set_shm_segment(shm_->name());
     request.set_hostname(hostname);
     request.set_pid(::getpid());
+    request.set_member_since(rendezvous_options.member_since);
+    request.set_asks_to_join(rendezvous_options.asks_to_join);
     return request;
   };
   auto join_metadata = [&](int peer, uint64_t peer_incarnation) {

@@ -20,6 +20,9 @@
 #define RINGWORK_RUNTIME_WORKER_RUNTIME_H_
 
 #include <atomic>
+#include <mutex>
+#include <set>
+#include <utility>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -60,8 +63,19 @@ class WorkerRuntime {
   absl::Status Connect();
   // Instead of Connect, for elastic training's membership round (runtime/regroup.h):
   // Joins every peer for `seconds` (or until all answered) and returns the ranks
-  // that answered or called, this one included, in order. Shut it down after.
-  absl::StatusOr<std::vector<int>> Discover(double seconds);
+  // that answered or called. Shut it down after.
+  // `first_contact_wait_s` > 0: the window opens at the first peer that answers
+  // or calls, awaited that long (a worker joining a running job).
+  struct Discovered {
+    std::vector<int> present;       // Ranks, this one included, in order.
+    std::vector<int> member_since;  // Of each of them (JoinRequest.member_since).
+  };
+  absl::StatusOr<Discovered> Discover(double seconds, double first_contact_wait_s = 0);
+  // Elastic training (RendezvousOptions::elastic): how many workers starting
+  // (again) asked this running ring to join (RendezvousOptions::asks_to_join; a
+  // worker's process counts once); it refused them with its generation and lets
+  // them in at its next step boundary (a regroup).
+  int joiners_waiting() const { return joiners_waiting_.load(); }
 
   ~WorkerRuntime();
   WorkerRuntime(const WorkerRuntime&) = delete;
@@ -109,6 +123,13 @@ class WorkerRuntime {
   void WarnIfUnprotected() const;
   grpc::Status HandleJoin(grpc::ServerContextBase* context, const proto::JoinRequest& request,
                           proto::JoinResponse* response);
+  // A Join of TF_CONFIG's first generation to this running elastic ring from a
+  // worker starting (again): counted, and refused with this ring's generation.
+  bool IsJoinOfAStartingWorker(const proto::JoinRequest& request) const;
+  // Elastic, while this worker starts (TF_CONFIG's ring, not formed yet): the
+  // generation of a Join from a later generation of its cluster (a membership
+  // round reaching it), else -1.
+  int LaterGenerationCalling(const proto::JoinRequest& request) const;
   // Logs a refused call (rate-limited; not a first Join asking for the challenge)
   // and answers it; for a genuine call meant for another incarnation
   // (`stale_callee`), the answer carries this worker's incarnation as the challenge.
@@ -120,6 +141,10 @@ class WorkerRuntime {
   const uint64_t incarnation_;
   int bound_port_ = 0;
   std::atomic<bool> accepting_joins_{false};
+  std::atomic<int> joiners_waiting_{0};
+  std::mutex joiners_mu_;
+  std::set<std::pair<int, uint64_t>> joiners_;  // (original rank, incarnation); joiners_mu_.
+  std::string configured_fingerprint_;  // TF_CONFIG's ring at generation 0.
   std::string fingerprint_;  // Fixed when Connect starts.
   std::unique_ptr<RpcAuth> auth_;  // Made when Connect starts; then read-only.
   RefusalLog refusals_;

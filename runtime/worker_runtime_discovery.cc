@@ -7,13 +7,19 @@
 
 namespace ringwork {
 
-absl::StatusOr<std::vector<int>> WorkerRuntime::Discover(double seconds) {
-  std::vector<int> present = {config_.rank()};
-  if (config_.world_size() == 1) return present;
+absl::StatusOr<WorkerRuntime::Discovered> WorkerRuntime::Discover(double seconds,
+                                                                   double first_contact_wait_s) {
+  Discovered found;
+  if (config_.world_size() == 1) {
+    found.present = {config_.rank()};
+    found.member_since = {options_.rendezvous.member_since};
+    return found;
+  }
   RendezvousOptions discovery = options_.rendezvous;
   discovery.regroup = true;
   discovery.discovery = true;
   discovery.startup_timeout_s = seconds;
+  discovery.first_contact_wait_s = first_contact_wait_s;
   discovery.attempt_timeout_s = std::min(discovery.attempt_timeout_s, seconds);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   absl::StatusOr<std::vector<JoinedPeer>> peers = RunJoins(discovery, &channels);
@@ -24,12 +30,16 @@ absl::StatusOr<std::vector<int>> WorkerRuntime::Discover(double seconds) {
   transport_->Abort(absl::CancelledError("the membership round is over"));
   if (!peers.ok()) return peers.status();
   for (int peer = 0; peer < config_.world_size(); ++peer) {
-    if (peer != config_.rank() && ((*peers)[peer].present || inbound_joins_->joined(peer))) {
-      present.push_back(peer);
+    if (peer == config_.rank()) {
+      found.present.push_back(peer);
+      found.member_since.push_back(options_.rendezvous.member_since);
+    } else if ((*peers)[peer].present || inbound_joins_->joined(peer)) {
+      found.present.push_back(peer);
+      found.member_since.push_back((*peers)[peer].present ? (*peers)[peer].member_since
+                                                          : inbound_joins_->member_since(peer));
     }
   }
-  std::sort(present.begin(), present.end());
-  return present;
+  return found;
 }
 
 }  // namespace ringwork

@@ -9,6 +9,7 @@
 #include "base/fnv1a.h"
 #include "observability/timeline.h"
 #include "runtime/regroup.h"
+#include "runtime/transport/grpc/rendezvous.h"
 #include "strategy/agreement.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -43,11 +44,27 @@ absl::StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirrored
         "communication implementation \"", options.communication.implementation,
         "\": expected auto or ring (NCCL is for GPUs)"));
   }
-  RW_ASSIGN_OR_RETURN(std::unique_ptr<WorkerRuntime> runtime,
-                      WorkerRuntime::Start(cluster, WithCommunication(options.runtime,
-                                                                      options.communication)));
-  return std::unique_ptr<MultiWorkerMirroredStrategy>(
-      new MultiWorkerMirroredStrategy(std::move(runtime), options));
+  RuntimeOptions runtime_options = WithCommunication(options.runtime, options.communication);
+  const bool elastic = options.min_workers >= 1 && options.min_workers < cluster.configured_world_size();
+  runtime_options.rendezvous.elastic = elastic;
+  absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime = WorkerRuntime::Start(cluster, runtime_options);
+  const int running_generation = runtime.ok() ? -1 : RunningGenerationOf(runtime.status());
+  if (!elastic || running_generation < 0) {
+    RW_RETURN_IF_ERROR(runtime.status());
+    return std::unique_ptr<MultiWorkerMirroredStrategy>(
+        new MultiWorkerMirroredStrategy(std::move(*runtime), options));
+  }
+  // Elastic training, and the job runs already: this worker builds its model and
+  // data alone (a ring of itself) and joins at the members' next step boundary.
+  RW_LOG(WARNING) << runtime.status().message() << "; this worker joins it (elastic training) "
+                  << "once its model is built: fit() waits for the members' next step";
+  absl::StatusOr<std::unique_ptr<WorkerRuntime>> alone =
+      StartAgain(cluster.Alone(running_generation), runtime_options);
+  if (!alone.ok()) return alone.status();
+  auto strategy = std::unique_ptr<MultiWorkerMirroredStrategy>(
+      new MultiWorkerMirroredStrategy(std::move(*alone), options));
+  strategy->joining_generation_ = running_generation;
+  return strategy;
 }
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::unique_ptr<WorkerRuntime> runtime,
@@ -116,11 +133,21 @@ MultiWorkerMirroredStrategy::Scope MultiWorkerMirroredStrategy::scope() { return
 
 MultiWorkerMirroredStrategy* MultiWorkerMirroredStrategy::Current() { return g_current; }
 
+absl::Status MultiWorkerMirroredStrategy::NotJoining() const {
+  if (!joining()) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "this worker started while its job ran (generation ", joining_generation_,
+      ") and is alone until it joins, which only Model.fit() does (at the members' next step); "
+      "a custom training loop cannot join a running job: start every worker anew"));
+}
+
 absl::Status MultiWorkerMirroredStrategy::Reduce(ReduceOp op, float* values, int64_t count) {
+  RW_RETURN_IF_ERROR(NotJoining());
   return comm()->AllReduce(values, static_cast<size_t>(count), DataType::kFloat32, op);
 }
 
 absl::Status MultiWorkerMirroredStrategy::Reduce(ReduceOp op, double* values, int64_t count) {
+  RW_RETURN_IF_ERROR(NotJoining());
   return comm()->AllReduce(values, static_cast<size_t>(count), DataType::kFloat64, op);
 }
 
@@ -274,6 +301,35 @@ bool MultiWorkerMirroredStrategy::ring_failed() const {
   return runtime_->transport() == nullptr || !runtime_->transport()->status().ok();
 }
 
+RegroupOptions MultiWorkerMirroredStrategy::regroup_options() const {
+  RegroupOptions regroup;
+  regroup.min_workers = options_.min_workers;
+  regroup.discovery_s = options_.regroup_discovery_s;
+  regroup.connect_timeout_s = options_.regroup_timeout_s;
+  regroup.join_wait_s = std::max(10.0, 2 * options_.regroup_timeout_s);
+  return regroup;
+}
+
+RuntimeOptions MultiWorkerMirroredStrategy::elastic_runtime_options() const {
+  RuntimeOptions runtime = WithCommunication(options_.runtime, options_.communication);
+  runtime.rendezvous.elastic = true;
+  return runtime;
+}
+
+absl::Status MultiWorkerMirroredStrategy::ReplaceRuntime(
+    const ClusterConfig& previous, absl::StatusOr<std::unique_ptr<WorkerRuntime>> next,
+    const std::string& after) {
+  if (!next.ok()) {
+    return absl::Status(next.status().code(), absl::StrCat(next.status().message(), " (after: ", after, ")"));
+  }
+  owned_runtime_ = std::move(*next);
+  runtime_ = owned_runtime_.get();
+  first_step_done_ = true;
+  departed_ = DescribeDeparted(previous, runtime_->config());
+  arrived_ = DescribeArrived(previous, runtime_->config());
+  return absl::OkStatus();
+}
+
 absl::Status MultiWorkerMirroredStrategy::Regroup(const absl::Status& cause) {
   if (!elastic()) return cause;
   const ClusterConfig previous = runtime_->config();
@@ -283,20 +339,40 @@ absl::Status MultiWorkerMirroredStrategy::Regroup(const absl::Status& cause) {
   // Shut down but kept until a new ring replaces it: after a failed regroup the
   // strategy still answers Abort and Shutdown (it has no communicator).
   (void)owned_runtime_->Shutdown();
-  RegroupOptions regroup;
-  regroup.min_workers = options_.min_workers;
-  regroup.discovery_s = options_.regroup_discovery_s;
-  regroup.connect_timeout_s = options_.regroup_timeout_s;
-  absl::StatusOr<std::unique_ptr<WorkerRuntime>> next = ::ringwork::Regroup(
-      previous, WithCommunication(options_.runtime, options_.communication), regroup);
-  if (!next.ok()) {
-    return absl::Status(next.status().code(),
-                        absl::StrCat(next.status().message(), " (after: ", cause.message(), ")"));
-  }
-  owned_runtime_ = std::move(*next);
-  runtime_ = owned_runtime_.get();
-  first_step_done_ = true;
-  departed_ = DescribeDeparted(previous, runtime_->config());
+  return ReplaceRuntime(previous, ::ringwork::Regroup(previous, elastic_runtime_options(), regroup_options()),
+                        std::string(cause.message()));
+}
+
+int MultiWorkerMirroredStrategy::joiners_waiting() const {
+  return joining() ? 0 : runtime_->joiners_waiting();
+}
+
+absl::Status MultiWorkerMirroredStrategy::Grow() {
+  if (!elastic() || joining()) return absl::FailedPreconditionError("Grow: not a member of an elastic ring");
+  const ClusterConfig previous = runtime_->config();
+  TimelineSpan span("elastic", "let workers join");
+  // Every member is here (the count of joiners was all-reduced at the same step):
+  // after the barrier nothing of this ring travels any more.
+  RW_RETURN_IF_ERROR(comm()->Barrier());
+  (void)owned_runtime_->Shutdown();
+  return ReplaceRuntime(previous, ::ringwork::Regroup(previous, elastic_runtime_options(), regroup_options()),
+                        "letting workers join");
+}
+
+absl::Status MultiWorkerMirroredStrategy::JoinRunningJob() {
+  if (!joining()) return absl::FailedPreconditionError("JoinRunningJob: this worker is a member already");
+  const ClusterConfig alone = runtime_->config();
+  TimelineSpan span("elastic", "join the running job");
+  (void)owned_runtime_->Shutdown();
+  const ClusterConfig configured = alone.Configured();
+  RW_RETURN_IF_ERROR(ReplaceRuntime(
+      alone,
+      ::ringwork::JoinRunningJob(configured, joining_generation_, elastic_runtime_options(), regroup_options(),
+                                 options_.runtime.rendezvous.startup_timeout_s),
+      "starting while the job ran"));
+  joining_generation_ = -1;
+  departed_.clear();
+  arrived_ = runtime_->config().DescribeOriginalRank(runtime_->config().original_rank());
   return absl::OkStatus();
 }
 

@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "data/dataset.h"
 #include "runtime/config/cluster_source.h"
+#include "runtime/regroup.h"
 #include "runtime/worker_runtime.h"
 #include "strategy/distributed_dataset.h"
 #include "strategy/gradient_reducer.h"
@@ -136,6 +137,8 @@ class MultiWorkerMirroredStrategy {
   // Runs one replica's step (one replica per worker).
   absl::Status Run(const std::function<absl::Status()>& replica_step) { return replica_step(); }
   // Element-wise reduction across replicas, in place (kSum, kMean, kMin, kMax).
+  // UNAVAILABLE on a worker that started while its job ran and has not joined it
+  // (joining(): only fit joins; a custom loop would otherwise train alone).
   absl::Status Reduce(ReduceOp op, float* values, int64_t count);
   absl::Status Reduce(ReduceOp op, double* values, int64_t count);
   // Refuses (exit 7) when the workers' descriptions of `what` differ, naming the
@@ -192,6 +195,24 @@ class MultiWorkerMirroredStrategy {
   absl::Status Regroup(const absl::Status& cause);
   // After a Regroup: "worker:2 (host:port)", the tasks the last one lost.
   const std::string& departed() const { return departed_; }
+  // After a Regroup, Grow or JoinRunningJob: the tasks that joined ("" if none).
+  const std::string& arrived() const { return arrived_; }
+
+  // Growing back. Created while its job runs elastically (a member answered its
+  // first Join with the generation it runs), a worker is alone until it joins:
+  // a ring of itself, not the chief, so that it builds its model and data as one
+  // worker would (their collectives involve nobody else). fit() then calls
+  // JoinRunningJob, which waits until the members let it in at their next step
+  // boundary (runtime/regroup.h), and takes the training state from them.
+  bool joining() const { return joining_generation_ >= 0; }
+  absl::Status JoinRunningJob();
+  // Members: how many workers asked to join (counted by this ring's server).
+  int joiners_waiting() const;
+  // Members: lets the waiting workers in. Every member calls it at the same step
+  // boundary (fit all-reduces joiners_waiting): a barrier, an orderly shutdown,
+  // then Regroup's rounds, which find the joiners. A peer failure meanwhile is
+  // returned like a collective's (survive it with Regroup).
+  absl::Status Grow();
   // This worker failed with `cause` outside the collectives (a callback, a file):
   // every peer is told it at once, and the runtime's shutdown waits for nobody.
   void Abort(const absl::Status& cause);
@@ -199,12 +220,20 @@ class MultiWorkerMirroredStrategy {
  private:
   MultiWorkerMirroredStrategy(std::unique_ptr<WorkerRuntime> runtime, const Options& options);
   Communicator* comm() const { return runtime_->communicator(); }
+  RegroupOptions regroup_options() const;
+  // UNAVAILABLE while joining(): Reduce would involve this worker alone.
+  absl::Status NotJoining() const;
+  RuntimeOptions elastic_runtime_options() const;
+  // Takes `next` (the result of a regroup from `previous`) as the runtime.
+  absl::Status ReplaceRuntime(const ClusterConfig& previous,
+                              absl::StatusOr<std::unique_ptr<WorkerRuntime>> next, const std::string& after);
 
   std::unique_ptr<WorkerRuntime> owned_runtime_;
   WorkerRuntime* runtime_;  // Not owned (or owned_runtime_).
   Options options_;
   bool first_step_done_ = false;
-  std::string departed_;
+  std::string departed_, arrived_;
+  int joining_generation_ = -1;  // While joining(): the generation found running.
 };
 
 }  // namespace ringwork

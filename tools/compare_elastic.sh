@@ -1,6 +1,7 @@
 #!/bin/bash
 # Elastic training's cost (issue 15): the same job uninterrupted and with one of its
-# workers SIGKILLed mid-training, run by run, as a table.
+# workers SIGKILLed mid-training, and with that worker restarted (launch
+# --max_restarts=1: it joins the running job back), run by run, as a table.
 #
 #   bash tools/compare_elastic.sh [--runs=2] [--workers=4] [--epochs=10] [--kill_after_s=5]
 #
@@ -26,13 +27,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # One job; with a victim, SIGKILLs the second of its train processes after the delay.
-run_job() {  # $1: kill (yes/no); prints "exit wall accuracy workers generations steps_lost"
-  local start end code
+run_job() {  # $1: kill (yes/no/restart); prints "exit wall accuracy workers generations steps_lost"
+  local start end code restarts=0
+  [[ "$1" == restart ]] && restarts=1
   start=$(date +%s.%N)
-  "$launch" --num_workers="$workers" --elastic -- "$train" --model=mlp --epochs="$epochs" \
+  "$launch" --num_workers="$workers" --elastic --max_restarts="$restarts" -- "$train" --model=mlp --epochs="$epochs" \
     --min_workers=2 --verbose=0 --metrics_json="$work/m.json" > "$work/log" 2>&1 &
   local job=$!
-  if [[ "$1" == yes ]]; then
+  if [[ "$1" != no ]]; then
     sleep "$kill_after_s"
     local victim
     victim=$(pgrep -f -- "$train --model=mlp" | sed -n 2p || true)
@@ -57,4 +59,5 @@ echo "|---|---|---|---|---|---|---|---|"
 for ((r = 1; r <= runs; ++r)); do
   echo "| uninterrupted, $r | $(run_job no) |"
   echo "| one killed after ${kill_after_s} s, $r | $(run_job yes) |"
+  echo "| one killed after ${kill_after_s} s and restarted (--max_restarts=1), $r | $(run_job restart) |"
 done

@@ -121,6 +121,20 @@ TEST_CASE("a call binds to its method and to the callee's process", "[auth]") {
     Call second(peer.CallMetadataFor(RpcMethod::kJoin, 0, std::stoull(server.challenge())));
     CHECK(server.Verify(second.metadata, RpcMethod::kJoin).ok());
   }
+  SECTION("after an elastic regroup, Joins (only) addressed to the original rank are this worker's") {
+    RpcAuth regrouped(kToken, "cluster-b", 0, 7);  // Was rank 2 of TF_CONFIG's ring.
+    regrouped.AlsoAnswerJoinsAs(2);
+    Call join(peer.CallMetadataFor(RpcMethod::kJoin, 2, 0));
+    bool stale = false;
+    CHECK(absl::IsUnauthenticated(regrouped.Verify(join.metadata, RpcMethod::kJoin, &stale).status()));
+    CHECK(stale);  // Challenged like a first Join to rank 0.
+    Call signed_join(peer.CallMetadataFor(RpcMethod::kJoin, 2, 7));
+    CHECK(regrouped.Verify(signed_join.metadata, RpcMethod::kJoin).ok());
+    Call heartbeat(peer.CallMetadataFor(RpcMethod::kHeartbeat, 2, 7));
+    CHECK(absl::IsUnauthenticated(regrouped.Verify(heartbeat.metadata, RpcMethod::kHeartbeat).status()));
+    Call other(peer.CallMetadataFor(RpcMethod::kJoin, 1, 7));
+    CHECK(absl::IsUnauthenticated(regrouped.Verify(other.metadata, RpcMethod::kJoin).status()));
+  }
 }
 
 TEST_CASE("another build's protocol is named; a signed body must be the one sent", "[auth]") {
@@ -139,7 +153,7 @@ TEST_CASE("another build's protocol is named; a signed body must be the one sent
   Call old_build(pairs);
   const absl::Status st = server.Verify(old_build.metadata, RpcMethod::kJoin).status();
   CHECK(absl::IsInvalidArgument(st));
-  CHECK(std::string(st.message()).find("protocol \"1\", this worker 2") != std::string::npos);
+  CHECK(std::string(st.message()).find("protocol \"1\", this worker 3") != std::string::npos);
 }
 
 TEST_CASE("only a genuine call for another incarnation is told this one", "[auth]") {

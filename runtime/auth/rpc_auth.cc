@@ -150,10 +150,12 @@ absl::StatusOr<RpcIdentity> RpcAuth::Verify(
           "RINGWORK_CLUSTER_TOKEN)");
     }
   }
-  if (to_rank != rank_ || to_incarnation != incarnation_) {
+  const bool to_this_rank =
+      to_rank == rank_ || (method == RpcMethod::kJoin && join_alias_rank_ >= 0 && to_rank == join_alias_rank_);
+  if (!to_this_rank || to_incarnation != incarnation_) {
     // Genuine (signed, or no token), but for another process: the caller may learn
     // this one's incarnation (the challenge) and call again.
-    if (stale_callee != nullptr) *stale_callee = to_rank == rank_;
+    if (stale_callee != nullptr) *stale_callee = to_this_rank;
     return absl::UnauthenticatedError(absl::StrCat(
         "the call is meant for rank ", to_rank, " incarnation ", to_incarnation,
         ", not this worker (rank ", rank_, " incarnation ", incarnation_,

@@ -51,7 +51,7 @@ const char* RpcMethodName(RpcMethod method);
 inline constexpr char kChallengeMetadataKey[] = "rw-challenge";
 // The version of this authentication scheme, sent with every call: a worker of
 // another build is told so instead of "wrong token".
-inline constexpr int kRpcAuthVersion = 2;
+inline constexpr int kRpcAuthVersion = 3;  // 3: Joins sign member_since and asks_to_join.
 
 struct RpcIdentity {
   std::string fingerprint;
@@ -87,6 +87,10 @@ class RpcAuth {
   static bool AsksForChallenge(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
   // PERMISSION_DENIED unless `who` is of this worker's cluster.
   absl::Status SameCluster(const RpcIdentity& who) const;
+  // Joins addressed to `rank` are this worker's too: after an elastic regroup
+  // renumbered the ring, a worker starting again calls this one by its rank in
+  // the job's first generation (to learn the generation it runs).
+  void AlsoAnswerJoinsAs(int rank) { join_alias_rank_ = rank; }
   // This worker's incarnation, as the rw-challenge value.
   std::string challenge() const { return std::to_string(incarnation_); }
 
@@ -98,6 +102,7 @@ class RpcAuth {
  private:
   std::string token_;
   std::string fingerprint_;
+  int join_alias_rank_ = -1;
   int rank_;
   uint64_t incarnation_;
 };

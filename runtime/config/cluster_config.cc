@@ -85,20 +85,62 @@ std::vector<int> ClusterConfig::OriginalRanks() const {
 }
 
 ClusterConfig ClusterConfig::Regrouped(std::vector<int> original_ranks, int generation,
-                                       bool discovery) const {
-  std::sort(original_ranks.begin(), original_ranks.end());
-  original_ranks.erase(std::unique(original_ranks.begin(), original_ranks.end()),
-                       original_ranks.end());
+                                       bool discovery, std::vector<int> member_since) const {
+  member_since.resize(original_ranks.size(), 0);
+  // Members since longest first (the chief is among them), then TF_CONFIG's order.
+  std::vector<std::pair<int, int>> order;  // (member since, original rank)
+  for (size_t i = 0; i < original_ranks.size(); ++i) order.emplace_back(member_since[i], original_ranks[i]);
+  std::sort(order.begin(), order.end());
+  original_ranks.clear();
+  member_since.clear();
+  for (const auto& [since, rank] : order) {
+    if (!original_ranks.empty() && std::find(original_ranks.begin(), original_ranks.end(), rank) !=
+                                       original_ranks.end()) {
+      continue;
+    }
+    original_ranks.push_back(rank);
+    member_since.push_back(since);
+  }
   RW_CHECK(!local_mode_);
   RW_CHECK(!original_ranks.empty());
-  RW_CHECK_GE(original_ranks.front(), 0);
-  RW_CHECK_LT(original_ranks.back(), configured_world_size());
+  for (int rank : original_ranks) {
+    RW_CHECK_GE(rank, 0);
+    RW_CHECK_LT(rank, configured_world_size());
+  }
   RW_CHECK_GT(generation, 0);
   ClusterConfig next = *this;
   next.members_ = std::move(original_ranks);
+  next.member_since_ = std::move(member_since);
   next.generation_ = generation;
   next.discovery_ = discovery;
+  next.alone_ = false;
   return next;
+}
+
+int ClusterConfig::member_since() const {
+  const int original = original_rank();
+  for (size_t i = 0; i < members_.size() && i < member_since_.size(); ++i) {
+    if (members_[i] == original) return member_since_[i];
+  }
+  return 0;
+}
+
+ClusterConfig ClusterConfig::Configured() const {
+  ClusterConfig configured = *this;
+  configured.members_.clear();
+  configured.generation_ = 0;
+  configured.discovery_ = false;
+  configured.alone_ = false;
+  configured.member_since_.clear();
+  return configured;
+}
+
+ClusterConfig ClusterConfig::Alone(int generation) const {
+  ClusterConfig alone = Configured();
+  alone.members_ = {original_rank()};
+  alone.generation_ = generation;
+  alone.alone_ = true;
+  return alone;
 }
 
 int ClusterConfig::original_rank() const {
@@ -116,6 +158,7 @@ int ClusterConfig::original_rank() const {
 
 bool ClusterConfig::is_chief() const {
   if (local_mode_) return true;
+  if (alone_) return false;
   if (!members_.empty()) return rank() == 0;
   if (task_.type == TaskType::kChief) return true;
   return task_.type == TaskType::kWorker && task_.index == 0 && spec_.chief.empty();
@@ -183,9 +226,12 @@ std::string ClusterConfig::NormalizedRing() const {
   if (local_mode_) return "v1;local";
   std::string ring = absl::StrCat("v1;chief=", addresses(spec_.chief),
                                   ";worker=", addresses(spec_.worker));
-  if (generation_ > 0) {
+  if (generation_ > 0 || !members_.empty()) {
     absl::StrAppend(&ring, ";generation=", generation_, discovery_ ? ";discovery" : "",
-                    ";members=", absl::StrJoin(members_, ","));
+                    alone_ ? ";alone" : "", ";members=", absl::StrJoin(members_, ","));
+    if (std::any_of(member_since_.begin(), member_since_.end(), [](int g) { return g != 0; })) {
+      absl::StrAppend(&ring, ";since=", absl::StrJoin(member_since_, ","));
+    }
   }
   return ring;
 }

@@ -83,10 +83,26 @@ class ClusterConfig {
   // generations or memberships never accept each other's calls. `discovery`
   // marks the ring of the membership round (runtime/regroup.h), which must not
   // be mistaken for the regrouped ring it leads to.
+  // `member_since[i]`: the generation from which original_ranks[i] is a member
+  // (0 if empty: all from the start; a worker joining, `generation`). The ring
+  // orders its members by it, then by TF_CONFIG's order: a worker that joined
+  // never becomes the chief while one that trained longer is there.
   ClusterConfig Regrouped(std::vector<int> original_ranks, int generation,
-                          bool discovery = false) const;
+                          bool discovery = false, std::vector<int> member_since = {}) const;
+  // This task's member_since in this ring (0 unless regrouped).
+  int member_since() const;
   int generation() const { return generation_; }
-  // The ring members' ranks in TF_CONFIG's ring (all of them unless regrouped).
+  bool discovery() const { return discovery_; }
+  // A worker starting while its job runs at `generation`, alone until it joins
+  // (runtime/regroup.h, JoinRunningJob): a ring of this task only, not the chief,
+  // with a fingerprint of its own.
+  ClusterConfig Alone(int generation) const;
+  bool alone() const { return alone_; }
+  // TF_CONFIG's ring itself (generation 0, every member): what a worker starting
+  // (again) sees.
+  ClusterConfig Configured() const;
+  // The ring members' ranks in TF_CONFIG's ring (all of them unless regrouped), in
+  // the ring's order.
   std::vector<int> OriginalRanks() const;
   // The ring of TF_CONFIG: its size, and this task's rank in it.
   int configured_world_size() const;
@@ -126,6 +142,8 @@ class ClusterConfig {
   std::vector<int> members_;  // Original ranks of a regrouped ring; empty: all.
   int generation_ = 0;
   bool discovery_ = false;
+  bool alone_ = false;
+  std::vector<int> member_since_;  // Aligned with members_ (empty: all 0).
 };
 
 }  // namespace ringwork

@@ -46,6 +46,37 @@ TEST_CASE("a regrouped ring renumbers its members and has a fingerprint of its o
   CHECK(worker->Regrouped({0, 1}, 1).rank() == -1);
 }
 
+TEST_CASE("workers joining a running ring come after its members; one alone is not the chief",
+          "[tf_config]") {
+  auto chief = ParseTfConfig(std::string(kThree) + R"("task": {"type": "chief", "index": 0}})");
+  REQUIRE(chief.ok());
+  // The chief (0) comes back into the ring of 1 and 2 at generation 3: 1 stays
+  // the chief, then and at every later generation (0 is a member since 3).
+  const ClusterConfig grown = chief->Regrouped({0, 1, 2}, 3, false, /*member_since=*/{3, 0, 0});
+  CHECK(grown.OriginalRanks() == std::vector<int>{1, 2, 0});
+  CHECK(grown.rank() == 2);
+  CHECK(grown.member_since() == 3);
+  CHECK_FALSE(grown.is_chief());
+  CHECK(grown.Ring()[0].task.ToString() == "worker:0");
+  CHECK(grown.Fingerprint() != chief->Regrouped({0, 1, 2}, 3).Fingerprint());
+  const ClusterConfig later = grown.Regrouped({2, 0}, 4, false, {0, 3});
+  CHECK(later.OriginalRanks() == std::vector<int>{2, 0});
+  CHECK_FALSE(later.is_chief());
+  CHECK(later.member_since() == 3);
+  CHECK(chief->member_since() == 0);
+  // Alone until it joins: a ring of itself, not the chief, its own fingerprint.
+  const ClusterConfig alone = chief->Alone(2);
+  CHECK(alone.world_size() == 1);
+  CHECK(alone.rank() == 0);
+  CHECK(alone.alone());
+  CHECK_FALSE(alone.is_chief());
+  CHECK(alone.Fingerprint() != chief->Regrouped({0}, 2).Fingerprint());
+  // What a starting worker calls: TF_CONFIG's ring, whatever the generation.
+  CHECK(grown.Configured().Fingerprint() == chief->Fingerprint());
+  CHECK(alone.Configured().Fingerprint() == chief->Fingerprint());
+  CHECK(chief->Regrouped({0, 1, 2}, 3).Configured().is_chief());
+}
+
 TEST_CASE("ranks, world size and chief follow TensorFlow", "[tf_config]") {
   auto chief = ParseTfConfig(std::string(kThree) + R"("task": {"type": "chief", "index": 0}})");
   REQUIRE(chief.ok());

@@ -24,7 +24,9 @@ int Main(int argc, char** argv) {
       "--max_restarts=K the whole group is then started again (RINGWORK_RESTART=n).\n"
       "SIGTERM or SIGINT to launch is passed to every task (no restart follows).\n"
       "With --timeline=FILE every task records a timeline, merged into FILE at the end.\n"
-      "With --elastic a failed task leaves the others running (train --min_workers).\n"
+      "With --elastic a failed task leaves the others running (train --min_workers);\n"
+      "with --max_restarts too, only it is started again (after 1, 2, 4... s), and\n"
+      "it joins the running job at a step boundary.\n"
       "Exit code: the first failing task's code (0 when all succeed; with --elastic,\n"
       "0 when a ring task succeeded).");
   Launcher::Options options;
@@ -37,7 +39,8 @@ int Main(int argc, char** argv) {
   flags.Double("kill_s", &options.kill_s, "after SIGTERM, how long before SIGKILL");
   int64_t max_restarts = 0;
   flags.Int("max_restarts", &max_restarts,
-            "restart every task after a failure a restart could fix, up to this many times");
+            "restart every task after a failure a restart could fix, up to this many times "
+            "(with --elastic: restart only the task that failed, which joins the running job)");
   flags.Bool("elastic", &options.elastic,
              "elastic training (train --min_workers): a failed task does not stop the others; "
              "the job succeeds when the survivors do");
@@ -52,11 +55,6 @@ int Main(int argc, char** argv) {
   if (!command.ok()) ExitWithStatus(command.status());
   options.num_workers = static_cast<int>(num_workers);
   options.max_restarts = static_cast<int>(max_restarts);
-  if (options.elastic && options.max_restarts > 0) {
-    ExitWithStatus(absl::InvalidArgumentError(
-        "--elastic with --max_restarts: restarting a failed task into a running elastic job "
-        "(it would join at a step boundary) is not supported yet; use one or the other"));
-  }
   options.command = *command;
   absl::StatusOr<int> code = Launcher(options).Run();
   if (!code.ok()) ExitWithStatus(code.status());

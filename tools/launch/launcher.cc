@@ -139,6 +139,10 @@ void Launcher::Reap() {
     const bool survivable = task.exit_code == kPeerFailure || task.exit_code == kTimeout ||
                             task.exit_code > 128;
     if (task.exit_code != 0 && !survivable && other_failure_code_ == 0) other_failure_code_ = task.exit_code;
+    // Not after SIGTERM's exit (143): every worker stopped together, on purpose.
+    if (options_.elastic && survivable && task.exit_code != kPreempted && task.id.type != TaskType::kEvaluator) {
+      MaybeRestartLater(task);
+    }
     if (task.exit_code != 0 && first_failure_task_.empty()) {
       first_failure_code_ = task.exit_code;
       first_failure_task_ = task.id.ToString();
@@ -154,6 +158,60 @@ void Launcher::Reap() {
       if (task.exit_code == 0 && task.id.type != TaskType::kEvaluator) a_ring_task_succeeded_ = true;
       RW_LOG(INFO) << task.id.ToString() << " exited with code " << task.exit_code;
     }
+  }
+}
+
+bool Launcher::RingTaskRuns() const {
+  for (const Task& task : tasks_) {
+    if (!task.exited && task.id.type != TaskType::kEvaluator) return true;
+  }
+  return false;
+}
+
+void Launcher::MaybeRestartLater(Task& task) {
+  if (elastic_restarts_ >= options_.max_restarts || a_ring_task_succeeded_ || g_signal != 0 ||
+      !RingTaskRuns()) {
+    return;
+  }
+  ++elastic_restarts_;
+  task.restart_pending = true;
+  task.restart_at = Deadline::AfterSeconds(next_backoff_s_);
+  RW_LOG(WARNING) << "--elastic: restarting " << task.id.ToString() << " in " << next_backoff_s_
+                  << " s (restart " << elastic_restarts_ << " of " << options_.max_restarts
+                  << "); it joins the running job";
+  next_backoff_s_ = std::min(30.0, next_backoff_s_ * 2);
+}
+
+void Launcher::RestartDueTasks() {
+  // The job ended meanwhile (its workers finished, failed or were signalled): no
+  // restart is due any more, and launch need not wait for one.
+  const bool job_ended = g_signal != 0 || a_ring_task_succeeded_ || !RingTaskRuns();
+  for (Task& task : tasks_) {
+    if (!task.restart_pending || (!job_ended && !task.restart_at.Expired())) continue;
+    task.restart_pending = false;
+    if (job_ended) {
+      RW_LOG(WARNING) << "--elastic: not restarting " << task.id.ToString() << ": the job no longer runs";
+      continue;
+    }
+    ::kill(-task.pid, SIGKILL);  // Whatever the failed task left running (its port).
+    for (int* fd : {&task.out_fd, &task.err_fd}) {
+      std::string& partial = fd == &task.out_fd ? task.out_partial : task.err_partial;
+      if (!partial.empty()) WriteAll(fd == &task.out_fd ? STDOUT_FILENO : STDERR_FILENO, task.tag + partial + "\n");
+      partial.clear();
+      if (*fd >= 0) ::close(*fd);
+      *fd = -1;
+    }
+    task.exited = false;
+    task.exit_code = 0;
+    absl::Status spawned = Spawn(task, task.tf_config, elastic_restarts_);
+    if (!spawned.ok()) {
+      RW_LOG(ERROR) << "--elastic: cannot restart " << task.id.ToString() << ": " << spawned.message();
+      task.exited = true;
+      task.exit_code = kInternal;
+      if (other_failure_code_ == 0) other_failure_code_ = kInternal;
+      continue;
+    }
+    RW_LOG(INFO) << "--elastic: restarted " << task.id.ToString();
   }
 }
 
@@ -243,7 +301,8 @@ absl::StatusOr<int> Launcher::RunAttempts() {
   }
   for (int attempt = 0;; ++attempt) {
     RW_ASSIGN_OR_RETURN(int code, RunGroup(attempt));
-    if (code == 0 || g_signal != 0) return code;
+    // Elastic: max_restarts restarted single tasks into the running job.
+    if (code == 0 || g_signal != 0 || options_.elastic) return code;
     if (attempt >= options_.max_restarts) {
       if (options_.max_restarts > 0) {
         RW_LOG(ERROR) << "giving up after " << options_.max_restarts << " restart"
@@ -269,6 +328,8 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
   first_failure_task_.clear();
   a_ring_task_succeeded_ = false;
   other_failure_code_ = 0;
+  elastic_restarts_ = 0;
+  next_backoff_s_ = 1;
   if (options_.command.empty()) {
     return absl::InvalidArgumentError("no program given: launch [flags] -- PROGRAM ARGS...");
   }
@@ -291,8 +352,8 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
     tasks_.push_back(std::move(task));
   }
   for (Task& task : tasks_) {
-    const std::string tf_config = ToTfConfigJson(ClusterConfig(*spec, task.id, "launch"));
-    absl::Status status = Spawn(task, tf_config, attempt);
+    task.tf_config = ToTfConfigJson(ClusterConfig(*spec, task.id, "launch"));
+    absl::Status status = Spawn(task, task.tf_config, attempt);
     if (!status.ok()) return status;
   }
   RW_LOG(INFO) << "started " << tasks_.size() << " tasks of " << options_.command[0];
@@ -325,6 +386,7 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
       }
     }
     Reap();
+    RestartDueTasks();
     if (g_signal != 0 && forwarded_signal == 0) {
       forwarded_signal = g_signal;
       RW_LOG(WARNING) << "got signal " << forwarded_signal << "; passing it to every task";
@@ -337,7 +399,7 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
       }
     }
     bool all_exited = true;
-    for (const Task& task : tasks_) all_exited = all_exited && task.exited;
+    for (const Task& task : tasks_) all_exited = all_exited && task.exited && !task.restart_pending;
     if (all_exited) {
       // Collect output written just before exit, without waiting for processes the
       // tasks left behind (they may hold the pipes open).

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/deadline.h"
 #include "runtime/config/cluster_config.h"
 
 namespace ringwork {
@@ -46,7 +47,9 @@ class Launcher {
     // to this many times; each run's tasks see RINGWORK_RESTART=<n>.
     int max_restarts = 0;
     // Elastic training (train --min_workers): a task's failure does not stop the
-    // others, which go on without it; the job succeeds when a ring task exits 0
+    // others, which go on without it (with max_restarts, only that task is started
+    // again, after a backoff of 1, 2, 4... up to 30 s, while a ring task still
+    // runs: it joins the running job at a step boundary); the job succeeds when a ring task exits 0
     // (the survivors finished) and every other exit was 3, 4 or a signal (what the
     // survivors survive); else it exits with the first other failure's code.
     bool elastic = false;
@@ -70,7 +73,15 @@ class Launcher {
     std::string out_partial, err_partial;  // Bytes after the last newline.
     bool exited = false;
     int exit_code = 0;
+    std::string tf_config;
+    Deadline restart_at = Deadline::Never();  // Elastic: a restart is due then.
+    bool restart_pending = false;
   };
+  // Elastic: schedules a restart of `task`, which failed, if one is left and the
+  // job still runs.
+  void MaybeRestartLater(Task& task);
+  bool RingTaskRuns() const;
+  void RestartDueTasks();
   static bool RestartCouldHelp(int exit_code);
   absl::StatusOr<int> RunAttempts();
   absl::StatusOr<int> RunGroup(int attempt);
@@ -89,6 +100,8 @@ class Launcher {
   std::string first_failure_task_;
   bool a_ring_task_succeeded_ = false;  // Elastic: the survivors finished.
   int other_failure_code_ = 0;  // Elastic: the first exit other than 0, 3, 4 or a signal.
+  int elastic_restarts_ = 0;    // Tasks started again so far (elastic).
+  double next_backoff_s_ = 1;
 };
 
 // The exit code a wait() status stands for: the exit status, or 128 + signal.

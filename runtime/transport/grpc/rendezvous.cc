@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,8 +16,24 @@
 
 namespace ringwork {
 
+namespace {
+constexpr char kRunningGenerationPayload[] = "ringwork.dev/running-generation";
+}  // namespace
 
-absl::Status InboundJoins::AdmitAndRecord(int rank, uint64_t incarnation,
+absl::Status JobRunningError(int generation, absl::string_view message) {
+  absl::Status status = absl::UnavailableError(message);
+  status.SetPayload(kRunningGenerationPayload, absl::Cord(std::to_string(generation)));
+  return status;
+}
+
+int RunningGenerationOf(const absl::Status& status) {
+  const auto payload = status.GetPayload(kRunningGenerationPayload);
+  int generation = -1;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &generation)) return -1;
+  return generation;
+}
+
+absl::Status InboundJoins::AdmitAndRecord(int rank, uint64_t incarnation, int member_since,
                                           const std::function<void()>& accept) {
   std::lock_guard<std::mutex> admission(admission_mu_);
   {
@@ -33,6 +52,7 @@ absl::Status InboundJoins::AdmitAndRecord(int rank, uint64_t incarnation,
   accept();
   std::lock_guard<std::mutex> lock(mu_);
   incarnation_[rank] = incarnation;
+  member_since_[rank] = member_since;
   joined_[rank] = true;
   return absl::OkStatus();
 }
@@ -58,6 +78,21 @@ void InboundJoins::RecordRejection(const absl::Status& status) {
   if (rejection_.ok()) rejection_ = status;
 }
 
+void InboundJoins::RecordRunningGeneration(int generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  running_generation_ = std::max(running_generation_, generation);
+}
+
+int InboundJoins::running_generation() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_generation_;
+}
+
+int InboundJoins::member_since(int rank) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return member_since_[rank];
+}
+
 bool InboundJoins::joined(int rank) const {
   std::lock_guard<std::mutex> lock(mu_);
   return joined_[rank];
@@ -75,7 +110,8 @@ absl::Status InboundJoins::rejection() const {
 
 std::string SignedJoinFields(const proto::JoinRequest& r) {
   return absl::StrCat(r.protocol_version(), "\n", r.cluster_ring(), "\n", r.from_task(), "\n",
-                      r.to_rank(), "\n", r.shm_segment(), "\n", r.hostname(), "\n", r.pid());
+                      r.to_rank(), "\n", r.shm_segment(), "\n", r.hostname(), "\n", r.pid(), "\n",
+                      r.member_since(), "\n", r.asks_to_join() ? 1 : 0);
 }
 
 absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest& request,
@@ -151,7 +187,10 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
         int rank, uint64_t incarnation)>& metadata,
     const InboundJoins& inbound, const RendezvousOptions& options) {
   const int world = config.world_size();
-  const Deadline deadline = Deadline::AfterSeconds(options.startup_timeout_s);
+  const bool wait_for_contact = options.discovery && options.first_contact_wait_s > 0;
+  Deadline deadline = Deadline::AfterSeconds(wait_for_contact ? options.first_contact_wait_s
+                                                              : options.startup_timeout_s);
+  bool contacted = !wait_for_contact;
   const auto start = std::chrono::steady_clock::now();
   Deadline next_log = Deadline::AfterSeconds(options.log_interval_s);
   std::vector<Attempt> attempts(world);
@@ -185,9 +224,21 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     if (!options.regroup) {
       result = inbound.rejection();
       if (!result.ok()) break;
+      if (options.elastic && inbound.running_generation() >= 0) {
+        result = JobRunningError(inbound.running_generation(),
+                                 "a worker of a later generation of this cluster called: the job runs");
+        break;
+      }
     }
     std::vector<int> waiting = missing();
     if (waiting.empty()) break;
+    if (!contacted) {
+      for (int r = 0; r < world && !contacted; ++r) {
+        contacted = r != config.rank() && (attempts[r].joined || inbound.joined(r));
+      }
+      // The window opens now (Attempts in flight keep their own deadlines).
+      if (contacted) deadline = Deadline::AfterSeconds(options.startup_timeout_s);
+    }
     if (deadline.Expired() && options.discovery) break;  // Who answered is the result.
     if (deadline.Expired()) {
       // A timeout (exit 4), like every other deadline: the peer may only be slow.
@@ -236,6 +287,7 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
       a.joined = true;
       a.result.incarnation = a.response.incarnation();
       a.result.mapped_our_shm = a.response.shm_mapped();
+      a.result.member_since = a.response.member_since();
       continue;
     }
     if (a.status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
@@ -256,6 +308,18 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
           a.backoff_s = std::min(options.max_backoff_s, a.backoff_s * 2);
         }
         continue;
+      }
+    }
+    if (options.elastic && !options.regroup) {
+      const auto& trailing = a.context->GetServerTrailingMetadata();
+      auto it = trailing.find(kRunningGenerationKey);
+      int generation = -1;
+      if (it != trailing.end() &&
+          absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &generation) &&
+          generation >= 0) {
+        result = JobRunningError(generation, absl::StrCat(config.DescribeRank(a.rank), " runs the job already: ",
+                                                          a.status.error_message()));
+        break;
       }
     }
     if (!IsRetryable(a.status.error_code()) && !options.regroup) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/worker.grpc.pb.h"
 #include "runtime/config/cluster_config.h"
 
@@ -40,13 +41,36 @@ struct RendezvousOptions {
   // A discovery round: at the deadline the rendezvous ends without an error, and
   // JoinedPeer::present says who answered or called.
   bool discovery = false;
+  // With `discovery`: the round's window (startup_timeout_s) opens at the first
+  // peer that answers or calls, waiting up to this long for one (a worker joining
+  // a running job waits there for the members to reach a step boundary). 0: the
+  // window opens at once.
+  double first_contact_wait_s = 0;
+  // Elastic training: a running member refuses a Join of the job's first
+  // generation from a worker that is not one of its ring (one that starts again)
+  // with the generation it runs (kRunningGenerationKey) and counts it as a worker
+  // waiting to join; the starting worker's rendezvous then ends at once with
+  // JobRunningError.
+  bool elastic = false;
+  // JoinRequest.member_since and asks_to_join of this worker's Joins.
+  int member_since = 0;
+  bool asks_to_join = false;
 };
+
+// The trailing metadata of such a refusal: the refusing worker's generation.
+inline constexpr char kRunningGenerationKey[] = "rw-running-generation";
+
+// UNAVAILABLE (exit 3), "the job runs already", carrying `generation`.
+absl::Status JobRunningError(int generation, absl::string_view message);
+// The generation a JobRunningError carries; -1 for any other status.
+int RunningGenerationOf(const absl::Status& status);
 
 // What this worker learned from a peer's answer.
 struct JoinedPeer {
   uint64_t incarnation = 0;
   bool mapped_our_shm = false;
   bool present = false;  // It answered a Join of this worker's, or called one.
+  int member_since = 0;  // JoinResponse.member_since.
 };
 
 // The peers that joined this worker (written by the Join handler on gRPC's server
@@ -54,13 +78,16 @@ struct JoinedPeer {
 class InboundJoins {
  public:
   explicit InboundJoins(int world_size)
-      : incarnation_(world_size, 0), joined_(world_size), failed_(world_size) {}
+      : incarnation_(world_size, 0), joined_(world_size), failed_(world_size),
+        member_since_(world_size, 0) {}
   // Admits a Join from `rank` (process `incarnation`), runs `accept` (which maps
   // its shared memory) and records it, as one step that Seal() cannot interleave
   // with. Admitted: always during startup; after Seal() only the process that
   // joined (a retry changes nothing) or a rank declared failed (MarkFailed).
   // ALREADY_EXISTS otherwise.
-  absl::Status AdmitAndRecord(int rank, uint64_t incarnation, const std::function<void()>& accept);
+  // `member_since`: the Join's JoinRequest.member_since, recorded with it.
+  absl::Status AdmitAndRecord(int rank, uint64_t incarnation, int member_since,
+                              const std::function<void()>& accept);
   // The rendezvous is over: the membership is fixed.
   void Seal();
   bool sealed() const;
@@ -71,6 +98,13 @@ class InboundJoins {
   // rendezvous then fails with the same error.
   void RecordRejection(const absl::Status& status);
   bool joined(int rank) const;
+  // JoinRequest.member_since of `rank`'s Join.
+  int member_since(int rank) const;
+  // Elastic: a worker of a later generation of this cluster called (a membership
+  // round): the job runs at `generation` at least. The rendezvous of a worker
+  // starting then ends with JobRunningError.
+  void RecordRunningGeneration(int generation);
+  int running_generation() const;  // -1: none seen.
   uint64_t incarnation(int rank) const;
   absl::Status rejection() const;
 
@@ -80,6 +114,8 @@ class InboundJoins {
   std::vector<uint64_t> incarnation_;  // Guarded by mu_.
   std::vector<bool> joined_;           // Guarded by mu_.
   std::vector<bool> failed_;           // Guarded by mu_.
+  std::vector<int> member_since_;      // Guarded by mu_.
+  int running_generation_ = -1;        // Guarded by mu_.
   bool sealed_ = false;                // Guarded by mu_.
   absl::Status rejection_;             // Guarded by mu_.
 };

@@ -1,0 +1,119 @@
+// WorkerRuntime's answers to Joins: validating and admitting a peer's Join
+// (startup, membership rounds), and in elastic training answering a worker that
+// starts while the job runs (runtime/regroup.h, JoinRunningJob).
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "proto/worker.grpc.pb.h"
+#include "runtime/auth/rpc_auth.h"
+#include "runtime/transport/grpc/grpc_util.h"
+#include "runtime/transport/grpc/rendezvous.h"
+#include "runtime/transport/shm/shm_endpoint.h"
+#include "runtime/worker_runtime.h"
+
+namespace ringwork {
+
+grpc::Status WorkerRuntime::Refuse(grpc::ServerContextBase* context, const std::string& what,
+                                   const absl::Status& why, bool stale_callee) {
+  // A genuine call meant for another incarnation learns this one's (a first Join
+  // asks for it that way: expected, not logged). Only a caller that could sign the
+  // call gets it; a replay learns nothing it could use without the token.
+  const bool first_join = stale_callee && what == "a Join" &&
+                          RpcAuth::AsksForChallenge(context->client_metadata());
+  if (!first_join) refusals_.Refused(context->peer(), what, why);
+  if (stale_callee) context->AddTrailingMetadata(kChallengeMetadataKey, auth_->challenge());
+  return ToGrpcStatus(why);
+}
+
+grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
+                                       const proto::JoinRequest& request,
+                                       proto::JoinResponse* response) {
+  if (IsJoinOfAStartingWorker(request)) {
+    const std::string who = config_.DescribeOriginalRank(request.from_rank());
+    // A membership round of generation g is still deciding g: the joiner waits
+    // in that round, or the next one. (A worker alone accepts no Joins at all:
+    // a ring of one never listens for them.)
+    const int running = config_.discovery() ? config_.generation() - 1 : config_.generation();
+    if (request.asks_to_join() && !config_.discovery()) {
+      std::lock_guard<std::mutex> lock(joiners_mu_);
+      if (joiners_.insert({request.from_rank(), request.incarnation()}).second) {
+        joiners_waiting_.store(static_cast<int>(joiners_.size()));
+        RW_LOG(INFO) << who << " starts again and asks to join; the ring lets it in at its next step";
+      }
+    }
+    context->AddTrailingMetadata(kRunningGenerationKey, std::to_string(running));
+    return ToGrpcStatus(absl::UnavailableError(absl::StrCat(
+        config_.DescribeRank(config_.rank()), " trains at generation ", config_.generation(),
+        " (elastic training); it lets ", who, " in at its next step")));
+  }
+  if (const int later = LaterGenerationCalling(request); later > 0) {
+    // A member's (or a joiner's) membership round reached this worker, which is
+    // starting: the job runs. Its rendezvous ends (JobRunningError); the caller
+    // asks again.
+    inbound_joins_->RecordRunningGeneration(later - 1);
+    return ToGrpcStatus(absl::UnavailableError(absl::StrCat(
+        config_.DescribeRank(config_.rank()), " is starting; it will join the running job")));
+  }
+  if (request.asks_to_join()) {  // Never admitted: this worker runs no job to join.
+    return ToGrpcStatus(absl::UnavailableError(absl::StrCat(
+        config_.DescribeRank(config_.rank()), " runs no job that ",
+        config_.DescribeOriginalRank(request.from_rank()), " could join (yet)")));
+  }
+  absl::Status valid = ValidateJoin(config_, request, context->peer());
+  if (!valid.ok()) {
+    if (request.cluster_fingerprint() != fingerprint_) inbound_joins_->RecordRejection(valid);
+    return Refuse(context, "a Join", valid);
+  }
+  // After startup a live peer's Join is a replay or a confused process: it must not
+  // change the membership nor remap memory that a link reads. Admission, mapping
+  // and recording happen as one step that the end of the rendezvous (Seal) waits for.
+  bool mapped = false;
+  absl::Status admitted = inbound_joins_->AdmitAndRecord(
+      request.from_rank(), request.incarnation(), request.member_since(), [&] {
+        // Never remaps under a live link (ShmEndpoint refuses): a retry maps nothing new.
+        if (shm_ == nullptr || request.shm_segment().empty()) return;
+        absl::Status status = shm_->MapPeer(request.from_rank(), request.shm_segment());
+        mapped = status.ok();
+        if (!mapped) RW_VLOG(1) << "no shared memory with " << request.from_task() << ": " << status;
+      });
+  if (!admitted.ok()) return Refuse(context, "a Join", admitted);
+  response->set_protocol_version(kProtocolVersion);
+  response->set_cluster_fingerprint(fingerprint_);
+  response->set_rank(config_.rank());
+  response->set_task(config_.task().ToString());
+  response->set_incarnation(incarnation_);
+  response->set_shm_mapped(mapped);
+  response->set_member_since(options_.rendezvous.member_since);
+  return grpc::Status::OK;
+}
+
+int WorkerRuntime::LaterGenerationCalling(const proto::JoinRequest& request) const {
+  if (!options_.rendezvous.elastic || config_.generation() != 0 || config_.alone() ||
+      inbound_joins_->sealed()) {
+    return -1;
+  }
+  // The caller signed its ring (SignedJoinFields): TF_CONFIG's, at a generation.
+  const std::string prefix = absl::StrCat(config_.NormalizedRing(), ";generation=");
+  if (!absl::StartsWith(request.cluster_ring(), prefix)) return -1;
+  const absl::string_view rest = absl::string_view(request.cluster_ring()).substr(prefix.size());
+  int generation = -1;
+  if (!absl::SimpleAtoi(rest.substr(0, rest.find(';')), &generation)) return -1;
+  return generation;
+}
+
+bool WorkerRuntime::IsJoinOfAStartingWorker(const proto::JoinRequest& request) const {
+  if (!options_.rendezvous.elastic || request.cluster_fingerprint() != configured_fingerprint_ ||
+      request.from_rank() < 0 || request.from_rank() >= config_.configured_world_size() ||
+      request.from_rank() == config_.original_rank()) {
+    return false;
+  }
+  // Later generations (their rounds, a worker alone too) never take such a Join.
+  // At generation 0 the ring is TF_CONFIG's: once it formed, only a new process
+  // of a rank counts (the joined one retrying is no joiner).
+  return config_.generation() > 0 ||
+         (inbound_joins_->sealed() &&
+          inbound_joins_->incarnation(request.from_rank()) != request.incarnation());
+}
+
+}  // namespace ringwork

@@ -1,0 +1,112 @@
+// Elastic training grows back (real `train` processes under `launch --elastic
+// --max_restarts`): a killed worker that launch starts again joins the running job
+// at a step boundary, takes the training state from the members, and the job ends
+// with every worker alike and every example trained once per epoch; a member that
+// dies while a worker joins leaves the others (the joiner too) going on.
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "testing/log_lines.h"
+#include "testing/process_cluster.h"
+#include "testing/temp_dir.h"
+
+namespace ringwork {
+namespace {
+
+constexpr char kTrain[] = "tools/train";
+constexpr char kLaunch[] = "tools/launch/launch";
+constexpr double kGuardS = 180;  // Reaching it is a failure.
+constexpr int64_t kEpochs = 20;  // About 6 s: the restarted worker comes back within 2 s.
+constexpr int64_t kExamples = 4096;
+
+struct GrowRun {
+  SubprocessResult result;
+  nlohmann::json metrics;
+};
+
+// 4 workers (MLP, synthetic images: 35 steps of 120 per epoch), elastic with one
+// restart; `crash_at`: RINGWORK_CRASH_AT (first runs only).
+GrowRun RunGrowing(const std::string& name, const std::string& crash_at) {
+  const std::string dir = FreshTestDir(name);
+  std::vector<std::string> argv = {kLaunch, "--num_workers=4", "--elastic", "--max_restarts=1", "--",
+                                   kTrain, "--dataset=synthetic", absl::StrCat("--synthetic_examples=", kExamples),
+                                   "--global_batch_size=120", absl::StrCat("--epochs=", kEpochs),
+                                   "--verbose=0", "--intra_op_threads=1", "--min_workers=2",
+                                   "--metrics_json=" + dir + "/metrics.json"};
+  Subprocess::Options options;
+  options.env["RINGWORK_CRASH_AT"] = crash_at;
+  options.timeout_s = kGuardS;
+  GrowRun run{Subprocess::Start(argv, options).Wait(), {}};
+  std::ifstream in(dir + "/metrics.json");
+  if (in.good()) run.metrics = nlohmann::json::parse(in);
+  return run;
+}
+
+TEST_CASE("the chief killed; launch starts it again; it joins the running job at a step and "
+          "the job ends with 4 workers alike (worker 1 stays the chief)", "[elastic]") {
+  const GrowRun run = RunGrowing("elastic_grow", "allreduce#60@worker:0");
+  const SubprocessResult& r = run.result;
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(r.timed_out);
+  REQUIRE(LogLineTime(r.output, "crash point", "worker:0") >= 0);
+  CHECK(LogLineTime(r.output, "--elastic: restarted worker:0") >= 0);
+  // The restarted process found the job running and waited for a step boundary.
+  CHECK(LogLineTime(r.output, "runs the job already", "worker:0") >= 0);
+  for (const std::string task : {"worker:1", "worker:2", "worker:3"}) {
+    INFO(task);
+    CHECK(LogLineTime(r.output, "generation 1: worker:0 \\(127\\.0\\.0\\.1:[0-9]+\\) left", task) >= 0);
+    CHECK(LogLineTime(r.output, "generation 2: worker:0 \\(127\\.0\\.0\\.1:[0-9]+\\) joined; 4 workers go on "
+                                "\\(3 before, 4 in the cluster\\), at epoch [0-9]+, step [0-9]+",
+                      task) >= 0);
+  }
+  CHECK(LogLineTime(r.output, "generation 2: worker:0 \\(127\\.0\\.0\\.1:[0-9]+\\) joined; 4 workers go on "
+                              "\\(4 in the cluster\\)",
+                    "worker:0") >= 0);
+  // Worker 1 took the chief's part when worker 0 died, and kept it: a worker
+  // joining never takes it over. The chief alone prints the summary.
+  CHECK(r.output.find("[worker:1] Test accuracy:") != std::string::npos);
+  CHECK(r.output.find("[worker:0] Test accuracy:") == std::string::npos);
+  const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
+  REQUIRE(fingerprints.size() == 4);
+  CHECK(std::set<std::string>(fingerprints.begin(), fingerprints.end()).size() == 1);
+  REQUIRE(run.metrics.is_object());
+  CHECK(run.metrics["num_workers"] == 4);
+  CHECK(run.metrics["generations"] == 2);
+  // No example skipped or trained twice, before, while or after the worker was away.
+  CHECK(run.metrics["train_examples"] == kEpochs * kExamples);
+  CHECK(run.metrics["train_examples_per_epoch"] == kExamples);
+  CHECK(run.metrics["test_accuracy"].get<double>() > 0.5);
+}
+
+TEST_CASE("a member dies while a restarted worker joins: the others and the joiner go on "
+          "without it and finish alike", "[elastic]") {
+  // worker:2 dies in an all-reduce and comes back; when it joins, worker:1 dies
+  // right after the ring grew, before the state reached the joiner.
+  const GrowRun run = RunGrowing("elastic_grow_crash", "allreduce#60@worker:2,grow@worker:1");
+  const SubprocessResult& r = run.result;
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(r.timed_out);
+  REQUIRE(LogLineTime(r.output, "crash point", "worker:1") >= 0);
+  for (const std::string task : {"worker:0", "worker:2", "worker:3"}) {
+    INFO(task);
+    CHECK(LogLineTime(r.output, "generation 3: worker:1 \\(127\\.0\\.0\\.1:[0-9]+\\) left", task) >= 0);
+  }
+  const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
+  REQUIRE(fingerprints.size() == 3);
+  CHECK(std::set<std::string>(fingerprints.begin(), fingerprints.end()).size() == 1);
+  REQUIRE(run.metrics.is_object());
+  CHECK(run.metrics["num_workers"] == 3);
+  CHECK(run.metrics["generations"] == 3);
+  CHECK(run.metrics["train_examples"] == kEpochs * kExamples);
+}
+
+}  // namespace
+}  // namespace ringwork
