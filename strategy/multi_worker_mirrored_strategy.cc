@@ -80,7 +80,9 @@ MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
 }
 
 int MultiWorkerMirroredStrategy::workers_on_this_host() const {
-  int count = WorkersOnThisHost(runtime_->config());
+  // TF_CONFIG's ring, whatever the generation: a worker alone (joining) or a
+  // shrunk ring must not take the cores the others (coming back) will use.
+  int count = WorkersOnThisHost(runtime_->config().Configured());
   // Workers that mapped each other's shared memory share this machine, whatever
   // TF_CONFIG calls it (a name for one, an address for another).
   if (const Communicator* communicator = runtime_->communicator(); communicator != nullptr) {
