@@ -38,8 +38,9 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
              "RINGWORK_INTER_OP_THREADS");
   flags->Int("min_workers", &f->min_workers,
              "elastic training: when a worker fails, the others go on without it while they "
-             "are more than half of the cluster and at least this many (0: every worker is "
-             "needed, a failure ends the job)",
+             "are more than half of the cluster and at least this many, and a worker that "
+             "starts again joins them at a step (0: every worker is needed, a failure ends "
+             "the job)",
              "RINGWORK_MIN_WORKERS");
   flags->Double("regroup_discovery_s", &f->regroup_discovery_s,
                 "elastic training: how long the workers left after a failure look for each "
