@@ -254,17 +254,35 @@ absl::Status CSVLogger::OnTrainBegin(const TrainInfo& info) {
     opened = absl::InvalidArgumentError("CSVLogger needs a filename");
   } else if (info.is_chief) {
     if (file_ != nullptr) std::fclose(file_);
+    file_ = nullptr;
     if (options_.append) {
-      if (std::FILE* existing = std::fopen(options_.filename.c_str(), "r")) {
-        header_written_ = std::fgetc(existing) != EOF;  // Keras: a non-empty file has its header.
-        std::fclose(existing);
-      }
+      opened = OpenForAppending();
+    } else {
+      file_ = std::fopen(options_.filename.c_str(), "w");
+      if (file_ == nullptr) opened = absl::InvalidArgumentError(Failure("open"));
     }
-    file_ = std::fopen(options_.filename.c_str(), options_.append ? "a" : "w");
-    if (file_ == nullptr) opened = absl::InvalidArgumentError(Failure("open"));
   }
   // Every worker learns whether the chief could open it (so none trains on alone).
   return model_->strategy()->ShareChiefStatus(opened);
+}
+
+absl::Status CSVLogger::OpenForAppending() {
+  if (std::FILE* existing = std::fopen(options_.filename.c_str(), "r")) {
+    header_written_ = std::fgetc(existing) != EOF;  // Keras: a non-empty file has its header.
+    std::fclose(existing);
+  }
+  file_ = std::fopen(options_.filename.c_str(), "a");
+  if (file_ == nullptr) return absl::InvalidArgumentError(Failure("open"));
+  return absl::OkStatus();
+}
+
+absl::Status CSVLogger::OnRegroup(const TrainInfo& info) {
+  if (!info.is_chief || file_ != nullptr || options_.filename.empty()) return absl::OkStatus();
+  // The chief left: this worker writes the next rows after the ones it wrote (a
+  // failure only ends the rows, as a failed write does: no collective here).
+  absl::Status opened = OpenForAppending();
+  if (!opened.ok()) RW_LOG(WARNING) << opened.message() << "; no more rows are written";
+  return absl::OkStatus();
 }
 
 absl::Status CSVLogger::OnEpochEnd(int64_t epoch, const Logs& logs) {

@@ -136,11 +136,15 @@ class CSVLogger : public Callback {
   ~CSVLogger() override;
   bool decides_per_batch() const override { return false; }
   absl::Status OnTrainBegin(const TrainInfo& info) override;
+  // Elastic training: a worker that became the chief appends the next rows.
+  absl::Status OnRegroup(const TrainInfo& info) override;
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
   absl::Status OnTrainEnd(const Logs& last_epoch) override;
 
  private:
   std::string Failure(const char* doing) const;
+  // Opens the file for appending; whether it has a header already.
+  absl::Status OpenForAppending();
   void StopWriting(const char* doing);
 
   CSVLoggerOptions options_;

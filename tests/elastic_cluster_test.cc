@@ -86,14 +86,14 @@ TEST_CASE("4 workers; worker 2 killed in an all-reduce: 3 go on at once and fini
 }
 
 TEST_CASE("3 workers; the chief killed (in an all-reduce or writing a checkpoint): worker 1 "
-          "takes over the checkpoints and the metrics", "[elastic]") {
+          "takes over the checkpoints, the CSV log and the metrics", "[elastic]") {
   for (const std::string crash_at : {"allreduce#60@worker:0", "checkpoint_write#2@worker:0"}) {
     INFO(crash_at);
     const std::string dir = FreshTestDir("elastic_chief");
     std::vector<std::string> argv = {kLaunch, "--num_workers=3", "--elastic", "--", kTrain};
     for (const std::string& a : TrainArgs(3, 2)) argv.push_back(a);
     argv.insert(argv.end(), {"--metrics_json=" + dir + "/metrics.json", "--checkpoint_dir=" + dir + "/ckpt",
-                             "--checkpoint_freq_steps=8"});
+                             "--checkpoint_freq_steps=8", "--csv_log=" + dir + "/log.csv"});
     Subprocess::Options options;
     options.env["RINGWORK_CRASH_AT"] = crash_at;
     options.timeout_s = kGuardS;
@@ -108,6 +108,12 @@ TEST_CASE("3 workers; the chief killed (in an all-reduce or writing a checkpoint
     const nlohmann::json metrics = ReadJson(dir + "/metrics.json");
     CHECK(metrics["generations"] == 1);
     CHECK(metrics["num_workers"] == 2);
+    // The chief died in epoch 1: the new one wrote every epoch's row.
+    std::ifstream csv(dir + "/log.csv");
+    std::string line;
+    std::vector<std::string> epochs;
+    while (std::getline(csv, line)) epochs.push_back(line.substr(0, line.find(',')));
+    CHECK(epochs == std::vector<std::string>{"epoch", "0", "1", "2"});
     // The new chief wrote the final checkpoint (3 epochs of 35 steps), whole.
     absl::StatusOr<std::string> latest = LatestCheckpoint(dir + "/ckpt");
     REQUIRE(latest.ok());
