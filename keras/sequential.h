@@ -93,6 +93,10 @@ class Sequential {
 
   absl::StatusOr<History> Fit(const Dataset& train, const FitOptions& options);
   absl::StatusOr<EvaluateResult> Evaluate(const Dataset& data, int64_t batch_size = 256);
+  // Evaluate once fit ended on every worker: with elastic training a peer's failure
+  // in it regroups the workers still running (replicas are identical after fit)
+  // and they evaluate again (up to 3 times); otherwise as Evaluate.
+  absl::StatusOr<EvaluateResult> EvaluateAfterFit(const Dataset& data, int64_t batch_size = 256);
   // Outputs for `x` [count, ...] (probabilities when the model ends in a softmax).
   absl::StatusOr<Tensor> Predict(const Tensor& x, int64_t batch_size = 256);
   std::string Summary() const;

@@ -34,6 +34,29 @@ absl::Status Sequential::SurvivePeerFailure(const absl::Status& failure, FitShap
   }
 }
 
+absl::StatusOr<EvaluateResult> Sequential::EvaluateAfterFit(const Dataset& data, int64_t batch_size) {
+  CrashPoint("final_evaluate");  // Tests: a worker dies as the final evaluation starts.
+  for (int round = 1;; ++round) {
+    absl::StatusOr<EvaluateResult> result = Evaluate(data, batch_size);
+    if (result.ok() || round > 3 || !strategy_->elastic() || strategy_->joining() ||
+        !IsPeerFailure(result.status()) || !strategy_->ring_failed()) {
+      return result;
+    }
+    TimelineSpan span("elastic", "survive a peer failure");
+    RW_LOG(WARNING) << "elastic training: the ring failed in the evaluation after training: "
+                    << result.status().message() << "; regrouping with the workers still running";
+    const int before = strategy_->num_replicas_in_sync();
+    strategy_->Abort(result.status());
+    reducer_.reset();
+    RW_RETURN_IF_ERROR(strategy_->Regroup(result.status()));
+    reducer_ = strategy_->MakeGradientReducer(variables(), /*allow_overlap=*/!layer_collectives_);
+    RW_LOG(WARNING) << "generation " << strategy_->generation() << ": " << strategy_->departed()
+                    << " left: " << result.status().message() << "; " << strategy_->num_replicas_in_sync()
+                    << " of " << before << " workers evaluate again ("
+                    << strategy_->cluster().configured_world_size() << " in the cluster)";
+  }
+}
+
 absl::Status Sequential::LetJoinersIn(FitShape* shape, int64_t* progress, int64_t* slowest,
                                       std::vector<double>* epoch_sums) {
   RW_LOG(INFO) << "elastic training: letting the workers that asked to join in, after "

@@ -320,5 +320,29 @@ TEST_CASE("2 of 4 workers killed: the other 2 are no majority and exit 3; 2 of 5
   }
 }
 
+TEST_CASE("4 workers; worker 1 dies as the evaluation after training starts: the other 3 "
+          "evaluate again and the job succeeds", "[elastic]") {
+  const std::string dir = FreshTestDir("elastic_evaluate");
+  std::vector<std::string> args = TrainArgs(2, 2);
+  args.push_back("--metrics_json=" + dir + "/metrics.json");
+  const SubprocessResult r = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "final_evaluate@worker:1"}});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  REQUIRE(LogLineTime(r.output, "crash point final_evaluate", "worker:1") >= 0);
+  for (const std::string task : {"worker:0", "worker:2", "worker:3"}) {
+    INFO(task);
+    CHECK(LogLineTime(r.output, "generation 1: worker:1 \\(127\\.0\\.0\\.1:[0-9]+\\) left: .*; 3 of 4 "
+                                "workers evaluate again",
+                      task) >= 0);
+  }
+  const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
+  REQUIRE(fingerprints.size() == 3);
+  CHECK(std::set<std::string>(fingerprints.begin(), fingerprints.end()).size() == 1);
+  const nlohmann::json metrics = ReadJson(dir + "/metrics.json");
+  CHECK(metrics["num_workers"] == 3);
+  CHECK(metrics["generations"] == 1);
+  CHECK(metrics["train_examples"] == 2 * 4096);  // Training had ended, with 4.
+}
+
 }  // namespace
 }  // namespace ringwork

@@ -178,7 +178,10 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
     // Elastic training may have lost workers, and the chief with them.
     chief = strategy->is_chief();
     workers = strategy->num_replicas_in_sync();
-    RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(test, f.global_batch_size));
+    RW_ASSIGN_OR_RETURN(EvaluateResult result, model.EvaluateAfterFit(test, f.global_batch_size));
+    // A worker may have left in the evaluation too.
+    chief = strategy->is_chief();
+    workers = strategy->num_replicas_in_sync();
     // The examples this run trained on, counted by the input pipeline over every
     // worker (a resumed run skips what its backup had done).
     int64_t trained = 0;
