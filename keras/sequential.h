@@ -260,6 +260,11 @@ class Sequential {
   bool stop_training_ = false;
   bool layer_collectives_ = false;  // A layer sums over replicas (set in Build).
   int64_t steps_rerun_ = 0;
+  // Elastic: the progress of a worker whose fit ended (beyond any operation of
+  // fit): survivors still ending fit learn from it that training ended.
+  static constexpr int64_t kFitEnded = int64_t{1} << 40;
+  // The last fit's shape, once it ended on this worker (EvaluateAfterFit).
+  std::optional<FitShape> ended_fit_;
 };
 
 }  // namespace ringwork

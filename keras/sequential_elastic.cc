@@ -38,18 +38,19 @@ absl::StatusOr<EvaluateResult> Sequential::EvaluateAfterFit(const Dataset& data,
   CrashPoint("final_evaluate");  // Tests: a worker dies as the final evaluation starts.
   for (int round = 1;; ++round) {
     absl::StatusOr<EvaluateResult> result = Evaluate(data, batch_size);
-    if (result.ok() || round > 3 || !strategy_->elastic() || strategy_->joining() ||
-        !IsPeerFailure(result.status()) || !strategy_->ring_failed()) {
+    if (result.ok() || round > 3 || !ended_fit_.has_value() || !strategy_->elastic() ||
+        strategy_->joining() || !IsPeerFailure(result.status()) || !strategy_->ring_failed()) {
       return result;
     }
-    TimelineSpan span("elastic", "survive a peer failure");
-    RW_LOG(WARNING) << "elastic training: the ring failed in the evaluation after training: "
-                    << result.status().message() << "; regrouping with the workers still running";
+    // The workers still running may include some still ending fit (the failure
+    // came in its last operation): they regroup there, and learn from this
+    // worker's progress (past every operation of fit) that training ended. All
+    // run the same agreement, then evaluate.
     const int before = strategy_->num_replicas_in_sync();
-    strategy_->Abort(result.status());
-    reducer_.reset();
-    RW_RETURN_IF_ERROR(strategy_->Regroup(result.status()));
-    reducer_ = strategy_->MakeGradientReducer(variables(), /*allow_overlap=*/!layer_collectives_);
+    FitShape shape = *ended_fit_;
+    int64_t progress = kFitEnded, slowest = 0;
+    std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+    RW_RETURN_IF_ERROR(SurvivePeerFailure(result.status(), &shape, &progress, &slowest, &sums));
     RW_LOG(WARNING) << "generation " << strategy_->generation() << ": " << strategy_->departed()
                     << " left: " << result.status().message() << "; " << strategy_->num_replicas_in_sync()
                     << " of " << before << " workers evaluate again ("

@@ -65,6 +65,7 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
         ") re-shards the data by its position in one common order: it needs the DATA shard "
         "policy, not ", AutoShardPolicyName(options.shard_policy)));
   }
+  ended_fit_.reset();
   History history;
   ProgressBar progress;
   std::vector<Callback*> callbacks = {&history};
@@ -151,6 +152,14 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   auto go_on_in_new_ring = [&](const std::string& cause, int before, int64_t mine, int64_t slowest,
                                bool in_step) -> absl::StatusOr<int64_t> {
     decide_per_batch = shape.decide_per_batch;
+    if (ops_done >= kFitEnded) {
+      // A worker had ended fit (it evaluates): so does this one, with no
+      // collective more (callbacks are not told: the final checkpoint is written).
+      RW_LOG(WARNING) << "generation " << strategy_->generation() << ": " << strategy_->departed()
+                      << " left: " << cause << "; " << strategy_->num_replicas_in_sync() << " of " << before
+                      << " workers go on; training had ended on another worker";
+      return ops_done;
+    }
     const int64_t epoch = ops_done / ops_per_epoch, op = ops_done % ops_per_epoch;
     const bool step_op = op >= 1 && op <= steps;
     // The step every worker was in when a peer failed runs again.
@@ -449,9 +458,11 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     if (agreed.ok()) break;
     // A worker that got through it has left fit: the others end it again.
     RW_ASSIGN_OR_RETURN(const int64_t target, survive(agreed, "ending training: "));
+    if (target == kFitEnded) break;  // It ended on another worker (it evaluates).
     if (target != end_train_op) return unexpected(target, "the end of training");
   }
   for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnTrainCommitted());
+  ended_fit_ = shape;
   return history;
 }
 

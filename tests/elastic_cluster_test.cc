@@ -344,5 +344,30 @@ TEST_CASE("4 workers; worker 1 dies as the evaluation after training starts: the
   CHECK(metrics["train_examples"] == 2 * 4096);  // Training had ended, with 4.
 }
 
+TEST_CASE("a worker dies in the all-reduce that ends fit: the two that got through it evaluate, "
+          "the one that did not learns that training ended, and all three evaluate again", "[elastic]") {
+  // allreduce_round#83: with these flags (2 epochs: 6 small all-reduces open fit,
+  // 38 per epoch) the agreement that training ended; worker 3 dies after its first
+  // round, which ranks 0 and 2 complete and rank 1 does not.
+  const std::string dir = FreshTestDir("elastic_fit_end");
+  std::vector<std::string> args = TrainArgs(2, 2);
+  args.push_back("--metrics_json=" + dir + "/metrics.json");
+  const SubprocessResult r = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce_round#83@worker:3"}});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  REQUIRE(LogLineTime(r.output, "crash point allreduce_round", "worker:3") >= 0);
+  CHECK(LogLineTime(r.output, "training had ended on another worker", "worker:1") >= 0);
+  for (const std::string task : {"worker:0", "worker:2"}) {
+    INFO(task);
+    CHECK(LogLineTime(r.output, "3 of 4 workers evaluate again", task) >= 0);
+  }
+  const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
+  REQUIRE(fingerprints.size() == 3);
+  CHECK(std::set<std::string>(fingerprints.begin(), fingerprints.end()).size() == 1);
+  const nlohmann::json metrics = ReadJson(dir + "/metrics.json");
+  CHECK(metrics["num_workers"] == 3);
+  CHECK(metrics["train_examples"] == 2 * 4096);
+}
+
 }  // namespace
 }  // namespace ringwork
