@@ -254,6 +254,12 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     // A member failed before this worker went on: it survives with them (with no
     // progress of its own, it takes a member's state again).
     if (!target.ok()) RW_RETURN_IF_ERROR(survive(target.status(), "joining the running job: ", false).status());
+    if (ops_done >= kFitEnded) {
+      // It came into a regroup of the evaluation after training: it evaluates
+      // with the members (EvaluateAfterFit), having trained nothing itself.
+      ended_fit_ = shape;
+      return history;
+    }
     const int64_t epoch = ops_done / ops_per_epoch, op = ops_done % ops_per_epoch;
     const int64_t in_epoch = op == 0 ? (epoch == shape.start_epoch ? shape.start_step_in_epoch : 0)
                                      : std::min<int64_t>(op - 1, steps);

@@ -3,12 +3,16 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/shortest_decimal.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "keras/sequential.h"
@@ -244,10 +248,12 @@ void CSVLogger::StopWriting(const char* doing) {
   RW_LOG(WARNING) << Failure(doing) << "; no more rows are written";
   std::fclose(file_);
   file_ = nullptr;
+  stopped_ = true;
 }
 
 absl::Status CSVLogger::OnTrainBegin(const TrainInfo& info) {
   keys_.clear();
+  stopped_ = false;
   header_written_ = false;
   absl::Status opened;
   if (options_.filename.empty()) {
@@ -266,10 +272,15 @@ absl::Status CSVLogger::OnTrainBegin(const TrainInfo& info) {
   return model_->strategy()->ShareChiefStatus(opened);
 }
 
-absl::Status CSVLogger::OpenForAppending() {
-  if (std::FILE* existing = std::fopen(options_.filename.c_str(), "r")) {
-    header_written_ = std::fgetc(existing) != EOF;  // Keras: a non-empty file has its header.
-    std::fclose(existing);
+absl::Status CSVLogger::OpenForAppending(bool keys_from_header) {
+  if (std::ifstream existing(options_.filename); existing.good()) {
+    std::string header;
+    // Keras: a non-empty file has its header.
+    header_written_ = static_cast<bool>(std::getline(existing, header)) && !header.empty();
+    if (header_written_ && keys_from_header) {
+      std::vector<std::string> columns = absl::StrSplit(header, options_.separator);
+      if (columns.size() > 1 && columns[0] == "epoch") keys_.assign(columns.begin() + 1, columns.end());
+    }
   }
   file_ = std::fopen(options_.filename.c_str(), "a");
   if (file_ == nullptr) return absl::InvalidArgumentError(Failure("open"));
@@ -277,10 +288,11 @@ absl::Status CSVLogger::OpenForAppending() {
 }
 
 absl::Status CSVLogger::OnRegroup(const TrainInfo& info) {
-  if (!info.is_chief || file_ != nullptr || options_.filename.empty()) return absl::OkStatus();
-  // The chief left: this worker writes the next rows after the ones it wrote (a
-  // failure only ends the rows, as a failed write does: no collective here).
-  absl::Status opened = OpenForAppending();
+  if (!info.is_chief || file_ != nullptr || stopped_ || options_.filename.empty()) return absl::OkStatus();
+  // The chief left: this worker writes the next rows after the ones it wrote, in
+  // their columns (a failure only ends the rows, as a failed write does: no
+  // collective here).
+  absl::Status opened = OpenForAppending(/*keys_from_header=*/true);
   if (!opened.ok()) RW_LOG(WARNING) << opened.message() << "; no more rows are written";
   return absl::OkStatus();
 }

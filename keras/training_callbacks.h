@@ -143,13 +143,15 @@ class CSVLogger : public Callback {
 
  private:
   std::string Failure(const char* doing) const;
-  // Opens the file for appending; whether it has a header already.
-  absl::Status OpenForAppending();
+  // Opens the file for appending; whether it has a header already (and, with
+  // `keys_from_header`, its columns become this logger's).
+  absl::Status OpenForAppending(bool keys_from_header = false);
   void StopWriting(const char* doing);
 
   CSVLoggerOptions options_;
   std::FILE* file_ = nullptr;  // The chief's, while training.
   bool header_written_ = false;
+  bool stopped_ = false;  // A write failed: no more rows.
   std::vector<std::string> keys_;
 };
 

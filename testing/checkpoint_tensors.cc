@@ -35,7 +35,8 @@ double LargestDifference(const CheckpointTensors& a, const CheckpointTensors& b)
     const auto other = b.find(name);
     if (other == b.end() || other->second.size() != values.size()) return -1;
     for (size_t i = 0; i < values.size(); ++i) {
-      worst = std::max(worst, std::abs(static_cast<double>(values[i]) - other->second[i]));
+      const double difference = std::abs(static_cast<double>(values[i]) - other->second[i]);
+      if (!(difference <= worst)) worst = difference;  // NaN and infinity count too.
     }
   }
   return worst;

@@ -19,8 +19,8 @@ using CheckpointTensors = std::map<std::string, std::vector<float>>;
 
 absl::StatusOr<CheckpointTensors> LatestCheckpointTensors(const std::string& dir);
 
-// The largest absolute difference of corresponding values; -1 when the names or
-// sizes differ (or there is nothing to compare).
+// The largest absolute difference of corresponding values (NaN if one is NaN); -1
+// when the names or sizes differ (or there is nothing to compare).
 double LargestDifference(const CheckpointTensors& a, const CheckpointTensors& b);
 
 // Makes `backup_dir` a BackupAndRestore directory holding `checkpoint_file` (a

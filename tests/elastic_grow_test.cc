@@ -145,8 +145,8 @@ TEST_CASE("a run that shrank from 4 workers to 3 and grew back equals (up to sum
                   {{"RINGWORK_CRASH_AT", "allreduce#40@worker:3"}});
   INFO(a.output);
   REQUIRE(a.exit_code == 0);
-  const int64_t d1 = StepsDone(a.output, "generation 1: worker:3");
-  const int64_t d2 = StepsDone(a.output, "generation 2: worker:3 [^\n]* joined");
+  const int64_t d1 = StepsDone(a.output, "generation [0-9]+: worker:3 [^\n]* left");
+  const int64_t d2 = StepsDone(a.output, "generation [0-9]+: worker:3 [^\n]* joined");
   INFO("D1 " << d1 << ", D2 " << d2);
   REQUIRE(d1 > 0);
   REQUIRE(d2 > d1);
@@ -154,7 +154,8 @@ TEST_CASE("a run that shrank from 4 workers to 3 and grew back equals (up to sum
   // B: 4 workers to D1, 3 from D1 to D2, 4 from D2 on; each stage keeps the
   // checkpoint the next resumes from (a stage stops at the end of that epoch).
   const SubprocessResult b1 = LaunchTrain(4, {}, d1 / kSteps + 1,
-                                          {"--checkpoint_dir=" + dir + "/b1", absl::StrCat("--checkpoint_freq_steps=", d1)});
+                                          {"--checkpoint_dir=" + dir + "/b1", absl::StrCat("--checkpoint_freq_steps=", d1),
+                                           "--keep_checkpoints=100"});
   INFO(b1.output);
   REQUIRE(b1.exit_code == 0);
   REQUIRE(MakeBackupOf(dir + "/b1/" + CheckpointFileName(d1), dir + "/backup1").ok());
@@ -173,6 +174,12 @@ TEST_CASE("a run that shrank from 4 workers to 3 and grew back equals (up to sum
   REQUIRE(b3.output.find(absl::StrCat("(", d2, " steps done)")) != std::string::npos);
   // The same steps on the same examples from the same state: only the order of
   // each step's sums differs (blocks against strided shards).
+  // Both ran to the end.
+  for (const std::string run : {"/a", "/b3"}) {
+    const absl::StatusOr<std::string> latest = LatestCheckpoint(dir + run);
+    REQUIRE(latest.ok());
+    CHECK(*latest == dir + run + "/" + CheckpointFileName(kEpochs * kSteps));
+  }
   const absl::StatusOr<CheckpointTensors> elastic = LatestCheckpointTensors(dir + "/a");
   const absl::StatusOr<CheckpointTensors> resumed = LatestCheckpointTensors(dir + "/b3");
   REQUIRE(elastic.ok());
