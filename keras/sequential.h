@@ -186,13 +186,6 @@ class Sequential {
   void ApplyBatchState(const std::vector<double>& sums);
   // Every worker takes the chief's stop_training and learning rate.
   absl::Status AgreeOnDecisions();
-  // Elastic training (keras/sequential_elastic.cc): `failure` (IsPeerFailure) ended
-  // a collective after this worker completed `*progress` of fit's operations (a
-  // count that every worker advances alike). The survivors regroup (a minority,
-  // or a failed regroup, returns its error), agree to go on at the furthest
-  // progress any of them made (`*progress` becomes it; `*slowest` is the least),
-  // and take that worker's training state and this epoch's loss and metric sums
-  // (`epoch_sums`). The gradient reducer is a new one over the new ring.
   // What every worker of an elastic ring must fit alike. A worker that joins takes
   // the ring's (its root's) and is refused (FAILED_PRECONDITION, exit 7) if its
   // own differs; `decide_per_batch` it only takes.
@@ -204,6 +197,13 @@ class Sequential {
     bool decide_per_batch = false;
     int64_t start_epoch = 0, start_step_in_epoch = 0;
   };
+  // Elastic training (keras/sequential_elastic.cc): `failure` (IsPeerFailure) ended
+  // a collective after this worker completed `*progress` of fit's operations (a
+  // count that every worker advances alike). The survivors regroup (a minority,
+  // or a failed regroup, returns its error), agree to go on at the furthest
+  // progress any of them made (`*progress` becomes it; `*slowest` is the least),
+  // and take that worker's training state and this epoch's loss and metric sums
+  // (`epoch_sums`). The gradient reducer is a new one over the new ring.
   absl::Status SurvivePeerFailure(const absl::Status& failure, FitShape* shape, int64_t* progress,
                                   int64_t* slowest, std::vector<double>* epoch_sums);
   // Members, at a step boundary where the all-reduced count of workers waiting
@@ -217,8 +217,9 @@ class Sequential {
   absl::Status JoinRunningJob(FitShape* shape, int64_t* progress, int64_t* slowest,
                               std::vector<double>* epoch_sums);
   // After the ring changed: a new gradient reducer; the furthest progress and the
-  // state and epoch sums of the lowest rank that made it (SurvivePeerFailure).
-  absl::Status AgreeAfterRegroup(bool joining, FitShape* shape, int64_t* progress, int64_t* slowest,
+  // state and epoch sums of the lowest rank that made it (SurvivePeerFailure). A
+  // negative `*progress`: this worker joins (it made none).
+  absl::Status AgreeAfterRegroup(FitShape* shape, int64_t* progress, int64_t* slowest,
                                  std::vector<double>* epoch_sums);
 
   std::vector<std::unique_ptr<Layer>> layers_;

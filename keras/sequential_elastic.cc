@@ -1,6 +1,7 @@
 // Sequential's part of elastic training: surviving a peer's failure inside fit,
 // letting workers that start again join, and joining a running job
 // (strategy/multi_worker_mirrored_strategy.h, Options::min_workers).
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -27,7 +28,7 @@ absl::Status Sequential::SurvivePeerFailure(const absl::Status& failure, FitShap
     strategy_->Abort(cause);
     reducer_.reset();
     RW_RETURN_IF_ERROR(strategy_->Regroup(cause));
-    absl::Status agreed = AgreeAfterRegroup(/*joining=*/false, shape, progress, slowest, epoch_sums);
+    absl::Status agreed = AgreeAfterRegroup(shape, progress, slowest, epoch_sums);
     // Another worker failed in the new ring before the state went round: again.
     if (agreed.ok() || !IsPeerFailure(agreed) || !strategy_->ring_failed() || round == 3) return agreed;
     cause = agreed;
@@ -65,7 +66,7 @@ absl::Status Sequential::LetJoinersIn(FitShape* shape, int64_t* progress, int64_
   reducer_.reset();  // Idle between steps; made anew over the next ring.
   RW_RETURN_IF_ERROR(strategy_->Grow());
   CrashPoint("grow");  // Tests: a member dies before the joiners have the state.
-  return AgreeAfterRegroup(/*joining=*/false, shape, progress, slowest, epoch_sums);
+  return AgreeAfterRegroup(shape, progress, slowest, epoch_sums);
 }
 
 absl::Status Sequential::JoinRunningJob(FitShape* shape, int64_t* progress, int64_t* slowest,
@@ -74,11 +75,11 @@ absl::Status Sequential::JoinRunningJob(FitShape* shape, int64_t* progress, int6
   reducer_.reset();
   RW_RETURN_IF_ERROR(strategy_->JoinRunningJob());
   *progress = -1;  // Behind every member: it takes their state.
-  return AgreeAfterRegroup(/*joining=*/true, shape, progress, slowest, epoch_sums);
+  return AgreeAfterRegroup(shape, progress, slowest, epoch_sums);
 }
 
-absl::Status Sequential::AgreeAfterRegroup(bool joining, FitShape* shape, int64_t* progress,
-                                           int64_t* slowest, std::vector<double>* epoch_sums) {
+absl::Status Sequential::AgreeAfterRegroup(FitShape* shape, int64_t* progress, int64_t* slowest,
+                                           std::vector<double>* epoch_sums) {
   reducer_ = strategy_->MakeGradientReducer(variables(), /*allow_overlap=*/!layer_collectives_);
   // Every worker runs fit's operations in the same order, and one that completed
   // an operation saw every replica's part of it (a step: all gradients); replicas
@@ -92,25 +93,27 @@ absl::Status Sequential::AgreeAfterRegroup(bool joining, FitShape* shape, int64_
                     *progress < 0 ? std::numeric_limits<int64_t>::min() : -*progress};
   RW_RETURN_IF_ERROR(comm->AllReduce(key, 2, DataType::kInt64, ReduceOp::kMax));
   const int root = static_cast<int>(world - 1 - key[0] % world);
-  // `*progress` changes only once the state is taken: a failure before that
-  // leaves this worker where it was.
   // What every worker must fit alike: the root's (a worker that joined built its
-  // model and data alone).
-  int64_t fit[10] = {shape->steps, shape->epochs, shape->steps_per_pass, shape->examples_per_pass,
-                     shape->data_seed, shape->model, shape->replica_check_steps,
-                     shape->decide_per_batch ? 1 : 0, shape->start_epoch, shape->start_step_in_epoch};
-  RW_RETURN_IF_ERROR(comm->Broadcast(fit, 10, DataType::kInt64, root));
+  // model and data alone). Compared: the first 7; taken: the rest.
   const int64_t mine[7] = {shape->steps, shape->epochs, shape->steps_per_pass, shape->examples_per_pass,
                            shape->data_seed, shape->model, shape->replica_check_steps};
+  int64_t fit[10];
+  std::copy(mine, mine + 7, fit);
+  fit[7] = shape->decide_per_batch ? 1 : 0;
+  fit[8] = shape->start_epoch;
+  fit[9] = shape->start_step_in_epoch;
+  RW_RETURN_IF_ERROR(comm->Broadcast(fit, 10, DataType::kInt64, root));
   if (!std::equal(mine, mine + 7, fit)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "this worker fits differently from the ring it ", joining ? "joins" : "is in",
+        "this worker fits differently from the ring it ", *progress < 0 ? "joins" : "is in",
         " (steps per epoch, epochs, steps per pass, examples per pass, data seed, model hash, "
         "replica_check_steps): ", absl::StrJoin(mine, ", "), " here, ", absl::StrJoin(fit, fit + 7, ", "),
         " there; every worker must run the same program with the same flags"));
   }
   RW_RETURN_IF_ERROR(AdoptTrainingStateOf(*this, root));
   RW_RETURN_IF_ERROR(comm->Broadcast(epoch_sums->data(), epoch_sums->size(), DataType::kFloat64, root));
+  // `*progress` changes only now that the state is taken: a failure before
+  // leaves this worker where it was.
   shape->decide_per_batch = fit[7] != 0;
   shape->start_epoch = fit[8];
   shape->start_step_in_epoch = fit[9];

@@ -144,6 +144,12 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
                  static_cast<int64_t>(data.seed),
                  static_cast<int64_t>(Fnv1a64(absl::StrJoin(AgreementLines(), "\n")) >> 1),
                  options.replica_check_steps, decide_per_batch, start.epoch, start.step_in_epoch};
+  // Steps of `epoch` done before operation `op` of it (an epoch's begin that
+  // runs again comes before its first step: a resumed epoch's is later).
+  auto steps_done_before = [&](int64_t epoch, int64_t op) -> int64_t {
+    if (op > 0) return std::min<int64_t>(op - 1, steps);
+    return epoch == shape.start_epoch ? shape.start_step_in_epoch : 0;
+  };
   // After the ring changed (`before` workers in it, -1 for a worker that joined;
   // this one had completed `mine` operations) it goes on at `ops_done`: the data
   // re-sharded at that position, one line on every worker, the callbacks told.
@@ -164,10 +170,7 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     const bool step_op = op >= 1 && op <= steps;
     // The step every worker was in when a peer failed runs again.
     if (in_step && step_op && slowest == ops_done) ++steps_rerun_;
-    // At an epoch's begin: before its first step (a resumed epoch's first is later).
-    const int64_t steps_done =
-        epoch * steps + (op == 0 ? (epoch == shape.start_epoch ? shape.start_step_in_epoch : 0)
-                                 : std::min<int64_t>(op - 1, steps));
+    const int64_t steps_done = epoch * steps + steps_done_before(epoch, op);
     // The begin runs again: LearningRateScheduler must not apply its schedule twice
     // to the rate the survivors took (it is set back after the epoch's begin).
     if (op == 0 && compile_options_.optimizer.learning_rate_schedule == nullptr) {
@@ -187,8 +190,8 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
                     << (before > now ? absl::StrCat(now, " of ", before, " workers go on (")
                                      : absl::StrCat(now, " workers go on (",
                                                     before > 0 ? absl::StrCat(before, " before, ") : ""))
-                    << strategy_->cluster().configured_world_size() << " in the cluster), at epoch " << epoch + 1 << ", " << at << " (" << steps_done
-                    << " steps done"
+                    << strategy_->cluster().configured_world_size() << " in the cluster), at epoch "
+                    << epoch + 1 << ", " << at << " (" << steps_done << " steps done"
                     << (before > 0 && mine < ops_done ? "; this worker takes the state of one further on" : "")
                     << ")";
     info.replicas = strategy_->num_replicas_in_sync();
@@ -261,8 +264,7 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       return history;
     }
     const int64_t epoch = ops_done / ops_per_epoch, op = ops_done % ops_per_epoch;
-    const int64_t in_epoch = op == 0 ? (epoch == shape.start_epoch ? shape.start_step_in_epoch : 0)
-                                     : std::min<int64_t>(op - 1, steps);
+    const int64_t in_epoch = steps_done_before(epoch, op);
     start = TrainPosition{epoch, in_epoch, epoch * steps + in_epoch};
     skip_begin = op >= 1;
     skip_end_first_part = op == steps + 2;

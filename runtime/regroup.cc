@@ -151,10 +151,9 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> Regroup(const ClusterConfig& prev
   return last;
 }
 
-}  // namespace ringwork
+namespace {
 
-namespace ringwork {
-
+// A Join of TF_CONFIG's ring with asks_to_join: the generation a member answers.
 absl::StatusOr<int> AskToJoin(const ClusterConfig& configured, const RuntimeOptions& options,
                               double timeout_s) {
   RuntimeOptions ask = options;
@@ -168,9 +167,11 @@ absl::StatusOr<int> AskToJoin(const ClusterConfig& configured, const RuntimeOpti
   if (asking.ok()) (void)(*asking)->Shutdown();
   const int running = RunningGenerationOf(answer);
   if (running >= 0) return running;
-  return absl::UnavailableError(absl::StrCat(
-      "no member of the job answers (it ended, or failed): ", answer.ok() ? "" : answer.message()));
+  return absl::UnavailableError(
+      absl::StrCat("no member of the job answers (it ended, or failed): ", answer.message()));
 }
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerRuntime>> JoinRunningJob(const ClusterConfig& configured,
                                                                int running_generation,

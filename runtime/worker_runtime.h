@@ -20,12 +20,12 @@
 #define RINGWORK_RUNTIME_WORKER_RUNTIME_H_
 
 #include <atomic>
-#include <mutex>
-#include <set>
-#include <utility>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -71,11 +71,11 @@ class WorkerRuntime {
     std::vector<int> member_since;  // Of each of them (JoinRequest.member_since).
   };
   absl::StatusOr<Discovered> Discover(double seconds, double first_contact_wait_s = 0);
-  // Elastic training (RendezvousOptions::elastic): how many workers starting
-  // (again) asked this running ring to join (RendezvousOptions::asks_to_join; a
-  // worker's process counts once); it refused them with its generation and lets
-  // them in at its next step boundary (a regroup).
-  int joiners_waiting() const { return joiners_waiting_.load(); }
+  // Elastic training (RendezvousOptions::elastic): how many asks to join this
+  // running ring refused with its generation (RendezvousOptions::asks_to_join;
+  // each asking runtime counts once); it lets them in at its next step boundary
+  // (a regroup).
+  int joiners_waiting() const;
 
   ~WorkerRuntime();
   WorkerRuntime(const WorkerRuntime&) = delete;
@@ -141,8 +141,7 @@ class WorkerRuntime {
   const uint64_t incarnation_;
   int bound_port_ = 0;
   std::atomic<bool> accepting_joins_{false};
-  std::atomic<int> joiners_waiting_{0};
-  std::mutex joiners_mu_;
+  mutable std::mutex joiners_mu_;
   std::set<std::pair<int, uint64_t>> joiners_;  // (original rank, incarnation); joiners_mu_.
   std::string configured_fingerprint_;  // TF_CONFIG's ring at generation 0.
   std::string fingerprint_;  // Fixed when Connect starts.

@@ -35,6 +35,7 @@ absl::StatusOr<WorkerRuntime::Discovered> WorkerRuntime::Discover(double seconds
       found.member_since.push_back(options_.rendezvous.member_since);
     } else if ((*peers)[peer].present || inbound_joins_->joined(peer)) {
       found.present.push_back(peer);
+      // Its Join may have come after the rendezvous ended, before the seal.
       found.member_since.push_back((*peers)[peer].present ? (*peers)[peer].member_since
                                                           : inbound_joins_->member_since(peer));
     }

@@ -38,7 +38,6 @@ grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
     if (request.asks_to_join() && !config_.discovery()) {
       std::lock_guard<std::mutex> lock(joiners_mu_);
       if (joiners_.insert({request.from_rank(), request.incarnation()}).second) {
-        joiners_waiting_.store(static_cast<int>(joiners_.size()));
         RW_LOG(INFO) << who << " starts again and asks to join; the ring lets it in at its next step";
       }
     }
@@ -100,6 +99,11 @@ int WorkerRuntime::LaterGenerationCalling(const proto::JoinRequest& request) con
   int generation = -1;
   if (!absl::SimpleAtoi(rest.substr(0, rest.find(';')), &generation)) return -1;
   return generation;
+}
+
+int WorkerRuntime::joiners_waiting() const {
+  std::lock_guard<std::mutex> lock(joiners_mu_);
+  return static_cast<int>(joiners_.size());
 }
 
 bool WorkerRuntime::IsJoinOfAStartingWorker(const proto::JoinRequest& request) const {

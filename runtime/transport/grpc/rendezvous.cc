@@ -362,6 +362,8 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
   for (int r = 0; r < world; ++r) {
     peers[r] = attempts[r].result;
     peers[r].present = r != config.rank() && (attempts[r].joined || inbound.joined(r));
+    // A peer that only called this worker said it in its Join.
+    if (!attempts[r].joined && inbound.joined(r)) peers[r].member_since = inbound.member_since(r);
   }
   return peers;
 }
