@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-DATA = "/usr/share/datasets/fashion-mnist"
+DATA = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
 
 
 def load(prefix):
