@@ -48,7 +48,12 @@ struct TrainInfo {
 struct TrainPosition {
   int64_t epoch = 0;
   int64_t step_in_epoch = 0;
-  int64_t step = 0;
+  int64_t step = 0;  // Steps done in all.
+  // Where the next step's examples begin (DATA: pass, examples of it done), when
+  // the steps do not say it: after elastic training with a per-replica batch
+  // changed the global batch. -1: the steps say it.
+  int64_t data_pass = -1;
+  int64_t data_offset = -1;
 };
 
 class Callback {

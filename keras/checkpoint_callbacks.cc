@@ -53,12 +53,6 @@ absl::StatusOr<bool> TakeOverDirectory(Sequential& model, const std::string& dir
   return false;
 }
 
-TrainPosition AfterStep(const TrainInfo& info, int64_t epoch, int64_t step) {
-  const int64_t done = epoch * info.steps_per_epoch + step;
-  if (step >= info.steps_per_epoch) return {epoch + 1, 0, done};
-  return {epoch, step, done};
-}
-
 }  // namespace
 
 absl::Status ModelCheckpoint::OnTrainBegin(const TrainInfo& info) {
@@ -71,11 +65,6 @@ absl::Status ModelCheckpoint::OnRegroup(const TrainInfo& info) {
   info_ = info;
   RW_ASSIGN_OR_RETURN(const bool usable, TakeOverDirectory(*model_, options_.directory, options_.keep, &dir_));
   paused_ = !usable;
-  return absl::OkStatus();
-}
-
-absl::Status ModelCheckpoint::OnEpochBegin(int64_t epoch) {
-  epoch_ = epoch;
   return absl::OkStatus();
 }
 
@@ -92,9 +81,9 @@ absl::Status ModelCheckpoint::Save(const TrainPosition& position, bool final) {
 }
 
 // The last step is saved once, by OnTrainEnd, marked final.
-absl::Status ModelCheckpoint::OnBatchEnd(int64_t step, const Logs&) {
-  const TrainPosition at = AfterStep(info_, epoch_, step);
-  const bool last = at.step == info_.epochs * info_.steps_per_epoch;
+absl::Status ModelCheckpoint::OnBatchEnd(int64_t, const Logs&) {
+  const TrainPosition& at = model_->fit_position();
+  const bool last = at.epoch == info_.epochs;
   if (options_.save_freq_steps > 0 && at.step % options_.save_freq_steps == 0 && !last) {
     return Save(at, false);
   }
@@ -103,12 +92,14 @@ absl::Status ModelCheckpoint::OnBatchEnd(int64_t step, const Logs&) {
 
 absl::Status ModelCheckpoint::OnEpochEnd(int64_t epoch, const Logs&) {
   if (options_.save_freq_steps > 0 || epoch + 1 == info_.epochs) return absl::OkStatus();
-  return Save(AfterStep(info_, epoch, info_.steps_per_epoch), false);
+  return Save(model_->fit_position(), false);
 }
 
 absl::Status ModelCheckpoint::OnTrainEnd(const Logs&) {
   // The final state, marked final: a sidecar evaluator stops after it.
-  const TrainPosition end{info_.epochs, 0, info_.epochs * info_.steps_per_epoch};
+  TrainPosition end = model_->fit_position();
+  end.epoch = info_.epochs;  // Also after a stop: the last state of this training.
+  end.step_in_epoch = 0;
   absl::Status status = Save(end, true);
   if (status.ok() && paused_) {
     status = absl::UnavailableError(absl::StrCat(
@@ -129,7 +120,8 @@ absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
   TrainPosition at = loaded->position;
   // The position names the same examples again only if the data is cut the same
   // way (every worker decides alike: the settings came from the chief).
-  const absl::Status same = loaded->settings.SameDataPosition(TrainSettings::From(info));
+  const absl::Status same =
+      loaded->settings.SameDataPosition(TrainSettings::From(info), /*position_recorded=*/at.data_pass >= 0);
   if (!same.ok()) {
     if (options_.resume_policy == ResumePolicy::kExact) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -163,11 +155,6 @@ absl::Status BackupAndRestore::OnRegroup(const TrainInfo& info) {
   return absl::OkStatus();
 }
 
-absl::Status BackupAndRestore::OnEpochBegin(int64_t epoch) {
-  epoch_ = epoch;
-  return absl::OkStatus();
-}
-
 absl::Status BackupAndRestore::Save(const TrainPosition& position) {
   if (paused_) {
     RW_ASSIGN_OR_RETURN(const bool usable, TakeOverDirectory(*model_, options_.backup_dir, /*keep=*/1, &dir_));
@@ -177,15 +164,15 @@ absl::Status BackupAndRestore::Save(const TrainPosition& position) {
   return SaveTrainingState(*model_, dir_.get(), position, false, &info_).status();
 }
 
-absl::Status BackupAndRestore::OnBatchEnd(int64_t step, const Logs&) {
-  const TrainPosition at = AfterStep(info_, epoch_, step);
+absl::Status BackupAndRestore::OnBatchEnd(int64_t, const Logs&) {
+  const TrainPosition& at = model_->fit_position();
   if (options_.save_freq_steps > 0 && at.step % options_.save_freq_steps == 0) return Save(at);
   return absl::OkStatus();
 }
 
 absl::Status BackupAndRestore::OnEpochEnd(int64_t epoch, const Logs&) {
   if (options_.save_freq_steps > 0) return absl::OkStatus();
-  return Save(AfterStep(info_, epoch, info_.steps_per_epoch));
+  return Save(model_->fit_position());
 }
 
 absl::Status BackupAndRestore::OnPreempted(const TrainPosition& next) {

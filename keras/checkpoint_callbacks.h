@@ -42,7 +42,6 @@ class ModelCheckpoint : public Callback {
   absl::Status OnTrainBegin(const TrainInfo& info) override;
   bool decides_per_batch() const override { return false; }
   bool saves_checkpoints() const override { return true; }
-  absl::Status OnEpochBegin(int64_t epoch) override;
   absl::Status OnBatchEnd(int64_t step, const Logs& logs) override;
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
   absl::Status OnTrainEnd(const Logs& last_epoch) override;
@@ -56,7 +55,6 @@ class ModelCheckpoint : public Callback {
 
   ModelCheckpointOptions options_;
   TrainInfo info_;
-  int64_t epoch_ = 0;
   TrainPosition last_{};
   std::unique_ptr<CheckpointDirectory> dir_;  // The chief's.
   bool paused_ = false;  // A new chief could not take the directory over yet.
@@ -82,7 +80,6 @@ class BackupAndRestore : public Callback {
   absl::Status OnTrainBegin(const TrainInfo& info) override;
   bool decides_per_batch() const override { return false; }
   bool saves_checkpoints() const override { return true; }
-  absl::Status OnEpochBegin(int64_t epoch) override;
   absl::Status OnBatchEnd(int64_t step, const Logs& logs) override;
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
   absl::Status OnPreempted(const TrainPosition& next) override;
@@ -98,7 +95,6 @@ class BackupAndRestore : public Callback {
 
   BackupOptions options_;
   TrainInfo info_;
-  int64_t epoch_ = 0;
   bool restored_ = false;
   TrainPosition restored_at_{};
   std::unique_ptr<CheckpointDirectory> dir_;  // The chief's.

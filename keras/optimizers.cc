@@ -64,7 +64,7 @@ absl::Status Optimizer::set_learning_rate(float rate) {
 
 void Optimizer::Apply(const std::vector<Variable*>& variables) {
   if (spec_.clipping.active()) ClipGradients(variables, spec_.clipping);
-  rate_ = learning_rate();
+  rate_ = learning_rate() * rate_scale_;
   ++iterations_;
   for (Variable* v : variables) Update(v, Slots(v));
 }

@@ -45,6 +45,11 @@ class Optimizer {
   // Changes the constant rate (ReduceLROnPlateau, LearningRateScheduler); refused
   // when a schedule sets the rate, or for a rate that is not positive and finite.
   absl::Status set_learning_rate(float rate);
+  // Elastic training with a per-replica batch (the linear scaling rule): every
+  // update uses learning_rate() x scale (replicas now / replicas configured);
+  // learning_rate() itself, what callbacks see and change, is the unscaled rate.
+  void set_rate_scale(float scale) { rate_scale_ = scale; }
+  float rate_scale() const { return rate_scale_; }
   // One update of every variable from its gradient (clipped first, if asked).
   void Apply(const std::vector<Variable*>& variables);
   // Optimizer state of `v` (slot 0, 1), created zeroed; for checkpoints.
@@ -60,6 +65,7 @@ class Optimizer {
   OptimizerSpec spec_;
   float constant_rate_;  // Without a schedule.
   float rate_ = 0;       // Of the update being applied.
+  float rate_scale_ = 1;
   int64_t iterations_ = 0;
   std::unordered_map<const Variable*, std::vector<Tensor>> slots_;
 };

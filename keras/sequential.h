@@ -115,6 +115,9 @@ class Sequential {
     resume_ = position;
     resume_controls_ = std::move(controls);
   }
+  // During fit: where training is (the next step; after an epoch's last step, the
+  // next epoch), for callbacks that save or log it.
+  const TrainPosition& fit_position() const { return fit_position_; }
   // What steers training besides the weights, for checkpoints: the learning rate
   // (unless a schedule sets it) and the state of fit's callbacks (state_name ->
   // values; a name used twice gets "#2", ...).
@@ -192,10 +195,15 @@ class Sequential {
   struct FitShape {
     int64_t steps = 0, epochs = 0, steps_per_pass = 0, examples_per_pass = 0;
     int64_t data_seed = 0, model = 0, replica_check_steps = 0;
+    bool per_replica_batch = false;  // ElasticBatch::kPerReplica
     // Taken, not compared: a per-batch decider on any worker, and where this fit
     // began (an epoch's begin that runs again starts at its first step).
     bool decide_per_batch = false;
     int64_t start_epoch = 0, start_step_in_epoch = 0;
+    // Taken, and kept current by fit as its operations complete: where the next
+    // step's examples begin, the steps before the current epoch, and that epoch's
+    // steps (with a per-replica batch they follow the ring's size).
+    int64_t data_pass = 0, data_offset = 0, epoch_first_step = 0, epoch_steps = 0;
   };
   // Elastic training (keras/sequential_elastic.cc): `failure` (IsPeerFailure) ended
   // a collective after this worker completed `*progress` of fit's operations (a
@@ -266,6 +274,7 @@ class Sequential {
   static constexpr int64_t kFitEnded = int64_t{1} << 40;
   // The last fit's shape, once it ended on this worker (EvaluateAfterFit).
   std::optional<FitShape> ended_fit_;
+  TrainPosition fit_position_;
 };
 
 }  // namespace ringwork

@@ -48,8 +48,9 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
                                                     : data.passes * data.steps_per_pass;
   // Keras also walks the data anew each epoch when steps_per_epoch is exactly the
   // data's length.
-  if (options.steps_per_epoch <= 0 ||
-      (data.passes >= 0 && steps == data.passes * data.steps_per_pass)) {
+  const bool epochs_walk_data =
+      options.steps_per_epoch <= 0 || (data.passes >= 0 && steps == data.passes * data.steps_per_pass);
+  if (epochs_walk_data) {
     data.passes = -1;  // Every epoch walks the dataset again: passes go on.
   } else if (data.passes >= 0 && options.epochs * steps > data.passes * data.steps_per_pass) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -65,6 +66,21 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
         ") re-shards the data by its position in one common order: it needs the DATA shard "
         "policy, not ", AutoShardPolicyName(options.shard_policy)));
   }
+  // Elastic training with a per-replica batch: each replica keeps this many
+  // examples per step; the global batch (and the learning rate) follow the ring.
+  const bool per_replica =
+      strategy_->elastic() && strategy_->options().elastic_batch == ElasticBatch::kPerReplica;
+  const int configured_workers = strategy_->cluster().configured_world_size();
+  const int64_t replica_batch = options.batch_size / configured_workers;
+  if (per_replica && options.batch_size % configured_workers != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "elastic training with a per-replica batch: the global batch ", options.batch_size,
+        " must be a multiple of the cluster's ", configured_workers, " workers"));
+  }
+  // Epochs that walk the data (Keras' default): an epoch is this many passes, and
+  // ends where they end, however many steps that takes. 0: epochs of `steps`
+  // steps of one stream.
+  const int64_t epoch_passes = epochs_walk_data ? steps / std::max<int64_t>(data.steps_per_pass, 1) : 0;
   ended_fit_.reset();
   History history;
   ProgressBar progress;
@@ -122,19 +138,49 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
                  << " (" << start.step << " steps done)";
   }
   // One iterator for the whole run: step g of the run is step g % steps_per_pass
-  // of pass g / steps_per_pass (a resumed run skips to where it stopped).
-  std::unique_ptr<StepIterator> it = data.Iterate(start.epoch * steps + start.step_in_epoch);
+  // of pass g / steps_per_pass (a resumed run skips to where it stopped), until a
+  // regroup: then blocks from the exact example reached. A checkpoint that records
+  // where its data stood (a per-replica batch changed the global batch) resumes
+  // there.
+  const int64_t first_data_step = start.epoch * steps + start.step_in_epoch;
+  DataPosition start_at = data.PositionAfter(first_data_step);
+  if (start.data_pass >= 0 && !(DataPosition{start.data_pass, start.data_offset} == start_at)) {
+    const DataPosition recorded{start.data_pass, start.data_offset};
+    const int64_t pass_examples = data.common.examples_per_pass();
+    const bool in_epoch = epoch_passes == 0 || (recorded.pass >= start.epoch * epoch_passes &&
+                                                recorded.pass < (start.epoch + 1) * epoch_passes);
+    if (pass_examples == 0 || recorded.offset < 0 || recorded.offset >= pass_examples || !in_epoch) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot resume at the checkpoint's data position (pass ", recorded.pass, ", example ",
+          recorded.offset, ") in epoch ", start.epoch + 1, ": it needs the DATA shard policy and a "
+          "position inside that epoch's ", pass_examples, " examples per pass"));
+    }
+    const int now = strategy_->num_replicas_in_sync();
+    RW_ASSIGN_OR_RETURN(data, data.Regrouped(now, strategy_->rank(), recorded,
+                                             per_replica ? replica_batch * now : options.batch_size));
+    start_at = recorded;
+  }
+  std::unique_ptr<StepIterator> it =
+      data.block_replicas > 0 ? data.IterateFrom(start_at) : data.Iterate(first_data_step);
+  optimizer_->set_rate_scale(
+      per_replica ? static_cast<float>(strategy_->num_replicas_in_sync()) / configured_workers : 1.0f);
   StepBreakdown breakdown;
   if (reducer_ != nullptr) reducer_->TakeTiming();  // Counts from this fit on.
   *in_step_collective_s_ = 0;
   Logs logs;
   // Elastic training numbers the fit's operations, each ending in collectives that
   // every worker runs alike: per epoch its begin (0), its steps (1..steps), the
-  // end's step breakdown, validation and callbacks (steps + 1), the end's
-  // decisions and checkpoints (steps + 2). After a regroup the survivors go on at
-  // the furthest operation any of them reached: a worker behind skips to it, the
-  // one at it runs it again (see SurvivePeerFailure).
-  const int64_t ops_per_epoch = steps + 3;
+  // end's step breakdown, validation and callbacks (M + 1), the end's decisions
+  // and checkpoints (M + 2), where M is the most steps an epoch can have:
+  // `steps`, or with a per-replica batch (the count follows the ring) those of
+  // one replica alone. After a regroup the survivors go on at the furthest
+  // operation any of them reached: a worker behind skips to it, the one at it
+  // runs it again (see SurvivePeerFailure).
+  const int64_t max_epoch_steps =
+      per_replica && epoch_passes > 0
+          ? epoch_passes * ((data.ExamplesPerPass() + replica_batch - 1) / replica_batch)
+          : steps;
+  const int64_t ops_per_epoch = max_epoch_steps + 3;
   int64_t ops_done = start.epoch * ops_per_epoch;  // Operations completed (this worker).
   // Loss and metric sums of the epoch over all replicas: [loss * n, n, then each
   // metric's state (total and count; AUC's histograms)].
@@ -143,13 +189,35 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   FitShape shape{steps, options.epochs, data.steps_per_pass, data.ExamplesPerPass(),
                  static_cast<int64_t>(data.seed),
                  static_cast<int64_t>(Fnv1a64(absl::StrJoin(AgreementLines(), "\n")) >> 1),
-                 options.replica_check_steps, decide_per_batch, start.epoch, start.step_in_epoch};
+                 options.replica_check_steps, per_replica, decide_per_batch, start.epoch,
+                 start.step_in_epoch, start_at.pass, start_at.offset, start.step - start.step_in_epoch,
+                 steps};
+  // The steps of `epoch` when `done` of them are done and the next begins at
+  // `from`: `steps`, or with a per-replica batch, what the rest of the epoch's
+  // passes needs at the current global batch.
+  auto steps_of_epoch = [&](int64_t epoch, int64_t done, const DataPosition& from) -> int64_t {
+    if (!per_replica || epoch_passes == 0) return steps;
+    const int64_t end_pass = (epoch + 1) * epoch_passes;
+    if (from.pass >= end_pass) return done;
+    return done + data.StepsLeftInPass(from) + (end_pass - from.pass - 1) * data.steps_per_pass;
+  };
+  shape.epoch_steps = steps_of_epoch(start.epoch, start.step_in_epoch, start_at);
   // Steps of `epoch` done before operation `op` of it (an epoch's begin that
   // runs again comes before its first step: a resumed epoch's is later).
   auto steps_done_before = [&](int64_t epoch, int64_t op) -> int64_t {
-    if (op > 0) return std::min<int64_t>(op - 1, steps);
+    if (op > 0) return std::min<int64_t>(op - 1, shape.epoch_steps);
     return epoch == shape.start_epoch ? shape.start_step_in_epoch : 0;
   };
+  // fit_position(): `done` steps of `epoch` are done (all: the next epoch is next).
+  auto note_position = [&](int64_t epoch, int64_t done) {
+    fit_position_ = done >= shape.epoch_steps ? TrainPosition{epoch + 1, 0, shape.epoch_first_step + done}
+                                              : TrainPosition{epoch, done, shape.epoch_first_step + done};
+    if (per_replica) {
+      fit_position_.data_pass = shape.data_pass;
+      fit_position_.data_offset = shape.data_offset;
+    }
+  };
+  note_position(start.epoch, start.step_in_epoch);
   // After the ring changed (`before` workers in it, -1 for a worker that joined;
   // this one had completed `mine` operations) it goes on at `ops_done`: the data
   // re-sharded at that position, one line on every worker, the callbacks told.
@@ -167,25 +235,33 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       return ops_done;
     }
     const int64_t epoch = ops_done / ops_per_epoch, op = ops_done % ops_per_epoch;
-    const bool step_op = op >= 1 && op <= steps;
+    const bool step_op = op >= 1 && op <= max_epoch_steps;
     // The step every worker was in when a peer failed runs again.
     if (in_step && step_op && slowest == ops_done) ++steps_rerun_;
-    const int64_t steps_done = epoch * steps + steps_done_before(epoch, op);
+    const int64_t done_in_epoch = steps_done_before(epoch, op);
+    const int64_t steps_done = shape.epoch_first_step + done_in_epoch;
     // The begin runs again: LearningRateScheduler must not apply its schedule twice
     // to the rate the survivors took (it is set back after the epoch's begin).
     if (op == 0 && compile_options_.optimizer.learning_rate_schedule == nullptr) {
       resumed_rate = optimizer_->learning_rate();
     }
-    RW_ASSIGN_OR_RETURN(DistributedDataset regrouped,
-                        data.Regrouped(strategy_->num_replicas_in_sync(), strategy_->rank(), steps_done));
+    // The data from the root's position: the same global batch split over the
+    // ring, or with a per-replica batch a global batch (and a learning rate) that
+    // follows the ring's size, and the epoch's steps with it.
+    const int now = strategy_->num_replicas_in_sync();
+    const int64_t global_batch = per_replica ? replica_batch * now : options.batch_size;
+    const DataPosition from{shape.data_pass, shape.data_offset};
+    RW_ASSIGN_OR_RETURN(DistributedDataset regrouped, data.Regrouped(now, strategy_->rank(), from, global_batch));
     it.reset();  // Its prefetch thread reads `data`.
     data = std::move(regrouped);
-    it = data.Iterate(steps_done);
+    it = data.IterateFrom(from);
+    optimizer_->set_rate_scale(per_replica ? static_cast<float>(now) / configured_workers : 1.0f);
+    if (op <= max_epoch_steps) shape.epoch_steps = steps_of_epoch(epoch, done_in_epoch, from);
+    note_position(epoch, done_in_epoch);
     const std::string at = op == 0 ? "its begin" : step_op ? absl::StrCat("step ", op) : "its end";
     std::string change;
     if (!strategy_->departed().empty()) change = absl::StrCat(strategy_->departed(), " left: ", cause, "; ");
     if (!strategy_->arrived().empty()) absl::StrAppend(&change, strategy_->arrived(), " joined; ");
-    const int now = strategy_->num_replicas_in_sync();
     RW_LOG(WARNING) << "generation " << strategy_->generation() << ": " << change
                     << (before > now ? absl::StrCat(now, " of ", before, " workers go on (")
                                      : absl::StrCat(now, " workers go on (",
@@ -193,7 +269,11 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
                     << strategy_->cluster().configured_world_size() << " in the cluster), at epoch "
                     << epoch + 1 << ", " << at << " (" << steps_done << " steps done"
                     << (before > 0 && mine < ops_done ? "; this worker takes the state of one further on" : "")
-                    << ")";
+                    << ")"
+                    << (per_replica ? absl::StrCat("; global batch ", global_batch, ", learning rate x ", now,
+                                                   "/", configured_workers, ", ", shape.epoch_steps,
+                                                   " steps in this epoch")
+                                    : "");
     info.replicas = strategy_->num_replicas_in_sync();
     info.is_chief = strategy_->is_chief();
     for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnRegroup(info));
@@ -265,9 +345,9 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     }
     const int64_t epoch = ops_done / ops_per_epoch, op = ops_done % ops_per_epoch;
     const int64_t in_epoch = steps_done_before(epoch, op);
-    start = TrainPosition{epoch, in_epoch, epoch * steps + in_epoch};
+    start = TrainPosition{epoch, in_epoch, shape.epoch_first_step + in_epoch};
     skip_begin = op >= 1;
-    skip_end_first_part = op == steps + 2;
+    skip_end_first_part = op == max_epoch_steps + 2;
     if (skip_begin && compile_options_.optimizer.learning_rate_schedule == nullptr) {
       resumed_rate = optimizer_->learning_rate();  // What the members' begin left.
     }
@@ -278,8 +358,11 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   // A backup written after a stop (kept by a SIGTERM at the end) ends training.
   for (int64_t epoch = start.epoch; epoch < options.epochs && !stop_training_; ++epoch) {
     const int64_t begin_op = epoch * ops_per_epoch;
+    const int64_t end_op = begin_op + max_epoch_steps + 1;
     const std::string epoch_begin = absl::StrCat("epoch ", epoch + 1, ", begin: ");
     int64_t first = epoch == start.epoch ? start.step_in_epoch : 0;
+    // The operation after the begin: the first step not done, or the end.
+    auto after_begin = [&] { return first >= shape.epoch_steps ? end_op : begin_op + first + 1; };
     while (true) {
       for (Callback* c : callbacks) RW_RETURN_IF_ERROR(c->OnEpochBegin(epoch));
       if (resumed_rate.has_value()) {
@@ -287,34 +370,34 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
         resumed_rate.reset();
       }
       if (std::exchange(skip_begin, false)) {  // Joined after the members' begin.
-        ops_done = begin_op + first + 1;
+        ops_done = after_begin();
         break;
       }
       absl::Status agreed = AgreeOnDecisions();
       if (agreed.ok()) {
         std::fill(epoch_sums.begin(), epoch_sums.end(), 0.0);
-        ops_done = begin_op + first + 1;
+        ops_done = after_begin();
         break;
       }
       RW_ASSIGN_OR_RETURN(const int64_t target, survive(agreed, epoch_begin));
       if (target == begin_op) continue;  // Again, in the new ring.
-      if (target != begin_op + first + 1) return unexpected(target, epoch_begin);
+      if (target != after_begin()) return unexpected(target, epoch_begin);
       std::fill(epoch_sums.begin(), epoch_sums.end(), 0.0);
       break;
     }
     struct Batch batch;
-    for (int64_t step = first + 1; step <= steps; ++step) {
+    for (int64_t step = first + 1; step <= shape.epoch_steps; ++step) {
       // Failures name the step, as users count them (epoch and step from 1).
       const std::string at_step = absl::StrCat("epoch ", epoch + 1, ", step ", step, ": ");
       // After a peer's failure: on at the operation the survivors agreed on (the
       // loop's increment takes `step` to it).
       auto go_on_after = [&](const absl::Status& failure) -> absl::Status {
         RW_ASSIGN_OR_RETURN(const int64_t target, survive(failure, at_step));
-        if (target <= begin_op || target > begin_op + steps + 1) return unexpected(target, at_step);
+        if (target <= begin_op || target > end_op) return unexpected(target, at_step);
         step = target - begin_op - 1;
         return absl::OkStatus();
       };
-      const int64_t global_step = epoch * steps + step - 1;
+      const int64_t global_step = shape.epoch_first_step + step - 1;
       strategy_->BeginStep(global_step);
       if (Timeline* timeline = Timeline::Active()) timeline->SetStep(global_step);
       TimelineSpan step_span("step", "step ", int64_t{global_step + 1});
@@ -333,12 +416,17 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       // Dropout draws as a function of the step: the same on every run through it.
       SetTrainingStep(global_step);
       absl::StatusOr<float> loss =
-          TrainStep(batch, static_cast<float>(data.GradientWeightAt(global_step % data.steps_per_pass)));
+          TrainStep(batch, static_cast<float>(it->gradient_weight()));
       if (!loss.ok()) {
         RW_RETURN_IF_ERROR(go_on_after(loss.status()));
         continue;
       }
-      ops_done = begin_op + step + 1;  // The update is applied: the step is done.
+      // The update is applied: the step is done (after the epoch's last, its end is next).
+      ops_done = step == shape.epoch_steps ? end_op : begin_op + step + 1;
+      const DataPosition next = it->position();
+      shape.data_pass = next.pass;
+      shape.data_offset = next.offset;
+      note_position(epoch, step);
       std::vector<double> sums = BatchSums(batch.labels, *loss);
       // Two more slots: workers waiting to join (elastic training: they come in
       // after this step), and how many workers received SIGTERM (all stop together).
@@ -389,10 +477,7 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
         continue;
       }
       if (preempted_workers > 0) {
-        const int64_t done = epoch * steps + step;
-        const TrainPosition next =
-            step == steps ? TrainPosition{epoch + 1, 0, done} : TrainPosition{epoch, step, done};
-        for (Callback* c : callbacks) RW_RETURN_IF_ERROR(WithContext(c->OnPreempted(next), at_step));
+        for (Callback* c : callbacks) RW_RETURN_IF_ERROR(WithContext(c->OnPreempted(fit_position_), at_step));
         return PreemptedError(absl::StrCat(
             "stopped after epoch ", epoch + 1, ", step ", step, ": ",
             static_cast<int64_t>(preempted_workers), " worker(s) received SIGTERM",
@@ -401,14 +486,14 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       if (stop_training_) break;  // As Keras: the epoch still ends (validation, callbacks).
       if (joiners_waiting > 0) {
         RW_ASSIGN_OR_RETURN(const int64_t target, let_joiners_in(at_step));
-        if (target <= begin_op || target > begin_op + steps + 1) return unexpected(target, at_step);
+        if (target <= begin_op || target > end_op) return unexpected(target, at_step);
         step = target - begin_op - 1;
       }
     }
     // The epoch's end, first its collectives (the step breakdown, validation),
     // then what only this worker does (History, the deciding callbacks).
-    const int64_t end_op = begin_op + steps + 1;
     ops_done = end_op;  // Also after a stop: every worker stopped at the same step.
+    note_position(epoch, shape.epoch_steps);  // A stop's checkpoint ends the epoch too.
     const std::string epoch_end = absl::StrCat("epoch ", epoch + 1, ", end: ");
     // A worker that joined in a regroup at the end's second part skips the first.
     if (std::exchange(skip_end_first_part, false)) ops_done = end_op + 1;
@@ -447,6 +532,10 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       }
       if (agreed.ok()) {
         ops_done = end_op + 2;
+        // The next epoch: its first step and how many it has (a worker that did
+        // not get through this took them from one that did).
+        shape.epoch_first_step += shape.epoch_steps;
+        shape.epoch_steps = steps_of_epoch(epoch + 1, 0, {shape.data_pass, shape.data_offset});
         break;
       }
       RW_ASSIGN_OR_RETURN(const int64_t target, survive(agreed, epoch_end));

@@ -26,11 +26,15 @@ constexpr char kWorkers[] = "workers";
 constexpr char kShardPolicy[] = "shard_policy";
 constexpr char kSeed[] = "shuffle_seed";
 constexpr char kExamplesPerPass[] = "examples_per_pass";
+// Where the next step's examples begin (TrainPosition::data_pass, data_offset):
+// written when the steps do not say it (elastic training's per-replica batch).
+constexpr char kDataPass[] = "data_pass";
+constexpr char kDataOffset[] = "data_offset";
 constexpr char kOptimizerPrefix[] = "optimizer/";
 constexpr char kControlsPrefix[] = "controls/";
 // Broadcast after the tensors: epoch, step in epoch, step, iterations, final, then
-// the settings (TrainSettings, in its field order).
-constexpr int kHeaderWords = 11;
+// the settings (TrainSettings, in its field order), then the data position.
+constexpr int kHeaderWords = 13;
 
 struct StateTensor {
   std::string name;
@@ -120,6 +124,8 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
   header[8] = counter(kShardPolicy, -1);
   header[9] = counter(kSeed, -1);
   header[10] = counter(kExamplesPerPass, -1);
+  header[11] = counter(kDataPass, -1);
+  header[12] = counter(kDataOffset, -1);
   return absl::OkStatus();
 }
 
@@ -148,7 +154,7 @@ TrainSettings TrainSettings::From(const TrainInfo& info) {
                        info.examples_per_pass};
 }
 
-absl::Status TrainSettings::SameDataPosition(const TrainSettings& now) const {
+absl::Status TrainSettings::SameDataPosition(const TrainSettings& now, bool position_recorded) const {
   auto policy = [](int64_t p) {
     return std::string(AutoShardPolicyName(static_cast<AutoShardPolicy>(p)));
   };
@@ -161,6 +167,10 @@ absl::Status TrainSettings::SameDataPosition(const TrainSettings& now) const {
   }
   if (seed >= 0 && seed != now.seed) {
     return differ("shuffle seed", absl::StrCat(seed), absl::StrCat(now.seed));
+  }
+  if (position_recorded && now.shard_policy == static_cast<int64_t>(AutoShardPolicy::kData) &&
+      (shard_policy < 0 || shard_policy == now.shard_policy)) {
+    return absl::OkStatus();  // (pass, example) names the same examples under any batch.
   }
   if (global_batch_size >= 0 && global_batch_size != now.global_batch_size) {
     return differ("global batch size", absl::StrCat(global_batch_size), absl::StrCat(now.global_batch_size));
@@ -196,6 +206,10 @@ absl::StatusOr<std::string> WriteOnChief(Sequential& model, CheckpointDirectory*
   manifest.cluster_fingerprint = model.strategy()->cluster().Fingerprint();
   manifest.model_fingerprint = ModelFingerprint(model);
   manifest.counters[kIterations] = model.optimizer()->iterations();
+  if (position.data_pass >= 0) {
+    manifest.counters[kDataPass] = position.data_pass;
+    manifest.counters[kDataOffset] = position.data_offset;
+  }
   if (info != nullptr) {
     const TrainSettings settings = TrainSettings::From(*info);
     manifest.counters[kGlobalBatch] = settings.global_batch_size;
@@ -290,7 +304,7 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
   MultiWorkerMirroredStrategy* strategy = model.strategy();
   const std::vector<StateTensor> state = StateTensors(model, include_optimizer);
   std::vector<Tensor> staged;
-  int64_t header[kHeaderWords] = {0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1};
+  int64_t header[kHeaderWords] = {0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1};
   TrainingControls controls;
   absl::Status read;
   if (strategy->is_chief()) read = ReadVerified(path, state, include_optimizer, &staged, header, &controls);
@@ -311,7 +325,8 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
     model.SetTrainingStep(header[2]);
     RW_RETURN_IF_ERROR(BroadcastControls(comm, /*root=*/0, &controls));
   }
-  return LoadedCheckpoint{TrainPosition{header[0], header[1], header[2]}, header[4] != 0,
+  return LoadedCheckpoint{TrainPosition{header[0], header[1], header[2], header[11], header[12]},
+                          header[4] != 0,
                           TrainSettings{header[5], header[6], header[7], header[8], header[9],
                                         header[10]},
                           std::move(controls)};

@@ -42,8 +42,10 @@ struct TrainSettings {
   // data) the same policy and workers; DATA cuts one common order, so any number of
   // workers maps exactly. Otherwise the first difference, "global batch size 256 in
   // the checkpoint, 512 now". A setting not recorded (-1, older builds) is not
-  // compared.
-  absl::Status SameDataPosition(const TrainSettings& now) const;
+  // compared. `position_recorded`: the checkpoint says where its data stood
+  // (TrainPosition::data_pass): under DATA any global batch and epoch length
+  // then name the same examples.
+  absl::Status SameDataPosition(const TrainSettings& now, bool position_recorded = false) const;
 };
 
 // Writes the state on the chief (into `dir`, which only the chief needs) and

@@ -67,8 +67,19 @@ int64_t DistributedDataset::ExamplesPerPass() const {
   return total;
 }
 
+DataPosition DistributedDataset::PositionAfter(int64_t steps) const {
+  if (steps_per_pass <= 0) return {};
+  return {steps / steps_per_pass, (steps % steps_per_pass) * global_batch_size};
+}
+
+int64_t DistributedDataset::StepsLeftInPass(const DataPosition& at) const {
+  const int64_t left = common.examples_per_pass() - at.offset;
+  return left <= 0 ? 0 : (left + global_batch_size - 1) / global_batch_size;
+}
+
 absl::StatusOr<DistributedDataset> DistributedDataset::Regrouped(int new_replicas, int new_rank,
-                                                                 int64_t steps_done) const {
+                                                                 const DataPosition& at,
+                                                                 int64_t global_batch) const {
   if (common.examples().count() == 0) {
     return absl::FailedPreconditionError(
         "elastic training re-shards the data by its position in one common order: it needs "
@@ -77,21 +88,19 @@ absl::StatusOr<DistributedDataset> DistributedDataset::Regrouped(int new_replica
   if (drop_remainder) {
     return absl::FailedPreconditionError("elastic training does not support drop_remainder");
   }
-  const int64_t in_pass = steps_per_pass > 0 ? steps_done % steps_per_pass : 0;
-  // Every step so far trained on one block of the common order; the next one
-  // starts where they ended.
-  int64_t trained = 0;
-  for (int64_t s = 0; s < in_pass; ++s) trained += GlobalExamplesAt(s);
-  const Block next = GlobalBlock(common.examples_per_pass(), global_batch_size, in_pass);
-  if (trained != next.begin || next.count == 0) {
-    return absl::InternalError(absl::StrCat(
-        "elastic re-shard: after ", in_pass, " steps of the pass ", trained,
-        " examples were trained on, but the steps' blocks say ", next.begin));
+  const int64_t pass_examples = common.examples_per_pass();
+  if (new_replicas < 1 || new_rank < 0 || new_rank >= new_replicas || global_batch < new_replicas ||
+      at.pass < 0 || at.offset < 0 || at.offset >= pass_examples) {
+    return absl::InternalError(absl::StrCat("elastic re-shard: rank ", new_rank, " of ", new_replicas,
+                                            ", global batch ", global_batch, ", at example ", at.offset,
+                                            " of pass ", at.pass, " (", pass_examples, " per pass)"));
   }
   DistributedDataset d = *this;
   d.block_replicas = new_replicas;
   d.rank = new_rank;
-  d.per_replica_batch_size = (global_batch_size + new_replicas - 1) / new_replicas;
+  d.global_batch_size = global_batch;
+  d.per_replica_batch_size = (global_batch + new_replicas - 1) / new_replicas;
+  d.steps_per_pass = (pass_examples + global_batch - 1) / global_batch;
   d.shard_examples.clear();
   d.local = common;
   return d;
@@ -101,8 +110,19 @@ std::unique_ptr<StepIterator> DistributedDataset::Iterate(int64_t first_step) co
   return std::make_unique<StepIterator>(*this, first_step);
 }
 
+std::unique_ptr<StepIterator> DistributedDataset::IterateFrom(const DataPosition& at) const {
+  return std::make_unique<StepIterator>(*this, at);
+}
+
 StepIterator::StepIterator(const DistributedDataset& data, int64_t first_step)
-    : data_(data), step_(first_step) {}
+    : data_(data), step_(first_step), position_(data.PositionAfter(first_step)) {}
+
+StepIterator::StepIterator(const DistributedDataset& data, const DataPosition& at)
+    : data_(data), step_(0), position_(at) {}
+
+DataPosition StepIterator::position() const {
+  return data_.block_replicas > 0 ? position_ : data_.PositionAfter(step_);
+}
 
 bool StepIterator::StartPass(int64_t pass, int64_t skip_steps) {
   pass_ = pass;
@@ -122,25 +142,35 @@ bool StepIterator::StartPass(int64_t pass, int64_t skip_steps) {
   return true;
 }
 
-bool StepIterator::NextBlock(int64_t pass, int64_t in_pass, Batch* batch) {
-  if (pass != pass_) {
-    pass_ = pass;
-    order_ = data_.common.Order(pass);
+bool StepIterator::NextBlock(Batch* batch) {
+  if (data_.passes >= 0 && position_.pass >= data_.passes) return false;
+  if (position_.pass != pass_) {
+    pass_ = position_.pass;
+    order_ = data_.common.Order(pass_);
   }
-  const Block step = GlobalBlock(static_cast<int64_t>(order_.size()), data_.global_batch_size, in_pass);
+  const int64_t pass_examples = static_cast<int64_t>(order_.size());
+  const Block step{position_.offset,
+                   std::clamp<int64_t>(pass_examples - position_.offset, 0, data_.global_batch_size)};
   const Block mine = ReplicaBlock(step, data_.block_replicas, data_.rank);
   GatherBatch(data_.common.examples(), order_, static_cast<size_t>(mine.begin),
               static_cast<size_t>(mine.begin + mine.count), batch);
+  // As GradientWeightAt: exactly 1 when every replica has as many as the others.
+  const int64_t n = data_.block_replicas;
+  weight_ = step.count == 0            ? 0.0
+            : mine.count * n == step.count ? 1.0
+                                           : static_cast<double>(mine.count * n) / static_cast<double>(step.count);
+  position_.offset += step.count;
+  if (position_.offset >= pass_examples) position_ = {position_.pass + 1, 0};
   ++step_;
   return true;
 }
 
 bool StepIterator::Next(Batch* batch) {
   if (!status_.ok() || data_.steps_per_pass <= 0) return false;
+  if (data_.block_replicas > 0) return NextBlock(batch);
   const int64_t pass = step_ / data_.steps_per_pass;
   const int64_t in_pass = step_ % data_.steps_per_pass;
   if (data_.passes >= 0 && pass >= data_.passes) return false;
-  if (data_.block_replicas > 0) return NextBlock(pass, in_pass, batch);
   if (pass != pass_ && !StartPass(pass, in_pass)) return false;
   const int64_t expected = data_.ExamplesAt(data_.rank, in_pass);
   if (expected == 0) {
@@ -163,6 +193,7 @@ bool StepIterator::Next(Batch* batch) {
       return false;
     }
   }
+  weight_ = data_.GradientWeightAt(in_pass);
   ++step_;
   return true;
 }

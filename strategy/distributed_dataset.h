@@ -33,6 +33,14 @@ namespace ringwork {
 
 class StepIterator;
 
+// Where the next step's examples begin (DATA): in pass `pass` of the common order,
+// after its first `offset` examples.
+struct DataPosition {
+  int64_t pass = 0;
+  int64_t offset = 0;
+  bool operator==(const DataPosition& o) const { return pass == o.pass && offset == o.offset; }
+};
+
 struct DistributedDataset {
   // This worker's shard of one pass (Iterate(pass)), in per-replica batches.
   Dataset local;
@@ -52,12 +60,13 @@ struct DistributedDataset {
   Dataset common;
 
   // After an elastic regroup (Regrouped), not 0: the number of replicas that
-  // share each step's global batch as contiguous blocks. Step t of every pass
-  // trains on examples [t, t + 1) x global_batch_size of the pass's common order
-  // (as a DATA shard's step does: a strided shard covers that block too), and
-  // replica r gets the r-th of `block_replicas` blocks of it, their sizes
-  // differing by at most one, so any number of survivors can share any global
-  // batch.
+  // share each step's global batch as contiguous blocks. A step at position
+  // (pass, offset) trains on examples [offset, offset + global_batch_size) of the
+  // pass's common order (cut at the pass's end; a DATA shard's step t covers the
+  // block at t x global_batch_size too), and replica r gets the r-th of
+  // `block_replicas` blocks of it, their sizes differing by at most one, so any
+  // number of survivors can share any global batch, and the global batch may
+  // change at any step (elastic_batch per_replica).
   int block_replicas = 0;
 
   // Examples worker `rank` trains on at step `step_in_pass` of a pass.
@@ -71,34 +80,51 @@ struct DistributedDataset {
   // Examples trained on in one pass, over every worker.
   int64_t ExamplesPerPass() const;
   int replicas() const;
+  // Where `steps` global steps from the start end, with this global batch
+  // throughout (DATA: every step but a pass's last is full).
+  DataPosition PositionAfter(int64_t steps) const;
+  // Steps from `at` to the end of its pass (DATA).
+  int64_t StepsLeftInPass(const DataPosition& at) const;
   // This data for a regrouped ring of `replicas` (this worker: `rank`) that goes on
-  // after `steps_done` global steps, with the same global batch: the rest of the
-  // current pass from the exact example reached, then whole passes. DATA only
-  // (`common` set); every worker computes the same split, no collective.
-  absl::StatusOr<DistributedDataset> Regrouped(int replicas, int rank, int64_t steps_done) const;
+  // at `at` (the exact example reached) with `global_batch` examples per step: the
+  // rest of that pass, then whole passes. DATA only (`common` set); every worker
+  // computes the same split, no collective.
+  absl::StatusOr<DistributedDataset> Regrouped(int replicas, int rank, const DataPosition& at,
+                                               int64_t global_batch) const;
   // The batches from global step `first_step` on, one per step: the way to loop
   // over the data (the iterator refers to this object, which must outlive it).
   std::unique_ptr<StepIterator> Iterate(int64_t first_step) const;
+  // Blocks (after Regrouped): the batches from position `at` on.
+  std::unique_ptr<StepIterator> IterateFrom(const DataPosition& at) const;
 };
 
 class StepIterator {
  public:
   StepIterator(const DistributedDataset& data, int64_t first_step);
+  StepIterator(const DistributedDataset& data, const DataPosition& at);  // Blocks.
   // The batch of the next step (no examples when this worker has none then);
   // false when the passes are used up or the input failed (status()).
   bool Next(Batch* batch);
-  // The global step of the batch Next returns next.
+  // The steps Next returned, counted from `first_step` (0 from a position).
   int64_t step() const { return step_; }
+  // Where the batch Next returns next begins (DATA).
+  DataPosition position() const;
+  // Of the batch Next returned last: replicas x its examples / the step's
+  // examples (DistributedDataset::GradientWeightAt; 0 when the step has none).
+  double gradient_weight() const { return weight_; }
   absl::Status status() const { return status_; }
 
  private:
   bool StartPass(int64_t pass, int64_t skip_steps);
 
-  // Blocks: this worker's examples of the step, gathered from the pass's order.
-  bool NextBlock(int64_t pass, int64_t in_pass, Batch* batch);
+  // Blocks: this worker's examples of the step at position_, gathered from the
+  // pass's order.
+  bool NextBlock(Batch* batch);
 
   const DistributedDataset& data_;  // Not owned.
   int64_t step_;
+  DataPosition position_;  // Blocks: of the next batch.
+  double weight_ = 0;
   int64_t pass_ = -1;
   std::unique_ptr<Dataset::Iterator> batches_;
   std::vector<int64_t> order_;  // Blocks: the pass's common order.

@@ -77,7 +77,8 @@ std::vector<DistributedDataset> Regrouped(const std::vector<DistributedDataset>&
                                           int replicas, int64_t steps_done) {
   std::vector<DistributedDataset> group;
   for (int r = 0; r < replicas; ++r) {
-    absl::StatusOr<DistributedDataset> d = before.front().Regrouped(replicas, r, steps_done);
+    absl::StatusOr<DistributedDataset> d =
+        before.front().Regrouped(replicas, r, before.front().PositionAfter(steps_done), kGlobalBatch);
     REQUIRE(d.ok());
     group.push_back(*d);
   }
@@ -127,10 +128,60 @@ TEST_CASE("elastic data: every example once per pass after a regroup", "[elastic
   }
 }
 
+// elastic_batch per_replica: each replica keeps 10 examples per step, so the
+// global batch follows the ring (40, 30, 40) and a pass takes as many steps as
+// that needs; every example is still trained on once per pass.
+TEST_CASE("elastic data: a per-replica batch re-shards from the exact example reached", "[elastic]") {
+  const Dataset data = Numbered();
+  const std::vector<DistributedDataset> four = Group(data, 4);
+  std::vector<DistributedDataset> ring = four;
+  std::multiset<int> pass0, pass1;
+  DataPosition at;
+  // (replicas, steps) in turn: 4 for 7 steps, 3 for 20, 4 again for 20.
+  for (const auto& [replicas, steps] : std::vector<std::pair<int, int>>{{4, 7}, {3, 20}, {4, 20}}) {
+    std::vector<DistributedDataset> next;
+    for (int r = 0; r < replicas; ++r) {
+      absl::StatusOr<DistributedDataset> d = four.front().Regrouped(replicas, r, at, 10 * replicas);
+      REQUIRE(d.ok());
+      next.push_back(*d);
+    }
+    std::vector<std::unique_ptr<StepIterator>> its;
+    for (const DistributedDataset& d : next) its.push_back(d.IterateFrom(at));
+    for (int s = 0; s < steps; ++s) {
+      const DataPosition step_at = its.front()->position();
+      int64_t step_examples = 0;
+      for (int r = 0; r < replicas; ++r) {
+        Batch batch;
+        REQUIRE(its[static_cast<size_t>(r)]->Next(&batch));
+        if (step_at.offset + 10 * replicas <= kExamples) CHECK(batch.size() == 10);
+        step_examples += batch.size();
+        for (int64_t i = 0; i < batch.size(); ++i) {
+          (step_at.pass == 0 ? pass0 : pass1).insert(static_cast<int>(batch.features[i]));
+        }
+        if (step_examples > 0 && batch.size() * replicas == std::min<int64_t>(10 * replicas, kExamples - step_at.offset)) {
+          CHECK(its[static_cast<size_t>(r)]->gradient_weight() == 1.0);
+        }
+      }
+      CHECK(step_examples == std::min<int64_t>(10 * replicas, kExamples - step_at.offset));
+    }
+    at = its.front()->position();
+  }
+  // 7 x 40 + 20 x 30 = 880; then 4 x 10: 3 steps to 1000, one of 3 ends the
+  // pass, 16 of the next.
+  CHECK(at.pass == 1);
+  CHECK(at.offset == 16 * 40);
+  std::multiset<int> all;
+  for (int i = 0; i < kExamples; ++i) all.insert(i);
+  CHECK(pass0 == all);
+  CHECK(pass1.size() == 16 * 40);
+  CHECK(std::set<int>(pass1.begin(), pass1.end()).size() == pass1.size());
+  CHECK(four.front().StepsLeftInPass({0, 880}) == 4);
+}
+
 TEST_CASE("elastic data: FILE and OFF cannot be re-sharded", "[elastic]") {
   DistributedDataset off = Strided(Numbered(), 2, 0);
   off.common = Dataset();
-  absl::StatusOr<DistributedDataset> refused = off.Regrouped(1, 0, 3);
+  absl::StatusOr<DistributedDataset> refused = off.Regrouped(1, 0, off.PositionAfter(3), kGlobalBatch);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(std::string(refused.status().message()).find("DATA shard policy") != std::string::npos);

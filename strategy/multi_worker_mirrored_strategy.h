@@ -57,6 +57,14 @@ struct CommunicationOptions {
   SparseReduction sparse_reduction = SparseReduction::kAuto;
 };
 
+// Elastic training: what stays when the ring's size changes.
+enum class ElasticBatch {
+  kGlobal,      // The global batch, split over the replicas there are.
+  kPerReplica,  // Each replica's batch (global / configured workers); the global
+                // batch and the learning rate scale with the replicas (the linear
+                // scaling rule, Goyal et al.).
+};
+
 struct StrategyOptions {
   ClusterSourceFlags cluster;  // Where the cluster comes from (TF_CONFIG by default).
   RuntimeOptions runtime;      // Transport, startup and collective timeouts.
@@ -71,6 +79,7 @@ struct StrategyOptions {
   // they are more than half of the cluster and at least min_workers. 0: every
   // worker is needed (a failure ends the job, as TensorFlow's strategy).
   int min_workers = 0;
+  ElasticBatch elastic_batch = ElasticBatch::kGlobal;
   double regroup_discovery_s = 1.0;  // How long survivors look for each other.
   double regroup_timeout_s = 5;      // The new ring's rendezvous.
 };

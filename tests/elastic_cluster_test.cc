@@ -192,6 +192,35 @@ TEST_CASE("a worker dies in the small all-reduce that ends an epoch's begin or e
   CHECK(after_epoch_one.size() == 1);
 }
 
+// B: 4 workers run `args` (their checkpoint directory DIR/b) and keep a
+// checkpoint after `d` steps; then 3 workers run `resumed_args` from a backup of
+// it (their checkpoints elsewhere).
+void ResumeOnThreeWorkers(const std::string& dir, int64_t d, std::vector<std::string> args,
+                          std::vector<std::string> resumed_args) {
+  args.push_back(absl::StrCat("--checkpoint_freq_steps=", d));
+  const SubprocessResult b = Launch(4, false, args);
+  INFO(b.output);
+  REQUIRE(b.exit_code == 0);
+  const std::string backup = dir + "/backup";
+  REQUIRE(MakeBackupOf(dir + "/b/" + CheckpointFileName(d), backup).ok());
+  resumed_args.push_back("--backup_dir=" + backup);
+  const SubprocessResult b3 = Launch(3, false, resumed_args);
+  INFO(b3.output);
+  REQUIRE(b3.exit_code == 0);
+  REQUIRE(b3.output.find(absl::StrCat("(", d, " steps done)")) != std::string::npos);
+}
+
+// The largest difference between the weights of the latest checkpoints of two
+// runs (of the test's MLP).
+double LargestDifferenceOfLatest(const std::string& dir_a, const std::string& dir_b) {
+  const absl::StatusOr<CheckpointTensors> a = LatestCheckpointTensors(dir_a);
+  const absl::StatusOr<CheckpointTensors> b = LatestCheckpointTensors(dir_b);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(a->count("dense/kernel") == 1);
+  return LargestDifference(*a, *b);
+}
+
 TEST_CASE("a run that shrank from 4 workers to 3 equals (up to summation order) one resumed "
           "on 3 workers from a checkpoint at the same step", "[elastic]") {
   const std::string dir = FreshTestDir("elastic_equal");
@@ -208,31 +237,64 @@ TEST_CASE("a run that shrank from 4 workers to 3 equals (up to summation order) 
   REQUIRE(d < 70);
   // B: 4 workers keep a checkpoint at step D; 3 workers resume from it.
   args = TrainArgs(2, 0);
-  args.insert(args.end(), {"--checkpoint_dir=" + dir + "/b", absl::StrCat("--checkpoint_freq_steps=", d),
-                           "--keep_checkpoints=100"});
-  const SubprocessResult b = Launch(4, false, args);
-  INFO(b.output);
-  REQUIRE(b.exit_code == 0);
-  const std::string backup = dir + "/backup";
-  REQUIRE(MakeBackupOf(dir + "/b/" + CheckpointFileName(d), backup).ok());
-  args = TrainArgs(2, 0);
-  args.insert(args.end(), {"--backup_dir=" + backup, "--checkpoint_dir=" + dir + "/b3"});
-  const SubprocessResult b3 = Launch(3, false, args);
-  INFO(b3.output);
-  REQUIRE(b3.exit_code == 0);
-  REQUIRE(b3.output.find(absl::StrCat("(", d, " steps done)")) != std::string::npos);
+  args.insert(args.end(), {"--checkpoint_dir=" + dir + "/b", "--keep_checkpoints=100"});
+  std::vector<std::string> resumed_args = TrainArgs(2, 0);
+  resumed_args.push_back("--checkpoint_dir=" + dir + "/b3");
+  ResumeOnThreeWorkers(dir, d, args, resumed_args);
   // The same steps on the same examples from the same state: only the order of
   // each step's sums differs (blocks against strided shards).
-  const absl::StatusOr<CheckpointTensors> shrunk = LatestCheckpointTensors(dir + "/a");
-  const absl::StatusOr<CheckpointTensors> resumed = LatestCheckpointTensors(dir + "/b3");
-  REQUIRE(shrunk.ok());
-  REQUIRE(resumed.ok());
-  REQUIRE(shrunk->count("dense/kernel") == 1);
-  const double worst = LargestDifference(*shrunk, *resumed);
+  const double worst = LargestDifferenceOfLatest(dir + "/a", dir + "/b3");
   INFO("largest difference " << worst);
   CHECK(worst >= 0);
   CHECK(worst <= 1e-5);
   CHECK(worst > 0);  // Not the same run: the summation orders differ.
+}
+
+// --elastic_batch=per_replica: each worker keeps 30 examples per step, so after
+// worker 3 dies the global batch is 90 and the learning rate x 3/4 (the linear
+// scaling rule), and the epoch takes the steps 90 a step needs.
+std::vector<std::string> PerReplicaArgs(int global_batch, const std::string& dir) {
+  return {"--dataset=synthetic", "--synthetic_examples=4096", absl::StrCat("--global_batch_size=", global_batch),
+          "--epochs=2", "--verbose=0", "--intra_op_threads=1", "--min_workers=2", "--elastic_batch=per_replica",
+          "--checkpoint_dir=" + dir, "--keep_checkpoints=100",
+          // A constant rate that checkpoints do not keep (a schedule sets it), so
+          // that the resumed run below can start at 3/4 of it.
+          "--lr_schedule=exponential", "--lr_decay_rate=1"};
+}
+
+TEST_CASE("with a per-replica batch a run that shrank from 4 workers to 3 trains every example "
+          "once per epoch and equals one resumed on 3 workers of batch 30 at the same example",
+          "[elastic]") {
+  const std::string dir = FreshTestDir("elastic_per_replica");
+  // A: worker 3 dies in epoch 1; the others go on with a global batch of 90.
+  std::vector<std::string> args = PerReplicaArgs(120, dir + "/a");
+  args.push_back("--metrics_json=" + dir + "/a.json");
+  const SubprocessResult a = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#40@worker:3"}});
+  INFO(a.output);
+  REQUIRE(a.exit_code == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(a.output, m, std::regex("generation 1: [^\n]*\\(([0-9]+) steps done\\); global "
+                                                    "batch 90, learning rate x 3/4, ([0-9]+) steps in this epoch")));
+  const int64_t d = std::stoll(m[1]);
+  REQUIRE(d > 0);
+  REQUIRE(d < 34);  // Inside epoch 1 (35 steps of 120).
+  // The rest of the epoch's 4096 examples in steps of 90.
+  CHECK(std::stoll(m[2]) == d + (4096 - 120 * d + 89) / 90);
+  const nlohmann::json metrics = ReadJson(dir + "/a.json");
+  CHECK(metrics["num_workers"] == 3);
+  CHECK(metrics["train_examples"] == 2 * 4096);
+  CHECK(metrics["train_examples_per_epoch"] == 4096);
+  // B: 4 workers keep a checkpoint after D steps (it records the example reached);
+  // 3 workers with a global batch of 90 resume from it.
+  std::vector<std::string> resumed_args = PerReplicaArgs(90, dir + "/b3");
+  resumed_args.push_back("--learning_rate=0.00075");
+  ResumeOnThreeWorkers(dir, d, PerReplicaArgs(120, dir + "/b"), resumed_args);
+  // The same examples in the same blocks at every step from the same state:
+  // equal up to the learning rate's last bit (0.001f x 0.75f against 0.00075f).
+  const double worst = LargestDifferenceOfLatest(dir + "/a", dir + "/b3");
+  INFO("largest difference " << worst);
+  CHECK(worst >= 0);
+  CHECK(worst <= 1e-5);
 }
 
 TEST_CASE("the chief stopped while it keeps checkpoints: the new chief skips saves while the "

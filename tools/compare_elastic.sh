@@ -3,19 +3,21 @@
 # workers SIGKILLed mid-training, and with that worker restarted (launch
 # --max_restarts=1: it joins the running job back), run by run, as a table.
 #
-#   bash tools/compare_elastic.sh [--runs=2] [--workers=4] [--epochs=10] [--kill_after_s=5]
+#   bash tools/compare_elastic.sh [--runs=2] [--workers=4] [--epochs=10] [--kill_after_s=5] \
+#     [--elastic_batch=global]
 #
 # Each run: launch --num_workers=W --elastic -- train --model=mlp --epochs=E
-# --min_workers=2 (Fashion-MNIST). Needs bazel-bin/tools/{train,launch/launch} built.
+# --min_workers=2 --elastic_batch=B (Fashion-MNIST). Needs bazel-bin/tools/{train,launch/launch} built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=2 workers=4 epochs=10 kill_after_s=5
+runs=2 workers=4 epochs=10 kill_after_s=5 elastic_batch=global
 for arg in "$@"; do
   case "$arg" in
     --runs=*) runs="${arg#*=}" ;;
     --workers=*) workers="${arg#*=}" ;;
     --epochs=*) epochs="${arg#*=}" ;;
     --kill_after_s=*) kill_after_s="${arg#*=}" ;;
+    --elastic_batch=*) elastic_batch="${arg#*=}" ;;
     *) echo "compare_elastic.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -32,7 +34,7 @@ run_job() {  # $1: kill (yes/no/restart); prints "exit wall accuracy workers gen
   [[ "$1" == restart ]] && restarts=1
   start=$(date +%s.%N)
   "$launch" --num_workers="$workers" --elastic --max_restarts="$restarts" -- "$train" --model=mlp --epochs="$epochs" \
-    --min_workers=2 --verbose=0 --metrics_json="$work/m.json" > "$work/log" 2>&1 &
+    --min_workers=2 --elastic_batch="$elastic_batch" --verbose=0 --metrics_json="$work/m.json" > "$work/log" 2>&1 &
   local job=$!
   if [[ "$1" != no ]]; then
     sleep "$kill_after_s"

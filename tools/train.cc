@@ -65,6 +65,10 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
         "--min_workers=", f.min_workers, ": expected 0 (every worker is needed) up to the ",
         cluster.world_size(), " workers of the cluster"));
   }
+  if (f.elastic_batch != "global" && f.elastic_batch != "per_replica") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--elastic_batch=", f.elastic_batch, ": expected global or per_replica"));
+  }
   if (f.regroup_discovery_s <= 0 || f.regroup_timeout_s <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--regroup_discovery_s=", f.regroup_discovery_s, ", --regroup_timeout_s=",
@@ -107,6 +111,8 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
   // Every check a user can trip is done; now join the cluster.
   StrategyOptions elastic_options = options;
   elastic_options.min_workers = static_cast<int>(f.min_workers);
+  elastic_options.elastic_batch =
+      f.elastic_batch == "per_replica" ? ElasticBatch::kPerReplica : ElasticBatch::kGlobal;
   elastic_options.regroup_discovery_s = f.regroup_discovery_s;
   elastic_options.regroup_timeout_s = f.regroup_timeout_s;
   RW_ASSIGN_OR_RETURN(std::unique_ptr<MultiWorkerMirroredStrategy> strategy,

@@ -42,6 +42,12 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
              "starts again joins them at a step (0: every worker is needed, a failure ends "
              "the job)",
              "RINGWORK_MIN_WORKERS");
+  flags->String("elastic_batch", &f->elastic_batch,
+                "elastic training, when the ring changes size: global (the global batch is split "
+                "over the workers there are) or per_replica (each worker keeps global / workers "
+                "examples per step; the global batch and the learning rate scale with the "
+                "workers, and an epoch takes the steps its data then needs)",
+                "RINGWORK_ELASTIC_BATCH");
   flags->Double("regroup_discovery_s", &f->regroup_discovery_s,
                 "elastic training: how long the workers left after a failure look for each "
                 "other (they must all notice the failure within it)",

@@ -28,6 +28,7 @@ struct TrainFlags {
   int64_t intra_op_threads = 0;
   int64_t inter_op_threads = 0;
   int64_t min_workers = 0;  // Elastic training: 0 (every worker needed) or 1..workers.
+  std::string elastic_batch = "global";  // Or per_replica.
   double regroup_discovery_s = 1.0;
   double regroup_timeout_s = 5;
   std::string precision = "float32";
