@@ -97,8 +97,11 @@ absl::Status ModelCheckpoint::OnEpochEnd(int64_t epoch, const Logs&) {
 
 absl::Status ModelCheckpoint::OnTrainEnd(const Logs&) {
   // The final state, marked final: a sidecar evaluator stops after it.
+  // Also after a stop: the last state of this training, numbered as if every
+  // epoch ran (unless a per-replica batch changed the steps: then the steps done).
   TrainPosition end = model_->fit_position();
-  end.epoch = info_.epochs;  // Also after a stop: the last state of this training.
+  if (end.data_pass < 0) end.step = info_.epochs * info_.steps_per_epoch;
+  end.epoch = info_.epochs;
   end.step_in_epoch = 0;
   absl::Status status = Save(end, true);
   if (status.ok() && paused_) {
@@ -120,8 +123,12 @@ absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
   TrainPosition at = loaded->position;
   // The position names the same examples again only if the data is cut the same
   // way (every worker decides alike: the settings came from the chief).
-  const absl::Status same =
-      loaded->settings.SameDataPosition(TrainSettings::From(info), /*position_recorded=*/at.data_pass >= 0);
+  // A recorded data position (a per-replica run's) names the examples under any
+  // global batch, for a run that keeps per-replica batches too.
+  const bool per_replica = model_->strategy()->elastic() &&
+                           model_->strategy()->options().elastic_batch == ElasticBatch::kPerReplica;
+  const absl::Status same = loaded->settings.SameDataPosition(TrainSettings::From(info),
+                                                              /*position_recorded=*/per_replica && at.data_pass >= 0);
   if (!same.ok()) {
     if (options_.resume_policy == ResumePolicy::kExact) {
       return absl::FailedPreconditionError(absl::StrCat(

@@ -196,6 +196,7 @@ class Sequential {
     int64_t steps = 0, epochs = 0, steps_per_pass = 0, examples_per_pass = 0;
     int64_t data_seed = 0, model = 0, replica_check_steps = 0;
     bool per_replica_batch = false;  // ElasticBatch::kPerReplica
+    int64_t global_batch = 0;        // As fit was called (the cluster's).
     // Taken, not compared: a per-batch decider on any worker, and where this fit
     // began (an epoch's begin that runs again starts at its first step).
     bool decide_per_batch = false;

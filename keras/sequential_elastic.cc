@@ -94,12 +94,13 @@ absl::Status Sequential::AgreeAfterRegroup(FitShape* shape, int64_t* progress, i
   RW_RETURN_IF_ERROR(comm->AllReduce(key, 2, DataType::kInt64, ReduceOp::kMax));
   const int root = static_cast<int>(world - 1 - key[0] % world);
   // What every worker must fit alike: the root's (a worker that joined built its
-  // model and data alone). Compared: the first 8; taken: the rest.
-  constexpr int kCompared = 8, kWords = 15;
+  // model and data alone). Compared: the first 9; taken: the rest.
+  constexpr int kCompared = 9, kWords = 16;
   const int64_t mine[kCompared] = {shape->steps, shape->epochs, shape->steps_per_pass,
                                    shape->examples_per_pass, shape->data_seed, shape->model,
-                                   shape->replica_check_steps, shape->per_replica_batch ? 1 : 0};
-  int64_t fit[kWords] = {0, 0, 0, 0, 0, 0, 0, 0, shape->decide_per_batch ? 1 : 0, shape->start_epoch,
+                                   shape->replica_check_steps, shape->per_replica_batch ? 1 : 0,
+                                   shape->global_batch};
+  int64_t fit[kWords] = {0, 0, 0, 0, 0, 0, 0, 0, 0, shape->decide_per_batch ? 1 : 0, shape->start_epoch,
                          shape->start_step_in_epoch, shape->data_pass, shape->data_offset,
                          shape->epoch_first_step, shape->epoch_steps};
   std::copy(mine, mine + kCompared, fit);
@@ -108,7 +109,7 @@ absl::Status Sequential::AgreeAfterRegroup(FitShape* shape, int64_t* progress, i
     return absl::FailedPreconditionError(absl::StrCat(
         "this worker fits differently from the ring it ", *progress < 0 ? "joins" : "is in",
         " (steps per epoch, epochs, steps per pass, examples per pass, data seed, model hash, "
-        "replica_check_steps, per-replica batch): ", absl::StrJoin(mine, ", "), " here, ",
+        "replica_check_steps, per-replica batch, global batch): ", absl::StrJoin(mine, ", "), " here, ",
         absl::StrJoin(fit, fit + kCompared, ", "),
         " there; every worker must run the same program with the same flags"));
   }
@@ -116,13 +117,13 @@ absl::Status Sequential::AgreeAfterRegroup(FitShape* shape, int64_t* progress, i
   RW_RETURN_IF_ERROR(comm->Broadcast(epoch_sums->data(), epoch_sums->size(), DataType::kFloat64, root));
   // `*progress` changes only now that the state is taken: a failure before
   // leaves this worker where it was.
-  shape->decide_per_batch = fit[8] != 0;
-  shape->start_epoch = fit[9];
-  shape->start_step_in_epoch = fit[10];
-  shape->data_pass = fit[11];
-  shape->data_offset = fit[12];
-  shape->epoch_first_step = fit[13];
-  shape->epoch_steps = fit[14];
+  shape->decide_per_batch = fit[9] != 0;
+  shape->start_epoch = fit[10];
+  shape->start_step_in_epoch = fit[11];
+  shape->data_pass = fit[12];
+  shape->data_offset = fit[13];
+  shape->epoch_first_step = fit[14];
+  shape->epoch_steps = fit[15];
   *progress = key[0] / world;
   *slowest = -key[1];
   return absl::OkStatus();

@@ -137,37 +137,6 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     RW_LOG(INFO) << "resuming at epoch " << start.epoch + 1 << ", step " << start.step_in_epoch
                  << " (" << start.step << " steps done)";
   }
-  // One iterator for the whole run: step g of the run is step g % steps_per_pass
-  // of pass g / steps_per_pass (a resumed run skips to where it stopped), until a
-  // regroup: then blocks from the exact example reached. A checkpoint that records
-  // where its data stood (a per-replica batch changed the global batch) resumes
-  // there.
-  const int64_t first_data_step = start.epoch * steps + start.step_in_epoch;
-  DataPosition start_at = data.PositionAfter(first_data_step);
-  if (start.data_pass >= 0 && !(DataPosition{start.data_pass, start.data_offset} == start_at)) {
-    const DataPosition recorded{start.data_pass, start.data_offset};
-    const int64_t pass_examples = data.common.examples_per_pass();
-    const bool in_epoch = epoch_passes == 0 || (recorded.pass >= start.epoch * epoch_passes &&
-                                                recorded.pass < (start.epoch + 1) * epoch_passes);
-    if (pass_examples == 0 || recorded.offset < 0 || recorded.offset >= pass_examples || !in_epoch) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot resume at the checkpoint's data position (pass ", recorded.pass, ", example ",
-          recorded.offset, ") in epoch ", start.epoch + 1, ": it needs the DATA shard policy and a "
-          "position inside that epoch's ", pass_examples, " examples per pass"));
-    }
-    const int now = strategy_->num_replicas_in_sync();
-    RW_ASSIGN_OR_RETURN(data, data.Regrouped(now, strategy_->rank(), recorded,
-                                             per_replica ? replica_batch * now : options.batch_size));
-    start_at = recorded;
-  }
-  std::unique_ptr<StepIterator> it =
-      data.block_replicas > 0 ? data.IterateFrom(start_at) : data.Iterate(first_data_step);
-  optimizer_->set_rate_scale(
-      per_replica ? static_cast<float>(strategy_->num_replicas_in_sync()) / configured_workers : 1.0f);
-  StepBreakdown breakdown;
-  if (reducer_ != nullptr) reducer_->TakeTiming();  // Counts from this fit on.
-  *in_step_collective_s_ = 0;
-  Logs logs;
   // Elastic training numbers the fit's operations, each ending in collectives that
   // every worker runs alike: per epoch its begin (0), its steps (1..steps), the
   // end's step breakdown, validation and callbacks (M + 1), the end's decisions
@@ -185,13 +154,57 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   // Loss and metric sums of the epoch over all replicas: [loss * n, n, then each
   // metric's state (total and count; AUC's histograms)].
   std::vector<double> epoch_sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
-  // What an elastic ring must fit alike (a worker that joins is checked against it).
+  // What an elastic ring must fit alike (a worker that joins is checked against
+  // it), from the data as the whole cluster cuts it.
   FitShape shape{steps, options.epochs, data.steps_per_pass, data.ExamplesPerPass(),
                  static_cast<int64_t>(data.seed),
                  static_cast<int64_t>(Fnv1a64(absl::StrJoin(AgreementLines(), "\n")) >> 1),
-                 options.replica_check_steps, per_replica, decide_per_batch, start.epoch,
-                 start.step_in_epoch, start_at.pass, start_at.offset, start.step - start.step_in_epoch,
-                 steps};
+                 options.replica_check_steps, per_replica, options.batch_size, decide_per_batch,
+                 start.epoch, start.step_in_epoch};
+  shape.epoch_first_step = start.step - start.step_in_epoch;
+  // One iterator for the whole run: step g of the run is step g % steps_per_pass
+  // of pass g / steps_per_pass (a resumed run skips to where it stopped), until a
+  // regroup: then blocks from the exact example reached. A checkpoint of a
+  // per-replica run records where its data stood (the global batch may have
+  // changed): it resumes there; so does a per-replica fit that starts on a ring
+  // smaller than the cluster (its global batch is smaller).
+  const int64_t first_data_step = start.epoch * steps + start.step_in_epoch;
+  DataPosition start_at = data.PositionAfter(first_data_step);
+  const int now = strategy_->num_replicas_in_sync();
+  const bool recorded = start.data_pass >= 0 && !(DataPosition{start.data_pass, start.data_offset} == start_at);
+  if (recorded || (per_replica && now != configured_workers)) {
+    if (recorded) {
+      const DataPosition at{start.data_pass, start.data_offset};
+      const int64_t pass_examples = data.common.examples_per_pass();
+      const bool in_epoch = epoch_passes == 0 || (at.pass >= 0 && at.pass / epoch_passes == start.epoch);
+      if (!per_replica) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the checkpoint was written by elastic training with a per-replica batch after its ring "
+            "changed size (its data stood at pass ", at.pass, ", example ", at.offset, "): resume it "
+            "with --elastic_batch=per_replica (and --min_workers)"));
+      }
+      if (pass_examples == 0 || at.offset < 0 || at.offset >= pass_examples || !in_epoch) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cannot resume at the checkpoint's data position (pass ", at.pass, ", example ", at.offset,
+            ") in epoch ", start.epoch + 1, ": it needs the DATA shard policy and a position inside "
+            "that epoch's ", pass_examples, " examples per pass"));
+      }
+      start_at = at;
+    }
+    RW_ASSIGN_OR_RETURN(data, data.Regrouped(now, strategy_->rank(), start_at,
+                                             per_replica ? replica_batch * now : options.batch_size));
+  }
+  shape.data_pass = start_at.pass;
+  shape.data_offset = start_at.offset;
+  std::unique_ptr<StepIterator> it =
+      data.block_replicas > 0 ? data.IterateFrom(start_at) : data.Iterate(first_data_step);
+  optimizer_->set_rate_scale(per_replica ? static_cast<float>(now) / configured_workers : 1.0f);
+  // After fit the optimizer updates at its rate again (train_on_batch).
+  absl::Cleanup unscaled_rate = [this] { optimizer_->set_rate_scale(1.0f); };
+  StepBreakdown breakdown;
+  if (reducer_ != nullptr) reducer_->TakeTiming();  // Counts from this fit on.
+  *in_step_collective_s_ = 0;
+  Logs logs;
   // The steps of `epoch` when `done` of them are done and the next begins at
   // `from`: `steps`, or with a per-replica batch, what the rest of the epoch's
   // passes needs at the current global batch.
@@ -202,6 +215,15 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     return done + data.StepsLeftInPass(from) + (end_pass - from.pass - 1) * data.steps_per_pass;
   };
   shape.epoch_steps = steps_of_epoch(start.epoch, start.step_in_epoch, start_at);
+  // A checkpoint's steps of the epoch were counted at the batch it had: with this
+  // one the epoch must still fit the operations' numbering.
+  if (start.step_in_epoch < 0 || shape.epoch_steps > max_epoch_steps) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot resume at step ", start.step_in_epoch, " of epoch ", start.epoch + 1, ": with ",
+        replica_batch, " examples per replica the epoch would take ", shape.epoch_steps,
+        " steps, more than one replica alone needs (", max_epoch_steps,
+        "); resume with the per-replica batch the checkpoint was written with"));
+  }
   // Steps of `epoch` done before operation `op` of it (an epoch's begin that
   // runs again comes before its first step: a resumed epoch's is later).
   auto steps_done_before = [&](int64_t epoch, int64_t op) -> int64_t {
@@ -493,7 +515,12 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     // The epoch's end, first its collectives (the step breakdown, validation),
     // then what only this worker does (History, the deciding callbacks).
     ops_done = end_op;  // Also after a stop: every worker stopped at the same step.
-    note_position(epoch, shape.epoch_steps);  // A stop's checkpoint ends the epoch too.
+    // A stop's checkpoint ends the epoch too (no step of it runs again).
+    if (epoch_passes > 0) {
+      shape.data_pass = (epoch + 1) * epoch_passes;
+      shape.data_offset = 0;
+    }
+    note_position(epoch, shape.epoch_steps);
     const std::string epoch_end = absl::StrCat("epoch ", epoch + 1, ", end: ");
     // A worker that joined in a regroup at the end's second part skips the first.
     if (std::exchange(skip_end_first_part, false)) ops_done = end_op + 1;

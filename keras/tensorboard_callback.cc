@@ -60,7 +60,10 @@ absl::Status TensorBoard::OnBatchEnd(int64_t step, const Logs& logs) {
   if (first_step_ < 0) first_step_ = step - 1;
   last_step_ = step;
   if (!active_ || options_.update_freq == 0) return absl::OkStatus();
-  const int64_t done = epoch_ * info_.steps_per_epoch + step;
+  // With a per-replica batch an epoch's steps follow the ring: the steps done.
+  const int64_t done = model_ != nullptr && model_->fit_position().data_pass >= 0
+                           ? model_->fit_position().step
+                           : epoch_ * info_.steps_per_epoch + step;
   if (done % options_.update_freq != 0) return absl::OkStatus();
   for (const auto& [name, value] : logs) {
     if (!Written(train_->WriteScalar("batch_" + name, done, static_cast<float>(value)))) break;

@@ -268,7 +268,7 @@ TEST_CASE("with a per-replica batch a run that shrank from 4 workers to 3 trains
   const std::string dir = FreshTestDir("elastic_per_replica");
   // A: worker 3 dies in epoch 1; the others go on with a global batch of 90.
   std::vector<std::string> args = PerReplicaArgs(120, dir + "/a");
-  args.push_back("--metrics_json=" + dir + "/a.json");
+  args.insert(args.end(), {"--metrics_json=" + dir + "/a.json", "--checkpoint_freq_steps=25"});
   const SubprocessResult a = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#40@worker:3"}});
   INFO(a.output);
   REQUIRE(a.exit_code == 0);
@@ -295,6 +295,23 @@ TEST_CASE("with a per-replica batch a run that shrank from 4 workers to 3 trains
   INFO("largest difference " << worst);
   CHECK(worst >= 0);
   CHECK(worst <= 1e-5);
+  // A's checkpoint after 25 steps (6 of them in steps of 90) records the example
+  // reached: a run with a global batch refuses it (its steps would name other
+  // examples); a per-replica run resumes there.
+  REQUIRE(d < 25);
+  REQUIRE(MakeBackupOf(dir + "/a/" + CheckpointFileName(25), dir + "/backup25").ok());
+  std::vector<std::string> global = TrainArgs(2, 2);
+  global.push_back("--backup_dir=" + dir + "/backup25");
+  const SubprocessResult refused = Launch(4, false, global);
+  INFO(refused.output);
+  CHECK(refused.exit_code == 7);
+  CHECK(refused.output.find("resume it with --elastic_batch=per_replica") != std::string::npos);
+  args = PerReplicaArgs(120, dir + "/c");
+  args.push_back("--backup_dir=" + dir + "/backup25");
+  const SubprocessResult resumed = Launch(4, false, args);
+  INFO(resumed.output);
+  CHECK(resumed.exit_code == 0);
+  CHECK(resumed.output.find("(25 steps done)") != std::string::npos);
 }
 
 TEST_CASE("the chief stopped while it keeps checkpoints: the new chief skips saves while the "

@@ -36,14 +36,16 @@ struct GrowRun {
 };
 
 // 4 workers (MLP, synthetic images: 35 steps of 120 per epoch), elastic with one
-// restart; `crash_at`: RINGWORK_CRASH_AT (first runs only).
-GrowRun RunGrowing(const std::string& name, const std::string& crash_at) {
+// restart; `crash_at`: RINGWORK_CRASH_AT (first runs only); `extra`: more train flags.
+GrowRun RunGrowing(const std::string& name, const std::string& crash_at,
+                   const std::vector<std::string>& extra = {}) {
   const std::string dir = FreshTestDir(name);
   std::vector<std::string> argv = {kLaunch, "--num_workers=4", "--elastic", "--max_restarts=1", "--",
                                    kTrain, "--dataset=synthetic", absl::StrCat("--synthetic_examples=", kExamples),
                                    "--global_batch_size=120", absl::StrCat("--epochs=", kEpochs),
                                    "--verbose=0", "--intra_op_threads=1", "--min_workers=2",
                                    "--metrics_json=" + dir + "/metrics.json"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
   Subprocess::Options options;
   options.env["RINGWORK_CRASH_AT"] = crash_at;
   options.timeout_s = kGuardS;
@@ -112,6 +114,30 @@ TEST_CASE("a member dies while a restarted worker joins: the others and the join
   CHECK(run.metrics["num_workers"] == 3);
   CHECK(run.metrics["generations"] == 3);
   CHECK(run.metrics["train_examples"] == kEpochs * kExamples);
+}
+
+TEST_CASE("with a per-replica batch a worker that comes back joins at the exact example "
+          "reached: the global batch goes 120, 90, 120 and every example is trained once per epoch",
+          "[elastic]") {
+  const GrowRun run = RunGrowing("elastic_grow_per_replica", "allreduce#60@worker:2", {"--elastic_batch=per_replica"});
+  const SubprocessResult& r = run.result;
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  for (const std::string task : {"worker:0", "worker:1", "worker:3"}) {
+    INFO(task);
+    CHECK(LogLineTime(r.output, "generation 1: worker:2 [^\n]* left[^\n]*; global batch 90, learning rate x 3/4",
+                      task) >= 0);
+    CHECK(LogLineTime(r.output, "generation 2: worker:2 [^\n]* joined[^\n]*; global batch 120, learning rate x 4/4",
+                      task) >= 0);
+  }
+  const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
+  REQUIRE(fingerprints.size() == 4);
+  CHECK(std::set<std::string>(fingerprints.begin(), fingerprints.end()).size() == 1);
+  REQUIRE(run.metrics.is_object());
+  CHECK(run.metrics["generations"] == 2);
+  CHECK(run.metrics["train_examples"] == kEpochs * kExamples);
+  CHECK(run.metrics["train_examples_per_epoch"] == kExamples);
+  CHECK(run.metrics["test_accuracy"].get<double>() > 0.5);
 }
 
 // `train` on the synthetic images under launch: `launch_flags` then the train flags.
