@@ -104,15 +104,19 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   // Every worker must run the same steps: a difference would misalign collectives.
   // The last slot: whether any worker has a callback that decides per batch (a
   // callback on some workers only must not leave the others out of a broadcast).
-  int64_t agreed[7] = {steps, -steps, options.epochs, -options.epochs, options.replica_check_steps,
-                       -options.replica_check_steps, decides_here ? -1 : 0};
-  RW_RETURN_IF_ERROR(strategy_->communicator()->AllReduce(agreed, 7, DataType::kInt64, ReduceOp::kMin));
+  // Elastic training's batch rule too: it numbers the operations a regroup relies on.
+  const int64_t batch_rule = per_replica ? 1 : 0;
+  int64_t agreed[9] = {steps, -steps, options.epochs, -options.epochs, options.replica_check_steps,
+                       -options.replica_check_steps, decides_here ? -1 : 0, batch_rule, -batch_rule};
+  RW_RETURN_IF_ERROR(strategy_->communicator()->AllReduce(agreed, 9, DataType::kInt64, ReduceOp::kMin));
   bool decide_per_batch = agreed[6] < 0;
-  if (agreed[0] != -agreed[1] || agreed[2] != -agreed[3] || agreed[4] != -agreed[5]) {
+  if (agreed[0] != -agreed[1] || agreed[2] != -agreed[3] || agreed[4] != -agreed[5] ||
+      agreed[7] != -agreed[8]) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the workers fit differently: steps per epoch, epochs or replica_check_steps differ (this "
-        "worker, rank ", strategy_->rank(), ": ", steps, ", ", options.epochs, ", ",
-        options.replica_check_steps, "): every worker must call fit the same way"));
+        "the workers fit differently: steps per epoch, epochs, replica_check_steps or the elastic "
+        "batch rule differ (this worker, rank ", strategy_->rank(), ": ", steps, ", ", options.epochs,
+        ", ", options.replica_check_steps, ", ", per_replica ? "per_replica" : "global",
+        "): every worker must call fit the same way"));
   }
   TrainInfo info{options.epochs, steps, options.batch_size, strategy_->num_replicas_in_sync(),
                  strategy_->is_chief(), options.shard_policy, data.seed, data.ExamplesPerPass()};
@@ -161,7 +165,9 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
                  static_cast<int64_t>(Fnv1a64(absl::StrJoin(AgreementLines(), "\n")) >> 1),
                  options.replica_check_steps, per_replica, options.batch_size, decide_per_batch,
                  start.epoch, start.step_in_epoch};
-  shape.epoch_first_step = start.step - start.step_in_epoch;
+  // Steps are numbered as they ran with a per-replica batch, else as every epoch
+  // has `steps` (a checkpoint of a per-replica run may count otherwise).
+  shape.epoch_first_step = per_replica ? start.step - start.step_in_epoch : start.epoch * steps;
   // One iterator for the whole run: step g of the run is step g % steps_per_pass
   // of pass g / steps_per_pass (a resumed run skips to where it stopped), until a
   // regroup: then blocks from the exact example reached. A checkpoint of a
@@ -215,13 +221,21 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     return done + data.StepsLeftInPass(from) + (end_pass - from.pass - 1) * data.steps_per_pass;
   };
   shape.epoch_steps = steps_of_epoch(start.epoch, start.step_in_epoch, start_at);
-  // A checkpoint's steps of the epoch were counted at the batch it had: with this
-  // one the epoch must still fit the operations' numbering.
-  if (start.step_in_epoch < 0 || shape.epoch_steps > max_epoch_steps) {
+  // A checkpoint's steps of the epoch were counted at the batch it had: whatever
+  // the ring becomes (one replica at the worst), the epoch must still fit the
+  // operations' numbering.
+  int64_t most_steps = start.step_in_epoch;
+  if (per_replica && epoch_passes > 0 && start.epoch < options.epochs) {
+    const int64_t pass_examples = data.common.examples_per_pass();
+    const int64_t one_replica_pass = (pass_examples + replica_batch - 1) / replica_batch;
+    most_steps += (pass_examples - start_at.offset + replica_batch - 1) / replica_batch +
+                  ((start.epoch + 1) * epoch_passes - start_at.pass - 1) * one_replica_pass;
+  }
+  if (start.step_in_epoch < 0 || most_steps > max_epoch_steps) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot resume at step ", start.step_in_epoch, " of epoch ", start.epoch + 1, ": with ",
-        replica_batch, " examples per replica the epoch would take ", shape.epoch_steps,
-        " steps, more than one replica alone needs (", max_epoch_steps,
+        replica_batch, " examples per replica the epoch could take ", most_steps,
+        " steps, more than one replica alone needs for a whole epoch (", max_epoch_steps,
         "); resume with the per-replica batch the checkpoint was written with"));
   }
   // Steps of `epoch` done before operation `op` of it (an epoch's begin that

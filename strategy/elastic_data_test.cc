@@ -2,6 +2,7 @@
 // example reached, each step training on the same examples as before (only
 // which replica takes which changes), every example once per pass.
 #include <algorithm>
+#include <numeric>
 #include <set>
 #include <string>
 #include <vector>
@@ -129,45 +130,53 @@ TEST_CASE("elastic data: every example once per pass after a regroup", "[elastic
 }
 
 // elastic_batch per_replica: each replica keeps 10 examples per step, so the
-// global batch follows the ring (40, 30, 40) and a pass takes as many steps as
-// that needs; every example is still trained on once per pass.
+// global batch follows the ring (40 in strided shards, then 30 and 40 in blocks)
+// and a pass takes as many steps as that needs; every example is still trained
+// on once per pass, and each replica's gradient weight follows its count.
 TEST_CASE("elastic data: a per-replica batch re-shards from the exact example reached", "[elastic]") {
   const Dataset data = Numbered();
   const std::vector<DistributedDataset> four = Group(data, 4);
-  std::vector<DistributedDataset> ring = four;
   std::multiset<int> pass0, pass1;
   DataPosition at;
-  // (replicas, steps) in turn: 4 for 7 steps, 3 for 20, 4 again for 20.
+  // (replicas, steps) in turn: 4 for 7 steps (DistributeDataset's strided
+  // shards), 3 for 20, 4 again for 20 (blocks).
   for (const auto& [replicas, steps] : std::vector<std::pair<int, int>>{{4, 7}, {3, 20}, {4, 20}}) {
-    std::vector<DistributedDataset> next;
-    for (int r = 0; r < replicas; ++r) {
-      absl::StatusOr<DistributedDataset> d = four.front().Regrouped(replicas, r, at, 10 * replicas);
-      REQUIRE(d.ok());
-      next.push_back(*d);
+    std::vector<DistributedDataset> ring = four;
+    if (at.offset > 0 || at.pass > 0) {
+      ring.clear();
+      for (int r = 0; r < replicas; ++r) {
+        absl::StatusOr<DistributedDataset> d = four.front().Regrouped(replicas, r, at, 10 * replicas);
+        REQUIRE(d.ok());
+        ring.push_back(*d);
+      }
     }
     std::vector<std::unique_ptr<StepIterator>> its;
-    for (const DistributedDataset& d : next) its.push_back(d.IterateFrom(at));
+    for (const DistributedDataset& d : ring) its.push_back(d.block_replicas > 0 ? d.IterateFrom(at) : d.Iterate(0));
     for (int s = 0; s < steps; ++s) {
       const DataPosition step_at = its.front()->position();
-      int64_t step_examples = 0;
+      const int64_t expected = std::min<int64_t>(10 * replicas, kExamples - step_at.offset);
+      std::vector<int64_t> sizes;
       for (int r = 0; r < replicas; ++r) {
         Batch batch;
         REQUIRE(its[static_cast<size_t>(r)]->Next(&batch));
-        if (step_at.offset + 10 * replicas <= kExamples) CHECK(batch.size() == 10);
-        step_examples += batch.size();
+        if (expected == 10 * replicas) CHECK(batch.size() == 10);
+        sizes.push_back(batch.size());
         for (int64_t i = 0; i < batch.size(); ++i) {
           (step_at.pass == 0 ? pass0 : pass1).insert(static_cast<int>(batch.features[i]));
         }
-        if (step_examples > 0 && batch.size() * replicas == std::min<int64_t>(10 * replicas, kExamples - step_at.offset)) {
-          CHECK(its[static_cast<size_t>(r)]->gradient_weight() == 1.0);
-        }
       }
-      CHECK(step_examples == std::min<int64_t>(10 * replicas, kExamples - step_at.offset));
+      CHECK(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == expected);
+      for (int r = 0; r < replicas; ++r) {
+        INFO("step at " << step_at.offset << ", replica " << r);
+        CHECK(its[static_cast<size_t>(r)]->gradient_weight() ==
+              Approx(static_cast<double>(replicas * sizes[static_cast<size_t>(r)]) / static_cast<double>(expected)));
+      }
     }
     at = its.front()->position();
+    for (const auto& it : its) CHECK(it->position() == at);
   }
-  // 7 x 40 + 20 x 30 = 880; then 4 x 10: 3 steps to 1000, one of 3 ends the
-  // pass, 16 of the next.
+  // 7 x 40 + 20 x 30 = 880; then 4 x 10: 3 steps to 1000, one of 3 (weights 4/3
+  // for three replicas, 0 for one) ends the pass, 16 of the next.
   CHECK(at.pass == 1);
   CHECK(at.offset == 16 * 40);
   std::multiset<int> all;

@@ -307,11 +307,13 @@ TEST_CASE("with a per-replica batch a run that shrank from 4 workers to 3 trains
   CHECK(refused.exit_code == 7);
   CHECK(refused.output.find("resume it with --elastic_batch=per_replica") != std::string::npos);
   args = PerReplicaArgs(120, dir + "/c");
-  args.push_back("--backup_dir=" + dir + "/backup25");
+  args.insert(args.end(), {"--backup_dir=" + dir + "/backup25", "--metrics_json=" + dir + "/c.json"});
   const SubprocessResult resumed = Launch(4, false, args);
   INFO(resumed.output);
   CHECK(resumed.exit_code == 0);
   CHECK(resumed.output.find("(25 steps done)") != std::string::npos);
+  // From example 120 x D + 90 x (25 - D) on: the rest of epoch 1, then epoch 2.
+  CHECK(ReadJson(dir + "/c.json")["train_examples"] == 4096 - (120 * d + 90 * (25 - d)) + 4096);
 }
 
 TEST_CASE("the chief stopped while it keeps checkpoints: the new chief skips saves while the "

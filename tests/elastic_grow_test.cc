@@ -123,6 +123,7 @@ TEST_CASE("with a per-replica batch a worker that comes back joins at the exact 
   const SubprocessResult& r = run.result;
   INFO(r.output);
   CHECK(r.exit_code == 0);
+  CHECK_FALSE(r.timed_out);
   for (const std::string task : {"worker:0", "worker:1", "worker:3"}) {
     INFO(task);
     CHECK(LogLineTime(r.output, "generation 1: worker:2 [^\n]* left[^\n]*; global batch 90, learning rate x 3/4",

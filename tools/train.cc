@@ -69,6 +69,11 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
     return absl::InvalidArgumentError(
         absl::StrCat("--elastic_batch=", f.elastic_batch, ": expected global or per_replica"));
   }
+  if (f.elastic_batch == "per_replica" && f.min_workers == 0) {
+    return absl::InvalidArgumentError(
+        "--elastic_batch=per_replica: elastic training needs --min_workers (the ring never "
+        "changes size without it)");
+  }
   if (f.regroup_discovery_s <= 0 || f.regroup_timeout_s <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--regroup_discovery_s=", f.regroup_discovery_s, ", --regroup_timeout_s=",
