@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "keras/sequential.h"
 
 namespace ringwork {
 namespace {
@@ -46,8 +47,12 @@ absl::Status ProgressBar::OnEpochBegin(int64_t epoch) {
   return absl::OkStatus();
 }
 
+int64_t ProgressBar::EpochSteps() const {
+  return model_ != nullptr && model_->fit_epoch_steps() > 0 ? model_->fit_epoch_steps() : info_.steps_per_epoch;
+}
+
 std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const {
-  const int64_t total = info_.steps_per_epoch;
+  const int64_t total = EpochSteps();
   const int width = static_cast<int>(std::to_string(total).size());
   const int bar = 30;
   const int done = static_cast<int>(bar * step / std::max<int64_t>(total, 1));
@@ -71,7 +76,9 @@ std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const 
     absl::StrAppendFormat(&text, " - %s: %s", name, LogValue(value));
   }
   absl::StrAppendFormat(&text, " - %.0f samples/s",
-                        run * info_.global_batch_size / std::max(elapsed, 1e-9));
+                        run * (model_ != nullptr && model_->fit_global_batch() > 0 ? model_->fit_global_batch()
+                                                                                : info_.global_batch_size) /
+                            std::max(elapsed, 1e-9));
   for (const auto& [name, value] : logs) {
     if (name.rfind("val_", 0) == 0) absl::StrAppendFormat(&text, " - %s: %s", name, LogValue(value));
   }
@@ -96,7 +103,7 @@ std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const 
 
 absl::Status ProgressBar::OnBatchEnd(int64_t step, const Logs& logs) {
   if (first_step_ < 0) first_step_ = step - 1;
-  if (step >= info_.steps_per_epoch) return absl::OkStatus();  // The epoch's end prints it.
+  if (step >= EpochSteps()) return absl::OkStatus();  // The epoch's end prints it.
   const auto now = std::chrono::steady_clock::now();
   if (terminal_) {
     std::fprintf(out_, "\r%s", Line(step, logs, false).c_str());
@@ -111,7 +118,7 @@ absl::Status ProgressBar::OnBatchEnd(int64_t step, const Logs& logs) {
 
 absl::Status ProgressBar::OnEpochEnd(int64_t, const Logs& logs) {
   std::fprintf(out_, "%s%s\n", terminal_ ? "\r" : "",
-               Line(info_.steps_per_epoch, logs, true).c_str());
+               Line(EpochSteps(), logs, true).c_str());
   std::fflush(out_);
   return absl::OkStatus();
 }

@@ -134,6 +134,7 @@ class ProgressBar : public Callback {
 
  private:
   std::string Line(int64_t step, const Logs& logs, bool final) const;
+  int64_t EpochSteps() const;  // This epoch's (they follow the ring with a per-replica batch).
 
   std::FILE* out_;
   const bool terminal_;

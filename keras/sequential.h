@@ -118,6 +118,10 @@ class Sequential {
   // During fit: where training is (the next step; after an epoch's last step, the
   // next epoch), for callbacks that save or log it.
   const TrainPosition& fit_position() const { return fit_position_; }
+  // During fit: the current epoch's steps and the global batch (with a per-replica
+  // batch both follow the ring's size), for the progress bar.
+  int64_t fit_epoch_steps() const { return fit_epoch_steps_; }
+  int64_t fit_global_batch() const { return fit_global_batch_; }
   // What steers training besides the weights, for checkpoints: the learning rate
   // (unless a schedule sets it) and the state of fit's callbacks (state_name ->
   // values; a name used twice gets "#2", ...).
@@ -276,6 +280,7 @@ class Sequential {
   // The last fit's shape, once it ended on this worker (EvaluateAfterFit).
   std::optional<FitShape> ended_fit_;
   TrainPosition fit_position_;
+  int64_t fit_epoch_steps_ = 0, fit_global_batch_ = 0;
 };
 
 }  // namespace ringwork

@@ -252,6 +252,8 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       fit_position_.data_pass = shape.data_pass;
       fit_position_.data_offset = shape.data_offset;
     }
+    fit_epoch_steps_ = shape.epoch_steps;
+    fit_global_batch_ = data.global_batch_size;
   };
   note_position(start.epoch, start.step_in_epoch);
   // After the ring changed (`before` workers in it, -1 for a worker that joined;
