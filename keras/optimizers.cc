@@ -45,7 +45,7 @@ std::vector<Tensor>& Optimizer::Slots(const Variable* v) {
 }
 
 float Optimizer::learning_rate() const {
-  return spec_.learning_rate_schedule != nullptr ? spec_.learning_rate_schedule->Rate(iterations_)
+  return spec_.learning_rate_schedule != nullptr ? spec_.learning_rate_schedule->Rate(schedule_step_.value_or(iterations_))
                                                  : constant_rate_;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +51,10 @@ class Optimizer {
   // learning_rate() itself, what callbacks see and change, is the unscaled rate.
   void set_rate_scale(float scale) { rate_scale_ = scale; }
   float rate_scale() const { return rate_scale_; }
+  // The step a learning-rate schedule is read at: iterations(), unless set (with
+  // a per-replica batch, the steps of the full ring that the data trained on so
+  // far makes, so that a schedule ends with the data, not early).
+  void set_schedule_step(std::optional<int64_t> step) { schedule_step_ = step; }
   // One update of every variable from its gradient (clipped first, if asked).
   void Apply(const std::vector<Variable*>& variables);
   // Optimizer state of `v` (slot 0, 1), created zeroed; for checkpoints.
@@ -66,6 +71,7 @@ class Optimizer {
   float constant_rate_;  // Without a schedule.
   float rate_ = 0;       // Of the update being applied.
   float rate_scale_ = 1;
+  std::optional<int64_t> schedule_step_;
   int64_t iterations_ = 0;
   std::unordered_map<const Variable*, std::vector<Tensor>> slots_;
 };

@@ -206,7 +206,10 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
       data.block_replicas > 0 ? data.IterateFrom(start_at) : data.Iterate(first_data_step);
   optimizer_->set_rate_scale(per_replica ? static_cast<float>(now) / configured_workers : 1.0f);
   // After fit the optimizer updates at its rate again (train_on_batch).
-  absl::Cleanup unscaled_rate = [this] { optimizer_->set_rate_scale(1.0f); };
+  absl::Cleanup unscaled_rate = [this] {
+    optimizer_->set_rate_scale(1.0f);
+    optimizer_->set_schedule_step(std::nullopt);
+  };
   StepBreakdown breakdown;
   if (reducer_ != nullptr) reducer_->TakeTiming();  // Counts from this fit on.
   *in_step_collective_s_ = 0;
@@ -254,6 +257,11 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
     }
     fit_epoch_steps_ = shape.epoch_steps;
     fit_global_batch_ = data.global_batch_size;
+    // A schedule follows the data: the full ring's steps up to this position.
+    if (per_replica) {
+      optimizer_->set_schedule_step(shape.data_pass * shape.steps_per_pass +
+                                    shape.data_offset / options.batch_size);
+    }
   };
   note_position(start.epoch, start.step_in_epoch);
   // After the ring changed (`before` workers in it, -1 for a worker that joined;

@@ -14,6 +14,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -314,6 +315,48 @@ TEST_CASE("with a per-replica batch a run that shrank from 4 workers to 3 trains
   CHECK(resumed.output.find("(25 steps done)") != std::string::npos);
   // From example 120 x D + 90 x (25 - D) on: the rest of epoch 1, then epoch 2.
   CHECK(ReadJson(dir + "/c.json")["train_examples"] == 4096 - (120 * d + 90 * (25 - d)) + 4096);
+}
+
+// The column `name` of a CSVLogger file, row by row.
+std::vector<std::string> CsvColumn(const std::string& path, const std::string& name) {
+  std::ifstream in(path);
+  std::string line;
+  std::vector<std::string> values;
+  int column = -1;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    if (column < 0) {
+      column = static_cast<int>(std::find(cells.begin(), cells.end(), name) - cells.begin());
+      REQUIRE(column < static_cast<int>(cells.size()));
+    } else {
+      REQUIRE(column < static_cast<int>(cells.size()));
+      values.push_back(cells[static_cast<size_t>(column)]);
+    }
+  }
+  return values;
+}
+
+TEST_CASE("with a per-replica batch a learning rate schedule follows the data: after a shrink "
+          "each epoch ends at the rate of an uninterrupted run", "[elastic]") {
+  const std::string dir = FreshTestDir("elastic_per_replica_schedule");
+  std::vector<std::string> args = TrainArgs(2, 2);
+  args.insert(args.end(), {"--elastic_batch=per_replica", "--lr_schedule=cosine", "--csv_log=" + dir + "/shrunk.csv"});
+  const SubprocessResult shrunk = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#40@worker:3"}});
+  INFO(shrunk.output);
+  REQUIRE(shrunk.exit_code == 0);
+  REQUIRE(shrunk.output.find("steps in this epoch") != std::string::npos);
+  args = TrainArgs(2, 2);
+  args.insert(args.end(), {"--elastic_batch=per_replica", "--lr_schedule=cosine", "--csv_log=" + dir + "/whole.csv"});
+  const SubprocessResult whole = Launch(4, true, args);
+  INFO(whole.output);
+  REQUIRE(whole.exit_code == 0);
+  // Epoch 1 took 40 steps after the shrink, not 35: the rate at its end is still
+  // the schedule's at 35 full-ring steps (and 0 at the end of the run).
+  const std::vector<std::string> rates = CsvColumn(dir + "/shrunk.csv", "learning_rate");
+  CHECK(rates.size() == 2);
+  CHECK(rates == CsvColumn(dir + "/whole.csv", "learning_rate"));
 }
 
 TEST_CASE("the chief stopped while it keeps checkpoints: the new chief skips saves while the "
