@@ -125,10 +125,8 @@ absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
   // way (every worker decides alike: the settings came from the chief).
   // A recorded data position (a per-replica run's) names the examples under any
   // global batch, for a run that keeps per-replica batches too.
-  const bool per_replica = model_->strategy()->elastic() &&
-                           model_->strategy()->options().elastic_batch == ElasticBatch::kPerReplica;
-  const absl::Status same = loaded->settings.SameDataPosition(TrainSettings::From(info),
-                                                              /*position_recorded=*/per_replica && at.data_pass >= 0);
+  const absl::Status same = loaded->settings.SameDataPosition(
+      TrainSettings::From(info), /*position_recorded=*/model_->strategy()->per_replica_batch() && at.data_pass >= 0);
   if (!same.ok()) {
     if (options_.resume_policy == ResumePolicy::kExact) {
       return absl::FailedPreconditionError(absl::StrCat(

@@ -210,6 +210,14 @@ class Sequential {
     // steps (with a per-replica batch they follow the ring's size).
     int64_t data_pass = 0, data_offset = 0, epoch_first_step = 0, epoch_steps = 0;
   };
+  // Where fit's data starts (keras/sequential_elastic.cc): after `first_data_step`
+  // steps, or where a checkpoint of a per-replica run recorded it (refused, exit
+  // 7, by a run with a global batch, or outside the epoch); `*data` is re-sharded
+  // in blocks of `global_batch` from there when that differs, or when a
+  // per-replica fit starts on a ring smaller than the cluster.
+  absl::StatusOr<DataPosition> StartDataOfFit(DistributedDataset* data, const TrainPosition& start,
+                                              int64_t first_data_step, int64_t epoch_passes,
+                                              bool per_replica, int64_t global_batch);
   // Elastic training (keras/sequential_elastic.cc): `failure` (IsPeerFailure) ended
   // a collective after this worker completed `*progress` of fit's operations (a
   // count that every worker advances alike). The survivors regroup (a minority,
@@ -279,6 +287,9 @@ class Sequential {
   static constexpr int64_t kFitEnded = int64_t{1} << 40;
   // The last fit's shape, once it ended on this worker (EvaluateAfterFit).
   std::optional<FitShape> ended_fit_;
+  // Keys of fit's controls in checkpoints (SaveControls).
+  static constexpr char kLearningRateControl[] = "optimizer/learning_rate";
+  static constexpr char kStopTrainingControl[] = "fit/stop_training";
   TrainPosition fit_position_;
   int64_t fit_epoch_steps_ = 0, fit_global_batch_ = 0;
 };

@@ -16,6 +16,35 @@
 
 namespace ringwork {
 
+absl::StatusOr<DataPosition> Sequential::StartDataOfFit(DistributedDataset* data, const TrainPosition& start,
+                                                        int64_t first_data_step, int64_t epoch_passes,
+                                                        bool per_replica, int64_t global_batch) {
+  DataPosition start_at = data->PositionAfter(first_data_step);
+  const int now = strategy_->num_replicas_in_sync();
+  const bool recorded = start.data_pass >= 0 && !(DataPosition{start.data_pass, start.data_offset} == start_at);
+  if (!recorded && !(per_replica && now != strategy_->cluster().configured_world_size())) return start_at;
+  if (recorded) {
+    const DataPosition at{start.data_pass, start.data_offset};
+    const int64_t pass_examples = data->common.examples_per_pass();
+    const bool in_epoch = epoch_passes == 0 || (at.pass >= 0 && at.pass / epoch_passes == start.epoch);
+    if (!per_replica) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the checkpoint was written by elastic training with a per-replica batch after its ring "
+          "changed size (its data stood at pass ", at.pass, ", example ", at.offset, "): resume it "
+          "with --elastic_batch=per_replica (and --min_workers)"));
+    }
+    if (pass_examples == 0 || at.offset < 0 || at.offset >= pass_examples || !in_epoch) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot resume at the checkpoint's data position (pass ", at.pass, ", example ", at.offset,
+          ") in epoch ", start.epoch + 1, ": it needs the DATA shard policy and a position inside "
+          "that epoch's ", pass_examples, " examples per pass"));
+    }
+    start_at = at;
+  }
+  RW_ASSIGN_OR_RETURN(*data, data->Regrouped(now, strategy_->rank(), start_at, global_batch));
+  return start_at;
+}
+
 absl::Status Sequential::SurvivePeerFailure(const absl::Status& failure, FitShape* shape, int64_t* progress,
                                             int64_t* slowest, std::vector<double>* epoch_sums) {
   absl::Status cause = failure;

@@ -1,6 +1,7 @@
-// Sequential::Fit, the training loop: steps, callbacks, the chief's decisions
-// (stop, learning rate), what checkpoints keep of them, and the agreement that
-// training ended. The rest of the model is in sequential.cc.
+// Sequential::Fit, the training loop: steps, callbacks, when the chief's
+// decisions are agreed (sequential_controls.cc) and what elastic training's
+// regroups resume (sequential_elastic.cc). The rest of the model is in
+// sequential.cc.
 #include "keras/sequential.h"
 
 #include <algorithm>
@@ -21,9 +22,6 @@
 
 namespace ringwork {
 namespace {
-
-constexpr char kLearningRateControl[] = "optimizer/learning_rate";
-constexpr char kStopTrainingControl[] = "fit/stop_training";
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -68,8 +66,7 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   }
   // Elastic training with a per-replica batch: each replica keeps this many
   // examples per step; the global batch (and the learning rate) follow the ring.
-  const bool per_replica =
-      strategy_->elastic() && strategy_->options().elastic_batch == ElasticBatch::kPerReplica;
+  const bool per_replica = strategy_->per_replica_batch();
   const int configured_workers = strategy_->cluster().configured_world_size();
   const int64_t replica_batch = options.batch_size / configured_workers;
   if (per_replica && options.batch_size % configured_workers != 0) {
@@ -175,31 +172,10 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   // changed): it resumes there; so does a per-replica fit that starts on a ring
   // smaller than the cluster (its global batch is smaller).
   const int64_t first_data_step = start.epoch * steps + start.step_in_epoch;
-  DataPosition start_at = data.PositionAfter(first_data_step);
   const int now = strategy_->num_replicas_in_sync();
-  const bool recorded = start.data_pass >= 0 && !(DataPosition{start.data_pass, start.data_offset} == start_at);
-  if (recorded || (per_replica && now != configured_workers)) {
-    if (recorded) {
-      const DataPosition at{start.data_pass, start.data_offset};
-      const int64_t pass_examples = data.common.examples_per_pass();
-      const bool in_epoch = epoch_passes == 0 || (at.pass >= 0 && at.pass / epoch_passes == start.epoch);
-      if (!per_replica) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "the checkpoint was written by elastic training with a per-replica batch after its ring "
-            "changed size (its data stood at pass ", at.pass, ", example ", at.offset, "): resume it "
-            "with --elastic_batch=per_replica (and --min_workers)"));
-      }
-      if (pass_examples == 0 || at.offset < 0 || at.offset >= pass_examples || !in_epoch) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "cannot resume at the checkpoint's data position (pass ", at.pass, ", example ", at.offset,
-            ") in epoch ", start.epoch + 1, ": it needs the DATA shard policy and a position inside "
-            "that epoch's ", pass_examples, " examples per pass"));
-      }
-      start_at = at;
-    }
-    RW_ASSIGN_OR_RETURN(data, data.Regrouped(now, strategy_->rank(), start_at,
-                                             per_replica ? replica_batch * now : options.batch_size));
-  }
+  RW_ASSIGN_OR_RETURN(const DataPosition start_at,
+                      StartDataOfFit(&data, start, first_data_step, epoch_passes, per_replica,
+                                     per_replica ? replica_batch * now : options.batch_size));
   shape.data_pass = start_at.pass;
   shape.data_offset = start_at.offset;
   std::unique_ptr<StepIterator> it =
@@ -614,77 +590,4 @@ absl::StatusOr<History> Sequential::Fit(const Dataset& train, const FitOptions& 
   return history;
 }
 
-absl::Status Sequential::AgreeOnDecisions() {
-  // The chief's [stop_training, learning rate] (a float's value survives the trip
-  // through double): a sum to which the others add zeros (exact), not a broadcast,
-  // so that no worker gets through it before every worker reached it. Elastic
-  // training counts on that (every operation of Fit ends in an all-reduce).
-  const bool chief = strategy_->rank() == 0;
-  double decisions[2] = {chief && stop_training_ ? 1.0 : 0.0, chief ? optimizer_->learning_rate() : 0.0};
-  RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, decisions, 2));
-  stop_training_ = decisions[0] != 0;
-  const float rate = static_cast<float>(decisions[1]);
-  if (rate != optimizer_->learning_rate()) return optimizer_->set_learning_rate(rate);
-  return absl::OkStatus();
-}
-
-TrainingControls Sequential::SaveControls() const {
-  TrainingControls controls;
-  if (optimizer_ != nullptr && compile_options_.optimizer.learning_rate_schedule == nullptr) {
-    controls[kLearningRateControl] = {optimizer_->learning_rate()};
-  }
-  if (stop_training_) controls[kStopTrainingControl] = {1.0};
-  std::map<std::string, int> seen;
-  for (const Callback* c : fit_callbacks_) {
-    const std::string name = c->state_name();
-    if (name.empty()) continue;
-    const int n = ++seen[name];
-    controls[n == 1 ? name : absl::StrCat(name, "#", n)] = c->SaveState();
-  }
-  return controls;
-}
-
-absl::Status Sequential::RestoreControls(const TrainingControls& controls) {
-  const auto rate = controls.find(kLearningRateControl);
-  if (rate != controls.end() && rate->second.size() == 1 &&
-      compile_options_.optimizer.learning_rate_schedule == nullptr) {
-    RW_RETURN_IF_ERROR(optimizer_->set_learning_rate(static_cast<float>(rate->second[0])));
-  }
-  const auto stop = controls.find(kStopTrainingControl);
-  if (stop != controls.end() && stop->second.size() == 1 && stop->second[0] != 0) stop_training_ = true;
-  std::map<std::string, int> seen;
-  for (Callback* c : fit_callbacks_) {
-    const std::string name = c->state_name();
-    if (name.empty()) continue;
-    const int n = ++seen[name];
-    const auto it = controls.find(n == 1 ? name : absl::StrCat(name, "#", n));
-    if (it == controls.end()) continue;  // Not in this checkpoint: it starts afresh.
-    RW_RETURN_IF_ERROR(c->RestoreState(it->second));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Sequential::AgreeTrainingEnded(const absl::Status& ended) {
-  // [workers whose end of training failed, workers that received SIGTERM]: a
-  // SIGTERM while the final checkpoint was written, or a failed write anywhere,
-  // keeps every worker's backup; the rerun resumes from it.
-  const bool terminating = TerminationRequested();
-  double counts[2] = {ended.ok() ? 0.0 : 1.0, terminating ? 1.0 : 0.0};
-  RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, counts, 2));
-  if (!ended.ok()) return ended;
-  if (counts[0] > 0) {
-    return absl::UnavailableError(absl::StrCat(
-        static_cast<int64_t>(counts[0]),
-        " other worker(s) failed to end training (see their logs: the final checkpoint?); "
-        "the backup is kept: rerun the job to finish from it"));
-  }
-  if (counts[1] > 0) {
-    return PreemptedError(absl::StrCat(
-        "stopped at the end of training: ", static_cast<int64_t>(counts[1]),
-        " worker(s) received SIGTERM", terminating ? " (this one did)" : "",
-        " while it ended; the final checkpoint is written and the backup kept; rerun the job "
-        "to finish from it"));
-  }
-  return absl::OkStatus();
-}
 }  // namespace ringwork

@@ -190,6 +190,8 @@ class MultiWorkerMirroredStrategy {
   // Elastic training: Options::min_workers allows losing workers, and this
   // strategy owns its runtime (a cluster made by Create).
   bool elastic() const;
+  // Elastic training that keeps each replica's batch (ElasticBatch::kPerReplica).
+  bool per_replica_batch() const { return elastic() && options().elastic_batch == ElasticBatch::kPerReplica; }
   // The ring failed (its transport was aborted: a peer failure or a collective's
   // deadline), as opposed to an error of this worker's own.
   bool ring_failed() const;

@@ -1,0 +1,87 @@
+// Sequential's decisions and controls: the chief's decisions that every worker
+// takes (stop, learning rate), what checkpoints keep of them and of the
+// callbacks (SaveControls), and the agreement that training ended. The training
+// loop is in sequential_fit.cc.
+#include "absl/strings/str_cat.h"
+#include "base/exit_code.h"
+#include "base/status_macros.h"
+#include "base/termination.h"
+#include "keras/sequential.h"
+
+namespace ringwork {
+
+absl::Status Sequential::AgreeOnDecisions() {
+  // The chief's [stop_training, learning rate] (a float's value survives the trip
+  // through double): a sum to which the others add zeros (exact), not a broadcast,
+  // so that no worker gets through it before every worker reached it. Elastic
+  // training counts on that (every operation of Fit ends in an all-reduce).
+  const bool chief = strategy_->rank() == 0;
+  double decisions[2] = {chief && stop_training_ ? 1.0 : 0.0, chief ? optimizer_->learning_rate() : 0.0};
+  RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, decisions, 2));
+  stop_training_ = decisions[0] != 0;
+  const float rate = static_cast<float>(decisions[1]);
+  if (rate != optimizer_->learning_rate()) return optimizer_->set_learning_rate(rate);
+  return absl::OkStatus();
+}
+
+TrainingControls Sequential::SaveControls() const {
+  TrainingControls controls;
+  if (optimizer_ != nullptr && compile_options_.optimizer.learning_rate_schedule == nullptr) {
+    controls[kLearningRateControl] = {optimizer_->learning_rate()};
+  }
+  if (stop_training_) controls[kStopTrainingControl] = {1.0};
+  std::map<std::string, int> seen;
+  for (const Callback* c : fit_callbacks_) {
+    const std::string name = c->state_name();
+    if (name.empty()) continue;
+    const int n = ++seen[name];
+    controls[n == 1 ? name : absl::StrCat(name, "#", n)] = c->SaveState();
+  }
+  return controls;
+}
+
+absl::Status Sequential::RestoreControls(const TrainingControls& controls) {
+  const auto rate = controls.find(kLearningRateControl);
+  if (rate != controls.end() && rate->second.size() == 1 &&
+      compile_options_.optimizer.learning_rate_schedule == nullptr) {
+    RW_RETURN_IF_ERROR(optimizer_->set_learning_rate(static_cast<float>(rate->second[0])));
+  }
+  const auto stop = controls.find(kStopTrainingControl);
+  if (stop != controls.end() && stop->second.size() == 1 && stop->second[0] != 0) stop_training_ = true;
+  std::map<std::string, int> seen;
+  for (Callback* c : fit_callbacks_) {
+    const std::string name = c->state_name();
+    if (name.empty()) continue;
+    const int n = ++seen[name];
+    const auto it = controls.find(n == 1 ? name : absl::StrCat(name, "#", n));
+    if (it == controls.end()) continue;  // Not in this checkpoint: it starts afresh.
+    RW_RETURN_IF_ERROR(c->RestoreState(it->second));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Sequential::AgreeTrainingEnded(const absl::Status& ended) {
+  // [workers whose end of training failed, workers that received SIGTERM]: a
+  // SIGTERM while the final checkpoint was written, or a failed write anywhere,
+  // keeps every worker's backup; the rerun resumes from it.
+  const bool terminating = TerminationRequested();
+  double counts[2] = {ended.ok() ? 0.0 : 1.0, terminating ? 1.0 : 0.0};
+  RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, counts, 2));
+  if (!ended.ok()) return ended;
+  if (counts[0] > 0) {
+    return absl::UnavailableError(absl::StrCat(
+        static_cast<int64_t>(counts[0]),
+        " other worker(s) failed to end training (see their logs: the final checkpoint?); "
+        "the backup is kept: rerun the job to finish from it"));
+  }
+  if (counts[1] > 0) {
+    return PreemptedError(absl::StrCat(
+        "stopped at the end of training: ", static_cast<int64_t>(counts[1]),
+        " worker(s) received SIGTERM", terminating ? " (this one did)" : "",
+        " while it ended; the final checkpoint is written and the backup kept; rerun the job "
+        "to finish from it"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringwork
