@@ -80,11 +80,16 @@ GradientReducer::GradientReducer(Communicator* comm, std::vector<Variable*> all_
     pack_of_[v] = static_cast<int>(packs_.size()) - 1;
     offset += v->size();
   }
+  all_packs_ = Pack{0, offset, 0, 0, {}};
+  for (const Pack& pack : packs_) {
+    all_packs_.names.insert(all_packs_.names.end(), pack.names.begin(), pack.names.end());
+  }
   if (options_.compression == GradientCompression::kBFloat16) {
-    // Packs are reduced one at a time: one staging buffer of the largest serves all.
+    // Packs are reduced one at a time: one staging buffer of the largest serves all
+    // (sized for all of them if they go in one).
     int64_t largest = 0;
     for (const Pack& pack : packs_) largest = std::max(largest, pack.count);
-    wire_.resize(static_cast<size_t>(largest));
+    wire_.resize(static_cast<size_t>(options_.overlap ? largest : all_packs_.count));
   }
   if (options_.overlap && comm_->world_size() > 1) {
     thread_ = std::thread([this] {
@@ -131,8 +136,21 @@ void GradientReducer::Ready(const Variable* variable) {
   }
 }
 
-absl::Status GradientReducer::Reduce(const Pack& pack) {
-  TimelineSpan span("gradients", "gradient pack ", int64_t{&pack - packs_.data()});
+absl::Status GradientReducer::AgreeOnPacking() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (packing_ != Packing::kUnknown) return absl::OkStatus();
+  }
+  int64_t any_overlaps = options_.overlap ? 1 : 0;  // With one worker nothing reduces.
+  RW_RETURN_IF_ERROR(comm_->AllReduce(&any_overlaps, 1, DataType::kInt64, ReduceOp::kMax));
+  std::lock_guard<std::mutex> lock(mu_);
+  packing_ = any_overlaps != 0 ? Packing::kPacks : Packing::kWhole;
+  return absl::OkStatus();
+}
+
+absl::Status GradientReducer::Reduce(const Pack& pack, int index) {
+  TimelineSpan span("gradients", index < 0 ? "gradients, all packs in one" : "gradient pack ",
+                    index < 0 ? std::string() : std::to_string(index));
   const bool bf16 = options_.compression == GradientCompression::kBFloat16;
   if (span.active()) {
     span.Arg("bytes", pack.count * WireBytesPerGradient());
@@ -167,10 +185,12 @@ void GradientReducer::RunPacks() {
       cv_.wait_for(lock, std::chrono::milliseconds(100));
     }
     if (stopping_) return;
-    const Pack& pack = packs_[next_to_reduce_];
+    const int index = next_to_reduce_;
     lock.unlock();
     const auto start = std::chrono::steady_clock::now();
-    const absl::Status status = Reduce(pack);
+    // This worker overlaps, so steps go pack by pack; the others learn it here.
+    absl::Status status = AgreeOnPacking();
+    if (status.ok()) status = Reduce(packs_[index], index);
     const double took = SecondsSince(start);
     lock.lock();
     timing_.communication_s += took;
@@ -267,10 +287,11 @@ absl::Status GradientReducer::FinishDense() {
   const auto start = std::chrono::steady_clock::now();
   TimelineSpan span("exposed communication", "wait for gradients");
   if (!thread_.joinable()) {
-    absl::Status status;
-    for (const Pack& pack : packs_) {
-      status = Reduce(pack);
-      if (!status.ok()) break;
+    absl::Status status = AgreeOnPacking();
+    if (status.ok() && reduces_in_one()) {
+      status = Reduce(all_packs_, -1);
+    } else {
+      for (int i = 0; i < num_packs() && status.ok(); ++i) status = Reduce(packs_[i], i);
     }
     const double took = SecondsSince(start);
     std::lock_guard<std::mutex> lock(mu_);

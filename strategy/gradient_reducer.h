@@ -18,6 +18,12 @@
 // Every worker must create its reducer over the same variables in the same order
 // and the same compression.
 //
+// Packs pay off only while the backward pass runs beside them. The first step
+// agrees (one all-reduce) whether any worker overlaps: when none does, every step
+// reduces all dense gradients in one all-reduce, one latency instead of one per
+// pack (workers may overlap or not, e.g. on hosts with different cores per worker:
+// they then all reduce pack by pack).
+//
 // With `.compression = GradientCompression::kBFloat16` (Horovod's Compression.fp16,
 // DDP's bf16_compress_hook) each pack travels as bfloat16: half the bytes; every hop
 // widens to float32, sums, and rounds back; every replica gets the same values.
@@ -98,6 +104,12 @@ class GradientReducer {
   Timing TakeTiming();
 
   int num_packs() const { return static_cast<int>(packs_.size()); }
+  // After the first step: whether every step reduces all dense gradients in one
+  // all-reduce (no worker overlaps).
+  bool reduces_in_one() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return packing_ == Packing::kWhole;
+  }
   // Whether packs are reduced on a thread of their own during the backward pass.
   bool overlaps() const { return thread_.joinable(); }
   // How the last step reduced each sparse_gradient variable: true for (ids, rows).
@@ -119,9 +131,14 @@ class GradientReducer {
   int64_t WireBytesPerGradient() const {
     return options_.compression == GradientCompression::kBFloat16 ? 2 : 4;
   }
+  // Whether steps reduce pack by pack or all dense gradients at once; agreed by
+  // every worker's reducing thread before its first reduction.
+  enum class Packing { kUnknown, kPacks, kWhole };
+  absl::Status AgreeOnPacking();
   void RunPacks();
   absl::Status FinishDense();
-  absl::Status Reduce(const Pack& pack);
+  // `index`: the pack's, or -1 for all of them in one.
+  absl::Status Reduce(const Pack& pack, int index);
   // After the packs, on the training thread: each sparse_gradient variable.
   absl::Status ReduceSparse(Variable* v, size_t index);
 
@@ -137,9 +154,11 @@ class GradientReducer {
   std::vector<float> gathered_rows_;
   std::vector<BFloat16> wire_;  // kBFloat16: the pack being reduced, as it travels.
   std::vector<Pack> packs_;
+  Pack all_packs_;  // The whole arena, as one pack (Packing::kWhole).
   std::unordered_map<const Variable*, int> pack_of_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  Packing packing_ = Packing::kUnknown;  // Guarded by mu_; set once by the reducing thread.
   std::condition_variable cv_;
   int next_to_reduce_ = 0;   // Guarded by mu_: packs reduced so far this step.
   bool in_step_ = false;     // Guarded by mu_.

@@ -90,6 +90,54 @@ TEST_CASE("gradients are averaged over the replicas, with and without overlap", 
   }
 }
 
+TEST_CASE("without overlap anywhere a step is one all-reduce; one overlapping worker keeps packs",
+          "[reducer]") {
+  // Workers may differ (a host with fewer cores per worker does not overlap): the
+  // first step agrees, and every worker then runs the same collectives.
+  for (const int overlapping_rank : {-1, 0, 2}) {
+    const int p = 3;
+    InMemoryNetwork network(p);
+    auto results = RunOnRanks(p, [&](int rank) -> absl::Status {
+      Communicator comm(network.transport(rank), CollectiveOptions());
+      auto vars = MakeVariables({7, 300, 11, 4096, 3});
+      std::vector<Variable*> raw;
+      for (auto& v : vars) raw.push_back(v.get());
+      GradientReducer reducer(&comm, raw, {/*bytes_per_pack=*/1024, rank == overlapping_rank});
+      const bool in_one = overlapping_rank < 0;
+      for (int step = 0; step < 3; ++step) {
+        const uint64_t before = comm.collectives_started();
+        reducer.BeginStep(rank == 1 ? 0.5f : 1.f);
+        for (int i = static_cast<int>(raw.size()) - 1; i >= 0; --i) {
+          for (int64_t j = 0; j < raw[i]->size(); ++j) raw[i]->grad[j] = rank * 100.f + step + j % 3;
+          reducer.Ready(raw[i]);
+        }
+        RW_RETURN_IF_ERROR(reducer.FinishStep());
+        // The first step also agrees (one all-reduce).
+        const uint64_t expected = (in_one ? 1 : reducer.num_packs()) + (step == 0 ? 1 : 0);
+        if (comm.collectives_started() - before != expected) {
+          return absl::InternalError(absl::StrCat("step ", step, ": ", comm.collectives_started() - before,
+                                                  " collectives, expected ", expected));
+        }
+        if (reducer.reduces_in_one() != in_one) return absl::InternalError("packing not agreed");
+        for (Variable* v : raw) {
+          for (int64_t j = 0; j < v->size(); ++j) {
+            // (0 + 0.5 * 100 + 200) / 3 + step + j % 3, rank 1 weighted by a half.
+            const float want = (0.5f * (100.f + step + j % 3) + 2 * (step + j % 3) + 200.f) / 3;
+            if (std::fabs(v->grad[j] - want) > 1e-4f) {
+              return absl::InternalError(absl::StrCat(v->name, "[", j, "] = ", v->grad[j], ", expected ", want));
+            }
+          }
+        }
+      }
+      return absl::OkStatus();
+    });
+    for (int r = 0; r < p; ++r) {
+      INFO("overlapping rank " << overlapping_rank << ", rank " << r << ": " << results[r].message());
+      CHECK(results[r].ok());
+    }
+  }
+}
+
 TEST_CASE("bfloat16 compression: sums in float32 per hop, the same result on every replica",
           "[reducer]") {
   CHECK(*ParseGradientCompression("bf16") == GradientCompression::kBFloat16);
