@@ -15,7 +15,11 @@ namespace ringwork {
 absl::StatusOr<CheckpointTensors> LatestCheckpointTensors(const std::string& dir) {
   absl::StatusOr<std::string> latest = LatestCheckpoint(dir);
   if (!latest.ok()) return latest.status();
-  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader = CheckpointReader::Open(*latest);
+  return ReadCheckpointTensors(*latest);
+}
+
+absl::StatusOr<CheckpointTensors> ReadCheckpointTensors(const std::string& file) {
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader = CheckpointReader::Open(file);
   if (!reader.ok()) return reader.status();
   CheckpointTensors tensors;
   for (const CheckpointTensor& t : (*reader)->manifest().tensors) {

@@ -18,6 +18,8 @@ namespace ringwork {
 using CheckpointTensors = std::map<std::string, std::vector<float>>;
 
 absl::StatusOr<CheckpointTensors> LatestCheckpointTensors(const std::string& dir);
+// The same of one checkpoint file.
+absl::StatusOr<CheckpointTensors> ReadCheckpointTensors(const std::string& file);
 
 // The largest absolute difference of corresponding values (NaN if one is NaN); -1
 // when the names or sizes differ (or there is nothing to compare).

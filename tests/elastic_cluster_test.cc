@@ -60,7 +60,7 @@ TEST_CASE("4 workers; worker 2 killed in an all-reduce: 3 go on at once and fini
   for (const std::string& a : TrainArgs(4, 2)) argv.push_back(a);
   argv.push_back("--metrics_json=" + dir + "/metrics.json");
   Subprocess::Options options;
-  options.env["RINGWORK_CRASH_AT"] = "allreduce#100@worker:2";
+  options.env["RINGWORK_CRASH_AT"] = "allreduce#50@worker:2";
   options.timeout_s = kGuardS;
   const SubprocessResult r = Subprocess::Start(argv, options).Wait();
   INFO(r.output);
@@ -88,7 +88,7 @@ TEST_CASE("4 workers; worker 2 killed in an all-reduce: 3 go on at once and fini
 
 TEST_CASE("3 workers; the chief killed (in an all-reduce or writing a checkpoint): worker 1 "
           "takes over the checkpoints, the CSV log and the metrics", "[elastic]") {
-  for (const std::string crash_at : {"allreduce#60@worker:0", "checkpoint_write#2@worker:0"}) {
+  for (const std::string crash_at : {"allreduce#30@worker:0", "checkpoint_write#2@worker:0"}) {
     INFO(crash_at);
     const std::string dir = FreshTestDir("elastic_chief");
     std::vector<std::string> argv = {kLaunch, "--num_workers=3", "--elastic", "--", kTrain};
@@ -163,16 +163,17 @@ TEST_CASE("a worker dies in the small all-reduce that ends an epoch's begin or e
           "left behind takes the state of one further on and all finish alike", "[elastic]") {
   // allreduce_round#K: worker 3 dies after the first round of its K-th recursive-
   // doubling all-reduce (4 ranks: 0 and 2 complete it, 1 does not). With these
-  // flags K = 7 is epoch 1's begin (the chief's decisions), 44 the end's decisions,
-  // 45 epoch 2's begin (6 small all-reduces open fit; each step has one).
+  // flags K = 7 is epoch 1's begin (the chief's decisions), 45 the end's decisions,
+  // 46 epoch 2's begin (6 small all-reduces open fit; each step has one, the first
+  // step one more: the gradient reducer's agreement on its packing).
   struct Case {
     int k;
     std::string at;  // Where the survivors go on.
   };
   std::set<std::string> after_epoch_one;
   for (const Case& c : {Case{7, "at epoch 1, step 1 (0 steps done"},
-                        Case{44, "at epoch 2, its begin (35 steps done"},
-                        Case{45, "at epoch 2, step 1 (35 steps done"}}) {
+                        Case{45, "at epoch 2, its begin (35 steps done"},
+                        Case{46, "at epoch 2, step 1 (35 steps done"}}) {
     INFO("allreduce_round#" << c.k);
     const std::string dir = FreshTestDir("elastic_behind");
     std::vector<std::string> args = TrainArgs(3, 2);
@@ -228,7 +229,7 @@ TEST_CASE("a run that shrank from 4 workers to 3 equals (up to summation order) 
   // A: worker 3 dies; the others go on after D steps.
   std::vector<std::string> args = TrainArgs(2, 2);
   args.push_back("--checkpoint_dir=" + dir + "/a");
-  const SubprocessResult a = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#40@worker:3"}});
+  const SubprocessResult a = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#20@worker:3"}});
   INFO(a.output);
   REQUIRE(a.exit_code == 0);
   std::smatch m;
@@ -270,7 +271,7 @@ TEST_CASE("with a per-replica batch a run that shrank from 4 workers to 3 trains
   // A: worker 3 dies in epoch 1; the others go on with a global batch of 90.
   std::vector<std::string> args = PerReplicaArgs(120, dir + "/a");
   args.insert(args.end(), {"--metrics_json=" + dir + "/a.json", "--checkpoint_freq_steps=25"});
-  const SubprocessResult a = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#40@worker:3"}});
+  const SubprocessResult a = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#20@worker:3"}});
   INFO(a.output);
   REQUIRE(a.exit_code == 0);
   std::smatch m;
@@ -343,7 +344,7 @@ TEST_CASE("with a per-replica batch a learning rate schedule follows the data: a
   const std::string dir = FreshTestDir("elastic_per_replica_schedule");
   std::vector<std::string> args = TrainArgs(2, 2);
   args.insert(args.end(), {"--elastic_batch=per_replica", "--lr_schedule=cosine", "--csv_log=" + dir + "/shrunk.csv"});
-  const SubprocessResult shrunk = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#40@worker:3"}});
+  const SubprocessResult shrunk = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#20@worker:3"}});
   INFO(shrunk.output);
   REQUIRE(shrunk.exit_code == 0);
   REQUIRE(shrunk.output.find("steps in this epoch") != std::string::npos);
@@ -470,13 +471,14 @@ TEST_CASE("4 workers; worker 1 dies as the evaluation after training starts: the
 
 TEST_CASE("a worker dies in the all-reduce that ends fit: the two that got through it evaluate, "
           "the one that did not learns that training ended, and all three evaluate again", "[elastic]") {
-  // allreduce_round#83: with these flags (2 epochs: 6 small all-reduces open fit,
-  // 38 per epoch) the agreement that training ended; worker 3 dies after its first
+  // allreduce_round#84: with these flags (2 epochs: 6 small all-reduces open fit,
+  // 38 per epoch, one more in the first step) the agreement that training ended;
+  // worker 3 dies after its first
   // round, which ranks 0 and 2 complete and rank 1 does not.
   const std::string dir = FreshTestDir("elastic_fit_end");
   std::vector<std::string> args = TrainArgs(2, 2);
   args.push_back("--metrics_json=" + dir + "/metrics.json");
-  const SubprocessResult r = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce_round#83@worker:3"}});
+  const SubprocessResult r = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce_round#84@worker:3"}});
   INFO(r.output);
   CHECK(r.exit_code == 0);
   REQUIRE(LogLineTime(r.output, "crash point allreduce_round", "worker:3") >= 0);

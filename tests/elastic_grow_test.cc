@@ -57,7 +57,7 @@ GrowRun RunGrowing(const std::string& name, const std::string& crash_at,
 
 TEST_CASE("the chief killed; launch starts it again; it joins the running job at a step and "
           "the job ends with 4 workers alike (worker 1 stays the chief)", "[elastic]") {
-  const GrowRun run = RunGrowing("elastic_grow", "allreduce#60@worker:0");
+  const GrowRun run = RunGrowing("elastic_grow", "allreduce#30@worker:0");
   const SubprocessResult& r = run.result;
   INFO(r.output);
   CHECK(r.exit_code == 0);
@@ -97,7 +97,7 @@ TEST_CASE("a member dies while a restarted worker joins: the others and the join
           "without it and finish alike", "[elastic]") {
   // worker:2 dies in an all-reduce and comes back; when it joins, worker:1 dies
   // right after the ring grew, before the state reached the joiner.
-  const GrowRun run = RunGrowing("elastic_grow_crash", "allreduce#60@worker:2,grow@worker:1");
+  const GrowRun run = RunGrowing("elastic_grow_crash", "allreduce#30@worker:2,grow@worker:1");
   const SubprocessResult& r = run.result;
   INFO(r.output);
   CHECK(r.exit_code == 0);
@@ -119,7 +119,7 @@ TEST_CASE("a member dies while a restarted worker joins: the others and the join
 TEST_CASE("with a per-replica batch a worker that comes back joins at the exact example "
           "reached: the global batch goes 120, 90, 120 and every example is trained once per epoch",
           "[elastic]") {
-  const GrowRun run = RunGrowing("elastic_grow_per_replica", "allreduce#60@worker:2", {"--elastic_batch=per_replica"});
+  const GrowRun run = RunGrowing("elastic_grow_per_replica", "allreduce#30@worker:2", {"--elastic_batch=per_replica"});
   const SubprocessResult& r = run.result;
   INFO(r.output);
   CHECK(r.exit_code == 0);
@@ -169,8 +169,9 @@ TEST_CASE("a run that shrank from 4 workers to 3 and grew back equals (up to sum
   const std::string dir = FreshTestDir("elastic_grow_equal");
   // A: worker 3 dies after D1 steps and is back after D2.
   const SubprocessResult a =
-      LaunchTrain(4, {"--elastic", "--max_restarts=1"}, kEpochs, {"--min_workers=2", "--checkpoint_dir=" + dir + "/a"},
-                  {{"RINGWORK_CRASH_AT", "allreduce#40@worker:3"}});
+      LaunchTrain(4, {"--elastic", "--max_restarts=1"}, kEpochs,
+                  {"--min_workers=2", "--checkpoint_dir=" + dir + "/a", "--keep_checkpoints=100"},
+                  {{"RINGWORK_CRASH_AT", "allreduce#20@worker:3"}});
   INFO(a.output);
   REQUIRE(a.exit_code == 0);
   const int64_t d1 = StepsDone(a.output, "generation [0-9]+: worker:3 [^\n]* left");
@@ -196,7 +197,8 @@ TEST_CASE("a run that shrank from 4 workers to 3 and grew back equals (up to sum
   REQUIRE(b2.output.find(absl::StrCat("(", d1, " steps done)")) != std::string::npos);
   REQUIRE(MakeBackupOf(dir + "/b2/" + CheckpointFileName(d2), dir + "/backup2").ok());
   const SubprocessResult b3 =
-      LaunchTrain(4, {}, kEpochs, {"--backup_dir=" + dir + "/backup2", "--checkpoint_dir=" + dir + "/b3"});
+      LaunchTrain(4, {}, kEpochs,
+                  {"--backup_dir=" + dir + "/backup2", "--checkpoint_dir=" + dir + "/b3", "--keep_checkpoints=100"});
   INFO(b3.output);
   REQUIRE(b3.exit_code == 0);
   REQUIRE(b3.output.find(absl::StrCat("(", d2, " steps done)")) != std::string::npos);
@@ -208,8 +210,15 @@ TEST_CASE("a run that shrank from 4 workers to 3 and grew back equals (up to sum
     REQUIRE(latest.ok());
     CHECK(*latest == dir + run + "/" + CheckpointFileName(kEpochs * kSteps));
   }
-  const absl::StatusOr<CheckpointTensors> elastic = LatestCheckpointTensors(dir + "/a");
-  const absl::StatusOr<CheckpointTensors> resumed = LatestCheckpointTensors(dir + "/b3");
+  // Compared at the end of the first epoch after D2 (35 steps or more after the
+  // grow): summation orders differ by a few float32 ulps per step, and this
+  // synthetic task amplifies such differences late in the run (A against B3 once:
+  // 4e-8 at step 100, 3e-6 at 500, 0.05 at 700). A wrong batch or state shows
+  // at once: one step moves weights by about 1e-3.
+  const int64_t compared = (d2 / kSteps + 1) * kSteps;
+  const std::string name = CheckpointFileName(compared);
+  const absl::StatusOr<CheckpointTensors> elastic = ReadCheckpointTensors(dir + "/a/" + name);
+  const absl::StatusOr<CheckpointTensors> resumed = ReadCheckpointTensors(dir + "/b3/" + name);
   REQUIRE(elastic.ok());
   REQUIRE(resumed.ok());
   const double worst = LargestDifference(*elastic, *resumed);

@@ -126,7 +126,7 @@ std::string Uninterrupted(int64_t epochs) {
 TEST_CASE("launch --max_restarts resumes from the backup to the uninterrupted weights", "[restart]") {
   const std::string expected = Uninterrupted(3);
   // A worker dies mid all-reduce; the chief dies while writing its second backup.
-  for (const std::string crash_at : {"allreduce#40@worker:2", "checkpoint_write#2@worker:0"}) {
+  for (const std::string crash_at : {"allreduce#20@worker:2", "checkpoint_write#2@worker:0"}) {
     INFO(crash_at);
     const std::string backup = FreshTestDir("restart_backup");
     std::vector<std::string> argv = {kLaunch, "--num_workers=4", "--max_restarts=1", "--", kTrain};

@@ -99,14 +99,19 @@ absl::StatusOr<SizeResult> TimeBlocks(Communicator* comm, SizeResult result, int
     if (run >= 0) block_us.push_back(total_s / iterations * 1e6);
   }
   result.algorithm = algorithm();  // Before the all-reduces below choose theirs.
-  // Every rank's wrong count, summed (and every rank's timing, averaged).
+  // Every rank's wrong count, summed; every rank's median, averaged; the fastest
+  // and slowest block of any rank (so the median lies between them).
   std::vector<double> medians = {Median(block_us)};
+  double fastest = *std::min_element(block_us.begin(), block_us.end());
+  double slowest = *std::max_element(block_us.begin(), block_us.end());
   RW_RETURN_IF_ERROR(comm->AllReduce(&wrong, 1, DataType::kInt64, ReduceOp::kSum));
   RW_RETURN_IF_ERROR(comm->AllReduce(medians.data(), 1, DataType::kFloat64, ReduceOp::kMean));
+  RW_RETURN_IF_ERROR(comm->AllReduce(&fastest, 1, DataType::kFloat64, ReduceOp::kMin));
+  RW_RETURN_IF_ERROR(comm->AllReduce(&slowest, 1, DataType::kFloat64, ReduceOp::kMax));
   result.wrong = wrong;
   result.median_us = medians[0];
-  result.min_us = *std::min_element(block_us.begin(), block_us.end());
-  result.max_us = *std::max_element(block_us.begin(), block_us.end());
+  result.min_us = fastest;
+  result.max_us = slowest;
   return result;
 }
 
@@ -209,7 +214,7 @@ int Main(int argc, char** argv) {
     std::printf("# ringwork %s: %d ranks, float32%s, transport %s (%s)\n",
                 allgather ? "all-gather" : "all-reduce", p, allgather ? ", size = whole output" : " sum, in place",
                 options.transport_kind.c_str(), (*runtime)->DescribeLinks().c_str());
-    std::printf("# time = median over %lld blocks of the block's average (min..max beside it)\n",
+    std::printf("# time = median over %lld blocks of the block's average, averaged over the ranks (min..max: any rank's fastest and slowest block)\n",
                 static_cast<long long>(runs));
     std::printf("#%11s %10s %19s %6s %11s %20s %11s %11s %7s\n", "size(B)", "count",
                 "algorithm", "iters", "time(us)", "min..max(us)", "algbw(GB/s)",

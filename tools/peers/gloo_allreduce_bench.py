@@ -48,10 +48,13 @@ def main():
         stats = torch.tensor([statistics.median(blocks), float(wrong)], dtype=torch.float64)
         dist.all_reduce(stats)
         median = stats[0].item() / size
+        # Any rank's fastest and slowest block (MIN of the negated maximum).
+        spread = torch.tensor([min(blocks), -max(blocks)], dtype=torch.float64)
+        dist.all_reduce(spread, op=dist.ReduceOp.MIN)
         if rank == 0:
             algbw = count * 4 / (median * 1e-6) / 1e9
             print(f"{label},{size},{count * 4},{count},gloo,{iterations},{median:.2f},"
-                  f"{min(blocks):.2f},{max(blocks):.2f},{algbw:.3f},"
+                  f"{spread[0].item():.2f},{-spread[1].item():.2f},{algbw:.3f},"
                   f"{algbw * 2 * (size - 1) / size:.3f},{int(stats[1].item())}", flush=True)
         bytes_ *= factor
     dist.destroy_process_group()

@@ -68,10 +68,14 @@ int main(int argc, char** argv) {
     MPI_Allreduce(&median, &mean_median, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&wrong, &total_wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     mean_median /= size;
+    /* Any rank's fastest and slowest block. */
+    double fastest, slowest;
+    MPI_Allreduce(&blocks[0], &fastest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&blocks[runs - 1], &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
       const double algbw = count * 4 / (mean_median * 1e-6) / 1e9;
       printf("%s,%d,%zu,%zu,mpi,%ld,%.2f,%.2f,%.2f,%.3f,%.3f,%ld\n", label, size, count * 4,
-             count, iterations, mean_median, blocks[0], blocks[runs - 1], algbw,
+             count, iterations, mean_median, fastest, slowest, algbw,
              algbw * 2.0 * (size - 1) / size, total_wrong);
       fflush(stdout);
     }
