@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -85,11 +86,11 @@ GradientReducer::GradientReducer(Communicator* comm, std::vector<Variable*> all_
     all_packs_.names.insert(all_packs_.names.end(), pack.names.begin(), pack.names.end());
   }
   if (options_.compression == GradientCompression::kBFloat16) {
-    // Packs are reduced one at a time: one staging buffer of the largest serves all
-    // (sized for all of them if they go in one).
+    // Packs are reduced one at a time (never all in one: see AgreeOnPacking): one
+    // staging buffer of the largest serves all.
     int64_t largest = 0;
     for (const Pack& pack : packs_) largest = std::max(largest, pack.count);
-    wire_.resize(static_cast<size_t>(options_.overlap ? largest : all_packs_.count));
+    wire_.resize(static_cast<size_t>(largest));
   }
   if (options_.overlap && comm_->world_size() > 1) {
     thread_ = std::thread([this] {
@@ -140,8 +141,17 @@ absl::Status GradientReducer::AgreeOnPacking() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (packing_ != Packing::kUnknown) return absl::OkStatus();
+    // Every worker decides these alike without asking: the packs and the
+    // compression are the same everywhere. With one pack (or none: only sparse
+    // gradients, and then an overlapping worker never gets here) "in one" is the
+    // same collective; compressed packs stay apart so that the bfloat16 staging
+    // buffer stays the size of one pack.
+    if (num_packs() <= 1 || options_.compression != GradientCompression::kNone) {
+      packing_ = Packing::kPacks;
+      return absl::OkStatus();
+    }
   }
-  int64_t any_overlaps = options_.overlap ? 1 : 0;  // With one worker nothing reduces.
+  int64_t any_overlaps = overlaps() ? 1 : 0;
   RW_RETURN_IF_ERROR(comm_->AllReduce(&any_overlaps, 1, DataType::kInt64, ReduceOp::kMax));
   std::lock_guard<std::mutex> lock(mu_);
   packing_ = any_overlaps != 0 ? Packing::kPacks : Packing::kWhole;
@@ -149,13 +159,17 @@ absl::Status GradientReducer::AgreeOnPacking() {
 }
 
 absl::Status GradientReducer::Reduce(const Pack& pack, int index) {
-  TimelineSpan span("gradients", index < 0 ? "gradients, all packs in one" : "gradient pack ",
-                    index < 0 ? std::string() : std::to_string(index));
+  std::optional<TimelineSpan> span;
+  if (index < 0) {
+    span.emplace("gradients", "gradients, all packs in one");
+  } else {
+    span.emplace("gradients", "gradient pack ", int64_t{index});
+  }
   const bool bf16 = options_.compression == GradientCompression::kBFloat16;
-  if (span.active()) {
-    span.Arg("bytes", pack.count * WireBytesPerGradient());
-    span.Arg("variables", absl::StrJoin(pack.names, ", "));
-    span.Arg("weight", static_cast<double>(weight_));
+  if (span->active()) {
+    span->Arg("bytes", pack.count * WireBytesPerGradient());
+    span->Arg("variables", absl::StrJoin(pack.names, ", "));
+    span->Arg("weight", static_cast<double>(weight_));
   }
   float* data = arena_.data() + pack.offset;
   const size_t count = static_cast<size_t>(pack.count);

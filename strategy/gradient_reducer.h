@@ -18,11 +18,12 @@
 // Every worker must create its reducer over the same variables in the same order
 // and the same compression.
 //
-// Packs pay off only while the backward pass runs beside them. The first step
-// agrees (one all-reduce) whether any worker overlaps: when none does, every step
-// reduces all dense gradients in one all-reduce, one latency instead of one per
-// pack (workers may overlap or not, e.g. on hosts with different cores per worker:
-// they then all reduce pack by pack).
+// Packs pay off only while the backward pass runs beside them. A reducer's first
+// step agrees (one all-reduce) whether any worker overlaps: when none does, every
+// step reduces all dense gradients in one all-reduce, one latency instead of one
+// per pack (workers may overlap or not, e.g. on hosts with different cores per
+// worker: they then all reduce pack by pack). Compressed gradients always go pack
+// by pack (their staging buffer holds one pack).
 //
 // With `.compression = GradientCompression::kBFloat16` (Horovod's Compression.fp16,
 // DDP's bf16_compress_hook) each pack travels as bfloat16: half the bytes; every hop

@@ -138,6 +138,57 @@ TEST_CASE("without overlap anywhere a step is one all-reduce; one overlapping wo
   }
 }
 
+TEST_CASE("no agreement where every worker decides alike: no dense gradients, one pack, compression",
+          "[reducer]") {
+  struct Case {
+    std::vector<int64_t> sizes;
+    GradientCompression compression;
+    int collectives_per_step;
+  };
+  // 1024-byte packs: {7, 30} is one; {7, 300, 11, 4096, 3} five.
+  for (const Case& c : {Case{{}, GradientCompression::kNone, 0}, Case{{7, 30}, GradientCompression::kNone, 1},
+                        Case{{7, 300, 11, 4096, 3}, GradientCompression::kBFloat16, 5}}) {
+    INFO(c.sizes.size() << " variables, compression " << GradientCompressionName(c.compression));
+    const int p = 3;
+    InMemoryNetwork network(p);
+    auto results = RunOnRanks(p, [&](int rank) -> absl::Status {
+      Communicator comm(network.transport(rank), CollectiveOptions());
+      auto vars = MakeVariables(c.sizes);
+      std::vector<Variable*> raw;
+      for (auto& v : vars) raw.push_back(v.get());
+      GradientReducer::Options options;
+      options.bytes_per_pack = 1024;
+      options.overlap = rank == 0;  // Workers differ, yet ask nothing.
+      options.compression = c.compression;
+      GradientReducer reducer(&comm, raw, options);
+      for (int step = 0; step < 2; ++step) {
+        const uint64_t before = comm.collectives_started();
+        reducer.BeginStep();
+        for (int i = static_cast<int>(raw.size()) - 1; i >= 0; --i) {
+          for (int64_t j = 0; j < raw[i]->size(); ++j) raw[i]->grad[j] = rank + 1.f;
+          reducer.Ready(raw[i]);
+        }
+        RW_RETURN_IF_ERROR(reducer.FinishStep());
+        if (comm.collectives_started() - before != static_cast<uint64_t>(c.collectives_per_step)) {
+          return absl::InternalError(absl::StrCat("step ", step, ": ", comm.collectives_started() - before,
+                                                  " collectives, expected ", c.collectives_per_step));
+        }
+        for (Variable* v : raw) {
+          for (int64_t j = 0; j < v->size(); ++j) {
+            if (v->grad[j] != 2.f) return absl::InternalError(absl::StrCat(v->name, " = ", v->grad[j]));
+          }
+        }
+      }
+      if (reducer.reduces_in_one()) return absl::InternalError("these reduce pack by pack");
+      return absl::OkStatus();
+    });
+    for (int r = 0; r < p; ++r) {
+      INFO("rank " << r << ": " << results[r].message());
+      CHECK(results[r].ok());
+    }
+  }
+}
+
 TEST_CASE("bfloat16 compression: sums in float32 per hop, the same result on every replica",
           "[reducer]") {
   CHECK(*ParseGradientCompression("bf16") == GradientCompression::kBFloat16);

@@ -3,6 +3,7 @@
 // at a step boundary, takes the training state from the members, and the job ends
 // with every worker alike and every example trained once per epoch; a member that
 // dies while a worker joins leaves the others (the joiner too) going on.
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -37,14 +38,16 @@ struct GrowRun {
 
 // 4 workers (MLP, synthetic images: 35 steps of 120 per epoch), elastic with one
 // restart; `crash_at`: RINGWORK_CRASH_AT (first runs only); `extra`: more train flags.
+// --inter_op_threads=1: one gradient all-reduce per step on any machine (with an
+// overlap thread they go pack by pack), so RINGWORK_CRASH_AT counts land alike.
 GrowRun RunGrowing(const std::string& name, const std::string& crash_at,
                    const std::vector<std::string>& extra = {}) {
   const std::string dir = FreshTestDir(name);
   std::vector<std::string> argv = {kLaunch, "--num_workers=4", "--elastic", "--max_restarts=1", "--",
                                    kTrain, "--dataset=synthetic", absl::StrCat("--synthetic_examples=", kExamples),
                                    "--global_batch_size=120", absl::StrCat("--epochs=", kEpochs),
-                                   "--verbose=0", "--intra_op_threads=1", "--min_workers=2",
-                                   "--metrics_json=" + dir + "/metrics.json"};
+                                   "--verbose=0", "--intra_op_threads=1", "--inter_op_threads=1",
+                                   "--min_workers=2", "--metrics_json=" + dir + "/metrics.json"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   Subprocess::Options options;
   options.env["RINGWORK_CRASH_AT"] = crash_at;
@@ -149,7 +152,7 @@ SubprocessResult LaunchTrain(int workers, const std::vector<std::string>& launch
   argv.insert(argv.end(), launch_flags.begin(), launch_flags.end());
   argv.insert(argv.end(), {"--", kTrain, "--dataset=synthetic", absl::StrCat("--synthetic_examples=", kExamples),
                            "--global_batch_size=120", absl::StrCat("--epochs=", epochs), "--verbose=0",
-                           "--intra_op_threads=1"});
+                           "--intra_op_threads=1", "--inter_op_threads=1"});
   argv.insert(argv.end(), train_flags.begin(), train_flags.end());
   Subprocess::Options options;
   options.env = env;
@@ -210,12 +213,13 @@ TEST_CASE("a run that shrank from 4 workers to 3 and grew back equals (up to sum
     REQUIRE(latest.ok());
     CHECK(*latest == dir + run + "/" + CheckpointFileName(kEpochs * kSteps));
   }
-  // Compared at the end of the first epoch after D2 (35 steps or more after the
+  // Compared at the end of the second epoch after D2 (36 to 70 steps after the
   // grow): summation orders differ by a few float32 ulps per step, and this
   // synthetic task amplifies such differences late in the run (A against B3 once:
   // 4e-8 at step 100, 3e-6 at 500, 0.05 at 700). A wrong batch or state shows
-  // at once: one step moves weights by about 1e-3.
-  const int64_t compared = (d2 / kSteps + 1) * kSteps;
+  // at once: one step moves weights by about 1e-3. The final states are only
+  // compared loosely.
+  const int64_t compared = std::min((d2 / kSteps + 2) * kSteps, kEpochs * kSteps);
   const std::string name = CheckpointFileName(compared);
   const absl::StatusOr<CheckpointTensors> elastic = ReadCheckpointTensors(dir + "/a/" + name);
   const absl::StatusOr<CheckpointTensors> resumed = ReadCheckpointTensors(dir + "/b3/" + name);
@@ -226,6 +230,14 @@ TEST_CASE("a run that shrank from 4 workers to 3 and grew back equals (up to sum
   CHECK(worst >= 0);
   CHECK(worst <= 1e-5);
   CHECK(worst > 0);  // Not the same run: the summation orders differ.
+  const absl::StatusOr<CheckpointTensors> elastic_end = LatestCheckpointTensors(dir + "/a");
+  const absl::StatusOr<CheckpointTensors> resumed_end = LatestCheckpointTensors(dir + "/b3");
+  REQUIRE(elastic_end.ok());
+  REQUIRE(resumed_end.ok());
+  const double worst_end = LargestDifference(*elastic_end, *resumed_end);
+  INFO("largest difference at the end " << worst_end);
+  CHECK(worst_end >= 0);
+  CHECK(worst_end < 0.5);
 }
 
 }  // namespace

@@ -60,9 +60,11 @@ def main(launch, train, report, browser_check):
         steps = [e for e in mine if e["cat"] == "step"]
         check(len(steps) == 90, "worker %d: 90 step spans (%d)" % (pid, len(steps)))
         for wanted in ("forward dense", "backward dense", "loss", "optimizer", "data wait",
-                       "gradient pack 0", "wait for gradients", "metrics all-reduce", "rendezvous",
-                       "broadcast variables"):
+                       "wait for gradients", "metrics all-reduce", "rendezvous", "broadcast variables"):
             check(any(n.startswith(wanted) for n in names), "worker %d has a '%s' span" % (pid, wanted))
+        # Pack by pack with an overlap thread (2 cores per worker), else all in one.
+        check(any(n.startswith("gradient pack 0") or n == "gradients, all packs in one" for n in names),
+              "worker %d has a gradient all-reduce span" % pid)
         check(any(e["name"] == "gradient pack 0 ready" for e in mine if e["ph"] == "i") or
               any(e.get("ph") == "i" and e["pid"] == pid and e["name"].startswith("gradient pack")
                   for e in events), "worker %d: pack-ready instants" % pid)

@@ -33,9 +33,11 @@ constexpr char kLaunch[] = "tools/launch/launch";
 constexpr double kGuardS = 90;  // Per process; reaching it is a failure.
 
 // A short MLP run: 32 steps per epoch on 4 workers.
+// --inter_op_threads=1: one gradient all-reduce per step on any machine (with an
+// overlap thread they go pack by pack), so RINGWORK_CRASH_AT counts land alike.
 std::vector<std::string> TrainArgs(int64_t epochs) {
   return {"--dataset=synthetic", "--synthetic_examples=4096", "--global_batch_size=128",
-          absl::StrCat("--epochs=", epochs), "--verbose=0", "--intra_op_threads=1"};
+          absl::StrCat("--epochs=", epochs), "--verbose=0", "--intra_op_threads=1", "--inter_op_threads=1"};
 }
 
 // Every tensor of the checkpoint `latest` names reads back and verifies.
