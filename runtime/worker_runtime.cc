@@ -18,6 +18,7 @@
 #include "base/status_macros.h"
 #include "proto/worker.grpc.pb.h"
 #include "runtime/auth/rpc_auth.h"
+#include "runtime/collectives/algorithm_selection.h"
 #include "runtime/transport/grpc/cq_loop.h"
 #include "runtime/transport/grpc/grpc_link.h"
 #include "runtime/transport/grpc/grpc_util.h"
@@ -411,7 +412,9 @@ absl::Status WorkerRuntime::JoinRing() {
   }
   RW_LOG(INFO) << "joined the ring: rank " << rank << " of " << world << "; links: "
                << absl::StrJoin(kinds, ", ") << "; " << topology.ToString() << "; segment "
-               << communicator_->segment_bytes() << " bytes; calls "
+               << communicator_->segment_bytes() << " bytes; recursive doubling below "
+               << RecursiveDoublingBelow(world, options_.collectives, communicator_->network_links())
+               << " bytes; calls "
                << (auth_->enabled() ? "authenticated by the cluster token" : "NOT authenticated")
                << (options_.tls.enabled ? ", mutual TLS" : ", plaintext");
   return absl::OkStatus();

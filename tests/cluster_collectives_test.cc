@@ -26,7 +26,10 @@ TEST_CASE("every collective over gRPC, worlds 2, 3, 4", "[cluster]") {
   for (int n : {2, 3, 4}) {
     INFO("world " << n);
     ProcessCluster cluster({kWorker, n, false, {"--transport=grpc", "--large"}});
-    CheckAllPassed(cluster.Run(), " grpc");
+    const std::vector<SubprocessResult> results = cluster.Run();
+    CheckAllPassed(results, " grpc");
+    // Every link is gRPC: every rank agreed on the network threshold.
+    for (const SubprocessResult& r : results) CHECK(r.output.find("recursive doubling below 1048576 bytes") != std::string::npos);
   }
 }
 
@@ -42,7 +45,12 @@ TEST_CASE("world 7 over gRPC and shared memory", "[cluster]") {
   for (const char* transport : {"--transport=grpc", "--transport=auto"}) {
     INFO(transport);
     ProcessCluster cluster({kWorker, 7, false, {transport}, {}, 240});
-    CheckAllPassed(cluster.Run(), transport == std::string("--transport=grpc") ? " grpc" : " shm");
+    const bool grpc = transport == std::string("--transport=grpc");
+    const std::vector<SubprocessResult> results = cluster.Run();
+    CheckAllPassed(results, grpc ? " grpc" : " shm");
+    // Shared memory: 64 KiB x 2(p-1) / (2 log2 p) = 128 KiB; gRPC: 1 MiB at any p.
+    const std::string below = grpc ? "recursive doubling below 1048576 bytes" : "recursive doubling below 131072 bytes";
+    for (const SubprocessResult& r : results) CHECK(r.output.find(below) != std::string::npos);
   }
 }
 

@@ -29,13 +29,15 @@ bool ParseAllReduceAlgorithm(absl::string_view text, AllReduceAlgorithm* out) {
 }
 
 AllReduceAlgorithm ChooseAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
-                                   const CollectiveOptions& options, const HostTopology* topology) {
+                                   const CollectiveOptions& options, const HostTopology* topology,
+                                   bool network_links) {
   const bool can_be_hierarchical =
       topology != nullptr && topology->world_size() == world_size && topology->uniform();
   if (options.allreduce_algorithm == AllReduceAlgorithm::kHierarchical) {
     return can_be_hierarchical ? AllReduceAlgorithm::kHierarchical : AllReduceAlgorithm::kRing;
   }
-  const AllReduceAlgorithm flat = ChooseFlatAllReduce(bytes, world_size, max_frame_bytes, options);
+  const AllReduceAlgorithm flat =
+      ChooseFlatAllReduce(bytes, world_size, max_frame_bytes, options, network_links);
   // Several hosts with several workers each: the ring would cross the network
   // 2(p-1)/p times per byte through one worker per host; the hierarchical one
   // 2(H-1)/H times, spread over all of them, with the rest over shared memory.
@@ -46,8 +48,24 @@ AllReduceAlgorithm ChooseAllReduce(size_t bytes, int world_size, size_t max_fram
   return flat;
 }
 
+size_t RecursiveDoublingBelow(int world_size, const CollectiveOptions& options, bool network_links) {
+  // The ring needs 2(p-1) message latencies but moves only 2(p-1)/p of the buffer
+  // per rank and spreads the reduction; recursive doubling needs log2(p) latencies
+  // but moves and reduces the whole buffer each round. Small buffers are latency
+  // bound; over shared memory the threshold grows with p because the ring's
+  // latency term does. Over the network a message costs far more, but so do
+  // recursive doubling's bytes at large p: one threshold for every p
+  // (collective_options.h).
+  if (world_size <= 1) return 0;
+  if (network_links) return options.small_allreduce_bytes_network;
+  int rounds = 0;
+  for (int q = 1; q < world_size; q *= 2) ++rounds;
+  return options.small_allreduce_bytes * static_cast<size_t>(2 * (world_size - 1)) /
+         static_cast<size_t>(2 * rounds);
+}
+
 AllReduceAlgorithm ChooseFlatAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
-                                       const CollectiveOptions& options) {
+                                       const CollectiveOptions& options, bool network_links) {
   // Recursive doubling moves the whole buffer in one frame per round.
   const bool fits_one_frame = bytes <= max_frame_bytes;
   if (options.allreduce_algorithm == AllReduceAlgorithm::kRecursiveDoubling &&
@@ -57,17 +75,10 @@ AllReduceAlgorithm ChooseFlatAllReduce(size_t bytes, int world_size, size_t max_
   if (options.allreduce_algorithm == AllReduceAlgorithm::kRing) {
     return AllReduceAlgorithm::kRing;
   }
-  // The ring needs 2(p-1) message latencies but moves only 2(p-1)/p of the buffer
-  // per rank and spreads the reduction; recursive doubling needs log2(p) latencies
-  // but moves and reduces the whole buffer each round. Small buffers are latency
-  // bound; the threshold grows with p because the ring's latency term does.
   if (world_size <= 1) return AllReduceAlgorithm::kRing;
-  int rounds = 0;
-  for (int q = 1; q < world_size; q *= 2) ++rounds;
-  const size_t threshold = options.small_allreduce_bytes *
-                           static_cast<size_t>(2 * (world_size - 1)) /
-                           static_cast<size_t>(2 * rounds);
-  if (bytes < threshold && fits_one_frame) return AllReduceAlgorithm::kRecursiveDoubling;
+  if (bytes < RecursiveDoublingBelow(world_size, options, network_links) && fits_one_frame) {
+    return AllReduceAlgorithm::kRecursiveDoubling;
+  }
   return AllReduceAlgorithm::kRing;
 }
 

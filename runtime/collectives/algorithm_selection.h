@@ -15,13 +15,17 @@ namespace ringwork {
 // limit of the links (recursive doubling sends the whole buffer in one frame).
 // `topology` (null: unknown) allows the hierarchical algorithm: forced, when it is
 // uniform (else the ring runs); automatic, for buffers the ring would carry, with
-// at least 2 hosts of at least 2 workers each.
+// at least 2 hosts of at least 2 workers each. `network_links`: every rank agreed
+// that all its links are network links (Communicator::network_links()).
 AllReduceAlgorithm ChooseAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
                                    const CollectiveOptions& options,
-                                   const HostTopology* topology = nullptr);
+                                   const HostTopology* topology = nullptr, bool network_links = false);
 // The choice between the ring and recursive doubling alone.
 AllReduceAlgorithm ChooseFlatAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
-                                       const CollectiveOptions& options);
+                                       const CollectiveOptions& options, bool network_links = false);
+// In kAuto mode, all-reduces below this many bytes (that fit one frame) run by
+// recursive doubling: the option for the links, grown with the world size.
+size_t RecursiveDoublingBelow(int world_size, const CollectiveOptions& options, bool network_links);
 
 enum class BroadcastShape { kBinomialTree, kChain };
 BroadcastShape ChooseBroadcast(size_t bytes, int world_size,

@@ -26,6 +26,21 @@ TEST_CASE("forced algorithms are honoured unless impossible", "[selection]") {
   CHECK(ChooseAllReduce(8 << 20, 4, 1 << 20, options) == AllReduceAlgorithm::kRing);
 }
 
+TEST_CASE("over network links recursive doubling runs up to 1 MiB, for every world size", "[selection]") {
+  CollectiveOptions options;
+  const size_t frame = 4 << 20;
+  for (int p : {2, 3, 4, 8, 16}) {
+    INFO(p << " ranks");
+    CHECK(RecursiveDoublingBelow(p, options, /*network_links=*/true) == (1u << 20));
+    CHECK(ChooseAllReduce(918 << 10, p, frame, options, nullptr, true) == AllReduceAlgorithm::kRecursiveDoubling);
+    CHECK(ChooseAllReduce(1 << 20, p, frame, options, nullptr, true) == AllReduceAlgorithm::kRing);
+  }
+  // Over shared memory (or unknown links) the ring carries the MLP's gradients.
+  CHECK(ChooseAllReduce(918 << 10, 2, frame, options) == AllReduceAlgorithm::kRing);
+  CHECK(RecursiveDoublingBelow(2, options, false) == (64u << 10));
+  CHECK(RecursiveDoublingBelow(1, options, true) == 0);
+}
+
 TEST_CASE("broadcast shape", "[selection]") {
   CollectiveOptions options;
   CHECK(ChooseBroadcast(64, 8, options) == BroadcastShape::kBinomialTree);

@@ -68,11 +68,16 @@ absl::Status Communicator::LearnTopology() {
   RW_RETURN_IF_ERROR(AllGather(&keys[rank()], keys.data(), 1, DataType::kInt32));
   // Consistent when the ranks with this rank's key are exactly it and its
   // shared-memory peers; every rank must agree that all are.
-  int32_t consistent = 1;
+  // With it, every rank says whether all its links are network (gRPC) links.
+  int32_t agreed[2] = {1, 1};
   for (int peer = 0; peer < p; ++peer) {
-    if (peer != rank() && shm[peer] != (keys[peer] == key)) consistent = 0;
+    if (peer == rank()) continue;
+    if (shm[peer] != (keys[peer] == key)) agreed[0] = 0;
+    if (transport_->link(peer)->kind() != "grpc") agreed[1] = 0;
   }
-  RW_RETURN_IF_ERROR(AllReduce(&consistent, 1, DataType::kInt32, ReduceOp::kMin));
+  RW_RETURN_IF_ERROR(AllReduce(agreed, 2, DataType::kInt32, ReduceOp::kMin));
+  const int32_t consistent = agreed[0];
+  network_links_ = p > 1 && agreed[1] == 1;
   if (consistent != 1) {
     RW_LOG(WARNING) << "the workers' views of which of them share a host (shared-memory "
                     << "links) disagree; each counts as its own host for the choice of "
@@ -182,7 +187,8 @@ absl::Status Communicator::AllReduce(void* data, size_t count, DataType dtype,
   return Run(info, [&](const CollectiveContext& ctx) -> absl::Status {
     if (world_size() == 1 || count == 0) return absl::OkStatus();
     const size_t bytes = count * DataTypeSize(dtype);
-    last_allreduce_ = ChooseAllReduce(bytes, world_size(), max_frame_bytes_, options_, &topology_);
+    last_allreduce_ =
+        ChooseAllReduce(bytes, world_size(), max_frame_bytes_, options_, &topology_, network_links_);
     if (last_allreduce_ == AllReduceAlgorithm::kRecursiveDoubling) {
       return doubling_.Run(ctx, static_cast<uint8_t*>(data));
     }

@@ -105,6 +105,10 @@ class Communicator {
   // its own host (the hierarchical all-reduce is never chosen).
   absl::Status LearnTopology();
   const HostTopology& topology() const { return topology_; }
+  // Whether every rank agreed (LearnTopology) that all its links are network
+  // links (gRPC, no shared memory): all-reduces then use recursive doubling up to
+  // CollectiveOptions::small_allreduce_bytes_network. False until then.
+  bool network_links() const { return network_links_; }
   // Sets the topology instead (tests that emulate hosts over in-memory links).
   // Every rank must set the same one, before the collectives that use it.
   void set_topology(HostTopology topology) { topology_ = std::move(topology); }
@@ -125,6 +129,7 @@ class Communicator {
   size_t max_frame_bytes_;
   size_t segment_bytes_;
   uint64_t next_seq_ = 0;
+  bool network_links_ = false;
   Progress own_progress_;
   Progress* progress_;
   std::mutex timeout_mu_;
