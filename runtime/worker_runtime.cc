@@ -412,9 +412,16 @@ absl::Status WorkerRuntime::JoinRing() {
   }
   RW_LOG(INFO) << "joined the ring: rank " << rank << " of " << world << "; links: "
                << absl::StrJoin(kinds, ", ") << "; " << topology.ToString() << "; segment "
-               << communicator_->segment_bytes() << " bytes; recursive doubling below "
-               << RecursiveDoublingBelow(world, options_.collectives, communicator_->network_links())
-               << " bytes; calls "
+               << communicator_->segment_bytes() << " bytes; "
+               << (options_.collectives.allreduce_algorithm == AllReduceAlgorithm::kAuto
+                       ? absl::StrCat("recursive doubling below ",
+                                      RecursiveDoublingBelow(world, options_.collectives,
+                                                             communicator_->network_links()),
+                                      " bytes")
+                       : absl::StrCat("all-reduces by ",
+                                      AllReduceAlgorithmName(options_.collectives.allreduce_algorithm),
+                                      " (forced)"))
+               << "; calls "
                << (auth_->enabled() ? "authenticated by the cluster token" : "NOT authenticated")
                << (options_.tls.enabled ? ", mutual TLS" : ", plaintext");
   return absl::OkStatus();

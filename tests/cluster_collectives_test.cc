@@ -29,7 +29,8 @@ TEST_CASE("every collective over gRPC, worlds 2, 3, 4", "[cluster]") {
     const std::vector<SubprocessResult> results = cluster.Run();
     CheckAllPassed(results, " grpc");
     // Every link is gRPC: every rank agreed on the network threshold.
-    for (const SubprocessResult& r : results) CHECK(r.output.find("recursive doubling below 1048576 bytes") != std::string::npos);
+    const std::string below = n == 3 ? "recursive doubling below 78643 bytes" : "recursive doubling below 1048576 bytes";
+    for (const SubprocessResult& r : results) CHECK(r.output.find(below) != std::string::npos);
   }
 }
 
@@ -48,8 +49,8 @@ TEST_CASE("world 7 over gRPC and shared memory", "[cluster]") {
     const bool grpc = transport == std::string("--transport=grpc");
     const std::vector<SubprocessResult> results = cluster.Run();
     CheckAllPassed(results, grpc ? " grpc" : " shm");
-    // Shared memory: 64 KiB x 2(p-1) / (2 log2 p) = 128 KiB; gRPC: 1 MiB at any p.
-    const std::string below = grpc ? "recursive doubling below 1048576 bytes" : "recursive doubling below 131072 bytes";
+    // Shared memory: 64 KiB x 2(p-1) / (2 ceil(log2 p)) = 128 KiB; gRPC: 448 KiB.
+    const std::string below = grpc ? "recursive doubling below 458752 bytes" : "recursive doubling below 131072 bytes";
     for (const SubprocessResult& r : results) CHECK(r.output.find(below) != std::string::npos);
   }
 }

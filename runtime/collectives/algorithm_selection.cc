@@ -1,5 +1,7 @@
 #include "runtime/collectives/algorithm_selection.h"
 
+#include <algorithm>
+
 namespace ringwork {
 
 absl::string_view AllReduceAlgorithmName(AllReduceAlgorithm algorithm) {
@@ -53,15 +55,25 @@ size_t RecursiveDoublingBelow(int world_size, const CollectiveOptions& options, 
   // per rank and spreads the reduction; recursive doubling needs log2(p) latencies
   // but moves and reduces the whole buffer each round. Small buffers are latency
   // bound; over shared memory the threshold grows with p because the ring's
-  // latency term does. Over the network a message costs far more, but so do
-  // recursive doubling's bytes at large p: one threshold for every p
-  // (collective_options.h).
+  // latency term does.
   if (world_size <= 1) return 0;
-  if (network_links) return options.small_allreduce_bytes_network;
-  int rounds = 0;
-  for (int q = 1; q < world_size; q *= 2) ++rounds;
-  return options.small_allreduce_bytes * static_cast<size_t>(2 * (world_size - 1)) /
-         static_cast<size_t>(2 * rounds);
+  const size_t p = static_cast<size_t>(world_size);
+  if (!network_links) {
+    size_t rounds = 0;
+    for (size_t q = 1; q < p; q *= 2) ++rounds;
+    return options.small_allreduce_bytes * 2 * (p - 1) / (2 * rounds);
+  }
+  // Over the network, with a message worth M bytes: the ring sends 2(p-1) messages
+  // of n/p; recursive doubling m messages of n (log2 of the largest power of two
+  // q <= p, plus 2 when p != q). They break even at
+  // n = M (2(p-1) - m) p / (m p - 2(p-1)); m p <= 2(p-1) (p = 2): it always wins.
+  size_t q = 1, m = 0;
+  for (; q * 2 <= p; q *= 2) ++m;
+  if (q != p) m += 2;
+  const size_t cap = options.small_allreduce_bytes_network;
+  if (m >= 2 * (p - 1)) return 0;
+  if (m * p <= 2 * (p - 1)) return cap;
+  return std::min(cap, options.network_message_bytes * (2 * (p - 1) - m) * p / (m * p - 2 * (p - 1)));
 }
 
 AllReduceAlgorithm ChooseFlatAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,

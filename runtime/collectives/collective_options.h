@@ -35,14 +35,18 @@ struct CollectiveOptions {
   // All-reduces smaller than this (in bytes per rank) use recursive doubling in
   // kAuto mode; larger ones use the ring.
   size_t small_allreduce_bytes = 64 << 10;
-  // The same when every link of every rank is a network link (gRPC), whatever the
-  // world size: a message costs about 30 us there against 1-2 us over shared
-  // memory, so recursive doubling's fewer messages win up to larger buffers (2
-  // ranks over loopback gRPC, ring against recursive doubling: 64 KiB 78 / 64 us,
-  // 1 MiB 334 / 300 us, 4 MiB 1186 / 1643 us; docs/PERFORMANCE.md), but its
-  // log2(p) whole-buffer rounds cost more bandwidth as p grows (with 30 us and
-  // 4 GB/s the ring wins from about 1 MB at 4 to 16 ranks).
+  // When every link of every rank is a network link (gRPC) a message costs about
+  // 30 us against 1-2 us over shared memory, so recursive doubling's fewer
+  // messages win up to larger buffers (2 ranks over loopback gRPC, ring against
+  // recursive doubling: 64 KiB 78 / 64 us, 256 KiB 157 / 123 us, 1 MiB 334 / 300
+  // us, 4 MiB 1186 / 1643 us; docs/PERFORMANCE.md). Its whole-buffer messages cost
+  // bandwidth, though, the more so with a world size that is no power of two (two
+  // more of them). The threshold is where the two break even if one message costs
+  // as much as sending `network_message_bytes` (30 us at 4 GB/s), at most
+  // `small_allreduce_bytes_network`: 1 MiB at 2, 4, 8, 16 ranks; 77 KiB at 3;
+  // 213 KiB at 5; 448 KiB at 7 (algorithm_selection.cc).
   size_t small_allreduce_bytes_network = 1 << 20;
+  size_t network_message_bytes = 128 << 10;
   // Broadcasts at least this large use a pipelined chain; smaller ones a binomial
   // tree.
   size_t chain_broadcast_bytes = 256 << 10;

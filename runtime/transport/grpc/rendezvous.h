@@ -24,7 +24,9 @@
 
 namespace ringwork {
 
-inline constexpr uint32_t kProtocolVersion = 2;  // 2: calls bound to both processes.
+// 2: calls bound to both processes; 3: all-reduces between gRPC-only ranks pick
+// recursive doubling up to 1 MiB (an older worker would run another algorithm).
+inline constexpr uint32_t kProtocolVersion = 3;
 
 struct RendezvousOptions {
   // Flag --startup_timeout_s, env RINGWORK_STARTUP_TIMEOUT_S.
