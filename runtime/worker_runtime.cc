@@ -364,7 +364,8 @@ absl::Status WorkerRuntime::JoinRing() {
   // Peers all over gRPC: a thread waiting in a collective runs gRPC's completions
   // itself (it borrows the queue from rw-grpc-cq), so no wake-up separates a frame's
   // arrival from its reduction, and it spins briefly before it blocks, as it does
-  // for shared memory (docs/PERFORMANCE.md: 4 B all-reduce over gRPC 87 -> ~35 us).
+  // for shared memory (docs/performance/communication.md: 4 B all-reduce over gRPC
+  // 87 -> ~35 us).
   // With shared-memory peers too, the waiter sleeps on the doorbell they ring, and
   // rw-grpc-cq keeps the queue (a thread asleep on the doorbell cannot run gRPC, and
   // handing the queue over at every sleep costs two wake-ups).

@@ -5,7 +5,8 @@
 //   bazel-bin/tools/timeline_bench [--runs=5] [--spans_per_step=40]
 //
 // A step of the MLP in tools/train records about 30 spans (forward and backward of
-// each layer, loss, packs, collectives, data, optimizer, step): see docs/PERFORMANCE.md.
+// each layer, loss, packs, collectives, data, optimizer, step): see
+// docs/performance/training.md, "Timeline cost".
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

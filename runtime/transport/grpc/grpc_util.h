@@ -37,7 +37,7 @@ inline grpc::Status ToGrpcStatus(const absl::Status& status) {
 // HTTP/2 settings for the long-lived data streams, on the servers (which receive
 // the frames) and the channels alike. Measured on a 2-core VM, 2 workers, 16 MiB
 // all-reduce over gRPC: 43 ms with gRPC's defaults, 8.7 ms with these and 1 MiB
-// frames (see docs/PERFORMANCE.md). Large HTTP/2 frames avoid cutting every
+// frames (see docs/performance/communication.md). Large HTTP/2 frames avoid cutting every
 // message into 16 KiB pieces; a fixed 16 MiB window replaces the bandwidth-delay
 // probe, which kept the window small on loopback.
 inline std::vector<std::pair<const char*, int>> DataStreamChannelSettings() {
