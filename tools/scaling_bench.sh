@@ -15,15 +15,18 @@
 #              against hierarchical
 #
 #   bash tools/scaling_bench.sh [--workers=2,4,8] [--epochs=3] [--runs=2] \
-#     [--bundle=DIR] [--python=/usr/bin/python3] [--out=DIR]
+#     [--bundle=DIR] [--python=/usr/bin/python3] [--out=DIR] [--time_limit_s=0]
 #
 # --bundle: an unpacked tools/make_bundle.sh archive (binaries, their libraries,
 # Fashion-MNIST) for a machine without Debian's packages; default: built here with
 # Bazel. A stage that fails or outlives its time limit is reported and skipped.
 # Prints the tables; --out keeps the raw results (JSON, CSV, logs).
+# --time_limit_s: the whole run's budget (0: none). Stages that would start after it
+# are skipped and a running one is cut at it, so the tables of what ran are still
+# printed (on a lent machine, give the device's limit less ~30 s for the tables).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-workers_list=2,4,8; epochs=3; runs=2; bundle=""; python=/usr/bin/python3; out=""
+workers_list=2,4,8; epochs=3; runs=2; bundle=""; python=/usr/bin/python3; out=""; time_limit_s=0
 for arg in "$@"; do
   case "$arg" in
     --workers=*) workers_list=${arg#*=};;
@@ -32,6 +35,7 @@ for arg in "$@"; do
     --bundle=*) bundle=$(realpath "${arg#*=}");;
     --python=*) python=${arg#*=};;
     --out=*) out=${arg#*=};;
+    --time_limit_s=*) time_limit_s=${arg#*=};;
     *) echo "unknown argument $arg" >&2; exit 2;;
   esac
 done
@@ -50,8 +54,18 @@ else
     ln -sf "$PWD/bazel-bin/$b" "$bin/"
   done
 fi
+if ! [[ $time_limit_s =~ ^[0-9]+$ ]]; then echo "--time_limit_s: expected seconds" >&2; exit 2; fi
+started=$SECONDS
+within_budget() {  # within_budget NAME SECONDS: prints the seconds NAME may take, or fails when none are left
+  local left=$((time_limit_s - (SECONDS - started)))
+  if ((time_limit_s == 0)); then echo "$2"; return 0; fi
+  if ((left <= 0)); then echo "  $1 skipped: --time_limit_s=$time_limit_s spent" >&2; return 1; fi
+  echo $((left < $2 ? left : $2))
+}
 stage() {  # stage NAME SECONDS COMMAND...: runs it with a time limit; a failure is reported, not fatal
-  local name=$1 limit=$2; shift 2
+  local name=$1 limit
+  limit=$(within_budget "$1" "$2") || return 0
+  shift 2
   echo "[$(date +%T)] $name" >&2
   timeout -s KILL "$limit" "$@" > "$work/$name.log" 2>&1 ||
     echo "  $name failed (exit $?): $(tail -n 3 "$work/$name.log" | tr '\n' ' ')" >&2
@@ -63,12 +77,13 @@ train() {  # train NAME WORKERS FLAGS...
     --epochs="$epochs" --global_batch_size=$((128 * n)) --verbose=0 --metrics_json="$work/$name.json" "$@"
 }
 torch_train() {  # torch_train NAME WORKERS: DDP over gloo, rank 0's JSON kept
-  local name=$1 n=$2 port r
+  local name=$1 n=$2 port r limit
+  limit=$(within_budget "$1" 300) || return 0
   port=$(free_port)
   for ((r = n - 1; r >= 0; --r)); do
     env -u LD_LIBRARY_PATH RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 FASHION_MNIST_DIR="$data_dir" CUDA_VISIBLE_DEVICES= \
-      timeout -s KILL 300 "$python" tools/peers/torch_ddp_train.py --epochs="$epochs" \
+      timeout -s KILL "$limit" "$python" tools/peers/torch_ddp_train.py --epochs="$epochs" \
       --global_batch_size=$((128 * n)) --threads=1 > "$work/$name.out.$r" 2>&1 &
   done
   wait
@@ -82,14 +97,16 @@ allreduce() {  # allreduce LABEL WORKERS FLAGS...: rank 0's CSV rows appended
   local label=$1 n=$2; shift 2
   stage "allreduce-$label-$n" 180 "$bin/launch" --num_workers="$n" -- "$bin/allreduce_bench" \
     --min_bytes=4 --max_bytes=16M --factor=16 --runs=3 --csv --label="$label" "$@"
-  sed -n 's/^\[worker:0\] //p' "$work/allreduce-$label-$n.log" | grep "^$label," >> "$work/allreduce.csv"
+  [[ -f $work/allreduce-$label-$n.log ]] &&
+    sed -n 's/^\[worker:0\] //p' "$work/allreduce-$label-$n.log" | grep "^$label," >> "$work/allreduce.csv"
 }
 gloo_allreduce() {
-  local n=$1 port r
+  local n=$1 port r limit
+  limit=$(within_budget "gloo-$n" 180) || return 0
   port=$(free_port)
   for ((r = n - 1; r >= 0; --r)); do
     env -u LD_LIBRARY_PATH RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GLOO_SOCKET_IFNAME=lo \
-      OMP_NUM_THREADS=1 CUDA_VISIBLE_DEVICES= timeout -s KILL 180 "$python" tools/peers/gloo_allreduce_bench.py \
+      OMP_NUM_THREADS=1 CUDA_VISIBLE_DEVICES= timeout -s KILL "$limit" "$python" tools/peers/gloo_allreduce_bench.py \
       gloo 4 $((16 << 20)) 16 3 > "$work/gloo-$n.$r" 2>&1 &
   done
   wait
@@ -132,8 +149,9 @@ for n in "${counts[@]}"; do
         --workers_per_host=$((n / 2)) --timeout_s=170 -- "$bin/allreduce_bench" --min_bytes=4 \
         --max_bytes=16M --factor=16 --runs=3 --csv --allreduce_algorithm="$algorithm" \
         --label="ringwork-2x$((n / 2))-$algorithm"
-      sed -n 's/^\[worker:0\] //p' "$work/allreduce-emulated-$algorithm-$n.log" | grep '^ringwork' \
-        >> "$work/allreduce.csv"
+      [[ -f $work/allreduce-emulated-$algorithm-$n.log ]] &&
+        sed -n 's/^\[worker:0\] //p' "$work/allreduce-emulated-$algorithm-$n.log" | grep '^ringwork' \
+          >> "$work/allreduce.csv"
     done
   fi
 done
