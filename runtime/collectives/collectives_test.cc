@@ -3,6 +3,8 @@
 // primes and several MiB; every dtype and reduction; every algorithm.
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -11,10 +13,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "observability/timeline.h"
 #include "runtime/collectives/communicator.h"
 #include "runtime/collectives/expectations.h"
 #include "runtime/transport/in_memory_link.h"
 #include "testing/rank_threads.h"
+#include "testing/temp_dir.h"
 
 namespace ringwork {
 namespace {
@@ -274,6 +279,55 @@ TEST_CASE("hierarchical all-gather: every layout, size and dtype; flat where it 
       return absl::OkStatus();
     });
   }
+}
+
+// Each phase of a hierarchical collective is a span of its own ("collective
+// phase"), inside its collective's span on the same thread, so a timeline shows
+// which phase a slow one spent its time in.
+TEST_CASE("hierarchical collectives record each phase in the timeline", "[hierarchical][timeline]") {
+  const std::string dir = FreshTestDir("hierarchical_timeline");
+  Timeline timeline({});
+  REQUIRE(Timeline::Install(&timeline));
+  const HostTopology topology = HostTopology::FromHostKeys({0, 0, 2, 2});
+  CollectiveOptions options;
+  options.allreduce_algorithm = AllReduceAlgorithm::kHierarchical;
+  RunWorld(4, options, [&](int rank, Communicator& comm, std::vector<std::string>& failures) {
+    comm.set_topology(topology);
+    std::vector<float> data(1000, static_cast<float>(rank));
+    RW_RETURN_IF_ERROR(comm.AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum));
+    if (data[999] != 6.0f) failures.push_back(absl::StrCat("sum ", data[999]));
+    std::vector<float> mine(10, static_cast<float>(rank)), all(40);
+    return comm.AllGather(mine.data(), all.data(), mine.size(), DataType::kFloat32);
+  });
+  Timeline::Uninstall(&timeline);
+  REQUIRE(timeline.WriteJson(dir + "/timeline.json", {}).ok());
+  std::ifstream in(dir + "/timeline.json");
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::map<std::string, int> phases;
+  std::vector<nlohmann::json> collectives;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    if (e.value("cat", "") == "collective") collectives.push_back(e);
+  }
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "X" || e.value("cat", "") != "collective phase") continue;
+    const std::string name = e["name"];
+    ++phases[name];
+    bool inside = false;
+    for (const auto& c : collectives) {
+      inside = inside || (c["tid"] == e["tid"] && c["ts"] <= e["ts"] &&
+                          c["ts"].get<int64_t>() + c["dur"].get<int64_t>() >=
+                              e["ts"].get<int64_t>() + e["dur"].get<int64_t>());
+    }
+    INFO(name);
+    CHECK(inside);
+  }
+  CHECK(phases["within the host: reduce-scatter"] == 4);
+  CHECK(phases["across hosts: all-reduce"] == 4);
+  CHECK(phases["across hosts: all-gather"] == 4);
+  // The all-reduce's last phase and the all-gather's second.
+  CHECK(phases["within the host: all-gather"] == 8);
+  CHECK(phases.size() == 4);
 }
 
 TEST_CASE("all-gather and reduce-scatter", "[allgather][reducescatter]") {

@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "base/status_macros.h"
+#include "observability/timeline.h"
 #include "runtime/collectives/chunking.h"
 
 namespace ringwork {
@@ -32,6 +33,7 @@ absl::Status HierarchicalAllGather::Run(const CollectiveContext& ctx, const Host
   // Phase 1, across hosts: the blocks of every rank with local index i.
   const std::vector<int> across = topology.peers_across(rank);
   if (h > 1) {
+    TimelineSpan span("collective phase", "across hosts: all-gather");
     const RingGroup group{across, host, /*first_step=*/0, /*mean_divisor=*/0};
     RW_RETURN_IF_ERROR(ring_.Run(ctx, output, BlocksOf(across, count_per_rank),
                                  RingSteps(host, h, false, true, false), group));
@@ -39,6 +41,7 @@ absl::Status HierarchicalAllGather::Run(const CollectiveContext& ctx, const Host
   // Phase 2, within the host, one round per host j: local rank m holds the block
   // of host j's rank with local index m since phase 1; the ring passes them round.
   if (l > 1) {
+    TimelineSpan span("collective phase", "within the host: all-gather");
     for (int j = 0; j < h; ++j) {
       const RingGroup group{local, i, /*first_step=*/static_cast<uint32_t>(h + j * l),
                             /*mean_divisor=*/0};
