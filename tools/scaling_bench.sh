@@ -21,9 +21,11 @@
 # Fashion-MNIST) for a machine without Debian's packages; default: built here with
 # Bazel. A stage that fails or outlives its time limit is reported and skipped.
 # Prints the tables; --out keeps the raw results (JSON, CSV, logs).
-# --time_limit_s: the whole run's budget (0: none). Stages that would start after it
-# are skipped and a running one is cut at it, so the tables of what ran are still
-# printed (on a lent machine, give the device's limit less ~30 s for the tables).
+# --time_limit_s: the whole run's budget, build included (0: none). A stage that
+# would start with under 10 s of it left is skipped, and a running one is stopped
+# (SIGTERM, then SIGKILL 10 s later) when it runs out, so the tables of what ran are
+# still printed (on a lent machine, give the device's limit less ~40 s). --out must
+# be a new or empty folder, so no earlier run's results get into the tables.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 workers_list=2,4,8; epochs=3; runs=2; bundle=""; python=/usr/bin/python3; out=""; time_limit_s=0
@@ -40,6 +42,11 @@ for arg in "$@"; do
   esac
 done
 IFS=, read -r -a counts <<< "$workers_list"
+if ! [[ $time_limit_s =~ ^[0-9]+$ ]]; then echo "--time_limit_s: expected seconds, got $time_limit_s" >&2; exit 2; fi
+time_limit_s=$((10#$time_limit_s))
+if [[ -n $out && -d $out && -n $(ls -A "$out") ]]; then
+  echo "--out=$out is not empty: its earlier results would get into the tables" >&2; exit 2
+fi
 if [[ -n $out ]]; then mkdir -p "$out"; work=$(realpath "$out"); else
   work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
 if [[ -n $bundle ]]; then
@@ -54,21 +61,23 @@ else
     ln -sf "$PWD/bazel-bin/$b" "$bin/"
   done
 fi
-if ! [[ $time_limit_s =~ ^[0-9]+$ ]]; then echo "--time_limit_s: expected seconds" >&2; exit 2; fi
-started=$SECONDS
-within_budget() {  # within_budget NAME SECONDS: prints the seconds NAME may take, or fails when none are left
-  local left=$((time_limit_s - (SECONDS - started)))
-  if ((time_limit_s == 0)); then echo "$2"; return 0; fi
-  if ((left <= 0)); then echo "  $1 skipped: --time_limit_s=$time_limit_s spent" >&2; return 1; fi
-  echo $((left < $2 ? left : $2))
+seconds_for() {  # seconds_for NAME SECONDS: the seconds NAME may run; fails (skipped) when under 10 are left
+  local left=$((time_limit_s - SECONDS))  # SECONDS: since the script started
+  if ((time_limit_s == 0 || left >= $2)); then echo "$2"; return 0; fi
+  if ((left < 10)); then echo "  $1 skipped: --time_limit_s=$time_limit_s spent" >&2; return 1; fi
+  echo "$left"
 }
 stage() {  # stage NAME SECONDS COMMAND...: runs it with a time limit; a failure is reported, not fatal
   local name=$1 limit
-  limit=$(within_budget "$1" "$2") || return 0
+  limit=$(seconds_for "$1" "$2") || return 0
+  local cut=""
+  (( limit < $2 )) && cut=" (stopped at --time_limit_s=$time_limit_s)"
   shift 2
   echo "[$(date +%T)] $name" >&2
-  timeout -s KILL "$limit" "$@" > "$work/$name.log" 2>&1 ||
-    echo "  $name failed (exit $?): $(tail -n 3 "$work/$name.log" | tr '\n' ' ')" >&2
+  # Stopped at its limit, it gets SIGTERM (launch passes it to its workers,
+  # emulated_hosts.sh removes its namespaces), then SIGKILL 10 s later.
+  timeout -s TERM -k 10 "$limit" "$@" > "$work/$name.log" 2>&1 ||
+    echo "  $name failed (exit $?)$cut: $(tail -n 3 "$work/$name.log" | tr '\n' ' ')" >&2
 }
 free_port() { "$bin/tfconfig" localhost --num_workers=1 | sed 's/.*127.0.0.1:\([0-9]*\).*/\1/'; }
 train() {  # train NAME WORKERS FLAGS...
@@ -78,12 +87,12 @@ train() {  # train NAME WORKERS FLAGS...
 }
 torch_train() {  # torch_train NAME WORKERS: DDP over gloo, rank 0's JSON kept
   local name=$1 n=$2 port r limit
-  limit=$(within_budget "$1" 300) || return 0
+  limit=$(seconds_for "$1" 300) || return 0
   port=$(free_port)
   for ((r = n - 1; r >= 0; --r)); do
     env -u LD_LIBRARY_PATH RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 FASHION_MNIST_DIR="$data_dir" CUDA_VISIBLE_DEVICES= \
-      timeout -s KILL "$limit" "$python" tools/peers/torch_ddp_train.py --epochs="$epochs" \
+      timeout -s TERM -k 10 "$limit" "$python" tools/peers/torch_ddp_train.py --epochs="$epochs" \
       --global_batch_size=$((128 * n)) --threads=1 > "$work/$name.out.$r" 2>&1 &
   done
   wait
@@ -102,11 +111,11 @@ allreduce() {  # allreduce LABEL WORKERS FLAGS...: rank 0's CSV rows appended
 }
 gloo_allreduce() {
   local n=$1 port r limit
-  limit=$(within_budget "gloo-$n" 180) || return 0
+  limit=$(seconds_for "gloo-$n" 180) || return 0
   port=$(free_port)
   for ((r = n - 1; r >= 0; --r)); do
     env -u LD_LIBRARY_PATH RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GLOO_SOCKET_IFNAME=lo \
-      OMP_NUM_THREADS=1 CUDA_VISIBLE_DEVICES= timeout -s KILL "$limit" "$python" tools/peers/gloo_allreduce_bench.py \
+      OMP_NUM_THREADS=1 CUDA_VISIBLE_DEVICES= timeout -s TERM -k 10 "$limit" "$python" tools/peers/gloo_allreduce_bench.py \
       gloo 4 $((16 << 20)) 16 3 > "$work/gloo-$n.$r" 2>&1 &
   done
   wait

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -283,51 +282,76 @@ TEST_CASE("hierarchical all-gather: every layout, size and dtype; flat where it 
 
 // Each phase of a hierarchical collective is a span of its own ("collective
 // phase"), inside its collective's span on the same thread, so a timeline shows
-// which phase a slow one spent its time in.
-TEST_CASE("hierarchical collectives record each phase in the timeline", "[hierarchical][timeline]") {
+// which phase a slow one spent its time in. Phases that do not run (one worker
+// per host: nothing within hosts) record nothing.
+struct PhaseSpan {
+  std::string name, parent;  // parent: the collective span around it on its thread
+  int64_t bytes;             // the "bytes" arg, or -1
+};
+
+std::vector<PhaseSpan> HierarchicalPhases(const std::vector<int>& host_keys) {
   const std::string dir = FreshTestDir("hierarchical_timeline");
   Timeline timeline({});
   REQUIRE(Timeline::Install(&timeline));
-  const HostTopology topology = HostTopology::FromHostKeys({0, 0, 2, 2});
+  const HostTopology topology = HostTopology::FromHostKeys(host_keys);
   CollectiveOptions options;
   options.allreduce_algorithm = AllReduceAlgorithm::kHierarchical;
-  RunWorld(4, options, [&](int rank, Communicator& comm, std::vector<std::string>& failures) {
+  const int p = static_cast<int>(host_keys.size());
+  RunWorld(p, options, [&](int rank, Communicator& comm, std::vector<std::string>& failures) {
     comm.set_topology(topology);
     std::vector<float> data(1000, static_cast<float>(rank));
     RW_RETURN_IF_ERROR(comm.AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum));
-    if (data[999] != 6.0f) failures.push_back(absl::StrCat("sum ", data[999]));
-    std::vector<float> mine(10, static_cast<float>(rank)), all(40);
+    if (data[999] != p * (p - 1) / 2.0f) failures.push_back(absl::StrCat("sum ", data[999]));
+    std::vector<float> mine(10, static_cast<float>(rank)), all(10 * p);
     return comm.AllGather(mine.data(), all.data(), mine.size(), DataType::kFloat32);
   });
   Timeline::Uninstall(&timeline);
   REQUIRE(timeline.WriteJson(dir + "/timeline.json", {}).ok());
   std::ifstream in(dir + "/timeline.json");
   const nlohmann::json trace = nlohmann::json::parse(in);
-  std::map<std::string, int> phases;
-  std::vector<nlohmann::json> collectives;
-  for (const auto& e : trace["traceEvents"]) {
-    if (e.value("ph", "") != "X") continue;
-    if (e.value("cat", "") == "collective") collectives.push_back(e);
-  }
+  auto end = [](const nlohmann::json& e) { return e["ts"].get<int64_t>() + e["dur"].get<int64_t>(); };
+  std::vector<PhaseSpan> phases;
   for (const auto& e : trace["traceEvents"]) {
     if (e.value("ph", "") != "X" || e.value("cat", "") != "collective phase") continue;
-    const std::string name = e["name"];
-    ++phases[name];
-    bool inside = false;
-    for (const auto& c : collectives) {
-      inside = inside || (c["tid"] == e["tid"] && c["ts"] <= e["ts"] &&
-                          c["ts"].get<int64_t>() + c["dur"].get<int64_t>() >=
-                              e["ts"].get<int64_t>() + e["dur"].get<int64_t>());
+    PhaseSpan phase{e["name"], "", -1};
+    if (e.contains("args")) phase.bytes = e["args"].value("bytes", int64_t{-1});
+    for (const auto& c : trace["traceEvents"]) {
+      if (c.value("ph", "") == "X" && c.value("cat", "") == "collective" && c["tid"] == e["tid"] &&
+          c["ts"] <= e["ts"] && end(c) >= end(e)) {
+        phase.parent = c["name"];
+      }
     }
-    INFO(name);
-    CHECK(inside);
+    phases.push_back(phase);
   }
-  CHECK(phases["within the host: reduce-scatter"] == 4);
-  CHECK(phases["across hosts: all-reduce"] == 4);
-  CHECK(phases["across hosts: all-gather"] == 4);
-  // The all-reduce's last phase and the all-gather's second.
-  CHECK(phases["within the host: all-gather"] == 8);
-  CHECK(phases.size() == 4);
+  return phases;
+}
+
+int Count(const std::vector<PhaseSpan>& phases, const std::string& name, const std::string& parent) {
+  int n = 0;
+  for (const PhaseSpan& phase : phases) n += phase.name == name && phase.parent == parent;
+  return n;
+}
+
+TEST_CASE("hierarchical collectives record each phase in the timeline", "[hierarchical][timeline]") {
+  SECTION("2 hosts x 2 workers: every phase, once per rank, inside its collective") {
+    const std::vector<PhaseSpan> phases = HierarchicalPhases({0, 0, 2, 2});
+    CHECK(phases.size() == 20);
+    CHECK(Count(phases, "within the host: reduce-scatter", "allreduce") == 4);
+    CHECK(Count(phases, "across hosts: all-reduce", "allreduce") == 4);
+    CHECK(Count(phases, "within the host: all-gather", "allreduce") == 4);
+    CHECK(Count(phases, "across hosts: all-gather", "allgather") == 4);
+    CHECK(Count(phases, "within the host: all-gather", "allgather") == 4);
+    for (const PhaseSpan& phase : phases) {
+      INFO(phase.name);
+      // 1000 floats, half of them each local rank's to all-reduce across hosts.
+      CHECK(phase.bytes == (phase.name == "across hosts: all-reduce" ? 2000 : -1));
+    }
+  }
+  SECTION("4 hosts x 1 worker: only the phases across hosts") {
+    const std::vector<PhaseSpan> phases = HierarchicalPhases({0, 1, 2, 3});
+    CHECK(phases.size() == 4);
+    CHECK(Count(phases, "across hosts: all-reduce", "allreduce") == 4);
+  }
 }
 
 TEST_CASE("all-gather and reduce-scatter", "[allgather][reducescatter]") {

@@ -1,5 +1,7 @@
 #include "runtime/collectives/hierarchical_allreduce.h"
 
+#include <optional>
+
 #include "base/check.h"
 #include "base/status_macros.h"
 #include "observability/timeline.h"
@@ -24,7 +26,8 @@ absl::Status HierarchicalAllReduce::Run(const CollectiveContext& ctx, const Host
   // one a slow hierarchical all-reduce spent its time in.
   RingGroup within{local, i, /*first_step=*/0, /*mean_divisor=*/0};
   {
-    TimelineSpan span("collective phase", "within the host: reduce-scatter");
+    std::optional<TimelineSpan> span;
+    if (l > 1) span.emplace("collective phase", "within the host: reduce-scatter");
     RW_RETURN_IF_ERROR(ring_.Run(ctx, buffer, local_chunks, RingSteps(i, l, true, false, false),
                                  within));
   }
@@ -46,7 +49,8 @@ absl::Status HierarchicalAllReduce::Run(const CollectiveContext& ctx, const Host
 
   // Phase 3, within the host: every local rank gets every chunk.
   within.first_step = static_cast<uint32_t>(l);
-  TimelineSpan span("collective phase", "within the host: all-gather");
+  std::optional<TimelineSpan> span;
+  if (l > 1) span.emplace("collective phase", "within the host: all-gather");
   return ring_.Run(ctx, buffer, local_chunks, RingSteps(i, l, false, true, false), within);
 }
 
