@@ -230,6 +230,14 @@ absl::Status WorkerRuntime::StartServer() {
     transport_->SetLink(peer, grpc_links_[peer].get());
   }
   loop_ = std::make_unique<CompletionQueueLoop>(server_->cq());
+  // Between collectives the loop thread posts the Reads the links owe, so that
+  // frames a peer sent ahead leave gRPC's buffer (a reset stream would drop them)
+  // and a peer's end of stream is seen.
+  loop_->set_on_resume([this] {
+    for (auto& link : grpc_links_) {
+      if (link != nullptr) link->PostOwedRead();
+    }
+  });
   loop_->Start();
   server_->StartAccepting();
   RW_LOG(INFO) << "listening on " << config_.address()->ToString() << " as "

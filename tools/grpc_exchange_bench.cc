@@ -9,9 +9,13 @@
 //   one stream:  one bidirectional call per pair, opened by rank 0.
 // Two patterns: "exchange" (both send at once and wait for each other's frame, as
 // one step of a 2-rank all-reduce; the time is per exchange) and "ping-pong" (rank
-// 0 sends, rank 1 answers; the time is per round trip).
+// 0 sends, rank 1 answers; the time is per round trip). Two ways to post the next
+// Read (`--read`): "at once" when a frame arrives (GrpcLink before 2026-12-04),
+// or "owed" until the rank has written its own next frame or has nothing else to
+// do but wait for the peer's (GrpcLink's way for small frames since: chttp2 sends a
+// WINDOW_UPDATE as soon as a Read waits on a stream that has taken data).
 //
-//   bazel-bin/tools/grpc_exchange_bench --bytes=4 --iters=20000 --runs=7 --rounds=2
+//   bazel-bin/tools/grpc_exchange_bench --bytes=4 --iters=20000 --runs=7 --rounds=2 [--read=both]
 //
 // Every row runs two fresh processes, forked before gRPC starts, over 127.0.0.1.
 // A row is the median of `--runs` blocks' average time (min..max beside it).
@@ -57,12 +61,14 @@ void* TagOf(Event event) { return reinterpret_cast<void*>(event); }
 struct RowOptions {
   bool one_stream = false;
   bool ping_pong = false;
+  bool owed_read = false;
   int64_t bytes = 4, iters = 20000, runs = 7, rounds = 2;
 };
 
 std::string RowName(const RowOptions& row) {
   return absl::StrCat(row.one_stream ? "one stream" : "two streams", ", ",
-                      row.ping_pong ? "ping-pong" : "exchange");
+                      row.ping_pong ? "ping-pong" : "exchange", ", Read ",
+                      row.owed_read ? "owed" : "at once");
 }
 
 // Waits for the next completion, spinning on the queue; exits the rank (status 1)
@@ -160,6 +166,12 @@ bool WriteInt(int fd, int value) {
   // rank's own write of it has completed, even before the next exchange begins.
   int64_t received = 0;
   int64_t exchange = 0;
+  bool read_owed = false;  // The next Read is not posted yet.
+  auto post_read_if_owed = [&] {
+    if (!read_owed) return;
+    read_owed = false;
+    post_read();
+  };
   bool written = false;
   auto on_event = [&](Event event) {
     if (event == kWritten) {
@@ -172,7 +184,8 @@ bool WriteInt(int fd, int value) {
       _exit(1);
     }
     ++received;
-    post_read();  // At once, as GrpcLink does.
+    read_owed = true;
+    if (!row.owed_read) post_read_if_owed();
   };
   post_read();
   std::vector<double> block_us;
@@ -181,10 +194,17 @@ bool WriteInt(int fd, int value) {
     for (int64_t i = 0; i < row.iters; ++i, ++exchange) {
       written = false;
       if (row.ping_pong && rank == 1) {
-        while (received <= exchange) on_event(NextEvent(cq.get(), rank));
+        while (received <= exchange) {
+          post_read_if_owed();  // Owed: nothing to write before the peer's frame.
+          on_event(NextEvent(cq.get(), rank));
+        }
       }
       post_write();
-      while (!written || received <= exchange) on_event(NextEvent(cq.get(), rank));
+      post_read_if_owed();  // Owed: after this rank's own frame.
+      while (!written || received <= exchange) {
+        if (received <= exchange) post_read_if_owed();
+        on_event(NextEvent(cq.get(), rank));
+      }
     }
     const double block_elapsed_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - block_start)
@@ -197,9 +217,10 @@ bool WriteInt(int fd, int value) {
                             ? block_us[middle]
                             : (block_us[middle - 1] + block_us[middle]) / 2;
   if (rank == 0) {
-    std::printf("| %-11s | %-9s | %8.1f | %6.1f..%-6.1f |\n",
+    std::printf("| %-11s | %-9s | %-7s | %8.1f | %6.1f..%-6.1f |\n",
                 row.one_stream ? "one stream" : "two streams",
-                row.ping_pong ? "ping-pong" : "exchange", median, block_us.front(), block_us.back());
+                row.ping_pong ? "ping-pong" : "exchange", row.owed_read ? "owed" : "at once",
+                median, block_us.front(), block_us.back());
     std::fflush(stdout);
   }
   // Both ranks have every frame now; each tells the other and waits to hear the
@@ -278,7 +299,9 @@ int Main(int argc, char** argv) {
   flags.Int("bytes", &row.bytes, "payload of each frame (at most 4 MiB, gRPC's receive limit)");
   flags.Int("iters", &row.iters, "exchanges (or round trips) per block");
   flags.Int("runs", &row.runs, "measured blocks per row; the median is shown");
-  flags.Int("rounds", &row.rounds, "times the four rows are run, one after the other (noise shows)");
+  flags.Int("rounds", &row.rounds, "times the rows are run, one after the other (noise shows)");
+  std::string read = "both";
+  flags.String("read", &read, "when the next Read is posted: at_once, owed or both");
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
   if (flags.help_requested()) {
     std::cout << flags.Usage();
@@ -290,20 +313,30 @@ int Main(int argc, char** argv) {
     ExitWithStatus(absl::InvalidArgumentError(
         "--bytes must be in [1, 4194304]; --iters, --runs and --rounds must be positive"));
   }
+  std::vector<bool> owed_reads;
+  if (read == "at_once" || read == "both") owed_reads.push_back(false);
+  if (read == "owed" || read == "both") owed_reads.push_back(true);
+  if (owed_reads.empty()) {
+    ExitWithStatus(absl::InvalidArgumentError(
+        absl::StrCat("--read=", read, ": expected at_once, owed or both")));
+  }
   std::printf(
       "%lld-byte frames, %lld per block, median of %lld blocks: us per exchange (ping-pong: "
       "per round trip)\n\n",
       static_cast<long long>(row.bytes), static_cast<long long>(row.iters),
       static_cast<long long>(row.runs));
-  std::printf("| layout | pattern | median | min..max |\n|---|---|---|---|\n");
+  std::printf("| layout | pattern | next Read | median | min..max |\n|---|---|---|---|---|\n");
   std::fflush(stdout);
   for (int64_t round = 0; round < row.rounds; ++round) {
     for (bool ping_pong : {false, true}) {
-      for (bool one_stream : {false, true}) {
-        row.one_stream = one_stream;
-        row.ping_pong = ping_pong;
-        absl::Status done = RunRow(row);
-        if (!done.ok()) ExitWithStatus(done);
+      for (bool owed_read : owed_reads) {
+        for (bool one_stream : {false, true}) {
+          row.one_stream = one_stream;
+          row.ping_pong = ping_pong;
+          row.owed_read = owed_read;
+          absl::Status done = RunRow(row);
+          if (!done.ok()) ExitWithStatus(done);
+        }
       }
     }
   }

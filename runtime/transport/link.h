@@ -11,6 +11,12 @@
 // Order: frames between a pair of ranks arrive in the order they were sent, and
 // receives are matched in the order they were posted; a frame that does not match
 // the oldest pending receive is an error (the workers are out of step).
+//
+// Progress: a send may not complete until its peer has posted the matching
+// receive, once the sender is further ahead than the link buffers (gRPC: 16 MiB
+// after a small frame, the stream's window). So an algorithm may wait for a send
+// only where the peer posts that frame's receive without waiting for anything
+// this rank does after the wait.
 #ifndef RINGWORK_RUNTIME_TRANSPORT_LINK_H_
 #define RINGWORK_RUNTIME_TRANSPORT_LINK_H_
 

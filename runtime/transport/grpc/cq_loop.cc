@@ -29,6 +29,7 @@ void CompletionQueueLoop::Start() {
 
 void CompletionQueueLoop::Run() {
   while (true) {
+    bool resumed = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       // A borrower returns the queue without waking this thread (that would cost
@@ -37,8 +38,11 @@ void CompletionQueueLoop::Run() {
         changed_.wait_until(lock, borrowed_ ? Clock::now() + linger_ : resume_at_);
       }
       if (stopping_) break;
+      resumed = returned_;
+      returned_ = false;
       loop_polling_ = true;
     }
+    if (resumed && on_resume_) on_resume_();
     void* tag = nullptr;
     bool ok = false;
     // Blocks until an event (a borrower's kick is one) or for one linger: the
@@ -127,6 +131,7 @@ void CompletionQueueLoop::Return(bool resume_now) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     borrowed_ = false;
+    returned_ = true;
     resume_at_ = Clock::now() + (resume_now ? Clock::duration::zero() : linger_);
   }
   if (resume_now) changed_.notify_all();

@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -66,6 +67,10 @@ class CompletionQueueLoop : public CompletionSource {
   CompletionQueueLoop(const CompletionQueueLoop&) = delete;
   CompletionQueueLoop& operator=(const CompletionQueueLoop&) = delete;
 
+  // Runs on the loop thread each time it takes the queue back from a borrower
+  // (after the linger, so not between the steps of a busy job): work left for
+  // idle time, such as the Reads GrpcLink owes. Set before Start.
+  void set_on_resume(std::function<void()> on_resume) { on_resume_ = std::move(on_resume); }
   void Start();
   // Shuts the queue down; the thread delivers every remaining event and exits.
   // Call only when no new operation will be started and nobody borrows the queue.
@@ -95,6 +100,7 @@ class CompletionQueueLoop : public CompletionSource {
 
   grpc::CompletionQueue* cq_;
   const Clock::duration linger_;  // Options::linger_ms, at least 1 ms.
+  std::function<void()> on_resume_;
   std::thread thread_;
   bool shut_down_ = false;
   std::mutex dispatch_mu_;  // Held while an OnEvent runs.
@@ -104,6 +110,7 @@ class CompletionQueueLoop : public CompletionSource {
   bool borrowed_ = false;          // Guarded by mu_.
   bool loop_polling_ = false;      // The loop thread is in gRPC. Guarded by mu_.
   bool kick_pending_ = false;      // Guarded by mu_.
+  bool returned_ = false;          // A borrower returned the queue since. Guarded by mu_.
   bool stopping_ = false;          // Guarded by mu_.
   Clock::time_point resume_at_{};  // Guarded by mu_.
   Kick kick_{this};

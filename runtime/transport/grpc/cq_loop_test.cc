@@ -58,6 +58,12 @@ TEST_CASE("the loop thread delivers unless a borrower holds the queue", "[grpc]"
   CompletionQueueLoop::Options options;
   options.linger_ms = 50;
   CompletionQueueLoop loop(&cq, options);
+  std::atomic<int> resumes{0};
+  std::atomic<std::thread::id> resumed_on{};
+  loop.set_on_resume([&] {
+    resumed_on = std::this_thread::get_id();
+    ++resumes;
+  });
   loop.Start();
   grpc::Alarm alarm;
   Recorder tag;
@@ -69,24 +75,28 @@ TEST_CASE("the loop thread delivers unless a borrower holds the queue", "[grpc]"
   CHECK(tag.thread() != me);
 
   loop.Borrow();
-  // The loop thread may take an event or two while it leaves gRPC (the kick);
-  // after that every event is the borrower's.
-  int on_borrower = 0;
-  for (int i = 0; i < 20; ++i) {
+  // While the loop thread leaves gRPC it may still take events: when the borrower
+  // took the kick off the queue, the loop thread's poll runs to its end (within a
+  // linger). Every event is delivered meanwhile, by one thread or the other.
+  auto deliver = [&] {
     FireNow(&alarm, &cq, &tag);
     const auto until = Clock::now() + std::chrono::seconds(5);
     while (!tag.delivered() && Clock::now() < until) loop.PollBlocking(absl::Milliseconds(10));
     REQUIRE(tag.delivered());
-    if (i >= 10) CHECK(tag.thread() == me);
-    if (tag.thread() == me) ++on_borrower;
-  }
-  CHECK(on_borrower >= 10);
+  };
+  for (int i = 0; i < 10; ++i) deliver();
 
-  // Borrowed for longer than a linger: the loop thread has left gRPC by now (its own
-  // poll ends within a linger) and parked; until then PollBlocking does not block.
+  // Borrowed for longer than a linger: the loop thread has left gRPC by now and
+  // parked; until then PollBlocking does not block. From here on every event is
+  // the borrower's.
   const auto parked = Clock::now() + std::chrono::milliseconds(150);
   while (Clock::now() < parked) loop.PollBlocking(absl::Milliseconds(10));
+  for (int i = 0; i < 10; ++i) {
+    deliver();
+    CHECK(tag.thread() == me);
+  }
 
+  CHECK(resumes == 0);  // Never returned yet.
   SECTION("nothing pending: Poll returns at once, PollBlocking after its time") {
     const auto start = Clock::now();
     CHECK_FALSE(loop.Poll());
@@ -106,6 +116,9 @@ TEST_CASE("the loop thread delivers unless a borrower holds the queue", "[grpc]"
     CHECK(tag.thread() != me);
     // Not before the linger (50 ms; the loop looks again every linger).
     CHECK(Clock::now() - returned >= std::chrono::milliseconds(40));
+    // Taking the queue back, it ran the resume work once, on its own thread.
+    CHECK(resumes == 1);
+    CHECK(resumed_on.load() == tag.thread());
   }
   SECTION("a return with resume_now hands the queue back at once") {
     loop.Return(/*resume_now=*/true);

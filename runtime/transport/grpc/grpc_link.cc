@@ -223,11 +223,14 @@ void GrpcLink::OnRead(bool ok) {
       arrived_bytes_ += read_buffer_.Length();
       arrived_.emplace_back();
       arrived_.back().Swap(&read_buffer_);
-      if (arrived_bytes_ < options_.max_buffered_bytes) {
-        read_again = true;
-        ++outstanding_ops_;
-      } else {
+      if (arrived_bytes_ >= options_.max_buffered_bytes) {
         read_paused_ = true;
+      } else if (!closing_ && arrived_.back().Length() < kFrameHeaderBytes + kEagerReadBytes) {
+        // A small frame: the next Read waits until a receive wants it (header).
+        read_owed_ = true;
+      } else {
+        read_again = true;  // Large, or closing (drain to the end of the stream).
+        ++outstanding_ops_;
       }
     } else {
       inbound_ = Inbound::kEnded;
@@ -271,7 +274,32 @@ void GrpcLink::MarkPeerGone(const absl::Status& cause) {
   if (env_.bell != nullptr) env_.bell->Ring();  // A waiter may be in its grace period.
 }
 
-void GrpcLink::PostRecv(Request* request) { recvs_.push_back(request); }
+bool GrpcLink::TakeOwedRead_Locked() {
+  if (!read_owed_) return false;
+  read_owed_ = false;
+  ++outstanding_ops_;
+  return true;
+}
+
+void GrpcLink::PostOwedRead() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!TakeOwedRead_Locked()) return;
+  }
+  StartRead();
+}
+
+void GrpcLink::PostRecv(Request* request) {
+  recvs_.push_back(request);
+  // A large receive gets its Read at once (its data streams in meanwhile); a
+  // small one when Poll finds nothing there, after this worker's own send.
+  if (request->bytes < kEagerReadBytes) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!arrived_.empty() || !TakeOwedRead_Locked()) return;
+  }
+  StartRead();
+}
 
 bool GrpcLink::Poll() {
   if (recvs_.empty()) return false;
@@ -288,10 +316,15 @@ bool GrpcLink::Poll() {
     grpc::ByteBuffer frame;
     bool resume_reading = false;
     bool peer_ended = false;
+    bool post_owed_read = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (arrived_.empty()) {
         peer_ended = inbound_ == Inbound::kEnded || inbound_ == Inbound::kFinished;
+        // A receive waits and nothing is here: now the Read is needed. The
+        // collectives post their sends before they wait, so its WINDOW_UPDATE
+        // leaves after this worker's own frame, while it waits for the peer's.
+        post_owed_read = TakeOwedRead_Locked();
       } else {
         frame.Swap(&arrived_.front());
         arrived_.pop_front();
@@ -304,7 +337,7 @@ bool GrpcLink::Poll() {
         }
       }
     }
-    if (resume_reading) StartRead();
+    if (resume_reading || post_owed_read) StartRead();
     if (frame.Length() == 0) {
       if (peer_ended) {
         // The peer's reason (its abort ends our outbound call with it) may arrive a
@@ -412,9 +445,16 @@ void GrpcLink::OnAbort(const absl::Status& cause) {
 
 void GrpcLink::BeginClose(Deadline deadline) {
   enum class Step { kNone, kWritesDone, kCancel, kCancelAndFinish } step = Step::kNone;
+  bool post_owed_read = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+    // The peer's end of stream completes a Read: WaitClosed waits for it.
+    post_owed_read = TakeOwedRead_Locked();
+  }
+  if (post_owed_read) StartRead();
   {
     std::unique_lock<std::mutex> lock(mu_);
-    closing_ = true;
     // Let queued frames leave first (bounded by the deadline).
     while ((write_in_flight_ != nullptr || !send_queue_.empty()) &&
            outbound_ == Outbound::kOpen && !deadline.Expired()) {
@@ -453,7 +493,8 @@ void GrpcLink::WaitClosed(Deadline deadline, double cancel_grace_s) {
     if (out_context_ != nullptr) out_context_->TryCancel();
     if (inbound_call_ != nullptr) inbound_call_->context.TryCancel();
     lock.lock();
-    // A paused inbound call has no Read to end: it counts as ended now.
+    // A paused inbound call (or one whose Read is owed) has no Read to end: it
+    // counts as ended now.
     if (inbound_ == Inbound::kReading) inbound_ = Inbound::kEnded;
     const Deadline grace = Deadline::AfterSeconds(cancel_grace_s);
     while (outstanding_ops_ > 0 && !grace.Expired()) {
@@ -527,7 +568,8 @@ std::string GrpcLink::DebugString() const {
   std::lock_guard<std::mutex> lock(mu_);
   return absl::StrCat(recvs_.size(), " receives pending, ", arrived_.size(),
                       " frames buffered (", arrived_bytes_, " bytes), ", send_queue_.size(),
-                      " sends queued", write_in_flight_ ? ", one being written" : "");
+                      " sends queued", write_in_flight_ ? ", one being written" : "",
+                      read_owed_ ? ", next read not yet posted" : "");
 }
 
 }  // namespace ringwork

@@ -6,6 +6,23 @@
 // tensor bytes are not copied on the way out; on the way in the sink reads them
 // from the received slices.
 //
+// Reads: at most one Read is outstanding on the inbound call. After a frame whose
+// payload is under kEagerReadBytes the next Read is not posted at once but owed,
+// and posted when it is needed or the worker is idle: by Poll when a receive
+// waits and nothing has arrived (inside Transport::Wait), by PostRecv for a
+// receive from kEagerReadBytes up, by the loop thread when it takes the queue
+// back between collectives (PostOwedRead, from WorkerRuntime), by BeginClose.
+// Why: chttp2 (1.51) sends a WINDOW_UPDATE as soon as a Read waits on a stream
+// that has taken data. Posted in OnRead, that sendmsg (a few us here, plus a
+// wake-up of the peer) fell between a frame's arrival and the collective waiting
+// for it; owed, it leaves after this worker's own frame when the collective posted
+// a send before waiting, and otherwise while it waits anyway. Frames a peer sends
+// meanwhile stay in gRPC's buffer, bounded by the stream's window (16 MiB,
+// DataStreamChannelSettings): a peer can run at most that far ahead of the
+// receives (beyond it its sends complete only once they are posted). A stream
+// reset drops what gRPC buffers, so a completed send is delivered only while the
+// peer lives or once its receive or the idle loop has read it.
+//
 // Threads: the Link methods run on the collective thread; gRPC completions (OnXxx
 // methods) run on whichever thread drives the worker's CompletionQueueLoop: its
 // loop thread, or the collective thread itself while it borrows the queue in a
@@ -49,9 +66,10 @@ class GrpcLink : public Link {
   struct Options {
     // Largest payload of one frame (the server's receive limit is set above it).
     size_t max_payload_bytes = 4 << 20;
-    // Frames that arrived before their receive was posted are kept up to this many
-    // bytes; beyond it the link stops reading, and gRPC's flow control holds the
-    // peer back.
+    // Frames read before their receive was posted (runs of frames from
+    // kEagerReadBytes up; after a smaller one the link reads nothing ahead) are
+    // kept up to this many bytes; beyond it the link stops reading, and gRPC's
+    // flow control holds the peer back.
     size_t max_buffered_bytes = 64 << 20;
   };
 
@@ -69,13 +87,18 @@ class GrpcLink : public Link {
   void AttachInbound(std::unique_ptr<InboundCall> call);
   // Closing, in two halves so that all links of a worker close at once (a worker
   // that waited for one peer before closing the next could wait in a circle):
-  // BeginClose ends the outbound call cleanly once queued frames have left;
-  // WaitClosed waits for every outstanding operation and for the peer to end its
-  // stream, and cancels what is left at `deadline`.
+  // BeginClose ends the outbound call cleanly once queued frames have left (and
+  // posts an owed Read, through which the peer's end of stream arrives);
+  // WaitClosed, after BeginClose or OnAbort, waits for every outstanding
+  // operation and for the peer to end its stream, and cancels what is left at
+  // `deadline`.
   void BeginClose(Deadline deadline);
   // After `deadline` what is still open is cancelled, and its completions get
   // `cancel_grace_s` more. Afterwards the link posts nothing to the queue again.
   void WaitClosed(Deadline deadline, double cancel_grace_s = 5);
+
+  // Posts the Read this link owes, if any (any thread; see the header comment).
+  void PostOwedRead();
 
   void PostSend(Request* request) override;
   void PostRecv(Request* request) override;
@@ -98,6 +121,9 @@ class GrpcLink : public Link {
   // How long a receive that found the peer's stream ended waits for the peer's
   // reason to arrive on the other call before it fails without one.
   static constexpr int kCauseGraceMs = 200;
+  // Frames from this size up get the next Read posted at once; after a smaller one
+  // it is owed until a receive wants it (see the header comment).
+  static constexpr size_t kEagerReadBytes = 64 << 10;
   // The cause sent to a peer (in gRPC's status message: its metadata is bounded).
   static constexpr size_t kMaxCauseBytes = 2048;
 
@@ -125,6 +151,9 @@ class GrpcLink : public Link {
   // (outside the lock). Null when nothing can be written now.
   Request* TakeNextWrite_Locked();
   void Write(Request* request);
+  // The owed Read (read_owed_), counted as an operation for the caller to post
+  // with StartRead outside mu_; false when none is owed.
+  bool TakeOwedRead_Locked();
   void StartRead();
   void OperationDone();
   void FailQueuedSends(const absl::Status& status);
@@ -161,6 +190,7 @@ class GrpcLink : public Link {
   int refused_streams_ = 0;                // Guarded by mu_.
   bool closing_ = false;                   // Guarded by mu_.
   bool read_paused_ = false;               // Guarded by mu_.
+  bool read_owed_ = false;                 // The next Read waits for a receive. Guarded by mu_.
   bool watching_ = false;                  // The outbound watch Read is pending. Guarded by mu_.
   bool no_more_ops_ = false;               // WaitClosed ended: post nothing. Guarded by mu_.
   bool finishing_ = false;                 // Finish was called on the outbound. Guarded by mu_.
