@@ -230,9 +230,9 @@ absl::Status WorkerRuntime::StartServer() {
     transport_->SetLink(peer, grpc_links_[peer].get());
   }
   loop_ = std::make_unique<CompletionQueueLoop>(server_->cq());
-  // Between collectives the loop thread posts the Reads the links owe, so that
-  // frames a peer sent ahead leave gRPC's buffer (a reset stream would drop them)
-  // and a peer's end of stream is seen.
+  // After the collectives the loop thread posts the Reads the links owe; from
+  // then on it reads each frame as it comes. So frames a peer sent ahead leave
+  // gRPC's buffer (a reset stream would drop them) and its end of stream is seen.
   loop_->set_on_resume([this] {
     for (auto& link : grpc_links_) {
       if (link != nullptr) link->PostOwedRead();

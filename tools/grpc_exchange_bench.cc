@@ -19,7 +19,7 @@
 //
 // Every row runs two fresh processes, forked before gRPC starts, over 127.0.0.1.
 // A row is the median of `--runs` blocks' average time (min..max beside it).
-// `--rounds` repeats the four rows one after the other, so that the noise shows.
+// `--rounds` repeats the rows one after the other, so that the noise shows.
 // Compare with `allreduce_bench --transport=grpc` to see what Ringwork adds.
 #include <poll.h>
 #include <signal.h>

@@ -16,6 +16,9 @@ gpr_timespec FromNow(int64_t micros) {
   return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_micros(micros, GPR_TIMESPAN));
 }
 
+// Set while this thread runs an OnEvent as a borrower (DeliveringToBorrower).
+thread_local bool t_delivering_to_borrower = false;
+
 }  // namespace
 
 CompletionQueueLoop::~CompletionQueueLoop() { ShutdownAndJoin(); }
@@ -38,11 +41,16 @@ void CompletionQueueLoop::Run() {
         changed_.wait_until(lock, borrowed_ ? Clock::now() + linger_ : resume_at_);
       }
       if (stopping_) break;
-      resumed = returned_;
+      resumed = returned_ && on_resume_;
       returned_ = false;
-      loop_polling_ = true;
+      // Not marked as polling while the resume work runs: a borrower that comes
+      // meanwhile needs no kick, and this thread looks at borrowed_ again first.
+      if (!resumed) loop_polling_ = true;
     }
-    if (resumed && on_resume_) on_resume_();
+    if (resumed) {
+      on_resume_();
+      continue;
+    }
     void* tag = nullptr;
     bool ok = false;
     // Blocks until an event (a borrower's kick is one) or for one linger: the
@@ -50,7 +58,7 @@ void CompletionQueueLoop::Run() {
     // meanwhile polls without blocking (PollBlocking) until this thread is out.
     const grpc::CompletionQueue::NextStatus next = cq_->AsyncNext(
         &tag, &ok, FromNow(std::chrono::duration_cast<std::chrono::microseconds>(linger_).count()));
-    if (next == grpc::CompletionQueue::GOT_EVENT) Deliver(tag, ok);
+    if (next == grpc::CompletionQueue::GOT_EVENT) Deliver(tag, ok, /*to_borrower=*/false);
     {
       std::lock_guard<std::mutex> lock(mu_);
       loop_polling_ = false;
@@ -61,13 +69,19 @@ void CompletionQueueLoop::Run() {
   // Shutting down: deliver what is left until the queue is drained.
   void* tag = nullptr;
   bool ok = false;
-  while (cq_->Next(&tag, &ok)) Deliver(tag, ok);
+  while (cq_->Next(&tag, &ok)) Deliver(tag, ok, /*to_borrower=*/false);
 }
 
-void CompletionQueueLoop::Deliver(void* tag, bool ok) {
+void CompletionQueueLoop::Deliver(void* tag, bool ok, bool to_borrower) {
   std::lock_guard<std::mutex> lock(dispatch_mu_);
+  struct Mark {  // Cleared however OnEvent ends.
+    explicit Mark(bool on) { t_delivering_to_borrower = on; }
+    ~Mark() { t_delivering_to_borrower = false; }
+  } mark(to_borrower);
   static_cast<CqTag*>(tag)->OnEvent(ok);
 }
+
+bool CompletionQueueLoop::DeliveringToBorrower() { return t_delivering_to_borrower; }
 
 void CompletionQueueLoop::Kick::OnEvent(bool) {
   std::lock_guard<std::mutex> lock(loop_->mu_);
@@ -101,7 +115,7 @@ bool CompletionQueueLoop::Poll() {
   bool ok = false;
   while (delivered < kMaxEventsPerPoll &&
          cq_->AsyncNext(&tag, &ok, Past()) == grpc::CompletionQueue::GOT_EVENT) {
-    Deliver(tag, ok);
+    Deliver(tag, ok, /*to_borrower=*/true);
     ++delivered;
   }
   return delivered > 0;
@@ -122,7 +136,7 @@ bool CompletionQueueLoop::PollBlocking(absl::Duration max) {
       grpc::CompletionQueue::GOT_EVENT) {
     return false;
   }
-  Deliver(tag, ok);
+  Deliver(tag, ok, /*to_borrower=*/true);
   Poll();
   return true;
 }
@@ -152,7 +166,7 @@ void CompletionQueueLoop::ShutdownAndJoin() {
     // Never started: drain here.
     void* tag = nullptr;
     bool ok = false;
-    while (cq_->Next(&tag, &ok)) Deliver(tag, ok);
+    while (cq_->Next(&tag, &ok)) Deliver(tag, ok, /*to_borrower=*/false);
   }
 }
 

@@ -68,9 +68,16 @@ class CompletionQueueLoop : public CompletionSource {
   CompletionQueueLoop& operator=(const CompletionQueueLoop&) = delete;
 
   // Runs on the loop thread each time it takes the queue back from a borrower
-  // (after the linger, so not between the steps of a busy job): work left for
-  // idle time, such as the Reads GrpcLink owes. Set before Start.
+  // (after the linger, or at once after Return(true); so not between the steps
+  // of a busy job), before it polls again: work left for idle time, such as the
+  // Reads GrpcLink owes. It runs outside the dispatch lock (concurrently with a
+  // borrower's OnEvent) and, like any operation, must not start one once
+  // ShutdownAndJoin has been called. Set before Start.
   void set_on_resume(std::function<void()> on_resume) { on_resume_ = std::move(on_resume); }
+  // True while the calling thread runs an OnEvent as the queue's borrower (a
+  // collective waiting), false on the loop thread: a completion handler can leave
+  // work for the borrower's own poll instead of doing it at once.
+  static bool DeliveringToBorrower();
   void Start();
   // Shuts the queue down; the thread delivers every remaining event and exits.
   // Call only when no new operation will be started and nobody borrows the queue.
@@ -95,7 +102,7 @@ class CompletionQueueLoop : public CompletionSource {
   };
 
   void Run();
-  void Deliver(void* tag, bool ok);
+  void Deliver(void* tag, bool ok, bool to_borrower);
   bool LoopThreadPolling();
 
   grpc::CompletionQueue* cq_;

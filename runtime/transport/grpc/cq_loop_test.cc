@@ -18,12 +18,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Records which thread delivered it.
+// Records which thread delivered it, and whether as a borrower.
 class Recorder : public CqTag {
  public:
   void OnEvent(bool ok) override {
     ok_ = ok;
     thread_ = std::this_thread::get_id();
+    to_borrower_ = CompletionQueueLoop::DeliveringToBorrower();
     delivered_.store(true);
   }
   void Reset() {
@@ -32,11 +33,13 @@ class Recorder : public CqTag {
   }
   bool delivered() const { return delivered_.load(); }
   std::thread::id thread() const { return thread_; }
+  bool to_borrower() const { return to_borrower_; }
   bool ok() const { return ok_; }
 
  private:
   std::atomic<bool> delivered_{false};
   std::thread::id thread_;
+  bool to_borrower_ = false;
   bool ok_ = false;
 };
 
@@ -55,24 +58,26 @@ bool WaitDelivered(const Recorder& tag, std::chrono::milliseconds limit) {
 
 TEST_CASE("the loop thread delivers unless a borrower holds the queue", "[grpc]") {
   grpc::CompletionQueue cq;
+  // Declared before the loop, whose thread uses them until it is joined.
+  std::atomic<int> resumes{0};
+  std::atomic<std::thread::id> resumed_on{};
+  grpc::Alarm alarm;
+  Recorder tag;
   CompletionQueueLoop::Options options;
   options.linger_ms = 50;
   CompletionQueueLoop loop(&cq, options);
-  std::atomic<int> resumes{0};
-  std::atomic<std::thread::id> resumed_on{};
   loop.set_on_resume([&] {
     resumed_on = std::this_thread::get_id();
     ++resumes;
   });
   loop.Start();
-  grpc::Alarm alarm;
-  Recorder tag;
   const std::thread::id me = std::this_thread::get_id();
 
   FireNow(&alarm, &cq, &tag);
   REQUIRE(WaitDelivered(tag, std::chrono::seconds(5)));
   CHECK(tag.ok());
   CHECK(tag.thread() != me);
+  CHECK_FALSE(tag.to_borrower());
 
   loop.Borrow();
   // While the loop thread leaves gRPC it may still take events: when the borrower
@@ -94,6 +99,7 @@ TEST_CASE("the loop thread delivers unless a borrower holds the queue", "[grpc]"
   for (int i = 0; i < 10; ++i) {
     deliver();
     CHECK(tag.thread() == me);
+    CHECK(tag.to_borrower());
   }
 
   CHECK(resumes == 0);  // Never returned yet.
@@ -116,6 +122,7 @@ TEST_CASE("the loop thread delivers unless a borrower holds the queue", "[grpc]"
     CHECK(tag.thread() != me);
     // Not before the linger (50 ms; the loop looks again every linger).
     CHECK(Clock::now() - returned >= std::chrono::milliseconds(40));
+    CHECK_FALSE(tag.to_borrower());
     // Taking the queue back, it ran the resume work once, on its own thread.
     CHECK(resumes == 1);
     CHECK(resumed_on.load() == tag.thread());

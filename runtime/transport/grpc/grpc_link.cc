@@ -225,11 +225,15 @@ void GrpcLink::OnRead(bool ok) {
       arrived_.back().Swap(&read_buffer_);
       if (arrived_bytes_ >= options_.max_buffered_bytes) {
         read_paused_ = true;
-      } else if (!closing_ && arrived_.back().Length() < kFrameHeaderBytes + kEagerReadBytes) {
-        // A small frame: the next Read waits until a receive wants it (header).
+      } else if (!closing_ && arrived_.back().Length() < kFrameHeaderBytes + kEagerReadBytes &&
+                 CompletionQueueLoop::DeliveringToBorrower()) {
+        // A small frame, to a collective that waits: the next Read waits until a
+        // receive wants it (header comment).
         read_owed_ = true;
       } else {
-        read_again = true;  // Large, or closing (drain to the end of the stream).
+        // Large, or on the loop thread (nobody waits: nothing to gain), or closing
+        // (drain to the end of the stream).
+        read_again = true;
         ++outstanding_ops_;
       }
     } else {

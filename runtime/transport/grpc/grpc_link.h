@@ -6,22 +6,26 @@
 // tensor bytes are not copied on the way out; on the way in the sink reads them
 // from the received slices.
 //
-// Reads: at most one Read is outstanding on the inbound call. After a frame whose
-// payload is under kEagerReadBytes the next Read is not posted at once but owed,
-// and posted when it is needed or the worker is idle: by Poll when a receive
-// waits and nothing has arrived (inside Transport::Wait), by PostRecv for a
-// receive from kEagerReadBytes up, by the loop thread when it takes the queue
-// back between collectives (PostOwedRead, from WorkerRuntime), by BeginClose.
+// Reads: at most one Read is outstanding on the inbound call. When a frame whose
+// payload is under kEagerReadBytes is delivered to a collective that waits (its
+// thread borrows the queue: CompletionQueueLoop::DeliveringToBorrower), the next
+// Read is not posted at once but owed. Poll posts it when a receive waits and
+// nothing has arrived (inside Transport::Wait), PostRecv for a receive from
+// kEagerReadBytes up, the loop thread when it takes the queue back after the
+// collectives (PostOwedRead, from WorkerRuntime), BeginClose. Frames the loop
+// thread delivers (between collectives, or always in a worker with a
+// shared-memory peer, which never lends its queue) get the next Read at once.
 // Why: chttp2 (1.51) sends a WINDOW_UPDATE as soon as a Read waits on a stream
 // that has taken data. Posted in OnRead, that sendmsg (a few us here, plus a
 // wake-up of the peer) fell between a frame's arrival and the collective waiting
 // for it; owed, it leaves after this worker's own frame when the collective posted
 // a send before waiting, and otherwise while it waits anyway. Frames a peer sends
-// meanwhile stay in gRPC's buffer, bounded by the stream's window (16 MiB,
-// DataStreamChannelSettings): a peer can run at most that far ahead of the
-// receives (beyond it its sends complete only once they are posted). A stream
-// reset drops what gRPC buffers, so a completed send is delivered only while the
-// peer lives or once its receive or the idle loop has read it.
+// while a Read is owed stay in gRPC's buffer, bounded by the stream's window
+// (16 MiB, DataStreamChannelSettings): during collectives a peer can run at most
+// that far ahead of the receives (beyond it its sends complete once they are
+// posted). A stream reset drops what gRPC buffers; the loop thread reads it out
+// within a linger after the collectives ("during collectives" means while the
+// waits come less than a linger apart).
 //
 // Threads: the Link methods run on the collective thread; gRPC completions (OnXxx
 // methods) run on whichever thread drives the worker's CompletionQueueLoop: its
@@ -66,10 +70,9 @@ class GrpcLink : public Link {
   struct Options {
     // Largest payload of one frame (the server's receive limit is set above it).
     size_t max_payload_bytes = 4 << 20;
-    // Frames read before their receive was posted (runs of frames from
-    // kEagerReadBytes up; after a smaller one the link reads nothing ahead) are
-    // kept up to this many bytes; beyond it the link stops reading, and gRPC's
-    // flow control holds the peer back.
+    // Frames read before their receive was posted (all but those behind an owed
+    // Read, see the header comment) are kept up to this many bytes; beyond it the
+    // link stops reading, and gRPC's flow control holds the peer back.
     size_t max_buffered_bytes = 64 << 20;
   };
 
@@ -122,7 +125,7 @@ class GrpcLink : public Link {
   // reason to arrive on the other call before it fails without one.
   static constexpr int kCauseGraceMs = 200;
   // Frames from this size up get the next Read posted at once; after a smaller one
-  // it is owed until a receive wants it (see the header comment).
+  // delivered to a waiting collective it is owed (see the header comment).
   static constexpr size_t kEagerReadBytes = 64 << 10;
   // The cause sent to a peer (in gRPC's status message: its metadata is bounded).
   static constexpr size_t kMaxCauseBytes = 2048;
@@ -190,7 +193,7 @@ class GrpcLink : public Link {
   int refused_streams_ = 0;                // Guarded by mu_.
   bool closing_ = false;                   // Guarded by mu_.
   bool read_paused_ = false;               // Guarded by mu_.
-  bool read_owed_ = false;                 // The next Read waits for a receive. Guarded by mu_.
+  bool read_owed_ = false;                 // The next Read is owed (header). Guarded by mu_.
   bool watching_ = false;                  // The outbound watch Read is pending. Guarded by mu_.
   bool no_more_ops_ = false;               // WaitClosed ended: post nothing. Guarded by mu_.
   bool finishing_ = false;                 // Finish was called on the outbound. Guarded by mu_.
