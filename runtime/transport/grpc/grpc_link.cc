@@ -296,7 +296,8 @@ void GrpcLink::PostOwedRead() {
 void GrpcLink::PostRecv(Request* request) {
   recvs_.push_back(request);
   // A large receive gets its Read at once (its data streams in meanwhile); a
-  // small one when Poll finds nothing there, after this worker's own send.
+  // small one when Poll finds nothing there (after this worker's own send, where
+  // the collective posted one first).
   if (request->bytes < kEagerReadBytes) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -325,9 +326,9 @@ bool GrpcLink::Poll() {
       std::lock_guard<std::mutex> lock(mu_);
       if (arrived_.empty()) {
         peer_ended = inbound_ == Inbound::kEnded || inbound_ == Inbound::kFinished;
-        // A receive waits and nothing is here: now the Read is needed. The
-        // collectives post their sends before they wait, so its WINDOW_UPDATE
-        // leaves after this worker's own frame, while it waits for the peer's.
+        // A receive waits and nothing is here: now the Read is needed. Where the
+        // collective posted a send before it waits, its WINDOW_UPDATE leaves after
+        // this worker's own frame; in any case while it waits for the peer's.
         post_owed_read = TakeOwedRead_Locked();
       } else {
         frame.Swap(&arrived_.front());
