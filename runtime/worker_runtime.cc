@@ -205,8 +205,14 @@ absl::Status WorkerRuntime::StartServer() {
       call->context.TryCancel();
       return;
     }
-    // A second stream for the same peer (injected) is refused by the link.
-    grpc_links_[who->rank]->AttachInbound(std::move(call));
+    // A second stream for the same peer (injected) is refused by the link. A
+    // lower rank's call carries the pair's frames both ways: this worker answers
+    // it with its own identity, signed for the caller's process.
+    CallMetadata reply;
+    if (who->rank < config_.rank()) {
+      reply = auth_->CallMetadataFor(RpcMethod::kTransferReply, who->rank, who->incarnation);
+    }
+    grpc_links_[who->rank]->AttachInbound(std::move(call), reply);
   };
   const HostPort address = *config_.address();
   const size_t max_message = options_.grpc.max_payload_bytes + kFrameHeaderBytes + 4096;
@@ -225,7 +231,7 @@ absl::Status WorkerRuntime::StartServer() {
     if (peer == rank) continue;
     liveness_[peer] = std::make_shared<PeerLiveness>();
     grpc_links_[peer] =
-        std::make_unique<GrpcLink>(server_->cq(), liveness_[peer], options_.grpc);
+        std::make_unique<GrpcLink>(server_->cq(), liveness_[peer], options_.grpc, rank < peer);
     grpc_links_[peer]->set_peer_name(config_.DescribeRank(peer));
     transport_->SetLink(peer, grpc_links_[peer].get());
   }
@@ -356,9 +362,15 @@ absl::Status WorkerRuntime::JoinRing() {
     if (peer == rank) continue;
     // The gRPC stream is opened for every peer: for shared-memory peers it carries
     // no data, but its end tells us when the peer is gone.
+    const uint64_t peer_incarnation = (*peers)[peer].incarnation;
+    // On the lower rank's call the peer answers with frames: first it proves it is
+    // the peer that joined (its reply metadata, signed for this process).
+    ReplyCheck check_reply = [this, peer, peer_incarnation](const auto& metadata) {
+      return auth_->VerifyPeer(metadata, RpcMethod::kTransferReply, peer, peer_incarnation);
+    };
     grpc_links_[peer]->OpenOutbound(
-        channels[peer],
-        auth_->CallMetadataFor(RpcMethod::kTransfer, peer, (*peers)[peer].incarnation));
+        channels[peer], auth_->CallMetadataFor(RpcMethod::kTransfer, peer, peer_incarnation),
+        rank < peer ? std::move(check_reply) : nullptr);
     const bool shm = shm_ != nullptr && shm_->mapped(peer) && (*peers)[peer].mapped_our_shm;
     if (shm) {
       std::unique_ptr<Link> link =

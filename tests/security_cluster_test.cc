@@ -248,22 +248,26 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
   }
   // Data streams with the right token: one claiming worker:1 (which already has its
   // stream), one with an incarnation that never joined, one with a Heartbeat's
-  // metadata and one bound to an earlier run's worker:0. All are cut off.
+  // metadata, one with a data call's signed answer (its server's proof) and one
+  // bound to an earlier run's worker:0. All are cut off.
   const std::vector<CallMetadata> streams = {
       RpcAuth(kToken, fingerprint, 1, w1).CallMetadataFor(RpcMethod::kTransfer, 0, w0),
       RpcAuth(kToken, fingerprint, 1, w1 + 1).CallMetadataFor(RpcMethod::kTransfer, 0, w0),
       RpcAuth(kToken, fingerprint, 1, w1).CallMetadataFor(RpcMethod::kHeartbeat, 0, w0),
+      RpcAuth(kToken, fingerprint, 1, w1).CallMetadataFor(RpcMethod::kTransferReply, 0, w0),
       RpcAuth(kToken, fingerprint, 1, w1).CallMetadataFor(RpcMethod::kTransfer, 0, w0 ^ 0x5a5a)};
   for (const CallMetadata& metadata : streams) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     for (const auto& [k, v] : metadata) context.AddMetadata(k, v);
-    proto::TransferSummary summary;
-    std::unique_ptr<grpc::ClientWriter<proto::RawFrame>> writer = worker0->Transfer(&context, &summary);
-    for (int i = 0; i < 10 && writer->Write(proto::RawFrame()); ++i) {
+    std::unique_ptr<grpc::ClientReaderWriter<proto::RawFrame, proto::RawFrame>> stream =
+        worker0->Transfer(&context);
+    for (int i = 0; i < 10 && stream->Write(proto::RawFrame()); ++i) {
     }
-    writer->WritesDone();
-    CHECK(!writer->Finish().ok());
+    stream->WritesDone();
+    proto::RawFrame frame;
+    CHECK(!stream->Read(&frame));  // Nothing comes back on a refused call.
+    CHECK(!stream->Finish().ok());
   }
   // A Join over the small limit for control messages, signed right, and one over
   // the server's limit, with no token.

@@ -4,9 +4,11 @@
 // Ringwork's gRPC links use them. It differs from a GrpcLink in sending each frame
 // as one slice (a link sends a 64-byte header slice and the payload) and in posting
 // no watch Read on the call it opened. Two stream layouts:
-//   two streams: one call per direction (GrpcLink's layout: each process writes on
-//                the call it opened and reads the call its peer opened);
-//   one stream:  one bidirectional call per pair, opened by rank 0.
+//   two streams: one call per direction (GrpcLink's layout until protocol 3: each
+//                process wrote on the call it opened and read the call its peer
+//                opened);
+//   one stream:  one bidirectional call per pair, opened by rank 0 (GrpcLink's
+//                data call since protocol 4).
 // Two patterns: "exchange" (both send at once and wait for each other's frame, as
 // one step of a 2-rank all-reduce; the time is per exchange) and "ping-pong" (rank
 // 0 sends, rank 1 answers; the time is per round trip). Two ways to post the next

@@ -60,6 +60,8 @@ const char* RpcMethodName(RpcMethod method) {
       return "Heartbeat";
     case RpcMethod::kTransfer:
       return "Transfer";
+    case RpcMethod::kTransferReply:
+      return "TransferReply";
   }
   return "?";
 }
@@ -173,6 +175,21 @@ absl::Status RpcAuth::SameCluster(const RpcIdentity& who) const {
   return absl::PermissionDeniedError(absl::StrCat("the caller (rank ", who.rank,
                                                   ") belongs to cluster ", who.fingerprint,
                                                   ", not ", fingerprint_));
+}
+
+absl::Status RpcAuth::VerifyPeer(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                                RpcMethod method, int64_t rank, uint64_t incarnation) const {
+  absl::StatusOr<RpcIdentity> who = Verify(metadata, method);
+  if (!who.ok()) return who.status();
+  absl::Status same = SameCluster(*who);
+  if (!same.ok()) return same;
+  if (who->rank != rank || who->incarnation != incarnation) {
+    return absl::PermissionDeniedError(absl::StrCat("it answered as rank ", who->rank,
+                                                    " incarnation ", who->incarnation,
+                                                    ", not rank ", rank, " incarnation ",
+                                                    incarnation));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ringwork

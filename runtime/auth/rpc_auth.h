@@ -44,7 +44,9 @@ namespace ringwork {
 
 using CallMetadata = std::vector<std::pair<std::string, std::string>>;
 
-enum class RpcMethod { kJoin, kHeartbeat, kTransfer };
+// kTransferReply: not a call but the first metadata of the answer on a data call
+// (runtime/transport/grpc/grpc_link.h), signed by the server for the caller.
+enum class RpcMethod { kJoin, kHeartbeat, kTransfer, kTransferReply };
 const char* RpcMethodName(RpcMethod method);
 
 // Trailing metadata of a refusal for another incarnation: the callee's own.
@@ -87,6 +89,11 @@ class RpcAuth {
   static bool AsksForChallenge(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
   // PERMISSION_DENIED unless `who` is of this worker's cluster.
   absl::Status SameCluster(const RpcIdentity& who) const;
+  // Verify, SameCluster, and that the sender is the process `rank` with
+  // `incarnation` (PERMISSION_DENIED naming both otherwise): for a data call's
+  // answer (kTransferReply), from the peer this worker called.
+  absl::Status VerifyPeer(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                          RpcMethod method, int64_t rank, uint64_t incarnation) const;
   // Joins addressed to `rank` are this worker's too: after an elastic regroup
   // renumbered the ring, a worker starting again calls this one by its rank in
   // the job's first generation (to learn the generation it runs).

@@ -10,8 +10,9 @@
 namespace ringwork {
 
 GrpcLink::GrpcLink(grpc::CompletionQueue* cq, std::shared_ptr<PeerLiveness> liveness,
-                   Options options)
-    : cq_(cq), liveness_(std::move(liveness)), options_(options) {}
+                   Options options, bool opens_data_call)
+    : cq_(cq), liveness_(std::move(liveness)), options_(options),
+      opens_data_call_(opens_data_call) {}
 
 GrpcLink::~GrpcLink() {
   std::unique_lock<std::mutex> lock(mu_);
@@ -23,10 +24,11 @@ GrpcLink::~GrpcLink() {
 
 void GrpcLink::OpenOutbound(
     std::shared_ptr<grpc::Channel> channel,
-    const std::vector<std::pair<std::string, std::string>>& metadata) {
+    const std::vector<std::pair<std::string, std::string>>& metadata, ReplyCheck check_reply) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (outbound_ != Outbound::kIdle || closing_) return;
+    check_reply_ = std::move(check_reply);
     outbound_ = Outbound::kStarting;
     ++outstanding_ops_;
   }
@@ -47,23 +49,27 @@ void GrpcLink::OnStartCall(bool ok) {
     if (outbound_ == Outbound::kStarting) {
       outbound_ = ok ? Outbound::kOpen : Outbound::kBroken;
     }
+    if (!ok && opens_data_call_) replies_ended_ = true;  // Receives fail (Poll).
     if (ok && !finishing_ && !no_more_ops_) {
-      // The watch: a Read that completes when the peer ends this call, at an
-      // orderly close (its reply) or when it aborts (its first error, which then
-      // tells this worker the root cause). Held from here until Finish completes.
+      // The lower rank reads the peer's frames here until the call ends. The
+      // higher rank's watch: a Read that completes when the peer ends this call,
+      // at an orderly close or when it aborts (its first error, which then tells
+      // this worker the root cause). Held from here until Finish completes.
       watching_ = true;
       watch = true;
       ++outstanding_ops_;
     }
-    if (outbound_ == Outbound::kOpen) next = TakeNextWrite_Locked();
+    next = TakeNextWrite_Locked();
   }
-  if (watch) out_stream_->Read(&response_, &response_tag_);
-  if (!ok) {
-    MarkPeerGone(absl::OkStatus());
+  if (watch && opens_data_call_) out_stream_->Read(&read_buffer_, &read_tag_);
+  if (watch && !opens_data_call_) out_stream_->Read(&response_, &response_tag_);
+  if (!ok) MarkPeerGone(absl::OkStatus());
+  if (!ok && opens_data_call_) {
     FailQueuedSends(absl::UnavailableError(
         absl::StrCat("could not open the data stream to ", peer_name_)));
   }
   if (next != nullptr) Write(next);
+  env_.bell->Ring();
   drained_.notify_all();
 }
 
@@ -72,14 +78,13 @@ void GrpcLink::PostSend(Request* request) {
   absl::Status refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (outbound_ == Outbound::kBroken || outbound_ == Outbound::kClosed ||
-        outbound_ == Outbound::kClosing || finishing_) {
+    if (SendsRefused_Locked()) {
       refused = absl::UnavailableError(absl::StrCat(
           "the data stream to ", peer_name_, " is closed; cannot send frame ",
           request->key.ToString()));
     } else {
       send_queue_.push_back(request);
-      if (outbound_ == Outbound::kOpen) next = TakeNextWrite_Locked();
+      next = TakeNextWrite_Locked();
     }
   }
   if (!refused.ok()) {
@@ -93,8 +98,33 @@ void GrpcLink::PostSend(Request* request) {
   if (next != nullptr) Write(next);
 }
 
+bool GrpcLink::SendsOpen_Locked() const {
+  if (sends_broken_) return false;
+  if (opens_data_call_) return outbound_ == Outbound::kOpen && !finishing_;
+  // The server may write after the peer ended its half, until it finishes.
+  return (inbound_ == Inbound::kReading || inbound_ == Inbound::kEnded) &&
+         !inbound_finish_posted_ && reply_metadata_sent_;
+}
+
+bool GrpcLink::DataReadOpen_Locked() const {
+  if (opens_data_call_) return watching_ && !replies_ended_ && !finishing_;
+  return inbound_ == Inbound::kReading && !inbound_finish_posted_;
+}
+
+bool GrpcLink::SendsRefused_Locked() const {
+  if (sends_broken_ || sends_closed_) return true;
+  if (opens_data_call_) {
+    return outbound_ == Outbound::kBroken || outbound_ == Outbound::kClosed ||
+           outbound_ == Outbound::kClosing || finishing_;
+  }
+  // Before the peer's call arrives sends wait; once it is over they are refused.
+  return inbound_ == Inbound::kFinishing || inbound_ == Inbound::kFinished ||
+         inbound_finish_posted_ || (inbound_ == Inbound::kNone && closing_);
+}
+
 Request* GrpcLink::TakeNextWrite_Locked() {
-  if (write_in_flight_ != nullptr || send_queue_.empty() || finishing_ || no_more_ops_) {
+  if (write_in_flight_ != nullptr || send_queue_.empty() || no_more_ops_ ||
+      !SendsOpen_Locked()) {
     return nullptr;
   }
   write_in_flight_ = send_queue_.pop_front();
@@ -123,7 +153,11 @@ void GrpcLink::Write(Request* request) {
                          : grpc::Slice(),
   };
   grpc::ByteBuffer buffer(slices, request->bytes > 0 ? 2 : 1);
-  out_stream_->Write(buffer, &write_tag_);
+  if (opens_data_call_) {
+    out_stream_->Write(buffer, &write_tag_);
+  } else {
+    inbound_call_->stream.Write(buffer, &write_tag_);
+  }
 }
 
 void GrpcLink::OnWriteDone(bool ok) {
@@ -131,17 +165,24 @@ void GrpcLink::OnWriteDone(bool ok) {
   Request* done = nullptr;
   Request* next = nullptr;
   bool broke = false;
+  bool finish_inbound = false;
+  bool post_owed_read = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --outstanding_ops_;
     done = write_in_flight_;
     write_in_flight_ = nullptr;
-    if (!ok && outbound_ == Outbound::kOpen) {
-      outbound_ = Outbound::kBroken;
+    if (!ok && !sends_broken_) {
+      sends_broken_ = true;
+      if (outbound_ == Outbound::kOpen && opens_data_call_) outbound_ = Outbound::kBroken;
       broke = !closing_;
     }
-    if (ok && outbound_ == Outbound::kOpen) next = TakeNextWrite_Locked();
+    next = TakeNextWrite_Locked();
+    finish_inbound = TakeInboundFinish_Locked();
+    // The peer's call failed or ended: its status says why (the lower rank reads it).
+    post_owed_read = !ok && TakeOwedRead_Locked();
   }
+  if (post_owed_read) StartRead();
   if (ok) {
     done->progress = done->bytes;
     CompleteRequest(done, absl::OkStatus());
@@ -159,6 +200,7 @@ void GrpcLink::OnWriteDone(bool ok) {
     FailQueuedSends(done->status);
   }
   if (next != nullptr) Write(next);
+  if (finish_inbound) PostInboundFinish();
   drained_.notify_all();
 }
 
@@ -172,8 +214,14 @@ void GrpcLink::FailQueuedSends(const absl::Status& status) {
   env_.bell->Ring();
 }
 
-void GrpcLink::AttachInbound(std::unique_ptr<InboundCall> call) {
-  RW_VLOG(2) << "data stream from " << peer_name_ << " accepted";
+void GrpcLink::AttachInbound(std::unique_ptr<InboundCall> call,
+                             const std::vector<std::pair<std::string, std::string>>& reply_metadata) {
+  RW_VLOG(2) << (opens_data_call_ ? "control" : "data") << " stream from " << peer_name_
+             << " accepted";
+  Request* next = nullptr;
+  // Under post_mu_, as the abort's Finish: gRPC's initial-metadata flag is not
+  // thread-safe, so it is sent here before any Write or Finish can be posted.
+  std::lock_guard<std::mutex> post(post_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (inbound_ != Inbound::kNone || closing_) {
@@ -187,10 +235,30 @@ void GrpcLink::AttachInbound(std::unique_ptr<InboundCall> call) {
       return;
     }
     inbound_call_ = std::move(call);
+    for (const auto& [key, value] : reply_metadata) {
+      inbound_call_->context.AddInitialMetadata(key, value);
+    }
     inbound_ = Inbound::kReading;
-    ++outstanding_ops_;
+    outstanding_ops_ += opens_data_call_ ? 1 : 2;
   }
-  inbound_call_->reader.Read(&read_buffer_, &read_tag_);
+  if (opens_data_call_) {
+    inbound_call_->stream.Read(&control_buffer_, &control_read_tag_);
+    return;
+  }
+  inbound_call_->stream.SendInitialMetadata(&reply_metadata_tag_);
+  inbound_call_->stream.Read(&read_buffer_, &read_tag_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reply_metadata_sent_ = true;
+    next = TakeNextWrite_Locked();  // The higher rank's sends waited for this call.
+  }
+  if (next != nullptr) Write(next);
+}
+
+void GrpcLink::OnReplyMetadataSent(bool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --outstanding_ops_;
+  drained_.notify_all();
 }
 
 void GrpcLink::StartRead() {
@@ -198,24 +266,44 @@ void GrpcLink::StartRead() {
   std::lock_guard<std::mutex> post(post_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (inbound_ != Inbound::kReading || no_more_ops_) {
+    if (!DataReadOpen_Locked() || no_more_ops_) {
       --outstanding_ops_;  // Counted by the caller; never posted.
       drained_.notify_all();
       return;
     }
   }
-  inbound_call_->reader.Read(&read_buffer_, &read_tag_);
+  if (opens_data_call_) {
+    out_stream_->Read(&read_buffer_, &read_tag_);
+  } else {
+    inbound_call_->stream.Read(&read_buffer_, &read_tag_);
+  }
 }
 
 void GrpcLink::OnRead(bool ok) {
   RW_VLOG(3) << "read from " << peer_name_ << (ok ? "" : ": end of stream");
+  // The lower rank takes the peer's frames once the server proved to be the peer.
+  absl::Status refused;
+  if (ok && opens_data_call_ && !ReplyProven(&refused)) {
+    read_buffer_.Clear();
+    const absl::Status cause = absl::UnauthenticatedError(absl::StrCat(
+        "the server at the address of ", peer_name_, " answered the data stream without "
+        "proving it is that worker: ", refused.message()));
+    RW_LOG(ERROR) << cause.message();
+    MarkPeerGone(cause);
+    out_context_->TryCancel();
+    FinishDataCall();  // Takes over this Read's operation count.
+    drained_.notify_all();
+    return;
+  }
   bool read_again = false;
+  bool data_call_ended = false;
   bool finish = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --outstanding_ops_;
-    if (inbound_ == Inbound::kFinishing) {
-      // This worker aborted and ended the call with its cause: drop what arrives.
+    if (!opens_data_call_ && inbound_finish_posted_) {
+      // This worker ended the call (it closed, or aborted with its cause): drop
+      // what arrives.
       drained_.notify_all();
       return;
     }
@@ -236,32 +324,81 @@ void GrpcLink::OnRead(bool ok) {
         read_again = true;
         ++outstanding_ops_;
       }
+    } else if (opens_data_call_) {
+      // The server ended the data call: at an orderly close, or its abort's cause
+      // (or its death) comes with the call's status.
+      replies_ended_ = true;
+      data_call_ended = true;
+      ++outstanding_ops_;  // For FinishDataCall.
     } else {
       inbound_ = Inbound::kEnded;
-      finish = true;
-      ++outstanding_ops_;
+      finish = TakeInboundFinish_Locked();
     }
   }
   if (read_again) StartRead();
-  if (finish) {
-    // The peer ended its stream: cleanly at shutdown, or because it died.
-    MarkPeerGone(absl::OkStatus());
-    std::lock_guard<std::mutex> post(post_mu_);
-    bool post_finish = true;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (no_more_ops_) {
-        post_finish = false;
-        --outstanding_ops_;
-        inbound_ = Inbound::kFinished;
-      }
-    }
-    if (post_finish) {
-      inbound_call_->reader.Finish(grpc::ByteBuffer(), grpc::Status::OK, &inbound_finish_tag_);
-    }
-  }
+  if (data_call_ended) FinishDataCall();
+  // The peer ended its stream: cleanly at shutdown, or because it died.
+  if (!ok && !opens_data_call_) MarkPeerGone(absl::OkStatus());
+  if (finish) PostInboundFinish();
   env_.bell->Ring();
   drained_.notify_all();
+}
+
+bool GrpcLink::ReplyProven(absl::Status* why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reply_checked_) return true;
+  }
+  // The server's initial metadata is there once a Read or Finish completed.
+  absl::Status checked = check_reply_ != nullptr
+                             ? check_reply_(out_context_->GetServerInitialMetadata())
+                             : absl::FailedPreconditionError("this link has no check for it");
+  if (!checked.ok()) {
+    if (why != nullptr) *why = checked;
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  reply_checked_ = true;
+  return true;
+}
+
+bool GrpcLink::TakeInboundFinish_Locked() {
+  if (inbound_finish_posted_ || no_more_ops_) return false;
+  if (opens_data_call_) {
+    if (inbound_ != Inbound::kEnded) return false;
+  } else {
+    // The higher rank ends the data call once the peer ended its half, or once it
+    // closes itself (so the peer's receives end too); its frames go out first.
+    const bool over =
+        inbound_ == Inbound::kEnded || (inbound_ == Inbound::kReading && sends_closed_);
+    if (!over || write_in_flight_ != nullptr || (!send_queue_.empty() && SendsOpen_Locked())) {
+      return false;
+    }
+    inbound_ = Inbound::kEnded;  // A Read still out completes, and is dropped.
+  }
+  inbound_finish_posted_ = true;
+  ++outstanding_ops_;
+  return true;
+}
+
+void GrpcLink::PostInboundFinish() {
+  std::lock_guard<std::mutex> post(post_mu_);
+  inbound_call_->stream.Finish(grpc::Status::OK, &inbound_finish_tag_);
+}
+
+void GrpcLink::FinishDataCall() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watching_ = false;
+    if (finishing_ || no_more_ops_) {
+      --outstanding_ops_;
+      if (no_more_ops_) outbound_ = Outbound::kClosed;
+      drained_.notify_all();
+      return;
+    }
+    finishing_ = true;
+  }
+  out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
 }
 
 void GrpcLink::OnInboundFinish(bool) {
@@ -325,7 +462,9 @@ bool GrpcLink::Poll() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (arrived_.empty()) {
-        peer_ended = inbound_ == Inbound::kEnded || inbound_ == Inbound::kFinished;
+        peer_ended = opens_data_call_
+                         ? replies_ended_
+                         : inbound_ == Inbound::kEnded || inbound_ == Inbound::kFinished;
         // A receive waits and nothing is here: now the Read is needed. Where the
         // collective posted a send before it waits, its WINDOW_UPDATE leaves after
         // this worker's own frame; in any case while it waits for the peer's.
@@ -335,7 +474,7 @@ bool GrpcLink::Poll() {
         arrived_.pop_front();
         arrived_bytes_ -= frame.Length();
         if (read_paused_ && arrived_bytes_ < options_.max_buffered_bytes / 2 &&
-            inbound_ == Inbound::kReading) {
+            DataReadOpen_Locked()) {
           read_paused_ = false;
           resume_reading = true;
           ++outstanding_ops_;
@@ -400,173 +539,6 @@ bool GrpcLink::Poll() {
     progressed = true;
   }
   return progressed;
-}
-
-void GrpcLink::FailPending(const absl::Status& status, Deadline deadline) {
-  FailQueuedSends(status);
-  while (Request* recv = recvs_.pop_front()) CompleteRequest(recv, status);
-  std::unique_lock<std::mutex> lock(mu_);
-  arrived_.clear();
-  arrived_bytes_ = 0;
-  if (write_in_flight_ != nullptr) {
-    // gRPC may still read the caller's buffer: cancel, and wait for the write.
-    if (out_context_ != nullptr) out_context_->TryCancel();
-    while (write_in_flight_ != nullptr && !deadline.Expired()) {
-      drained_.wait_for(lock, std::chrono::milliseconds(10));
-    }
-    if (write_in_flight_ != nullptr) {
-      RW_LOG(ERROR) << "a write to " << peer_name_ << " is still in flight after the "
-                    << "abort deadline";
-    }
-  }
-}
-
-void GrpcLink::OnAbort(const absl::Status& cause) {
-  bool cancel_outbound = false;
-  {
-    std::lock_guard<std::mutex> post(post_mu_);
-    bool finish_inbound = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      closing_ = true;
-      cancel_outbound = out_context_ != nullptr;
-      if (inbound_ == Inbound::kReading && !no_more_ops_) {
-        inbound_ = Inbound::kFinishing;
-        ++outstanding_ops_;
-        finish_inbound = true;
-      }
-    }
-    // First end the peer's call with our first error, which tells it why (marked
-    // rw-abort; cut to fit gRPC's metadata limits, root cause first)...
-    if (finish_inbound) {
-      const absl::Status sent(cause.code(), cause.message().substr(0, kMaxCauseBytes));
-      inbound_call_->context.AddTrailingMetadata(kAbortMetadataKey, "1");
-      inbound_call_->reader.Finish(grpc::ByteBuffer(), ToGrpcStatus(sent), &inbound_finish_tag_);
-    }
-  }
-  // ...then cancel ours, which tells it at once that this worker gives up.
-  if (cancel_outbound) out_context_->TryCancel();
-}
-
-void GrpcLink::BeginClose(Deadline deadline) {
-  enum class Step { kNone, kWritesDone, kCancel, kCancelAndFinish } step = Step::kNone;
-  bool post_owed_read = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    closing_ = true;
-    // The peer's end of stream completes a Read: WaitClosed waits for it.
-    post_owed_read = TakeOwedRead_Locked();
-  }
-  if (post_owed_read) StartRead();
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    // Let queued frames leave first (bounded by the deadline).
-    while ((write_in_flight_ != nullptr || !send_queue_.empty()) &&
-           outbound_ == Outbound::kOpen && !deadline.Expired()) {
-      drained_.wait_for(lock, std::chrono::milliseconds(5));
-    }
-    if (outbound_ == Outbound::kOpen && write_in_flight_ == nullptr && !finishing_) {
-      // Clean end of stream: WritesDone; the watch Read gets the reply, then Finish.
-      step = Step::kWritesDone;
-      ++outstanding_ops_;
-    } else if (out_stream_ != nullptr && outbound_ != Outbound::kClosing &&
-               outbound_ != Outbound::kClosed) {
-      if (watching_) {
-        step = Step::kCancel;  // Broken or still busy: the watch ends, then Finish.
-      } else if (!finishing_) {
-        step = Step::kCancelAndFinish;  // It never opened: nothing watches it.
-        finishing_ = true;
-        ++outstanding_ops_;
-      }
-    }
-    if (step != Step::kNone) outbound_ = Outbound::kClosing;
-  }
-  if (step == Step::kWritesDone) out_stream_->WritesDone(&writes_done_tag_);
-  if (step == Step::kCancel || step == Step::kCancelAndFinish) out_context_->TryCancel();
-  if (step == Step::kCancelAndFinish) out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
-}
-
-void GrpcLink::WaitClosed(Deadline deadline, double cancel_grace_s) {
-  std::unique_lock<std::mutex> lock(mu_);
-  // Wait for our outbound call to finish and for the peer to end its stream.
-  auto busy = [&] { return outstanding_ops_ > 0 || inbound_ == Inbound::kReading; };
-  while (busy() && !deadline.Expired()) {
-    drained_.wait_for(lock, std::chrono::milliseconds(10));
-  }
-  if (busy()) {
-    lock.unlock();
-    if (out_context_ != nullptr) out_context_->TryCancel();
-    if (inbound_call_ != nullptr) inbound_call_->context.TryCancel();
-    lock.lock();
-    // A paused inbound call (or one whose Read is owed) has no Read to end: it
-    // counts as ended now.
-    if (inbound_ == Inbound::kReading) inbound_ = Inbound::kEnded;
-    const Deadline grace = Deadline::AfterSeconds(cancel_grace_s);
-    while (outstanding_ops_ > 0 && !grace.Expired()) {
-      drained_.wait_for(lock, std::chrono::milliseconds(10));
-    }
-  }
-  // The completion queue goes next: from here on nothing is posted (completions
-  // still arriving are only counted).
-  no_more_ops_ = true;
-}
-
-void GrpcLink::OnWritesDone(bool) {
-  // The watch Read completes with the server's reply (or the call's end).
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    --outstanding_ops_;
-  }
-  drained_.notify_all();
-}
-
-void GrpcLink::OnResponse(bool) {
-  // The watch ended: the peer replied (orderly close) or the call ended. Its
-  // operation count carries over to Finish.
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    watching_ = false;
-    finishing_ = true;
-    if (no_more_ops_) {
-      --outstanding_ops_;
-      outbound_ = Outbound::kClosed;
-      drained_.notify_all();
-      return;
-    }
-  }
-  out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
-}
-
-void GrpcLink::OnOutboundFinish(bool) {
-  bool peer_ended_it = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    --outstanding_ops_;
-    peer_ended_it = !closing_ && outbound_ != Outbound::kClosed;
-    if (outbound_ == Outbound::kOpen || outbound_ == Outbound::kStarting) {
-      outbound_ = Outbound::kBroken;
-    }
-    if (closing_ || outbound_ == Outbound::kClosing) outbound_ = Outbound::kClosed;
-  }
-  if (peer_ended_it) {
-    // The peer ended our stream before we closed it: it aborted (its first error
-    // comes marked rw-abort) or it died.
-    absl::Status cause;
-    const auto& trailing = out_context_->GetServerTrailingMetadata();
-    if (!finish_status_.ok() && trailing.find(kAbortMetadataKey) != trailing.end()) {
-      cause = FromGrpcStatus(finish_status_);
-    }
-    RW_VLOG(1) << "data stream to " << peer_name_ << " ended by the peer: "
-               << (cause.ok() ? finish_status_.error_message() : std::string(cause.message()));
-    MarkPeerGone(cause);
-    const std::string ended = absl::StrCat(peer_name_, " ended the data stream from ",
-                                           env_.self_name);
-    FailQueuedSends(cause.ok()
-                        ? absl::UnavailableError(absl::StrCat(ended, " (it failed or exited)"))
-                        : absl::Status(cause.code(), absl::StrCat(cause.message(), " (reported by ",
-                                                                  ended, ")")));
-  }
-  drained_.notify_all();
 }
 
 std::string GrpcLink::DebugString() const {

@@ -1,12 +1,23 @@
-// A Link over gRPC. Frames to the peer go out on one long-lived Transfer call that
-// this worker opens to the peer's server; frames from the peer arrive on the
-// Transfer call the peer opened to this worker's server (handed over by
-// WorkerServer). Each frame is one raw gRPC message: the 64-byte header in a small
-// slice, and the payload in a slice that points straight at the caller's buffer, so
-// tensor bytes are not copied on the way out; on the way in the sink reads them
-// from the received slices.
+// A Link over gRPC. Each pair of workers has two Transfer calls, one opened by
+// each to the other's server, and the pair's frames, both ways, travel on the one
+// the lower rank opens (the "data call"): the lower rank writes on it as a client
+// and reads the higher rank's frames from its responses; the higher rank reads and
+// writes on it as the server (AttachInbound). One call carries a frame and the
+// flow-control updates it causes over one TCP connection; with a call per
+// direction each update crossed the other connection (raw gRPC, 4 B exchange:
+// about 21 against 28 us, docs/PERFORMANCE.md). The other call (the "control
+// call", opened by the higher rank) carries no frames: it authenticates the higher
+// rank as the caller of this worker's server, its end tells the lower rank that the
+// peer closed, and an aborting lower rank ends it with its first error. The higher
+// rank proves itself on the data call too: its reply starts with metadata signed
+// for the lower rank's process (RpcMethod::kTransferReply), checked before the
+// first frame it sends is accepted (`check_reply`).
+// Each frame is one raw gRPC message: the 64-byte header in a small slice, and the
+// payload in a slice that points straight at the caller's buffer, so tensor bytes
+// are not copied on the way out; on the way in the sink reads them from the
+// received slices.
 //
-// Reads: at most one Read is outstanding on the inbound call. When a frame whose
+// Reads: at most one Read is outstanding on the data call. When a frame whose
 // payload is under kEagerReadBytes is delivered to a collective that waits (its
 // thread borrows the queue: CompletionQueueLoop::DeliveringToBorrower), the next
 // Read is not posted at once but owed. Poll posts it when a receive waits and
@@ -40,6 +51,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <map>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -57,8 +70,12 @@ namespace ringwork {
 // The server side of a peer's Transfer call.
 struct InboundCall {
   grpc::ServerContext context;
-  grpc::ServerAsyncReader<grpc::ByteBuffer, grpc::ByteBuffer> reader{&context};
+  grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer> stream{&context};
 };
+
+// Checks the metadata a data call's server sent first: is it the peer?
+using ReplyCheck =
+    std::function<absl::Status(const std::multimap<grpc::string_ref, grpc::string_ref>&)>;
 
 inline constexpr const char kTransferMethod[] = "/ringwork.proto.Worker/Transfer";
 // Trailing metadata of a Transfer call a worker ended because it aborted: the
@@ -76,18 +93,27 @@ class GrpcLink : public Link {
     size_t max_buffered_bytes = 64 << 20;
   };
 
-  // `cq` is driven by the transport's CompletionQueueLoop. The link can receive
-  // (AttachInbound) from construction on; it sends once OpenOutbound was called.
+  // `cq` is driven by the transport's CompletionQueueLoop. `opens_data_call`: this
+  // worker has the lower rank of the pair, and the call it opens carries the
+  // frames (header comment). The link can take the peer's call (AttachInbound)
+  // from construction on; sends wait until the data call is there.
   GrpcLink(grpc::CompletionQueue* cq, std::shared_ptr<PeerLiveness> liveness,
-           Options options);
+           Options options, bool opens_data_call);
   ~GrpcLink() override;
 
   // Starts the outbound Transfer call on `channel`; `metadata` identifies this
   // worker (rank, incarnation, fingerprint). Sends posted before it opens wait.
+  // `check_reply` (the lower rank's data call) vets the server's first metadata;
+  // frames that come after metadata it refuses are dropped, and the peer counts
+  // as gone with its error.
   void OpenOutbound(std::shared_ptr<grpc::Channel> channel,
-                    const std::vector<std::pair<std::string, std::string>>& metadata);
-  // The peer's Transfer call, accepted by the server (loop thread).
-  void AttachInbound(std::unique_ptr<InboundCall> call);
+                    const std::vector<std::pair<std::string, std::string>>& metadata,
+                    ReplyCheck check_reply = nullptr);
+  // The peer's Transfer call, accepted by the server (loop thread), after its
+  // caller was authenticated. `reply_metadata` goes out first on it (the higher
+  // rank's proof, for the data call).
+  void AttachInbound(std::unique_ptr<InboundCall> call,
+                     const std::vector<std::pair<std::string, std::string>>& reply_metadata = {});
   // Closing, in two halves so that all links of a worker close at once (a worker
   // that waited for one peer before closing the next could wait in a circle):
   // BeginClose ends the outbound call cleanly once queued frames have left (and
@@ -148,12 +174,33 @@ class GrpcLink : public Link {
   void OnResponse(bool ok);
   void OnOutboundFinish(bool ok);
   void OnRead(bool ok);
+  // The lower rank's Read on the control call: only its end is expected.
+  void OnControlRead(bool ok);
   void OnInboundFinish(bool ok);
 
   // Takes the next queued send and marks it in flight; the caller writes it
   // (outside the lock). Null when nothing can be written now.
   Request* TakeNextWrite_Locked();
   void Write(Request* request);
+  // Frames can be written on the data call now / will never be.
+  bool SendsOpen_Locked() const;
+  bool SendsRefused_Locked() const;
+  // Reads go on on the data call (a Read is out, owed or paused).
+  bool DataReadOpen_Locked() const;
+  void OnReplyMetadataSent(bool ok);
+  // The higher rank's abort: its cause, as the one message of its control call.
+  void OnCauseWritten(bool ok);
+  // The clean Finish of the peer's call, when it is due (its end was read and,
+  // where it is the data call, this worker's writes are over); the caller posts it
+  // with PostInboundFinish outside mu_.
+  bool TakeInboundFinish_Locked();
+  void PostInboundFinish();
+  // The lower rank's data call ended (a Read found its end, or its server's proof
+  // was refused): Finish it, if not yet (the operation count carries over).
+  void FinishDataCall();
+  // The lower rank: the data call's server proved to be the peer (check_reply_,
+  // once a Read or Finish completed on it); `why` tells why not.
+  bool ReplyProven(absl::Status* why = nullptr);
   // The owed Read (read_owed_), counted as an operation for the caller to post
   // with StartRead outside mu_; false when none is owed.
   bool TakeOwedRead_Locked();
@@ -173,6 +220,11 @@ class GrpcLink : public Link {
   Tag outbound_finish_tag_{this, &GrpcLink::OnOutboundFinish};
   Tag read_tag_{this, &GrpcLink::OnRead};
   Tag inbound_finish_tag_{this, &GrpcLink::OnInboundFinish};
+  Tag control_read_tag_{this, &GrpcLink::OnControlRead};
+  Tag reply_metadata_tag_{this, &GrpcLink::OnReplyMetadataSent};
+  Tag cause_write_tag_{this, &GrpcLink::OnCauseWritten};
+  const bool opens_data_call_;
+  ReplyCheck check_reply_;  // Set before the data call opens.
 
   // Outbound call objects: created by OpenOutbound, used by one operation at a time.
   std::unique_ptr<grpc::ClientContext> out_context_;
@@ -182,6 +234,8 @@ class GrpcLink : public Link {
   // Inbound call: the read target of the one outstanding Read.
   std::unique_ptr<InboundCall> inbound_call_;
   grpc::ByteBuffer read_buffer_;
+  grpc::ByteBuffer control_buffer_;  // The lower rank's Read on the control call.
+  grpc::ByteBuffer cause_buffer_;    // The higher rank's abort cause, being written.
 
   // Held while posting an inbound Read or the abort's Finish (never with mu_ held
   // first), so that no Read is posted after that Finish.
@@ -194,7 +248,16 @@ class GrpcLink : public Link {
   bool closing_ = false;                   // Guarded by mu_.
   bool read_paused_ = false;               // Guarded by mu_.
   bool read_owed_ = false;                 // The next Read is owed (header). Guarded by mu_.
-  bool watching_ = false;                  // The outbound watch Read is pending. Guarded by mu_.
+  // The outbound call's reads go on (the higher rank's watch Read is pending; the
+  // lower rank reads frames there until the call ends). Guarded by mu_.
+  bool watching_ = false;
+  bool replies_ended_ = false;             // The lower rank's data call ended. Guarded by mu_.
+  bool reply_checked_ = false;             // Its server's proof was accepted. Guarded by mu_.
+  bool sends_closed_ = false;              // BeginClose drained the sends. Guarded by mu_.
+  bool sends_broken_ = false;              // A write on the data call failed. Guarded by mu_.
+  bool inbound_finish_posted_ = false;     // Guarded by mu_.
+  bool reply_metadata_sent_ = false;       // The higher rank's proof is out. Guarded by mu_.
+  bool cause_written_ = false;             // OnAbort wrote its cause. Guarded by mu_.
   bool no_more_ops_ = false;               // WaitClosed ended: post nothing. Guarded by mu_.
   bool finishing_ = false;                 // Finish was called on the outbound. Guarded by mu_.
   int outstanding_ops_ = 0;                // Guarded by mu_.

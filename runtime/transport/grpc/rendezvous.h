@@ -25,8 +25,9 @@
 namespace ringwork {
 
 // 2: calls bound to both processes; 3: all-reduces between gRPC-only ranks pick
-// recursive doubling up to 1 MiB (an older worker would run another algorithm).
-inline constexpr uint32_t kProtocolVersion = 3;
+// recursive doubling up to 1 MiB (an older worker would run another algorithm);
+// 4: a pair's frames travel both ways on the call the lower rank opens.
+inline constexpr uint32_t kProtocolVersion = 4;
 
 struct RendezvousOptions {
   // Flag --startup_timeout_s, env RINGWORK_STARTUP_TIMEOUT_S.

@@ -115,7 +115,7 @@ class WorkerServer::Acceptor : public CqTag {
     if (stopped_) return;
     pending_ = std::make_unique<InboundCall>();
     outstanding_ = true;
-    service_->RequestTransfer(&pending_->context, &pending_->reader, cq_, cq_, this);
+    service_->RequestTransfer(&pending_->context, &pending_->stream, cq_, cq_, this);
   }
   void OnEvent(bool ok) override {
     std::unique_ptr<InboundCall> call;
@@ -172,6 +172,10 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   // gRPC would share the port with another process (SO_REUSEPORT): a second worker
   // with the same address would then receive half the connections. Refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // The server writes frames from the caller's buffers (a peer's data call), and a
+  // write completes once its bytes are in the socket: no zero-copy sends, which
+  // would read the buffer later (as on the channels, worker_runtime.cc).
+  builder.AddChannelArgument(GRPC_ARG_TCP_TX_ZEROCOPY_ENABLED, 0);
   server->cq_ = builder.AddCompletionQueue();
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
