@@ -64,7 +64,12 @@ void GrpcLink::OnStartCall(bool ok) {
   if (watch && opens_data_call_) out_stream_->Read(&read_buffer_, &read_tag_);
   if (watch && !opens_data_call_) out_stream_->Read(&response_, &response_tag_);
   if (!ok) MarkPeerGone(absl::OkStatus());
-  if (!ok && opens_data_call_) {
+  bool no_data_call = false;
+  if (!ok && !opens_data_call_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    no_data_call = inbound_ == Inbound::kNone;  // The peer's call never came either.
+  }
+  if (!ok && (opens_data_call_ || no_data_call)) {
     FailQueuedSends(absl::UnavailableError(
         absl::StrCat("could not open the data stream to ", peer_name_)));
   }
@@ -78,7 +83,8 @@ void GrpcLink::PostSend(Request* request) {
   absl::Status refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (SendsRefused_Locked()) {
+    // A peer that aborted and said why takes no more frames either.
+    if (SendsRefused_Locked() || (liveness_->gone() && !liveness_->cause().ok())) {
       refused = absl::UnavailableError(absl::StrCat(
           "the data stream to ", peer_name_, " is closed; cannot send frame ",
           request->key.ToString()));
@@ -117,9 +123,13 @@ bool GrpcLink::SendsRefused_Locked() const {
     return outbound_ == Outbound::kBroken || outbound_ == Outbound::kClosed ||
            outbound_ == Outbound::kClosing || finishing_;
   }
-  // Before the peer's call arrives sends wait; once it is over they are refused.
+  // Before the peer's call arrives sends wait (unless this worker closes, or its
+  // own call to the peer failed or ended: the peer is gone); once it is over they
+  // are refused.
   return inbound_ == Inbound::kFinishing || inbound_ == Inbound::kFinished ||
-         inbound_finish_posted_ || (inbound_ == Inbound::kNone && closing_);
+         inbound_finish_posted_ ||
+         (inbound_ == Inbound::kNone &&
+          (closing_ || outbound_ == Outbound::kBroken || outbound_ == Outbound::kClosed));
 }
 
 Request* GrpcLink::TakeNextWrite_Locked() {
@@ -462,9 +472,14 @@ bool GrpcLink::Poll() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (arrived_.empty()) {
+        // The higher rank: the data call ended, or never came and the peer is
+        // gone (this worker's own call to it failed or ended).
         peer_ended = opens_data_call_
                          ? replies_ended_
-                         : inbound_ == Inbound::kEnded || inbound_ == Inbound::kFinished;
+                         : inbound_ == Inbound::kEnded || inbound_ == Inbound::kFinished ||
+                               (inbound_ == Inbound::kNone &&
+                                (outbound_ == Outbound::kBroken ||
+                                 outbound_ == Outbound::kClosed));
         // A receive waits and nothing is here: now the Read is needed. Where the
         // collective posted a send before it waits, its WINDOW_UPDATE leaves after
         // this worker's own frame; in any case while it waits for the peer's.

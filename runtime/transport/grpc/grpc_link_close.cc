@@ -82,7 +82,8 @@ void GrpcLink::OnAbort(const absl::Status& cause) {
         cause_written_ = true;
         ++outstanding_ops_;
       }
-      cancel_outbound = out_context_ != nullptr && !write_cause;
+      // (A second OnAbort leaves the cancel to OnCauseWritten as well.)
+      cancel_outbound = out_context_ != nullptr && !write_cause && !cause_written_;
       const bool open = inbound_ == Inbound::kReading ||
                         (inbound_ == Inbound::kEnded && !inbound_finish_posted_);
       if (open && !no_more_ops_) {
@@ -126,7 +127,7 @@ void GrpcLink::OnControlRead(bool ok) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --outstanding_ops_;
-    if (inbound_ == Inbound::kFinishing) {
+    if (inbound_finish_posted_) {  // This worker ended the call already (abort).
       drained_.notify_all();
       return;
     }
