@@ -205,14 +205,13 @@ absl::Status WorkerRuntime::StartServer() {
       call->context.TryCancel();
       return;
     }
-    // A second stream for the same peer (injected) is refused by the link. A
-    // lower rank's call carries the pair's frames both ways: this worker answers
-    // it with its own identity, signed for the caller's process.
-    CallMetadata reply;
-    if (who->rank < config_.rank()) {
-      reply = auth_->CallMetadataFor(RpcMethod::kTransferReply, who->rank, who->incarnation);
-    }
-    grpc_links_[who->rank]->AttachInbound(std::move(call), reply);
+    // A second stream for the same peer (injected) is refused by the link. This
+    // worker answers with its own identity, signed for the caller's process: on a
+    // lower rank's call (the data call) before any frame; on either call before a
+    // cause (an abort's status) is believed.
+    grpc_links_[who->rank]->AttachInbound(
+        std::move(call),
+        auth_->CallMetadataFor(RpcMethod::kTransferReply, who->rank, who->incarnation));
   };
   const HostPort address = *config_.address();
   const size_t max_message = options_.grpc.max_payload_bytes + kFrameHeaderBytes + 4096;
@@ -363,14 +362,15 @@ absl::Status WorkerRuntime::JoinRing() {
     // The gRPC stream is opened for every peer: for shared-memory peers it carries
     // no data, but its end tells us when the peer is gone.
     const uint64_t peer_incarnation = (*peers)[peer].incarnation;
-    // On the lower rank's call the peer answers with frames: first it proves it is
-    // the peer that joined (its reply metadata, signed for this process).
+    // The peer answers this worker's call by proving it is the peer that joined
+    // (its reply metadata, signed for this process): before its frames on the
+    // lower rank's call, and before a cause in either call's status is believed.
     ReplyCheck check_reply = [this, peer, peer_incarnation](const auto& metadata) {
       return auth_->VerifyPeer(metadata, RpcMethod::kTransferReply, peer, peer_incarnation);
     };
     grpc_links_[peer]->OpenOutbound(
         channels[peer], auth_->CallMetadataFor(RpcMethod::kTransfer, peer, peer_incarnation),
-        rank < peer ? std::move(check_reply) : nullptr);
+        std::move(check_reply));
     const bool shm = shm_ != nullptr && shm_->mapped(peer) && (*peers)[peer].mapped_our_shm;
     if (shm) {
       std::unique_ptr<Link> link =

@@ -249,13 +249,15 @@ void GrpcLink::AttachInbound(std::unique_ptr<InboundCall> call,
       inbound_call_->context.AddInitialMetadata(key, value);
     }
     inbound_ = Inbound::kReading;
-    outstanding_ops_ += opens_data_call_ ? 1 : 2;
+    outstanding_ops_ += 2;
   }
+  // The proof goes out at once on either call (on the control call it would
+  // otherwise ride with the Finish, where gRPC may fold it into the trailers).
+  inbound_call_->stream.SendInitialMetadata(&reply_metadata_tag_);
   if (opens_data_call_) {
     inbound_call_->stream.Read(&control_buffer_, &control_read_tag_);
     return;
   }
-  inbound_call_->stream.SendInitialMetadata(&reply_metadata_tag_);
   inbound_call_->stream.Read(&read_buffer_, &read_tag_);
   {
     std::lock_guard<std::mutex> lock(mu_);

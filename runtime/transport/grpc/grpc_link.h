@@ -11,7 +11,9 @@
 // peer closed, and an aborting lower rank ends it with its first error. The higher
 // rank proves itself on the data call too: its reply starts with metadata signed
 // for the lower rank's process (RpcMethod::kTransferReply), checked before the
-// first frame it sends is accepted (`check_reply`).
+// first frame it sends is accepted (`check_reply`). Both servers answer so, and a
+// cause in the status of this worker's own call (an rw-abort Finish) is believed
+// only from a server that proved to be the peer.
 // Each frame is one raw gRPC message: the 64-byte header in a small slice, and the
 // payload in a slice that points straight at the caller's buffer, so tensor bytes
 // are not copied on the way out; on the way in the sink reads them from the
@@ -103,9 +105,10 @@ class GrpcLink : public Link {
 
   // Starts the outbound Transfer call on `channel`; `metadata` identifies this
   // worker (rank, incarnation, fingerprint). Sends posted before it opens wait.
-  // `check_reply` (the lower rank's data call) vets the server's first metadata;
+  // `check_reply` vets the server's first metadata: on the lower rank's data call
   // frames that come after metadata it refuses are dropped, and the peer counts
-  // as gone with its error.
+  // as gone with its error; on either call an abort's cause from such a server is
+  // ignored. Without it nothing the server sends is believed.
   void OpenOutbound(std::shared_ptr<grpc::Channel> channel,
                     const std::vector<std::pair<std::string, std::string>>& metadata,
                     ReplyCheck check_reply = nullptr);
@@ -198,8 +201,8 @@ class GrpcLink : public Link {
   // The lower rank's data call ended (a Read found its end, or its server's proof
   // was refused): Finish it, if not yet (the operation count carries over).
   void FinishDataCall();
-  // The lower rank: the data call's server proved to be the peer (check_reply_,
-  // once a Read or Finish completed on it); `why` tells why not.
+  // The outbound call's server proved to be the peer (check_reply_, once a Read or
+  // Finish completed on it); `why` tells why not.
   bool ReplyProven(absl::Status* why = nullptr);
   // The owed Read (read_owed_), counted as an operation for the caller to post
   // with StartRead outside mu_; false when none is owed.
@@ -224,7 +227,7 @@ class GrpcLink : public Link {
   Tag reply_metadata_tag_{this, &GrpcLink::OnReplyMetadataSent};
   Tag cause_write_tag_{this, &GrpcLink::OnCauseWritten};
   const bool opens_data_call_;
-  ReplyCheck check_reply_;  // Set before the data call opens.
+  ReplyCheck check_reply_;  // Set before the outbound call opens.
 
   // Outbound call objects: created by OpenOutbound, used by one operation at a time.
   std::unique_ptr<grpc::ClientContext> out_context_;

@@ -270,8 +270,9 @@ void GrpcLink::OnOutboundFinish(bool) {
     if (!finish_status_.ok() && trailing.find(kAbortMetadataKey) != trailing.end()) {
       cause = FromGrpcStatus(finish_status_);
     }
-    // On the data call only the proven peer may give a cause.
-    if (!cause.ok() && opens_data_call_ && !ReplyProven()) cause = absl::OkStatus();
+    // Only the proven peer may give a cause (either call: its server answers with
+    // its proof first).
+    if (!cause.ok() && !ReplyProven()) cause = absl::OkStatus();
     RW_VLOG(1) << "data stream to " << peer_name_ << " ended by the peer: "
                << (cause.ok() ? finish_status_.error_message() : std::string(cause.message()));
     MarkPeerGone(cause);

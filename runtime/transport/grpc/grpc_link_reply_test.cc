@@ -3,16 +3,20 @@
 // peer: metadata signed for this process (RpcAuth, RpcMethod::kTransferReply) by
 // the peer's rank and incarnation that joined. These tests open a real GrpcLink to
 // a real gRPC server playing the peer, which answers with one frame after various
-// proofs, or ends the call with an abort's cause.
+// proofs, or ends the call with an abort's cause (believed only from the proven
+// peer, on the lower rank's data call and the higher rank's control call alike).
 #include <catch2/catch.hpp>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/auth/rpc_auth.h"
 #include "runtime/transport/grpc/cq_loop.h"
 #include "runtime/transport/grpc/grpc_link.h"
@@ -52,6 +56,8 @@ class FakePeer {
   }
   ~FakePeer() {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    // The answer may still post its Finish: the queue stays open until it is done.
+    while (!answered_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     cq_->Shutdown();
     thread_.join();
   }
@@ -69,6 +75,7 @@ class FakePeer {
     bool ok = false;
     service_.RequestCall(&context, &stream, cq_.get(), cq_.get(), this);
     if (Await(&ok) && ok) Answer(&context, &stream);
+    answered_.store(true);
     while (Await(&ok)) {
     }
   }
@@ -110,6 +117,7 @@ class FakePeer {
   grpc::AsyncGenericService service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::unique_ptr<grpc::Server> server_;
+  std::atomic<bool> answered_{false};
   std::thread thread_;
 };
 
@@ -122,35 +130,38 @@ struct Received {
   float data[kCount] = {0, 0, 0, 0};
 };
 
-// Rank 0 opens its data call to `peer`, waits for the broadcast's frame from rank
-// 1, then closes the link.
-Received ReceiveFrom(const FakePeer& peer) {
+// `own_rank` (0: the lower rank, whose call is the data call; 1: the higher, whose
+// call is the control call) opens its call to `peer`, waits for the broadcast's
+// frame from the other rank, then closes the link.
+Received ReceiveFrom(const FakePeer& peer, int own_rank = 0) {
+  const int peer_rank = 1 - own_rank;
+  // Declared in the order a worker tears them down in reverse: the loop thread is
+  // joined before the transport, the link and what its check uses go away (a
+  // completion may still be running when WaitClosed returns); the transport goes
+  // before the link (its destructor still looks at its links).
   grpc::CompletionQueue cq;
+  Received received;
+  RpcAuth auth(kToken, kFingerprint, own_rank, kOwnIncarnation);
+  GrpcLink link(&cq, std::make_shared<PeerLiveness>(), GrpcLink::Options(),
+                /*opens_data_call=*/own_rank < peer_rank);
+  Transport transport(own_rank, 2, Transport::Options(), nullptr);
   CompletionQueueLoop loop(&cq);
   loop.Start();
-  Received received;
-  {
-    // The transport goes first: its destructor still looks at its links.
-    GrpcLink link(&cq, std::make_shared<PeerLiveness>(), GrpcLink::Options(),
-                  /*opens_data_call=*/true);
-    Transport transport(0, 2, Transport::Options(), nullptr);
-    link.set_peer_name("worker:1 (" + peer.address() + ")");
-    transport.SetLink(1, &link);
-    RpcAuth auth(kToken, kFingerprint, 0, kOwnIncarnation);
-    link.OpenOutbound(grpc::CreateChannel(peer.address(), grpc::InsecureChannelCredentials()),
-                      auth.CallMetadataFor(RpcMethod::kTransfer, 1, kPeerIncarnation),
-                      [&auth](const auto& metadata) {
-                        return auth.VerifyPeer(metadata, RpcMethod::kTransferReply, 1,
-                                               kPeerIncarnation);
-                      });
-    Request recv;
-    recv.PrepareRecv(1, FrameKey{1, 0, 0}, Info(), kCount * sizeof(float),
-                     RecvSink{&Consume, received.data});
-    transport.PostRecv(&recv);
-    received.status = transport.Wait(&recv, Deadline::AfterSeconds(20));
-    link.BeginClose(Deadline::AfterSeconds(5));
-    link.WaitClosed(Deadline::AfterSeconds(5));
-  }
+  link.set_peer_name(absl::StrCat("worker:", peer_rank, " (", peer.address(), ")"));
+  transport.SetLink(peer_rank, &link);
+  link.OpenOutbound(grpc::CreateChannel(peer.address(), grpc::InsecureChannelCredentials()),
+                    auth.CallMetadataFor(RpcMethod::kTransfer, peer_rank, kPeerIncarnation),
+                    [&auth, peer_rank](const auto& metadata) {
+                      return auth.VerifyPeer(metadata, RpcMethod::kTransferReply, peer_rank,
+                                             kPeerIncarnation);
+                    });
+  Request recv;
+  recv.PrepareRecv(peer_rank, FrameKey{1, 0, 0}, Info(), kCount * sizeof(float),
+                   RecvSink{&Consume, received.data});
+  transport.PostRecv(&recv);
+  received.status = transport.Wait(&recv, Deadline::AfterSeconds(20));
+  link.BeginClose(Deadline::AfterSeconds(5));
+  link.WaitClosed(Deadline::AfterSeconds(5));
   loop.ShutdownAndJoin();
   return received;
 }
@@ -208,25 +219,27 @@ TEST_CASE("a server that does not prove to be the peer gets no frame taken", "[g
   }
 }
 
-TEST_CASE("an abort's cause on the data call counts only from the proven peer",
+TEST_CASE("an abort's cause in a call's status counts only from the proven peer",
           "[grpc][security]") {
   const std::string cause = "worker:2 (10.0.0.3:2222) ran out of memory";
-  {
-    FakePeer peer(RpcAuth(kToken, kFingerprint, 1, kPeerIncarnation)
-                      .CallMetadataFor(RpcMethod::kTransferReply, 0, kOwnIncarnation),
+  // The lower rank's data call, and the higher rank's control call (whose peer
+  // never opened the data call: the peer counts as ended when the call ends).
+  for (int own_rank : {0, 1}) {
+    INFO("own rank " << own_rank);
+    const int peer_rank = 1 - own_rank;
+    FakePeer peer(RpcAuth(kToken, kFingerprint, peer_rank, kPeerIncarnation)
+                      .CallMetadataFor(RpcMethod::kTransferReply, own_rank, kOwnIncarnation),
                   cause);
-    const Received received = ReceiveFrom(peer);
+    const Received received = ReceiveFrom(peer, own_rank);
     INFO(received.status.message());
     CHECK(absl::IsFailedPrecondition(received.status));
     CHECK(received.status.message().find(cause) != absl::string_view::npos);
-  }
-  {
     FakePeer impostor({}, cause);
-    const Received received = ReceiveFrom(impostor);
-    INFO(received.status.message());
-    CHECK(absl::IsUnavailable(received.status));
-    CHECK(received.status.message().find(cause) == absl::string_view::npos);
-    CHECK(received.status.message().find("closed its connection") != absl::string_view::npos);
+    const Received refused = ReceiveFrom(impostor, own_rank);
+    INFO(refused.status.message());
+    CHECK(absl::IsUnavailable(refused.status));
+    CHECK(refused.status.message().find(cause) == absl::string_view::npos);
+    CHECK(refused.status.message().find("closed its connection") != absl::string_view::npos);
   }
 }
 
