@@ -126,7 +126,9 @@ class GrpcLink : public Link {
   // `deadline`.
   void BeginClose(Deadline deadline);
   // After `deadline` what is still open is cancelled, and its completions get
-  // `cancel_grace_s` more. Afterwards the link posts nothing to the queue again.
+  // `cancel_grace_s` more. Afterwards the link posts nothing to the queue again,
+  // but the last completion may still be running: destroy the link only after
+  // the thread driving the queue was joined (WorkerRuntime::Shutdown does).
   void WaitClosed(Deadline deadline, double cancel_grace_s = 5);
 
   // Posts the Read this link owes, if any (any thread; see the header comment).
