@@ -43,6 +43,7 @@ void GrpcLink::OnStartCall(bool ok) {
   RW_VLOG(2) << "data stream to " << peer_name_ << (ok ? " open" : " failed to open");
   Request* next = nullptr;
   bool watch = false;
+  bool no_data_call = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --outstanding_ops_;
@@ -50,6 +51,8 @@ void GrpcLink::OnStartCall(bool ok) {
       outbound_ = ok ? Outbound::kOpen : Outbound::kBroken;
     }
     if (!ok && opens_data_call_) replies_ended_ = true;  // Receives fail (Poll).
+    // The higher rank: the peer's call never came either, so nothing will be sent.
+    no_data_call = !ok && !opens_data_call_ && DataCallNeverCame_Locked();
     if (ok && !finishing_ && !no_more_ops_) {
       // The lower rank reads the peer's frames here until the call ends. The
       // higher rank's watch: a Read that completes when the peer ends this call,
@@ -64,11 +67,6 @@ void GrpcLink::OnStartCall(bool ok) {
   if (watch && opens_data_call_) out_stream_->Read(&read_buffer_, &read_tag_);
   if (watch && !opens_data_call_) out_stream_->Read(&response_, &response_tag_);
   if (!ok) MarkPeerGone(absl::OkStatus());
-  bool no_data_call = false;
-  if (!ok && !opens_data_call_) {
-    std::lock_guard<std::mutex> lock(mu_);
-    no_data_call = inbound_ == Inbound::kNone;  // The peer's call never came either.
-  }
   if (!ok && (opens_data_call_ || no_data_call)) {
     FailQueuedSends(absl::UnavailableError(
         absl::StrCat("could not open the data stream to ", peer_name_)));
@@ -127,9 +125,13 @@ bool GrpcLink::SendsRefused_Locked() const {
   // own call to the peer failed or ended: the peer is gone); once it is over they
   // are refused.
   return inbound_ == Inbound::kFinishing || inbound_ == Inbound::kFinished ||
-         inbound_finish_posted_ ||
-         (inbound_ == Inbound::kNone &&
-          (closing_ || outbound_ == Outbound::kBroken || outbound_ == Outbound::kClosed));
+         inbound_finish_posted_ || (inbound_ == Inbound::kNone && closing_) ||
+         DataCallNeverCame_Locked();
+}
+
+bool GrpcLink::DataCallNeverCame_Locked() const {
+  return !opens_data_call_ && inbound_ == Inbound::kNone &&
+         (outbound_ == Outbound::kBroken || outbound_ == Outbound::kClosed);
 }
 
 Request* GrpcLink::TakeNextWrite_Locked() {
@@ -303,7 +305,7 @@ void GrpcLink::OnRead(bool ok) {
     RW_LOG(ERROR) << cause.message();
     MarkPeerGone(cause);
     out_context_->TryCancel();
-    FinishDataCall();  // Takes over this Read's operation count.
+    FinishOutboundCall();  // Takes over this Read's operation count.
     drained_.notify_all();
     return;
   }
@@ -341,14 +343,14 @@ void GrpcLink::OnRead(bool ok) {
       // (or its death) comes with the call's status.
       replies_ended_ = true;
       data_call_ended = true;
-      ++outstanding_ops_;  // For FinishDataCall.
+      ++outstanding_ops_;  // For FinishOutboundCall.
     } else {
       inbound_ = Inbound::kEnded;
       finish = TakeInboundFinish_Locked();
     }
   }
   if (read_again) StartRead();
-  if (data_call_ended) FinishDataCall();
+  if (data_call_ended) FinishOutboundCall();
   // The peer ended its stream: cleanly at shutdown, or because it died.
   if (!ok && !opens_data_call_) MarkPeerGone(absl::OkStatus());
   if (finish) PostInboundFinish();
@@ -357,10 +359,7 @@ void GrpcLink::OnRead(bool ok) {
 }
 
 bool GrpcLink::ReplyProven(absl::Status* why) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (reply_checked_) return true;
-  }
+  if (reply_checked_.load(std::memory_order_acquire)) return true;  // Every frame asks.
   // The server's initial metadata is there once a Read or Finish completed.
   absl::Status checked = check_reply_ != nullptr
                              ? check_reply_(out_context_->GetServerInitialMetadata())
@@ -369,8 +368,7 @@ bool GrpcLink::ReplyProven(absl::Status* why) {
     if (why != nullptr) *why = checked;
     return false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  reply_checked_ = true;
+  reply_checked_.store(true, std::memory_order_release);
   return true;
 }
 
@@ -398,7 +396,7 @@ void GrpcLink::PostInboundFinish() {
   inbound_call_->stream.Finish(grpc::Status::OK, &inbound_finish_tag_);
 }
 
-void GrpcLink::FinishDataCall() {
+void GrpcLink::FinishOutboundCall() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     watching_ = false;
@@ -479,9 +477,7 @@ bool GrpcLink::Poll() {
         peer_ended = opens_data_call_
                          ? replies_ended_
                          : inbound_ == Inbound::kEnded || inbound_ == Inbound::kFinished ||
-                               (inbound_ == Inbound::kNone &&
-                                (outbound_ == Outbound::kBroken ||
-                                 outbound_ == Outbound::kClosed));
+                               DataCallNeverCame_Locked();
         // A receive waits and nothing is here: now the Read is needed. Where the
         // collective posted a send before it waits, its WINDOW_UPDATE leaves after
         // this worker's own frame; in any case while it waits for the peer's.

@@ -190,6 +190,9 @@ class GrpcLink : public Link {
   // Frames can be written on the data call now / will never be.
   bool SendsOpen_Locked() const;
   bool SendsRefused_Locked() const;
+  // The higher rank: its own call to the peer failed or ended and the peer's
+  // call (the data call) never came: the peer is gone.
+  bool DataCallNeverCame_Locked() const;
   // Reads go on on the data call (a Read is out, owed or paused).
   bool DataReadOpen_Locked() const;
   void OnReplyMetadataSent(bool ok);
@@ -200,9 +203,10 @@ class GrpcLink : public Link {
   // with PostInboundFinish outside mu_.
   bool TakeInboundFinish_Locked();
   void PostInboundFinish();
-  // The lower rank's data call ended (a Read found its end, or its server's proof
-  // was refused): Finish it, if not yet (the operation count carries over).
-  void FinishDataCall();
+  // The outbound call's reads ended (the higher rank's watch, the lower rank's
+  // data Read found the end, or its server's proof was refused): Finish it, if
+  // not yet (the ending Read's operation count carries over).
+  void FinishOutboundCall();
   // The outbound call's server proved to be the peer (check_reply_, once a Read or
   // Finish completed on it); `why` tells why not.
   bool ReplyProven(absl::Status* why = nullptr);
@@ -257,7 +261,7 @@ class GrpcLink : public Link {
   // lower rank reads frames there until the call ends). Guarded by mu_.
   bool watching_ = false;
   bool replies_ended_ = false;             // The lower rank's data call ended. Guarded by mu_.
-  bool reply_checked_ = false;             // Its server's proof was accepted. Guarded by mu_.
+  std::atomic<bool> reply_checked_{false};  // The outbound call's server proved itself.
   bool sends_closed_ = false;              // BeginClose drained the sends. Guarded by mu_.
   bool sends_broken_ = false;              // A write on the data call failed. Guarded by mu_.
   bool inbound_finish_posted_ = false;     // Guarded by mu_.

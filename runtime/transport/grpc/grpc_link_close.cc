@@ -237,18 +237,7 @@ void GrpcLink::OnWritesDone(bool) {
 void GrpcLink::OnResponse(bool) {
   // The watch ended: the peer replied (orderly close) or the call ended. Its
   // operation count carries over to Finish.
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    watching_ = false;
-    finishing_ = true;
-    if (no_more_ops_) {
-      --outstanding_ops_;
-      outbound_ = Outbound::kClosed;
-      drained_.notify_all();
-      return;
-    }
-  }
-  out_stream_->Finish(&finish_status_, &outbound_finish_tag_);
+  FinishOutboundCall();
 }
 
 void GrpcLink::OnOutboundFinish(bool) {
