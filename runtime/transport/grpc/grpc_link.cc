@@ -25,13 +25,15 @@ GrpcLink::~GrpcLink() {
 void GrpcLink::OpenOutbound(
     std::shared_ptr<grpc::Channel> channel,
     const std::vector<std::pair<std::string, std::string>>& metadata, ReplyCheck check_reply) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (outbound_ != Outbound::kIdle || closing_) return;
-    check_reply_ = std::move(check_reply);
-    outbound_ = Outbound::kStarting;
-    ++outstanding_ops_;
-  }
+  // All under mu_: an abort or close on another thread reads out_context_ and
+  // out_stream_ under mu_, and must not see a call that is not started yet (gRPC
+  // allows no other operation before StartCall). StartCall only queues its batch;
+  // its completion comes through the queue, whose thread takes mu_ after this.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (outbound_ != Outbound::kIdle || closing_) return;
+  check_reply_ = std::move(check_reply);
+  outbound_ = Outbound::kStarting;
+  ++outstanding_ops_;
   out_context_ = std::make_unique<grpc::ClientContext>();
   for (const auto& [key, value] : metadata) out_context_->AddMetadata(key, value);
   grpc::GenericStub stub(channel);
