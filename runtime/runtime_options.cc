@@ -70,6 +70,10 @@ void RuntimeOptions::Register(FlagSet* flags) {
                 "auto (shared memory between workers on one host, gRPC otherwise) or "
                 "grpc (gRPC for every peer)",
                 "RINGWORK_TRANSPORT");
+  flags->Bool("grpc_bdp_probe", &grpc_bdp_probe,
+              "let gRPC's bandwidth-delay probe size each data connection's flow-control "
+              "window (else 64 KiB: a frame over that waits one round trip)",
+              "RINGWORK_GRPC_BDP_PROBE");
   flags->Int("shm_ring_bytes", &shm_ring_bytes,
              "bytes of each shared-memory ring between two local workers",
              "RINGWORK_SHM_RING_BYTES");

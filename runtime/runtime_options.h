@@ -45,6 +45,13 @@ struct RuntimeOptions {
   // "auto": shared memory between workers on one host, gRPC otherwise; "grpc":
   // gRPC for every peer. Flag --transport, env RINGWORK_TRANSPORT.
   std::string transport_kind = "auto";
+  // gRPC's bandwidth-delay probe on the data connections: without it (the
+  // default) a connection's flow-control window stays at 64 KiB and a frame over
+  // that waits one round trip for a WINDOW_UPDATE; with it the window grows (at
+  // least 4 MiB), which was faster up to 1 MiB on loopback but slower from 4 MiB
+  // under BBR (grpc_util.h, docs/PERFORMANCE.md). Flag --grpc_bdp_probe, env
+  // RINGWORK_GRPC_BDP_PROBE.
+  bool grpc_bdp_probe = false;
   // Bytes of each shared-memory ring (one per direction per pair of local workers).
   int64_t shm_ring_bytes = 4 << 20;
   // How long an orderly shutdown may take before streams are cancelled.

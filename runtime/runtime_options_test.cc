@@ -22,6 +22,7 @@ TEST_CASE("an embedded app's options take the environment where the code left de
   ScopedEnv algorithm("RINGWORK_ALLREDUCE_ALGORITHM", "ring");
   ScopedEnv segment("RINGWORK_SEGMENT_BYTES", "65536");
   ScopedEnv transport("RINGWORK_TRANSPORT", "grpc");
+  ScopedEnv probe("RINGWORK_GRPC_BDP_PROBE", "1");
   ScopedEnv token("RINGWORK_CLUSTER_TOKEN", "0123456789abcdef0123456789abcdef");
   RuntimeOptions options;
   options.heartbeat.misses = 3;                    // Set by the code: it wins.
@@ -33,6 +34,7 @@ TEST_CASE("an embedded app's options take the environment where the code left de
   CHECK(options.collectives.allreduce_algorithm == AllReduceAlgorithm::kRing);
   CHECK(options.collectives.segment_bytes == (1 << 20));
   CHECK(options.transport_kind == "grpc");
+  CHECK(options.grpc_bdp_probe);
   CHECK(options.cluster_token == "0123456789abcdef0123456789abcdef");
   CHECK(options.heartbeat.interval_s == HeartbeatOptions().interval_s);  // No variable: default.
 }

@@ -46,9 +46,10 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const RuntimeOption
 }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const HostPort& address, size_t max_message,
-                                           const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+                                           const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+                                           bool bdp_probe) {
   grpc::ChannelArguments args;
-  for (const auto& [key, value] : DataStreamChannelSettings()) args.SetInt(key, value);
+  for (const auto& [key, value] : DataStreamChannelSettings(bdp_probe)) args.SetInt(key, value);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   // gRPC takes this as the connect timeout too (TCP and TLS handshakes): not less.
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
@@ -217,7 +218,7 @@ absl::Status WorkerRuntime::StartServer() {
   const size_t max_message = options_.grpc.max_payload_bytes + kFrameHeaderBytes + 4096;
   RW_ASSIGN_OR_RETURN(server_, WorkerServer::Start(address, config_.task().ToString(),
                                                    std::move(handlers), max_message,
-                                                   options_.tls.server));
+                                                   options_.tls.server, options_.grpc_bdp_probe));
   bound_port_ = server_->port();
   config_.SetAddress(config_.task(), HostPort{address.host, bound_port_});
 
@@ -302,7 +303,8 @@ absl::StatusOr<std::vector<JoinedPeer>> WorkerRuntime::RunJoins(
   std::vector<proto::Worker::Stub*> stub_pointers(world, nullptr);
   for (int peer = 0; peer < world; ++peer) {
     if (peer == rank) continue;
-    (*channels)[peer] = MakeChannel(ring[peer].address, max_message, ChannelCredentials(options_));
+    (*channels)[peer] = MakeChannel(ring[peer].address, max_message, ChannelCredentials(options_),
+                                   options_.grpc_bdp_probe);
     stubs[peer] = proto::Worker::NewStub((*channels)[peer]);
     stub_pointers[peer] = stubs[peer].get();
   }
@@ -442,6 +444,7 @@ absl::Status WorkerRuntime::JoinRing() {
                        : absl::StrCat("all-reduces by ",
                                       AllReduceAlgorithmName(options_.collectives.allreduce_algorithm),
                                       " (forced)"))
+               << (options_.grpc_bdp_probe ? "; gRPC bandwidth-delay probe on" : "")
                << "; calls "
                << (auth_->enabled() ? "authenticated by the cluster token" : "NOT authenticated")
                << (options_.tls.enabled ? ", mutual TLS" : ", plaintext");

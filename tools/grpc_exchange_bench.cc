@@ -64,6 +64,7 @@ struct RowOptions {
   bool one_stream = false;
   bool ping_pong = false;
   bool owed_read = false;
+  bool bdp_probe = false;
   int64_t bytes = 4, iters = 20000, runs = 7, rounds = 2;
 };
 
@@ -115,7 +116,7 @@ bool WriteInt(int fd, int value) {
   int my_port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &my_port);
   builder.RegisterAsyncGenericService(&service);
-  for (const auto& [key, value] : DataStreamChannelSettings()) builder.AddChannelArgument(key, value);
+  for (const auto& [key, value] : DataStreamChannelSettings(row.bdp_probe)) builder.AddChannelArgument(key, value);
   std::unique_ptr<grpc::ServerCompletionQueue> cq = builder.AddCompletionQueue();
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   int peer_port = 0;
@@ -133,7 +134,7 @@ bool WriteInt(int fd, int value) {
   grpc::ClientContext client_context;
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> outbound;
   grpc::ChannelArguments args;
-  for (const auto& [key, value] : DataStreamChannelSettings()) args.SetInt(key, value);
+  for (const auto& [key, value] : DataStreamChannelSettings(row.bdp_probe)) args.SetInt(key, value);
   std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
       absl::StrCat("127.0.0.1:", peer_port), grpc::InsecureChannelCredentials(), args);
   grpc::GenericStub stub(channel);
@@ -302,6 +303,8 @@ int Main(int argc, char** argv) {
   flags.Int("iters", &row.iters, "exchanges (or round trips) per block");
   flags.Int("runs", &row.runs, "measured blocks per row; the median is shown");
   flags.Int("rounds", &row.rounds, "times the rows are run, one after the other (noise shows)");
+  flags.Bool("bdp_probe", &row.bdp_probe,
+             "gRPC's bandwidth-delay probe on (Ringwork's --grpc_bdp_probe)");
   std::string read = "both";
   flags.String("read", &read, "when the next Read is posted: at_once, owed or both");
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);

@@ -154,7 +154,8 @@ class WorkerServer::Acceptor : public CqTag {
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     const HostPort& address, const std::string& task_name, Handlers handlers,
-    size_t max_message_bytes, std::shared_ptr<grpc::ServerCredentials> credentials) {
+    size_t max_message_bytes, std::shared_ptr<grpc::ServerCredentials> credentials,
+    bool bdp_probe) {
   std::unique_ptr<WorkerServer> server(new WorkerServer());
   server->handlers_ = handlers;
   server->service_ = std::make_unique<Service>();
@@ -166,7 +167,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
                            &port);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(max_message_bytes));
-  for (const auto& [key, value] : DataStreamChannelSettings()) {
+  for (const auto& [key, value] : DataStreamChannelSettings(bdp_probe)) {
     builder.AddChannelArgument(key, value);
   }
   // gRPC would share the port with another process (SO_REUSEPORT): a second worker

@@ -52,7 +52,8 @@ class WorkerServer {
                                                              const std::string& task_name,
                                                              Handlers handlers,
                                                              size_t max_message_bytes,
-                                                             std::shared_ptr<grpc::ServerCredentials> credentials);
+                                                             std::shared_ptr<grpc::ServerCredentials> credentials,
+                                                             bool bdp_probe = false);
   ~WorkerServer();
   WorkerServer(const WorkerServer&) = delete;
   WorkerServer& operator=(const WorkerServer&) = delete;
