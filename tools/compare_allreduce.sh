@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs, in one go on this machine, the same all-reduce sweep with Ringwork (shared
-# memory, and gRPC alone), OpenMPI's MPI_Allreduce (shared memory, and TCP
+# memory, gRPC alone, and gRPC alone with --grpc_bdp_probe), OpenMPI's MPI_Allreduce (shared memory, and TCP
 # loopback) and PyTorch 1.13's gloo, and prints the times and the ratios (also
 # Ringwork's gRPC path against MPI over TCP, the cross-host comparison). As root it
 # also runs Ringwork on 2 emulated hosts x 2 workers (tools/emulated_hosts.sh:
@@ -36,6 +36,10 @@ bazel-bin/tools/launch/launch --num_workers="$num_workers" -- \
 echo "ringwork (gRPC only)..." >&2
 bazel-bin/tools/launch/launch --num_workers="$num_workers" -- \
   bazel-bin/tools/allreduce_bench "${bench_args[@]}" --transport=grpc --label=ringwork-grpc 2>/dev/null |
+  sed -n 's/^\[worker:0\] //p' | grep -v '^label' >> "$csv"
+echo "ringwork (gRPC only, bandwidth-delay probe on)..." >&2
+RINGWORK_GRPC_BDP_PROBE=1 bazel-bin/tools/launch/launch --num_workers="$num_workers" -- \
+  bazel-bin/tools/allreduce_bench "${bench_args[@]}" --transport=grpc --label=ringwork-grpc-probe 2>/dev/null |
   sed -n 's/^\[worker:0\] //p' | grep -v '^label' >> "$csv"
 if [[ $(id -u) == 0 ]]; then
   for algorithm in ring hierarchical; do

@@ -55,9 +55,10 @@ def main():
     time_table(by_label, local, ranks_of[base], "all-reduce")
     ratio_table(by_label, base, local[1:])
     # Across hosts every byte goes over gRPC: Ringwork's gRPC path against MPI over TCP.
-    if "ringwork-grpc" in by_label and "mpi-tcp" in by_label:
-        ratio_table(by_label, "ringwork-grpc",
-                    [l for l in ("mpi-tcp", "gloo") if l in by_label])
+    # Twice when there is a row with gRPC's bandwidth-delay probe on (--grpc_bdp_probe).
+    for grpc in ("ringwork-grpc", "ringwork-grpc-probe"):
+        if grpc in by_label and "mpi-tcp" in by_label:
+            ratio_table(by_label, grpc, [l for l in ("mpi-tcp", "gloo") if l in by_label])
     if emulated:
         time_table(by_label, emulated, ranks_of[emulated[0]],
                    "all-reduce on 2 emulated hosts x 2 workers (shared memory within a host, "
