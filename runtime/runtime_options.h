@@ -1,5 +1,6 @@
 // Every setting of the worker runtime, with the flag and environment variable
-// that set it. Every worker of a cluster should use the same values.
+// that set it. Every worker of a cluster should use the same values
+// (--grpc_bdp_probe may differ: it sets only the windows a worker announces).
 //
 //   RuntimeOptions options;
 //   options.Register(&flags);          // --startup_timeout_s, --collective_timeout_s, ...

@@ -34,7 +34,8 @@
 // for it; owed, it leaves after this worker's own frame when the collective posted
 // a send before waiting, and otherwise while it waits anyway. Frames a peer sends
 // while a Read is owed stay in gRPC's buffer, bounded by the stream's window
-// (16 MiB, DataStreamChannelSettings): during collectives a peer can run at most
+// (16 MiB, DataStreamChannelSettings; with --grpc_bdp_probe at least 4 MiB, as the
+// probe sizes it): during collectives a peer can run at most
 // that far ahead of the receives (beyond it its sends complete once they are
 // posted). A stream reset drops what gRPC buffers; the loop thread reads it out
 // within a linger after the collectives ("during collectives" means while the
@@ -43,7 +44,8 @@
 // Threads: the Link methods run on the collective thread; gRPC completions (OnXxx
 // methods) run on whichever thread drives the worker's CompletionQueueLoop: its
 // loop thread, or the collective thread itself while it borrows the queue in a
-// wait. They meet under `mu_`, and no gRPC call is made with `mu_` held.
+// wait. They meet under `mu_`. gRPC calls that only queue work (PrepareCall,
+// StartCall, TryCancel) may be made with `mu_` held: no handler runs inline.
 #ifndef RINGWORK_RUNTIME_TRANSPORT_GRPC_GRPC_LINK_H_
 #define RINGWORK_RUNTIME_TRANSPORT_GRPC_GRPC_LINK_H_
 

@@ -38,12 +38,13 @@ inline grpc::Status ToGrpcStatus(const absl::Status& status) {
 // the frames) and the channels alike. Measured on a 2-core VM, 2 workers, 16 MiB
 // all-reduce over gRPC: 43 ms with gRPC's defaults, 8.7 ms with these and 1 MiB
 // frames (see docs/performance/communication.md). Large HTTP/2 frames avoid cutting every
-// message into 16 KiB pieces. The lookahead sets each stream's window (16 MiB);
-// without the bandwidth-delay probe the connection's window stays at HTTP/2's
+// message into 16 KiB pieces. The lookahead sets each stream's window (16 MiB,
+// unless the probe is on: then the probe sizes both, at least 4 MiB); without the
+// bandwidth-delay probe the connection's window stays at HTTP/2's
 // 64 KiB (gRPC 1.51 moves it only from the probe), so a message over about
 // 64 KiB waits one round trip for a WINDOW_UPDATE. With the probe on that wait
 // goes (64 KiB all-reduce on loopback 100 -> 52-59 us), but all-reduces of 4 MiB
-// and more were 1.4-1.9x slower under this VM's BBR: off by default (docs/PERFORMANCE.md,
+// and more were 1.1-2.2x slower under this VM's BBR: off by default (docs/PERFORMANCE.md,
 // 2026-12-05). `bdp_probe` (--grpc_bdp_probe) turns it on: a worker's setting
 // governs the windows it announces, so peers may differ.
 inline std::vector<std::pair<const char*, int>> DataStreamChannelSettings(bool bdp_probe) {

@@ -47,7 +47,8 @@ class WorkerServer {
   };
 
   // Binds `address` (port 0 picks a free port). Fails with INVALID_ARGUMENT (exit 2)
-  // naming the address and `task_name` when it cannot listen there.
+  // naming the address and `task_name` when it cannot listen there. `bdp_probe`:
+  // the flow-control windows it announces (DataStreamChannelSettings).
   static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(const HostPort& address,
                                                              const std::string& task_name,
                                                              Handlers handlers,
