@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs, in one go on this machine, the same all-reduce sweep with Ringwork (shared
-# memory, gRPC alone, and gRPC alone with --grpc_bdp_probe), OpenMPI's MPI_Allreduce (shared memory, and TCP
-# loopback) and PyTorch 1.13's gloo, and prints the times and the ratios (also
-# Ringwork's gRPC path against MPI over TCP, the cross-host comparison). As root it
-# also runs Ringwork on 2 emulated hosts x 2 workers (tools/emulated_hosts.sh:
-# shared memory within a host, gRPC across), flat ring against hierarchical.
+# memory, gRPC alone, and gRPC alone with --grpc_bdp_probe), OpenMPI's
+# MPI_Allreduce (shared memory, and TCP loopback) and PyTorch 1.13's gloo, and
+# prints the times and the ratios (also Ringwork's gRPC paths against MPI over TCP,
+# the cross-host comparison). As root it also runs Ringwork on 2 emulated hosts x 2
+# workers (tools/emulated_hosts.sh: shared memory within a host, gRPC across), flat
+# ring against hierarchical.
 # Every implementation is measured the same way (see tools/allreduce_bench.cc).
 #
 #   bash tools/compare_allreduce.sh [--num_workers=2] [--max_bytes=67108864] [--runs=5]
@@ -29,18 +30,19 @@ mpicc -O2 -o "$work/mpi_allreduce_bench" tools/peers/mpi_allreduce_bench.c
 csv="$work/results.csv"
 bench_args=(--min_bytes="$min_bytes" --max_bytes="$max_bytes" --factor="$factor" --runs="$runs" --csv)
 
+# One local Ringwork row: its label, then allreduce_bench's extra flags.
+ringwork_row() {
+  local label=$1; shift
+  bazel-bin/tools/launch/launch --num_workers="$num_workers" -- \
+    bazel-bin/tools/allreduce_bench "${bench_args[@]}" "$@" --label="$label" 2>/dev/null |
+    sed -n 's/^\[worker:0\] //p' | grep -v '^label' >> "$csv"
+}
 echo "ringwork (shared memory)..." >&2
-bazel-bin/tools/launch/launch --num_workers="$num_workers" -- \
-  bazel-bin/tools/allreduce_bench "${bench_args[@]}" --label=ringwork-shm 2>/dev/null |
-  sed -n 's/^\[worker:0\] //p' | grep -v '^label' >> "$csv"
+ringwork_row ringwork-shm
 echo "ringwork (gRPC only)..." >&2
-bazel-bin/tools/launch/launch --num_workers="$num_workers" -- \
-  bazel-bin/tools/allreduce_bench "${bench_args[@]}" --transport=grpc --label=ringwork-grpc 2>/dev/null |
-  sed -n 's/^\[worker:0\] //p' | grep -v '^label' >> "$csv"
+ringwork_row ringwork-grpc --transport=grpc
 echo "ringwork (gRPC only, bandwidth-delay probe on)..." >&2
-RINGWORK_GRPC_BDP_PROBE=1 bazel-bin/tools/launch/launch --num_workers="$num_workers" -- \
-  bazel-bin/tools/allreduce_bench "${bench_args[@]}" --transport=grpc --label=ringwork-grpc-probe 2>/dev/null |
-  sed -n 's/^\[worker:0\] //p' | grep -v '^label' >> "$csv"
+ringwork_row ringwork-grpc-probe --transport=grpc --grpc_bdp_probe
 if [[ $(id -u) == 0 ]]; then
   for algorithm in ring hierarchical; do
     echo "ringwork (2 emulated hosts x 2 workers, $algorithm)..." >&2
