@@ -1,6 +1,7 @@
 #include "runtime/transport/transport.h"
 
 #include <chrono>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
@@ -191,7 +192,12 @@ absl::Status Transport::Wait(Request* request, Deadline deadline) {
           request->progress, " of ", request->bytes, " bytes moved)"));
     }
     if (now - idle_since < spin) {
-      CpuRelax();
+      // Spinning, but politely: a thread that wants this core (another worker on an
+      // oversubscribed host, often the very peer this wait is for) runs now instead
+      // of after our spin or the scheduler's time slice. With nothing else runnable
+      // the yield returns at once. MPICH's nemesis does the same (sched_yield every
+      // MPIR_CVAR_POLLS_BEFORE_YIELD idle polls).
+      std::this_thread::yield();
       continue;
     }
     const absl::Duration nap = deadline.RemainingOr(absl::Milliseconds(options_.max_sleep_ms));
