@@ -192,11 +192,11 @@ absl::Status Transport::Wait(Request* request, Deadline deadline) {
           request->progress, " of ", request->bytes, " bytes moved)"));
     }
     if (now - idle_since < spin) {
-      // Spinning, but politely: a thread that wants this core (another worker on an
-      // oversubscribed host, often the very peer this wait is for) runs now instead
-      // of after our spin or the scheduler's time slice. With nothing else runnable
-      // the yield returns at once. MPICH's nemesis does the same (sched_yield every
-      // MPIR_CVAR_POLLS_BEFORE_YIELD idle polls).
+      // Spinning, but politely: other runnable threads on this core (another worker
+      // on an oversubscribed host, often the very peer this wait is for) go first,
+      // instead of after our spin or the scheduler's time slice. With nothing else
+      // runnable the yield returns at once. MPICH's nemesis yields the same way, every
+      // MPIR_CVAR_POLLS_BEFORE_YIELD (1000) idle polls.
       std::this_thread::yield();
       continue;
     }

@@ -38,8 +38,9 @@ class Transport {
   struct Options {
     // How long Wait() keeps polling before it sleeps on the doorbell. Spinning
     // saves the ~30 us it takes to wake a sleeping thread, at the price of a busy
-    // core; every 16th idle poll yields the core to any other runnable thread, so
-    // workers that oversubscribe a host's cores do not spin against each other.
+    // core; every 16th idle poll yields (sched_yield: other runnable threads on
+    // the core go first), so workers that oversubscribe a host's cores do not spin
+    // against each other.
     // 0 never spins. Env: RINGWORK_SPIN_US.
     double spin_us = 50;
     // How often a sleeping Wait() wakes up anyway to re-check (the doorbell makes
