@@ -8,17 +8,23 @@
 # failing worker's code (0 when all succeeded). Everything it made is removed.
 #
 #   sudo tools/emulated_hosts.sh --hosts=2 --workers_per_host=2 [--timeout_s=300] \
-#     -- bazel-bin/tools/allreduce_bench --allreduce_algorithm=hierarchical
+#     [--mtu=1500] [--rate=10gbit] -- bazel-bin/tools/allreduce_bench --allreduce_algorithm=hierarchical
+#
+# --mtu sets every link's MTU (default 1500, a NIC's; loopback has 65536); --rate
+# shapes what each host sends with tc's token bucket (tbf), as a link of that rate
+# would (default: unshaped).
 #
 # Worker i runs on host i / W (ranks of a host are contiguous). Addresses are
 # 10.214.<pid % 250>.<host + 1>, ports 2222 + local index.
 set -euo pipefail
-hosts=2; per_host=2; timeout_s=300
+hosts=2; per_host=2; timeout_s=300; mtu=1500; rate=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --hosts=*) hosts=${1#*=};;
     --workers_per_host=*) per_host=${1#*=};;
     --timeout_s=*) timeout_s=${1#*=};;
+    --mtu=*) mtu=${1#*=};;
+    --rate=*) rate=${1#*=};;
     --) shift; break;;
     *) echo "emulated_hosts.sh: unknown argument $1 (the command follows --)" >&2; exit 2;;
   esac
@@ -58,11 +64,15 @@ done
 for ((h = 0; h < hosts; ++h)); do
   "$ip" netns add "${prefix}$h"; namespaces+=("${prefix}$h")
   "$ip" link add "v$h" netns "${prefix}h" type veth peer name eth0 netns "${prefix}$h"
-  "$ip" -n "${prefix}h" link set "v$h" master br0 up
+  "$ip" -n "${prefix}h" link set "v$h" mtu "$mtu" master br0 up
   "$ip" -n "${prefix}$h" addr add "$subnet.$((h + 1))/24" dev eth0
-  "$ip" -n "${prefix}$h" link set eth0 up
+  "$ip" -n "${prefix}$h" link set eth0 mtu "$mtu" up
+  if [[ -n $rate ]]; then
+    "$ip" netns exec "${prefix}$h" tc qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 10ms
+  fi
   "$ip" -n "${prefix}$h" link set lo up
 done
+"$ip" -n "${prefix}h" link set br0 mtu "$mtu"
 
 workers=""
 for ((i = 0; i < hosts * per_host; ++i)); do
