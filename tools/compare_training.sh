@@ -15,6 +15,9 @@
 #                      namespaces, a private /dev/shm per host; shared memory within a
 #                      host, gRPC across, the hierarchical all-reduce): 4 workers on
 #                      this machine's cores. Only as root; skipped otherwise.
+#   ringwork, 2x1      2 emulated hosts x 1 worker x 1 thread: every byte over gRPC
+#                      through a link with a NIC's MTU (1500), where the gRPC row
+#                      above goes through loopback (65536). Only as root.
 #   DDP, OpenBLAS      N processes x 1 thread, DDP over gloo, OpenBLAS
 #   DDP, ref. BLAS     the same with Debian's reference BLAS (PyTorch's fallback)
 #   1 process          one PyTorch process with N threads, OpenBLAS, no DDP
@@ -118,6 +121,9 @@ for ((run = 1; run <= runs; ++run)); do
     tools/emulated_hosts.sh --hosts=2 --workers_per_host=2 --timeout_s=900 -- \
       bazel-bin/tools/train --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 \
       --verbose=0 --metrics_json="$work/ringwork_2x2.$run.json" >&2
+    tools/emulated_hosts.sh --hosts=2 --workers_per_host=1 --timeout_s=900 -- \
+      bazel-bin/tools/train --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 \
+      --verbose=0 --metrics_json="$work/ringwork_2x1.$run.json" >&2
   fi
   torch_run "$work/ddp_openblas.$run.json" "$openblas" "$num_workers" 1
   torch_run "$work/ddp_refblas.$run.json" "$reference_blas" "$num_workers" 1
@@ -133,6 +139,7 @@ rows = [("ringwork", "ringwork", f"{n} workers x 1 thread"),
         ("ringwork_bf16", "ringwork, bfloat16", f"{n} workers x 1 thread"),
         ("ringwork_grpc", "ringwork, gRPC only", f"{n} workers x 1 thread"),
         ("ringwork_2x2", "ringwork, emulated hosts", "2 hosts x 2 workers"),
+        ("ringwork_2x1", "ringwork, emulated hosts", "2 hosts x 1 worker"),
         ("ddp_openblas", "pytorch DDP gloo, OpenBLAS", f"{n} processes x 1 thread"),
         ("ddp_refblas", "pytorch DDP gloo, ref. BLAS", f"{n} processes x 1 thread"),
         ("single", "pytorch, OpenBLAS", f"1 process x {n} threads")]
@@ -142,6 +149,9 @@ step_us = float(re.search(r"^MLP training step .*?float32\s+([0-9.]+)",
 kernel_rate = 128 / (step_us * 1e-6)  # Samples/s of one worker's kernels, batch 128.
 # Only where each worker's batch is kernel_bench's 128 (global 256 over 2 workers).
 kernel_workers = {"ringwork": n, "ringwork_overlap": n, "ringwork_one": 1, "ringwork_grpc": n} if 256 // n == 128 else {}
+kernel_workers["ringwork_2x1"] = 2  # Always 2 workers of batch 128.
+# Workers of the emulated layouts, on this machine's cores like the others.
+emulated_workers = {"ringwork_2x2": 4, "ringwork_2x1": 2}
 if model != "resnet":  # The bfloat16 row runs for the resnet only.
     rows = [r for r in rows if r[0] != "ringwork_bf16"]
 if model != "mlp":
@@ -157,14 +167,16 @@ print(f"{'':30} {'layout':24} {'samples/s':>10} {'test acc':>9} {'ringwork is':>
 for key, name, layout in rows:
     results = [json.load(open(f)) for f in sorted(glob.glob(f"{work}/{key}.*.json"))]
     if not results:  # Emulated hosts need root.
-        why = "(skipped: needs root)" if key == "ringwork_2x2" else "(no result)"
+        why = "(skipped: needs root)" if key in emulated_workers else "(no result)"
         print(f"{name:30} {layout:24} {why:>33}")
         continue
     speed = statistics.median(r["train_samples_per_second"] for r in results)
     accuracy = statistics.median(r["test_accuracy"] for r in results)
     medians[key] = speed
-    # Emulated hosts run 4 workers on the same cores: no like-for-like ratio.
-    ratio = f"{medians['ringwork'] / speed:>11.2f}x" if key != "ringwork_2x2" else f"{'-':>12}"
+    # An emulated layout with another number of workers than the ringwork row's
+    # shares the same cores among them: no like-for-like ratio.
+    like_for_like = emulated_workers.get(key, n) == n
+    ratio = f"{medians['ringwork'] / speed:>11.2f}x" if like_for_like else f"{'-':>12}"
     share = f"{speed / (kernel_workers[key] * kernel_rate):.0%}" if key in kernel_workers else "-"
     print(f"{name:30} {layout:24} {speed:>10.0f} {accuracy:>9.4f} {ratio} {share:>11}")
 PY
