@@ -33,6 +33,21 @@ std::vector<size_t> Counts(int p) {
   return {0, 1, size_t(p > 1 ? p - 1 : 2), size_t(p + 1), 97, 1009};
 }
 
+// The checker every test below relies on: it must see each element that differs.
+TEST_CASE("CountWrong counts the elements that differ", "[collectives]") {
+  const std::vector<float> want = {1.f, 2.f, 3.f, 4.f, 5.f};
+  std::vector<float> got = want;
+  CHECK(CountWrong(DataType::kFloat32, got.data(), want.data(), got.size()) == 0);
+  CHECK(CountWrong(DataType::kFloat32, got.data(), want.data(), 0) == 0);
+  got[0] = -1.f;
+  got[4] = 5.5f;
+  CHECK(CountWrong(DataType::kFloat32, got.data(), want.data(), got.size()) == 2);
+  CHECK(CountWrong(DataType::kFloat32, got.data(), want.data(), 4) == 1);
+  const std::vector<double> zero = {0.0};
+  const std::vector<double> negative_zero = {-0.0};  // Equal as numbers, not as bits.
+  CHECK(CountWrong(DataType::kFloat64, negative_zero.data(), zero.data(), 1) == 1);
+}
+
 // Runs `body(rank, comm, failures)` on every rank of a fresh in-memory world and
 // CHECKs that every rank returned OK with no recorded failures.
 void RunWorld(int p, const CollectiveOptions& options,
