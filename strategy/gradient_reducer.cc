@@ -86,8 +86,8 @@ GradientReducer::GradientReducer(Communicator* comm, std::vector<Variable*> all_
     all_packs_.names.insert(all_packs_.names.end(), pack.names.begin(), pack.names.end());
   }
   if (options_.compression == GradientCompression::kBFloat16) {
-    // Packs are reduced one at a time (never all in one: see AgreeOnPacking): one
-    // staging buffer of the largest serves all.
+    // Packs are reduced one at a time: one staging buffer of the largest serves
+    // all. AgreeOnPacking grows it to the whole arena when steps reduce in one.
     int64_t largest = 0;
     for (const Pack& pack : packs_) largest = std::max(largest, pack.count);
     wire_.resize(static_cast<size_t>(largest));
@@ -141,18 +141,21 @@ absl::Status GradientReducer::AgreeOnPacking() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (packing_ != Packing::kUnknown) return absl::OkStatus();
-    // Every worker decides these alike without asking: the packs and the
-    // compression are the same everywhere. With one pack (or none: only sparse
-    // gradients, and then an overlapping worker never gets here) "in one" is the
-    // same collective; compressed packs stay apart so that the bfloat16 staging
-    // buffer stays the size of one pack.
-    if (num_packs() <= 1 || options_.compression != GradientCompression::kNone) {
+    // Every worker decides this alike without asking: the packs are the same
+    // everywhere. With one pack (or none: only sparse gradients, and then an
+    // overlapping worker never gets here) "in one" is the same collective.
+    if (num_packs() <= 1) {
       packing_ = Packing::kPacks;
       return absl::OkStatus();
     }
   }
   int64_t any_overlaps = overlaps() ? 1 : 0;
   RW_RETURN_IF_ERROR(comm_->AllReduce(&any_overlaps, 1, DataType::kInt64, ReduceOp::kMax));
+  // Compressed, all packs in one travel through one staging buffer: half the
+  // arena's bytes (only this thread reduces, so it may grow here).
+  if (any_overlaps == 0 && options_.compression == GradientCompression::kBFloat16) {
+    wire_.resize(static_cast<size_t>(all_packs_.count));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   packing_ = any_overlaps != 0 ? Packing::kPacks : Packing::kWhole;
   return absl::OkStatus();

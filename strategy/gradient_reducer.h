@@ -22,12 +22,12 @@
 // step agrees (one all-reduce) whether any worker overlaps: when none does, every
 // step reduces all dense gradients in one all-reduce, one latency instead of one
 // per pack (workers may overlap or not, e.g. on hosts with different cores per
-// worker: they then all reduce pack by pack). Compressed gradients always go pack
-// by pack (their staging buffer holds one pack).
+// worker: they then all reduce pack by pack).
 //
 // With `.compression = GradientCompression::kBFloat16` (Horovod's Compression.fp16,
-// DDP's bf16_compress_hook) each pack travels as bfloat16: half the bytes; every hop
-// widens to float32, sums, and rounds back; every replica gets the same values.
+// DDP's bf16_compress_hook) gradients travel as bfloat16: half the bytes; every hop
+// widens to float32, sums, and rounds back; every replica gets the same values. The
+// staging buffer holds the largest pack, or all of them when steps reduce in one.
 #ifndef RINGWORK_STRATEGY_GRADIENT_REDUCER_H_
 #define RINGWORK_STRATEGY_GRADIENT_REDUCER_H_
 
@@ -153,7 +153,7 @@ class GradientReducer {
   std::vector<bool> last_sparse_choice_;
   std::vector<int64_t> gathered_ids_;
   std::vector<float> gathered_rows_;
-  std::vector<BFloat16> wire_;  // kBFloat16: the pack being reduced, as it travels.
+  std::vector<BFloat16> wire_;  // kBFloat16: what is being reduced, as it travels.
   std::vector<Pack> packs_;
   Pack all_packs_;  // The whole arena, as one pack (Packing::kWhole).
   std::unordered_map<const Variable*, int> pack_of_;
