@@ -152,8 +152,10 @@ absl::Status GradientReducer::AgreeOnPacking() {
   int64_t any_overlaps = overlaps() ? 1 : 0;
   RW_RETURN_IF_ERROR(comm_->AllReduce(&any_overlaps, 1, DataType::kInt64, ReduceOp::kMax));
   // Compressed, all packs in one travel through one staging buffer: half the
-  // arena's bytes (only this thread reduces, so it may grow here).
+  // arena's bytes. Nobody overlaps, so neither does this worker: the caller is the
+  // training thread in FinishDense, the only one that reduces, and it may grow here.
   if (any_overlaps == 0 && options_.compression == GradientCompression::kBFloat16) {
+    RW_CHECK(!overlaps()) << "an overlapping worker agreed that none overlaps";
     wire_.resize(static_cast<size_t>(all_packs_.count));
   }
   std::lock_guard<std::mutex> lock(mu_);
