@@ -18,6 +18,9 @@
 #   ringwork, 2x1      2 emulated hosts x 1 worker x 1 thread: every byte over gRPC
 #                      through a link with a NIC's MTU (1500), where the gRPC row
 #                      above goes through loopback (65536). Only as root.
+#                      Each emulated host is pinned to half of the cores
+#                      (--cores_per_host), so its workers choose threads for the
+#                      cores they have, as the rows above do.
 #   DDP, OpenBLAS      N processes x 1 thread, DDP over gloo, OpenBLAS
 #   DDP, ref. BLAS     the same with Debian's reference BLAS (PyTorch's fallback)
 #   1 process          one PyTorch process with N threads, OpenBLAS, no DDP
@@ -50,6 +53,7 @@ if [[ $steps_per_epoch != 0 ]]; then model_flags+=(--steps_per_epoch="$steps_per
 tools/setup.sh --peers
 bazel build -c opt //tools:train //tools/launch:launch //tools:tfconfig //tools:kernel_bench >&2
 work=$(mktemp -d)
+cores_per_host=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))  # The emulated rows'.
 trap 'rm -rf "$work"' EXIT
 libs=/usr/lib/x86_64-linux-gnu
 openblas=$libs/openblas-pthread reference_blas=$libs/blas
@@ -118,10 +122,10 @@ for ((run = 1; run <= runs; ++run)); do
     --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 --transport=grpc --verbose=0 \
     --metrics_json="$work/ringwork_grpc.$run.json" >&2
   if [[ $(id -u) == 0 ]]; then
-    tools/emulated_hosts.sh --hosts=2 --workers_per_host=2 --timeout_s=900 -- \
+    tools/emulated_hosts.sh --hosts=2 --workers_per_host=2 --cores_per_host="$cores_per_host" --timeout_s=900 -- \
       bazel-bin/tools/train --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 \
       --verbose=0 --metrics_json="$work/ringwork_2x2.$run.json" >&2
-    tools/emulated_hosts.sh --hosts=2 --workers_per_host=1 --timeout_s=900 -- \
+    tools/emulated_hosts.sh --hosts=2 --workers_per_host=1 --cores_per_host="$cores_per_host" --timeout_s=900 -- \
       bazel-bin/tools/train --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 \
       --verbose=0 --metrics_json="$work/ringwork_2x1.$run.json" >&2
   fi

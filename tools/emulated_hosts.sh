@@ -8,16 +8,20 @@
 # failing worker's code (0 when all succeeded). Everything it made is removed.
 #
 #   sudo tools/emulated_hosts.sh --hosts=2 --workers_per_host=2 [--timeout_s=300] \
-#     [--mtu=1500] [--rate=10gbit] -- bazel-bin/tools/allreduce_bench --allreduce_algorithm=hierarchical
+#     [--mtu=1500] [--rate=10gbit] [--cores_per_host=1] -- bazel-bin/tools/allreduce_bench --allreduce_algorithm=hierarchical
 #
 # --mtu sets every link's MTU (default 1500, a NIC's; loopback has 65536); --rate
 # shapes what each host sends with tc's token bucket (tbf), as a link of that rate
-# would (default: unshaped).
+# would (default: unshaped). --cores_per_host=N pins each host's workers to N of this
+# machine's cores (host h: cores h*N to h*N+N-1 of those it may use, modulo their
+# number), so that each "machine" sees only its own cores and the workers' automatic
+# choices (threads per kernel, the overlap thread, input prefetch) follow them; 0
+# (default): not pinned, every host sees all of this machine's cores.
 #
 # Worker i runs on host i / W (ranks of a host are contiguous). Addresses are
 # 10.214.<pid % 250>.<host + 1>, ports 2222 + local index.
 set -euo pipefail
-hosts=2; per_host=2; timeout_s=300; mtu=1500; rate=""
+hosts=2; per_host=2; timeout_s=300; mtu=1500; rate=""; cores_per_host=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --hosts=*) hosts=${1#*=};;
@@ -25,12 +29,16 @@ while [[ $# -gt 0 ]]; do
     --timeout_s=*) timeout_s=${1#*=};;
     --mtu=*) mtu=${1#*=};;
     --rate=*) rate=${1#*=};;
+    --cores_per_host=*) cores_per_host=${1#*=};;
     --) shift; break;;
     *) echo "emulated_hosts.sh: unknown argument $1 (the command follows --)" >&2; exit 2;;
   esac
   shift
 done
 if [[ $# -eq 0 ]]; then echo "emulated_hosts.sh: no command after --" >&2; exit 2; fi
+if ! [[ $cores_per_host =~ ^[0-9]+$ ]]; then
+  echo "emulated_hosts.sh: --cores_per_host=$cores_per_host: expected a number of cores" >&2; exit 2
+fi
 if [[ $(id -u) != 0 ]]; then echo "emulated_hosts.sh: needs root (network namespaces)" >&2; exit 2; fi
 ip=/bin/ip
 prefix="rwe$$-"
@@ -96,9 +104,23 @@ for ((h = 0; h < hosts; ++h)); do
   } > "$script"
 done
 host_pids=()
+# The cores this script may use ("0-3,8" in /proc: expanded), for --cores_per_host.
+allowed=()
+IFS=, read -ra ranges <<< "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)"
+for r in "${ranges[@]}"; do
+  for ((c = ${r%-*}; c <= ${r#*-}; ++c)); do allowed+=("$c"); done
+done
 for ((h = 0; h < hosts; ++h)); do
+  pin=()
+  if ((cores_per_host > 0)); then
+    list=""
+    for ((c = 0; c < cores_per_host; ++c)); do
+      list+="${list:+,}${allowed[(h * cores_per_host + c) % ${#allowed[@]}]}"
+    done
+    pin=(taskset -c "$list")
+  fi
   timeout -s KILL "$timeout_s" "$ip" netns exec "${prefix}$h" unshare -m \
-    bash "$work/host$h.sh" "$@" &
+    "${pin[@]}" bash "$work/host$h.sh" "$@" &
   host_pids+=($!)
 done
 for pid in "${host_pids[@]}"; do { wait "$pid"; } 2>/dev/null || true; done
