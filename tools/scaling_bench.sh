@@ -129,6 +129,7 @@ cat "$work/machine.txt" >&2
 stage kernel_bench 120 "$bin/kernel_bench" --precision=float32 --threads=1 --runs=3
 : > "$work/allreduce.csv"
 emulate=0
+half_cores=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))  # Each emulated host's cores.
 if [[ $(id -u) == 0 ]] && ip netns add rwprobe$$ 2> /dev/null; then ip netns del rwprobe$$; emulate=1; fi
 for ((run = 1; run <= runs; ++run)); do
   train "one.$run" 1 --intra_op_threads=1
@@ -140,7 +141,7 @@ for ((run = 1; run <= runs; ++run)); do
     if ((emulate && n >= 4)); then
       for algorithm in ring hierarchical; do
         stage "emulated-$algorithm-$n.$run" 300 tools/emulated_hosts.sh --hosts=2 --workers_per_host=$((n / 2)) \
-          --timeout_s=280 -- "$bin/train" --data_dir="$data_dir" --epochs="$epochs" \
+          --cores_per_host="$half_cores" --timeout_s=280 -- "$bin/train" --data_dir="$data_dir" --epochs="$epochs" \
           --global_batch_size=$((128 * n)) --verbose=0 --intra_op_threads=1 \
           --allreduce_algorithm="$algorithm" --metrics_json="$work/emulated-$algorithm-$n.$run.json"
       done
@@ -155,7 +156,7 @@ for n in "${counts[@]}"; do
   if ((emulate && n >= 4)); then
     for algorithm in ring hierarchical; do
       stage "allreduce-emulated-$algorithm-$n" 180 tools/emulated_hosts.sh --hosts=2 \
-        --workers_per_host=$((n / 2)) --timeout_s=170 -- "$bin/allreduce_bench" --min_bytes=4 \
+        --workers_per_host=$((n / 2)) --cores_per_host="$half_cores" --timeout_s=170 -- "$bin/allreduce_bench" --min_bytes=4 \
         --max_bytes=16M --factor=16 --runs=3 --csv --allreduce_algorithm="$algorithm" \
         --label="ringwork-2x$((n / 2))-$algorithm"
       [[ -f $work/allreduce-emulated-$algorithm-$n.log ]] &&
