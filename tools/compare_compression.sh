@@ -9,7 +9,7 @@
 #     [--model=mlp]
 #
 # The hosts are tools/emulated_hosts.sh's (a bridge; --rate shapes what each host
-# sends). "none" leaves the links unshaped. Each emulated host is pinned to half of
+# sends; the links' MTU is $MTU, default 1500). "none" leaves the links unshaped. Each emulated host is pinned to half of
 # this machine's cores (--cores_per_host), so each worker's automatic choices
 # (threads per kernel, the overlap thread, prefetch) follow the cores it really has:
 # a worker alone on its "host" would otherwise take all of them, and the two would
@@ -39,12 +39,15 @@ run_once() {  # compression rate -> "samples/s test_accuracy" in $work/result; f
   local compression=$1 rate=$2 shaping=()
   if [[ $rate != none ]]; then shaping=(--rate="$rate"); fi
   rm -f "$work/metrics.json"
-  if ! tools/emulated_hosts.sh --hosts=2 --workers_per_host=1 --cores_per_host="$cores_per_host" \
-      --mtu="${MTU:-1500}" "${shaping[@]}" --timeout_s=900 -- \
-      bazel-bin/tools/train --model="$model" --epochs="$epochs" --verbose=0 \
-      --allreduce_compression="$compression" --metrics_json="$work/metrics.json" > "$work/workers.log" 2>&1; then
-    echo "a worker failed ($compression, $rate):" >&2
-    tail -n 5 "$work/workers.log" >&2
+  local code=0
+  tools/emulated_hosts.sh --hosts=2 --workers_per_host=1 --cores_per_host="$cores_per_host" \
+    --mtu="${MTU:-1500}" "${shaping[@]}" --timeout_s=7200 -- \
+    bazel-bin/tools/train --model="$model" --epochs="$epochs" --verbose=0 \
+    --allreduce_compression="$compression" --metrics_json="$work/metrics.json" > "$work/workers.log" 2>&1 ||
+    code=$?
+  if ((code != 0)); then
+    echo "the run ($compression, link $rate) failed with exit code $code; each worker's last lines:" >&2
+    for i in 0 1; do grep "^\[worker:$i\]" "$work/workers.log" | tail -n 5 >&2; done
     exit 1
   fi
   /usr/bin/python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["train_samples_per_second"], m["test_accuracy"])' \

@@ -18,9 +18,9 @@
 #   ringwork, 2x1      2 emulated hosts x 1 worker x 1 thread: every byte over gRPC
 #                      through a link with a NIC's MTU (1500), where the gRPC row
 #                      above goes through loopback (65536). Only as root.
-#                      Each emulated host is pinned to half of the cores
-#                      (--cores_per_host), so its workers choose threads for the
-#                      cores they have, as the rows above do.
+#   (both emulated rows: each emulated host gets half of the cores and each of its
+#   workers its share of them, --cores_per_host, so that workers choose their
+#   threads for the cores they would have on such a host)
 #   DDP, OpenBLAS      N processes x 1 thread, DDP over gloo, OpenBLAS
 #   DDP, ref. BLAS     the same with Debian's reference BLAS (PyTorch's fallback)
 #   1 process          one PyTorch process with N threads, OpenBLAS, no DDP

@@ -12,11 +12,12 @@
 #
 # --mtu sets every link's MTU (default 1500, a NIC's; loopback has 65536); --rate
 # shapes what each host sends with tc's token bucket (tbf), as a link of that rate
-# would (default: unshaped). --cores_per_host=N pins each host's workers to N of this
-# machine's cores (host h: cores h*N to h*N+N-1 of those it may use, modulo their
-# number), so that each "machine" sees only its own cores and the workers' automatic
-# choices (threads per kernel, the overlap thread, input prefetch) follow them; 0
-# (default): not pinned, every host sees all of this machine's cores.
+# would (default: unshaped). --cores_per_host=N gives each host N of this machine's
+# cores (host h: cores h*N to h*N+N-1 of those it may use, modulo their number) and
+# binds each of its workers to its share of them (N / W, at least 1), as a scheduler
+# binds tasks, so that the workers' automatic choices (threads per kernel, the
+# overlap thread, input prefetch) follow the cores they would have; 0 (default): not
+# pinned, every worker sees all of this machine's cores.
 #
 # Worker i runs on host i / W (ranks of a host are contiguous). Addresses are
 # 10.214.<pid % 250>.<host + 1>, ports 2222 + local index.
@@ -39,6 +40,28 @@ if [[ $# -eq 0 ]]; then echo "emulated_hosts.sh: no command after --" >&2; exit 
 if ! [[ $cores_per_host =~ ^[0-9]+$ ]]; then
   echo "emulated_hosts.sh: --cores_per_host=$cores_per_host: expected a number of cores" >&2; exit 2
 fi
+cores_per_host=$((10#$cores_per_host))
+# The cores this script may use ("0-3,8" in /proc: expanded), for --cores_per_host.
+allowed=()
+IFS=, read -ra ranges <<< "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)"
+for r in "${ranges[@]}"; do
+  for ((c = ${r%-*}; c <= ${r#*-}; ++c)); do allowed+=("$c"); done
+done
+if ((cores_per_host > ${#allowed[@]})); then
+  echo "emulated_hosts.sh: --cores_per_host=$cores_per_host: this machine lets it use ${#allowed[@]} cores" >&2
+  exit 2
+fi
+# Worker `l` of host `h`: its share of the host's cores ("2,3"), as a scheduler would
+# bind it; empty when not pinned.
+worker_cores() {
+  local h=$1 l=$2 share list="" c
+  ((cores_per_host > 0)) || return 0
+  share=$((cores_per_host / per_host > 0 ? cores_per_host / per_host : 1))
+  for ((c = 0; c < share; ++c)); do
+    list+="${list:+,}${allowed[(h * cores_per_host + (l * share + c) % cores_per_host) % ${#allowed[@]}]}"
+  done
+  echo "$list"
+}
 if [[ $(id -u) != 0 ]]; then echo "emulated_hosts.sh: needs root (network namespaces)" >&2; exit 2; fi
 ip=/bin/ip
 prefix="rwe$$-"
@@ -96,31 +119,20 @@ for ((h = 0; h < hosts; ++h)); do
     for ((l = 0; l < per_host; ++l)); do
       i=$((h * per_host + l))
       tf="{\"cluster\":{\"worker\":[$workers]},\"task\":{\"type\":\"worker\",\"index\":$i}}"
+      pin=""
+      cores=$(worker_cores "$h" "$l")
+      if [[ -n $cores ]]; then pin="taskset -c $cores "; fi
       # Each worker records its exit code and when it exited.
-      printf '(TF_CONFIG=%q RINGWORK_CLUSTER_TOKEN_FILE=%q "$@" > %q 2>&1; echo "$? $(date +%%s%%N)" > %q) &\n' \
-        "$tf" "$work/token" "$work/worker$i.log" "$work/worker$i.code"
+      printf '(TF_CONFIG=%q RINGWORK_CLUSTER_TOKEN_FILE=%q %s"$@" > %q 2>&1; echo "$? $(date +%%s%%N)" > %q) &\n' \
+        "$tf" "$work/token" "$pin" "$work/worker$i.log" "$work/worker$i.code"
     done
     echo 'wait'
   } > "$script"
 done
 host_pids=()
-# The cores this script may use ("0-3,8" in /proc: expanded), for --cores_per_host.
-allowed=()
-IFS=, read -ra ranges <<< "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)"
-for r in "${ranges[@]}"; do
-  for ((c = ${r%-*}; c <= ${r#*-}; ++c)); do allowed+=("$c"); done
-done
 for ((h = 0; h < hosts; ++h)); do
-  pin=()
-  if ((cores_per_host > 0)); then
-    list=""
-    for ((c = 0; c < cores_per_host; ++c)); do
-      list+="${list:+,}${allowed[(h * cores_per_host + c) % ${#allowed[@]}]}"
-    done
-    pin=(taskset -c "$list")
-  fi
   timeout -s KILL "$timeout_s" "$ip" netns exec "${prefix}$h" unshare -m \
-    "${pin[@]}" bash "$work/host$h.sh" "$@" &
+    bash "$work/host$h.sh" "$@" &
   host_pids+=($!)
 done
 for pid in "${host_pids[@]}"; do { wait "$pid"; } 2>/dev/null || true; done
