@@ -25,12 +25,18 @@ std::vector<std::unique_ptr<Variable>> MakeVariables(const std::vector<int64_t>&
   return vars;
 }
 
+// The variables as GradientReducer takes them.
+std::vector<Variable*> Pointers(const std::vector<std::unique_ptr<Variable>>& vars) {
+  std::vector<Variable*> raw;
+  for (const auto& v : vars) raw.push_back(v.get());
+  return raw;
+}
+
 TEST_CASE("packs follow the backward order and respect the size", "[reducer]") {
   InMemoryNetwork network(1);
   Communicator comm(network.transport(0), CollectiveOptions());
   auto vars = MakeVariables({100, 10, 5000, 20, 30});
-  std::vector<Variable*> raw;
-  for (auto& v : vars) raw.push_back(v.get());
+  std::vector<Variable*> raw = Pointers(vars);
   GradientReducer reducer(&comm, raw, {/*bytes_per_pack=*/400, true});
   // Backward order v4 v3 v2 v1 v0, packs closed before they outgrow 100 floats
   // (v1 and v0 together would be 110).
@@ -47,8 +53,7 @@ TEST_CASE("gradients are averaged over the replicas, with and without overlap", 
     auto results = RunOnRanks(p, [&](int rank) {
       Communicator comm(network.transport(rank), CollectiveOptions());
       vars[rank] = MakeVariables({7, 300, 11, 4096, 3});
-      std::vector<Variable*> raw;
-      for (auto& v : vars[rank]) raw.push_back(v.get());
+      std::vector<Variable*> raw = Pointers(vars[rank]);
       GradientReducer reducer(&comm, raw, {/*bytes_per_pack=*/1024, overlap});
       const auto start = std::chrono::steady_clock::now();
       for (int step = 0; step < 20; ++step) {
@@ -100,8 +105,7 @@ TEST_CASE("without overlap anywhere a step is one all-reduce; one overlapping wo
     auto results = RunOnRanks(p, [&](int rank) -> absl::Status {
       Communicator comm(network.transport(rank), CollectiveOptions());
       auto vars = MakeVariables({7, 300, 11, 4096, 3});
-      std::vector<Variable*> raw;
-      for (auto& v : vars) raw.push_back(v.get());
+      std::vector<Variable*> raw = Pointers(vars);
       GradientReducer reducer(&comm, raw, {/*bytes_per_pack=*/1024, rank == overlapping_rank});
       const bool in_one = overlapping_rank < 0;
       for (int step = 0; step < 3; ++step) {
@@ -154,8 +158,7 @@ TEST_CASE("no agreement where every worker decides alike: no dense gradients, on
     auto results = RunOnRanks(p, [&](int rank) -> absl::Status {
       Communicator comm(network.transport(rank), CollectiveOptions());
       auto vars = MakeVariables(c.sizes);
-      std::vector<Variable*> raw;
-      for (auto& v : vars) raw.push_back(v.get());
+      std::vector<Variable*> raw = Pointers(vars);
       GradientReducer::Options options;
       options.bytes_per_pack = 1024;
       options.overlap = rank == 0;  // Workers differ, yet ask nothing.
@@ -198,8 +201,7 @@ TEST_CASE("compressed gradients too go in one all-reduce when no worker overlaps
     auto results = RunOnRanks(p, [&](int rank) -> absl::Status {
       Communicator comm(network.transport(rank), CollectiveOptions());
       auto vars = MakeVariables({7, 300, 11, 4096, 3});
-      std::vector<Variable*> raw;
-      for (auto& v : vars) raw.push_back(v.get());
+      std::vector<Variable*> raw = Pointers(vars);
       GradientReducer::Options options;
       options.bytes_per_pack = 1024;
       options.overlap = rank == overlapping_rank;

@@ -51,6 +51,8 @@ gradient_bytes = gradients[0]["args"]["bytes"]
 m = metrics[0]
 inner = [e for e in events if e.get("cat") == "collective" and e["pid"] == m["pid"]
          and m["ts"] <= e["ts"] <= m["ts"] + m["dur"]]
+if not inner:
+    sys.exit("the timeline has no collective inside the first metrics all-reduce span")
 print(median(lambda e: e.get("cat") == "step"),
       median(lambda e: e["name"] == "gradients, all packs in one"),
       median(lambda e: e["name"] == "metrics all-reduce"),
@@ -70,13 +72,22 @@ mpi_bench() {  # bytes: the median time (us)
 results="$work/results.txt"
 for ((round = 1; round <= rounds; ++round)); do
   echo "round $round of $rounds..." >&2
-  read -r shm_step shm_grad shm_metrics grad_bytes metrics_bytes <<< "$(train_row)"
-  read -r grpc_step grpc_grad grpc_metrics _ _ <<< "$(train_row --transport=grpc)"
-  echo "$round $shm_step $shm_grad $shm_metrics $grpc_step $grpc_grad $grpc_metrics" \
-    "$(ringwork_bench "$grad_bytes") $(ringwork_bench "$grad_bytes" --transport=grpc)" \
-    "$(mpi_bench "$grad_bytes") $(ringwork_bench "$metrics_bytes")" \
-    "$(ringwork_bench "$metrics_bytes" --transport=grpc) $(mpi_bench "$metrics_bytes")" \
-    "$grad_bytes $metrics_bytes" >> "$results"
+  # Not in $(...): a failed training run must end the script.
+  train_row > "$work/shm.row"
+  train_row --transport=grpc > "$work/grpc.row"
+  read -r shm_step shm_grad shm_metrics grad_bytes metrics_bytes < "$work/shm.row"
+  read -r grpc_step grpc_grad grpc_metrics _ _ < "$work/grpc.row"
+  row="$round $shm_step $shm_grad $shm_metrics $grpc_step $grpc_grad $grpc_metrics"
+  row+=" $(ringwork_bench "$grad_bytes") $(ringwork_bench "$grad_bytes" --transport=grpc)"
+  row+=" $(mpi_bench "$grad_bytes") $(ringwork_bench "$metrics_bytes")"
+  row+=" $(ringwork_bench "$metrics_bytes" --transport=grpc) $(mpi_bench "$metrics_bytes")"
+  row+=" $grad_bytes $metrics_bytes"
+  # A benchmark that printed nothing leaves a field out.
+  if [[ $(wc -w <<< "$row") != 15 ]]; then
+    echo "round $round: a measurement is missing (round, 6 from training, 6 benchmarks, 2 sizes): $row" >&2
+    exit 1
+  fi
+  echo "$row" >> "$results"
 done
 
 python3 - "$results" <<'EOF'
