@@ -9,11 +9,11 @@
 #     [--model=mlp]
 #
 # The hosts are tools/emulated_hosts.sh's (a bridge; --rate shapes what each host
-# sends; the links' MTU is $MTU, default 1500). "none" leaves the links unshaped. Each emulated host is pinned to half of
-# this machine's cores (--cores_per_host), so each worker's automatic choices
-# (threads per kernel, the overlap thread, prefetch) follow the cores it really has:
-# a worker alone on its "host" would otherwise take all of them, and the two would
-# fight over the cores.
+# sends; the links' MTU is $MTU, default 1500). "none" leaves the links unshaped.
+# Each emulated host is pinned to half of this machine's cores (--cores_per_host), so
+# each worker's automatic choices (threads per kernel, the overlap thread, prefetch)
+# follow the cores it really has: a worker alone on its "host" would otherwise take
+# all of them, and the two would fight over the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rates="1gbit,10gbit,none"; runs=3; epochs=2; model=mlp
@@ -30,8 +30,7 @@ if [[ $(id -u) != 0 ]]; then echo "needs root (network namespaces, tc)" >&2; exi
 bazel build -c opt //tools:train >&2
 work=$(mktemp -d)
 trap 'if [[ -n ${KEEP_WORK:-} ]]; then echo "kept $work" >&2; else rm -rf "$work"; fi' EXIT
-cores=$(nproc)
-cores_per_host=$(( cores / 2 > 0 ? cores / 2 : 1 ))
+cores_per_host=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
 
 # One training run over tools/emulated_hosts.sh: 2 hosts x 1 worker, each host on
 # its half of the cores.
