@@ -35,7 +35,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kernels/dtype.h"
+#include "tensor/dtype.h"
 
 namespace ringwork {
 

@@ -29,7 +29,7 @@ absl::StatusOr<TrainTest> LoadFashionMnist(const std::string& dir) {
   if (::stat(dir.c_str(), &info) != 0) {
     return absl::NotFoundError(absl::StrCat(
         "--data_dir=", dir, " does not exist; install Debian's dataset-fashion-mnist "
-        "(tools/setup.sh does) or point --data_dir at the IDX files"));
+        "(scripts/setup.sh does) or point --data_dir at the IDX files"));
   }
   TrainTest data;
   RW_ASSIGN_OR_RETURN(data.train, LoadPair(dir, "train"));

@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "base/check.h"
 #include "base/status_macros.h"
-#include "kernels/reduce.h"
+#include "tensor/reduce.h"
 #include "observability/timeline.h"
 
 namespace ringwork {

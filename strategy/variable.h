@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/tensor.h"
+#include "tensor/tensor.h"
 
 namespace ringwork {
 

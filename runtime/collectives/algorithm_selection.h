@@ -1,6 +1,6 @@
 // The one place that decides which algorithm runs a collective, from its size, the
 // world size and the options. Kept separate so the decision can be tested and
-// tuned (tools/allreduce_bench measures the crossover) without touching algorithms.
+// tuned (bench/allreduce_bench measures the crossover) without touching algorithms.
 #ifndef RINGWORK_RUNTIME_COLLECTIVES_ALGORITHM_SELECTION_H_
 #define RINGWORK_RUNTIME_COLLECTIVES_ALGORITHM_SELECTION_H_
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 
 #include "base/deadline.h"
-#include "kernels/dtype.h"
-#include "kernels/reduce.h"
+#include "tensor/dtype.h"
+#include "tensor/reduce.h"
 #include "runtime/transport/request.h"
 #include "runtime/transport/transport.h"
 

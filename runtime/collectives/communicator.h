@@ -23,8 +23,8 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "kernels/dtype.h"
-#include "kernels/reduce.h"
+#include "tensor/dtype.h"
+#include "tensor/reduce.h"
 #include "observability/timeline.h"
 #include "runtime/collectives/collective_options.h"
 #include "runtime/collectives/dissemination_barrier.h"

@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/dtype.h"
-#include "kernels/reduce.h"
+#include "tensor/dtype.h"
+#include "tensor/reduce.h"
 
 namespace ringwork {
 

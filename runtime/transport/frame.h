@@ -20,8 +20,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "kernels/dtype.h"
-#include "kernels/reduce.h"
+#include "tensor/dtype.h"
+#include "tensor/reduce.h"
 
 namespace ringwork {
 

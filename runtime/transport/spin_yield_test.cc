@@ -3,7 +3,7 @@
 // priority), finish an exchange at once. A spin that kept the core would hold it
 // for all of Options::spin_us before sleeping, and the peer it waits for could not
 // run until then. This is how workers that oversubscribe a host's cores would
-// spin against each other (docs/PERFORMANCE.md, 2026-12-05, eighth session).
+// spin against each other (docs/PERFORMANCE.md, measured 2026-12-05).
 // Workers run under the normal scheduler, where a yield lets the other runnable
 // threads on the core go first; SCHED_FIFO makes the difference all or nothing, so
 // nothing here is timed closely. Skipped, with a warning, without the right to use

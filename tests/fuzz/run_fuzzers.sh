@@ -21,7 +21,7 @@ cd "$root"
 mkdir -p "$out"
 clang=$(command -v clang++ || true)
 if [[ -z "$clang" ]]; then
-  echo "run_fuzzers: clang++ is missing; tools/setup.sh installs clang and libclang-rt-14-dev" >&2
+  echo "run_fuzzers: clang++ is missing; scripts/setup.sh installs clang and libclang-rt-14-dev" >&2
   exit 2
 fi
 absl="-labsl_statusor -labsl_status -labsl_cord -labsl_cordz_info -labsl_cord_internal
@@ -35,8 +35,8 @@ flags="-std=c++17 -O1 -g -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-r
 
 declare -A sources=(
   [tf_config]="runtime/config/tf_config.cc runtime/config/cluster_config.cc runtime/config/host_port.cc base/logging.cc"
-  [frame_header]="runtime/transport/frame.cc kernels/dtype.cc kernels/reduce.cc base/logging.cc"
-  [checkpoint_reader]="checkpoint/checkpoint_file.cc base/crc32c.cc base/crash_points.cc base/exit_code.cc base/logging.cc kernels/dtype.cc"
+  [frame_header]="runtime/transport/frame.cc tensor/dtype.cc tensor/reduce.cc base/logging.cc"
+  [checkpoint_reader]="checkpoint/checkpoint_file.cc base/crc32c.cc base/crash_points.cc base/exit_code.cc base/logging.cc tensor/dtype.cc"
   [event_file]="observability/event_file.cc observability/proto_wire.cc observability/record_file.cc base/crc32c.cc"
 )
 failed=0

@@ -7,14 +7,14 @@
 // kMean accumulates as kSum; FinishMean divides once at the end (integer types
 // truncate toward zero, as C++ division does). bfloat16 is widened to float32 for
 // each operation and rounded back to nearest even.
-#ifndef RINGWORK_KERNELS_REDUCE_H_
-#define RINGWORK_KERNELS_REDUCE_H_
+#ifndef RINGWORK_TENSOR_REDUCE_H_
+#define RINGWORK_TENSOR_REDUCE_H_
 
 #include <cstddef>
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
-#include "kernels/dtype.h"
+#include "tensor/dtype.h"
 
 namespace ringwork {
 
@@ -46,4 +46,4 @@ void Scale(const float* in, float scale, float* out, size_t count);
 
 }  // namespace ringwork
 
-#endif  // RINGWORK_KERNELS_REDUCE_H_
+#endif  // RINGWORK_TENSOR_REDUCE_H_

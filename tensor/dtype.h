@@ -5,8 +5,8 @@
 //   BFloat16 h = BFloat16::FromFloat(1.5f);  float f = h.ToFloat();
 //
 // The numeric values are part of the wire format and of checkpoints: never renumber.
-#ifndef RINGWORK_KERNELS_DTYPE_H_
-#define RINGWORK_KERNELS_DTYPE_H_
+#ifndef RINGWORK_TENSOR_DTYPE_H_
+#define RINGWORK_TENSOR_DTYPE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -78,4 +78,4 @@ struct DataTypeOf<int64_t> {
 
 }  // namespace ringwork
 
-#endif  // RINGWORK_KERNELS_DTYPE_H_
+#endif  // RINGWORK_TENSOR_DTYPE_H_

@@ -6,8 +6,8 @@
 //   x.data()[0] = 1.0f;
 //   Tensor y = x.Reshaped({128, 28, 28, 1});   // shares nothing: a copy
 //   x.Reshape({128, 28, 28, 1});   // in place: same data, new shape
-#ifndef RINGWORK_KERNELS_TENSOR_H_
-#define RINGWORK_KERNELS_TENSOR_H_
+#ifndef RINGWORK_TENSOR_TENSOR_H_
+#define RINGWORK_TENSOR_TENSOR_H_
 
 #include <cstdint>
 #include <cstdlib>
@@ -61,4 +61,4 @@ class Tensor {
 
 }  // namespace ringwork
 
-#endif  // RINGWORK_KERNELS_TENSOR_H_
+#endif  // RINGWORK_TENSOR_TENSOR_H_

@@ -1,4 +1,4 @@
-#include "kernels/tensor.h"
+#include "tensor/tensor.h"
 
 #include <algorithm>
 

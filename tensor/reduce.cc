@@ -1,4 +1,4 @@
-#include "kernels/reduce.h"
+#include "tensor/reduce.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "kernels/dtype.h"
+#include "tensor/dtype.h"
 
 namespace ringwork {
 
