@@ -4,11 +4,12 @@
 //   #include "ringwork.h"
 //   auto strategy = ringwork::MultiWorkerMirroredStrategy::Create();   // TF_CONFIG
 //   auto scope = (*strategy)->scope();
-//   ringwork::Sequential model;
+//   ringwork::Sequential model;                 // a ringwork::Model
 //   model.Add(ringwork::Dense(10));
 //   ...
-// See examples/keras_app.cc (Keras-style) and examples/custom_training_loop.cc
-// (your own loop with the kernels and the strategy).
+// See examples/own_data.cc (a functional model on your CSV files),
+// examples/keras_app.cc (Keras-style) and examples/custom_training_loop.cc (your
+// own loop with the kernels and the strategy).
 #ifndef RINGWORK_RINGWORK_H_
 #define RINGWORK_RINGWORK_H_
 
@@ -22,6 +23,7 @@
 #include "keras/functional.h"
 #include "keras/initializers.h"
 #include "keras/layers.h"
+#include "keras/model.h"
 #include "keras/sequential.h"
 #include "keras/tensorboard_callback.h"
 #include "keras/training_callbacks.h"

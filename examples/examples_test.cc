@@ -1,7 +1,13 @@
 // Builds (as a dependency) and runs the examples on a 2-worker localhost cluster.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
 #include "testing/subprocess.h"
+#include "testing/temp_dir.h"
 
 namespace ringwork {
 namespace {
@@ -20,6 +26,33 @@ TEST_CASE("the Keras-style example trains on two workers", "[examples]") {
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("[worker:0] keras_app: test accuracy") != std::string::npos);
   CHECK(r.output.find("on 2 worker(s)") != std::string::npos);
+}
+
+TEST_CASE("the README's own-data example trains on a CSV file on two workers", "[examples]") {
+  // Three classes of points around three centres in 4 dimensions: separable, so a
+  // model that trains on every worker's share learns them.
+  const std::string csv = FreshTestDir("own_data") + "/train.csv";
+  {
+    std::ofstream out(csv);
+    out << "a,b,c,d,label\n";
+    for (int i = 0; i < 600; ++i) {
+      const int label = i % 3;
+      for (int f = 0; f < 4; ++f) {
+        const double centre = f == label ? 2.0 : 0.0;
+        out << centre + 0.5 * std::sin(1.7 * i + f) << ",";
+      }
+      out << label << "\n";
+    }
+  }
+  SubprocessResult r = Launch({"examples/own_data", csv});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  double accuracy = 0;
+  const size_t at = r.output.find("[worker:0] accuracy ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(r.output.c_str() + at, "[worker:0] accuracy %lf", &accuracy) == 1);
+  CHECK(accuracy >= 0.95);
+  CHECK(r.output.find("[worker:1] accuracy") == std::string::npos);  // The chief prints.
 }
 
 TEST_CASE("the functional ResNet example trains on two workers", "[examples]") {

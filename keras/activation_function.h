@@ -12,7 +12,7 @@
 #include "keras/kernel_cache.h"
 #include "kernels/activation.h"
 #include "kernels/softmax.h"
-#include "kernels/tensor.h"
+#include "tensor/tensor.h"
 
 namespace ringwork {
 

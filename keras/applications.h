@@ -6,7 +6,7 @@
 #ifndef RINGWORK_KERAS_APPLICATIONS_H_
 #define RINGWORK_KERAS_APPLICATIONS_H_
 
-#include "keras/functional.h"
+#include "keras/model.h"
 
 namespace ringwork {
 

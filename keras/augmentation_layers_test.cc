@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "keras/layers.h"
-#include "kernels/tensor.h"
+#include "tensor/tensor.h"
 
 namespace ringwork {
 namespace {

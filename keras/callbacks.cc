@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "keras/sequential.h"
+#include "keras/model.h"
 
 namespace ringwork {
 namespace {

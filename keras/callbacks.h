@@ -18,7 +18,7 @@
 
 namespace ringwork {
 
-class Sequential;
+class Model;
 
 // "loss", "accuracy", "val_loss", ... -> value. At an epoch's end fit adds where
 // the steps' time went (keras/step_breakdown.h): "step_breakdown/..." and
@@ -60,7 +60,7 @@ class Callback {
  public:
   virtual ~Callback() = default;
   // The model being fitted (Keras' `callback.model`); set before OnTrainBegin.
-  void set_model(Sequential* model) { model_ = model; }
+  void set_model(Model* model) { model_ = model; }
   virtual absl::Status OnTrainBegin(const TrainInfo& info) { return absl::OkStatus(); }
   virtual absl::Status OnEpochBegin(int64_t epoch) { return absl::OkStatus(); }
   // After step `step` (from 1) of the current epoch.
@@ -78,7 +78,7 @@ class Callback {
   // and whether this worker is now the chief (the old one may have left).
   virtual absl::Status OnRegroup(const TrainInfo& info) { return absl::OkStatus(); }
 
-  // Decisions. A callback may stop training (Sequential::set_stop_training, Keras'
+  // Decisions. A callback may stop training (Model::set_stop_training, Keras'
   // `model.stop_training = True`) or change the optimizer's learning rate; fit
   // then takes the chief's decision on every worker (a small all-reduce after each
   // epoch's begin and end callbacks), so no worker is left alone in a collective.
@@ -101,7 +101,7 @@ class Callback {
   virtual absl::Status RestoreState(const std::vector<double>& state) { return absl::OkStatus(); }
 
  protected:
-  Sequential* model_ = nullptr;
+  Model* model_ = nullptr;
 };
 
 class History : public Callback {

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
-#include "keras/sequential.h"
+#include "keras/model.h"
 #include "keras/training_state.h"
 
 namespace ringwork {
@@ -11,7 +11,7 @@ namespace {
 
 // The chief opens (and locks) the directory; other workers write nothing, but
 // every worker learns whether the chief could (a locked directory fails them all).
-absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenOnChief(Sequential& model,
+absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenOnChief(Model& model,
                                                                  const std::string& dir, int keep) {
   absl::StatusOr<std::unique_ptr<CheckpointDirectory>> opened = std::unique_ptr<CheckpointDirectory>();
   if (dir.empty()) {
@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenOnChief(Sequential& mod
 // Whether it could, on every worker alike; an error only when the ring failed.
 // An old chief that was stopped, not killed, still holds the lock until it
 // resumes and exits (fenced): until then saves are skipped, loudly.
-absl::StatusOr<bool> TakeOverDirectory(Sequential& model, const std::string& dir, int keep,
+absl::StatusOr<bool> TakeOverDirectory(Model& model, const std::string& dir, int keep,
                                        std::unique_ptr<CheckpointDirectory>* opened) {
   absl::Status status;
   if (model.strategy()->is_chief() && *opened == nullptr) {

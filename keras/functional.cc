@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "keras/model.h"
 
 namespace ringwork {
 
@@ -120,9 +121,8 @@ SymbolicTensor Apply(std::unique_ptr<Layer> layer, const std::vector<SymbolicTen
 Model::Model(const SymbolicTensor& inputs, const SymbolicTensor& outputs)
     : Model(std::vector<SymbolicTensor>{inputs}, outputs) {}
 
-Model::Model(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs) {
-  set_model_name("model");
-  set_definition_error(TakeLayers(inputs, outputs));
+Model::Model(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs) : Model() {
+  definition_error_ = TakeLayers(inputs, outputs);
 }
 
 absl::Status Model::TakeLayers(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs) {

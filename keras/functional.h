@@ -1,8 +1,8 @@
 // Keras' functional API: layers called on symbolic tensors describe a graph (a
-// residual connection, a fan-out, merge layers); Model(inputs, outputs) trains it
-// with everything a Sequential model has (Compile, Fit, Evaluate, Predict,
-// Summary, checkpoints, agreement checks, gradients overlapped with the backward
-// pass).
+// residual connection, a fan-out, merge layers); Model(inputs, outputs)
+// (keras/model.h) takes the graph's layers and trains it (Compile, Fit, Evaluate,
+// Predict, Summary, checkpoints, agreement checks, gradients overlapped with the
+// backward pass). Layers stay unaware of the graph: the model owns the order.
 //
 //   SymbolicTensor x = Input({28, 28, 1});
 //   SymbolicTensor h = Apply(Conv2D(16, 3, {.padding = "same"}), x);
@@ -26,7 +26,7 @@
 #include <memory>
 #include <vector>
 
-#include "keras/sequential.h"
+#include "keras/layer.h"
 
 namespace ringwork {
 
@@ -35,7 +35,8 @@ struct FunctionalGraph;
 // A tensor of the graph being described: the model's input, or a layer's output.
 class SymbolicTensor {
  public:
-  SymbolicTensor(std::shared_ptr<FunctionalGraph> graph, int node) : graph_(std::move(graph)), node_(node) {}
+  SymbolicTensor(std::shared_ptr<FunctionalGraph> graph, int node)
+      : graph_(std::move(graph)), node_(node) {}
   const std::shared_ptr<FunctionalGraph>& graph() const { return graph_; }
   int node() const { return node_; }
 
@@ -49,17 +50,6 @@ SymbolicTensor Input(Shape shape);
 // `layer` called on `x` (one input) or on `xs` (a merge layer: Add, Multiply, Concatenate).
 SymbolicTensor Apply(std::unique_ptr<Layer> layer, const SymbolicTensor& x);
 SymbolicTensor Apply(std::unique_ptr<Layer> layer, const std::vector<SymbolicTensor>& xs);
-
-class Model : public Sequential {
- public:
-  // The layers from `inputs` to `outputs`, taken from the graph (layers that do
-  // not lead to `outputs` are dropped). Uses the strategy of the current scope.
-  Model(const SymbolicTensor& inputs, const SymbolicTensor& outputs);
-  Model(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs);
-
- private:
-  absl::Status TakeLayers(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs);
-};
 
 }  // namespace ringwork
 

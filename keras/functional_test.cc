@@ -91,7 +91,7 @@ TEST_CASE("a model of two inputs reads them from one flat example", "[functional
 }
 
 TEST_CASE("a chain described functionally trains as the same Sequential model", "[functional]") {
-  auto train = [](Sequential& model) {
+  auto train = [](Model& model) {
     CompileOptions o = FrozenSgd();
     o.optimizer = {.name = "adam"};
     REQUIRE(model.Compile(o).ok());

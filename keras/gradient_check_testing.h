@@ -16,7 +16,7 @@
 
 namespace ringwork {
 
-inline void CheckGradientsByFiniteDifferences(Sequential& model, const Batch& batch, int64_t stride = 3) {
+inline void CheckGradientsByFiniteDifferences(Model& model, const Batch& batch, int64_t stride = 3) {
   REQUIRE(model.TrainStep(batch).ok());
   for (Variable* v : model.variables()) {
     const std::vector<float> grad(v->grad, v->grad + v->size());

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/tensor.h"
+#include "tensor/tensor.h"
 
 namespace ringwork {
 

@@ -1,4 +1,4 @@
-// A layer of a Sequential model: builds its variables for an input shape, runs
+// A layer of a Model: builds its variables for an input shape, runs
 // forward, and backward (gradients of its variables into their arena slots, and of
 // its input). Shapes exclude the batch dimension.
 //
@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "strategy/variable.h"
 #include "kernels/kernel_context.h"
-#include "kernels/tensor.h"
+#include "tensor/tensor.h"
 
 namespace ringwork {
 

@@ -106,7 +106,7 @@ std::unique_ptr<Layer> Multiply();
 std::unique_ptr<Layer> Concatenate();
 
 // Layers whose last operation is a softmax can hand their logits to a fused
-// softmax cross-entropy loss instead (Sequential::Compile does this).
+// softmax cross-entropy loss instead (Model::Build does this).
 class SoftmaxOutput {
  public:
   virtual ~SoftmaxOutput() = default;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kernels/tensor.h"
+#include "tensor/tensor.h"
 
 namespace ringwork {
 
@@ -28,7 +28,7 @@ class Loss {
   const std::string& name() const { return name_; }
   bool from_logits() const { return from_logits_; }
   // The model's output is logits although the spec said probabilities: the last
-  // softmax was fused into this loss (Sequential::Compile).
+  // softmax was fused into this loss (Model::Build).
   void set_fused_softmax() { from_logits_ = true; }
 
   // Mean loss over the batch; writes d(loss)/d(output) when `doutput` is not null.

@@ -4,7 +4,7 @@
 // appends the metrics as one JSON line per checkpoint, and stops after the
 // checkpoint marked final. Training never waits for it.
 //
-//   Sequential model = ...;  model.Compile(same as the trainer);  model.Build(shape);
+//   Model model = ...;  model.Compile(same as the trainer);  model.Build(shape);
 //   SidecarEvaluator evaluator(&model, &test, {.checkpoint_dir = "/ckpt/models",
 //                                              .metrics_path = "/ckpt/eval.jsonl"});
 //   RW_RETURN_IF_ERROR(evaluator.Run());
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "keras/sequential.h"
+#include "keras/model.h"
 #include "observability/event_file.h"
 
 namespace ringwork {
@@ -56,7 +56,7 @@ struct CheckpointEvaluation {
 
 class SidecarEvaluator {
  public:
-  SidecarEvaluator(Sequential* model, const Dataset* data, SidecarEvaluatorOptions options)
+  SidecarEvaluator(Model* model, const Dataset* data, SidecarEvaluatorOptions options)
       : model_(model), data_(data), options_(std::move(options)) {}
 
   // Evaluates checkpoints as they appear; OK after the final one (or
@@ -69,7 +69,7 @@ class SidecarEvaluator {
   absl::Status AppendMetrics(const CheckpointEvaluation& e) const;
   absl::Status WriteSummaries(const CheckpointEvaluation& e, int64_t step_in_epoch);
 
-  Sequential* model_;
+  Model* model_;
   const Dataset* data_;
   SidecarEvaluatorOptions options_;
   std::vector<CheckpointEvaluation> evaluations_;

@@ -11,6 +11,7 @@
 #include "base/exit_code.h"
 #include "data/fashion_mnist.h"
 #include "keras/checkpoint_callbacks.h"
+#include "keras/sequential.h"
 #include "keras/sidecar_evaluator.h"
 #include "keras/training_state.h"
 #include "testing/temp_dir.h"

@@ -4,7 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
-#include "keras/sequential.h"
+#include "keras/model.h"
 
 namespace ringwork {
 

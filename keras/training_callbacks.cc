@@ -15,7 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
-#include "keras/sequential.h"
+#include "keras/model.h"
 
 namespace ringwork {
 namespace {

@@ -43,7 +43,7 @@ struct StateTensor {
 
 // Weights (trainable and not), then each trainable variable's optimizer slots:
 // the same list, in the same order, on every worker.
-std::vector<StateTensor> StateTensors(Sequential& model, bool include_optimizer) {
+std::vector<StateTensor> StateTensors(Model& model, bool include_optimizer) {
   std::vector<StateTensor> state;
   for (Variable* v : model.weights()) state.push_back({v->name, &v->value});
   if (!include_optimizer) return state;
@@ -56,7 +56,7 @@ std::vector<StateTensor> StateTensors(Sequential& model, bool include_optimizer)
   return state;
 }
 
-absl::Status MustBeBuilt(const Sequential& model, const char* doing) {
+absl::Status MustBeBuilt(const Model& model, const char* doing) {
   if (model.built()) return absl::OkStatus();
   return absl::FailedPreconditionError(
       absl::StrCat("cannot ", doing, " a model that is not built (call Fit, Evaluate or Build first)"));
@@ -131,7 +131,7 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
 
 }  // namespace
 
-std::string ModelFingerprint(const Sequential& model) {
+std::string ModelFingerprint(const Model& model) {
   uint64_t h = kFnv1aOffset;
   for (const Variable* v : model.weights()) {
     h = Fnv1a64(absl::StrCat(v->name, " ", ShapeString(v->value.shape()), ";"), h);
@@ -139,7 +139,7 @@ std::string ModelFingerprint(const Sequential& model) {
   return absl::StrFormat("%016x", h);
 }
 
-uint64_t WeightsFingerprint(const Sequential& model) {
+uint64_t WeightsFingerprint(const Model& model) {
   uint64_t h = kFnv1aOffset;
   for (const Variable* v : model.weights()) {
     h = Fnv1a64(v->value.data(), static_cast<size_t>(v->value.size()) * sizeof(float), h);
@@ -192,7 +192,7 @@ absl::Status TrainSettings::SameDataPosition(const TrainSettings& now, bool posi
 namespace {
 
 // The chief's half of a save: the file.
-absl::StatusOr<std::string> WriteOnChief(Sequential& model, CheckpointDirectory* dir,
+absl::StatusOr<std::string> WriteOnChief(Model& model, CheckpointDirectory* dir,
                                          const TrainPosition& position, bool final,
                                          const TrainInfo* info) {
   if (dir == nullptr) return absl::InternalError("the chief saves without a checkpoint directory");
@@ -235,7 +235,7 @@ absl::StatusOr<std::string> WriteOnChief(Sequential& model, CheckpointDirectory*
 
 }  // namespace
 
-absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirectory* dir,
+absl::StatusOr<std::string> SaveTrainingState(Model& model, CheckpointDirectory* dir,
                                               const TrainPosition& position, bool final,
                                               const TrainInfo* info) {
   RW_RETURN_IF_ERROR(MustBeBuilt(model, "save"));
@@ -298,7 +298,7 @@ absl::Status BroadcastControls(Communicator* comm, int root, TrainingControls* c
   return absl::OkStatus();
 }
 
-absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& path,
+absl::StatusOr<LoadedCheckpoint> Restore(Model& model, const std::string& path,
                                          bool include_optimizer) {
   RW_RETURN_IF_ERROR(MustBeBuilt(model, "restore"));
   MultiWorkerMirroredStrategy* strategy = model.strategy();
@@ -334,7 +334,7 @@ absl::StatusOr<LoadedCheckpoint> Restore(Sequential& model, const std::string& p
 
 }  // namespace
 
-absl::Status AdoptTrainingStateOf(Sequential& model, int root) {
+absl::Status AdoptTrainingStateOf(Model& model, int root) {
   RW_RETURN_IF_ERROR(MustBeBuilt(model, "share the training state of"));
   Communicator* comm = model.strategy()->communicator();
   for (const StateTensor& s : StateTensors(model, /*include_optimizer=*/true)) {
@@ -351,7 +351,7 @@ absl::Status AdoptTrainingStateOf(Sequential& model, int root) {
   return model.RestoreControls(controls);
 }
 
-absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std::string& path) {
+absl::StatusOr<TrainPosition> RestoreTrainingState(Model& model, const std::string& path) {
   RW_ASSIGN_OR_RETURN(LoadedCheckpoint loaded, Restore(model, path, /*include_optimizer=*/true));
   // The learning rate as it was (a plateau may have lowered it); callbacks' state
   // needs a fit to go to (BackupAndRestore gives it there).
@@ -359,11 +359,11 @@ absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std:
   return loaded.position;
 }
 
-absl::StatusOr<LoadedCheckpoint> LoadWeights(Sequential& model, const std::string& path) {
+absl::StatusOr<LoadedCheckpoint> LoadWeights(Model& model, const std::string& path) {
   return Restore(model, path, /*include_optimizer=*/false);
 }
 
-absl::StatusOr<std::optional<LoadedCheckpoint>> RestoreLatestTrainingState(Sequential& model,
+absl::StatusOr<std::optional<LoadedCheckpoint>> RestoreLatestTrainingState(Model& model,
                                                                            const std::string& dir) {
   MultiWorkerMirroredStrategy* strategy = model.strategy();
   absl::StatusOr<std::string> latest = std::string();

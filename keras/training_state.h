@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "checkpoint/checkpoint_directory.h"
-#include "keras/sequential.h"
+#include "keras/model.h"
 
 namespace ringwork {
 
@@ -54,7 +54,7 @@ struct TrainSettings {
 // first every worker checks that the replicas are still identical
 // (strategy/replica_check.h), at the end every worker gets the chief's result (a
 // failed write fails them all). `info`, when given, is recorded (TrainSettings).
-absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirectory* dir,
+absl::StatusOr<std::string> SaveTrainingState(Model& model, CheckpointDirectory* dir,
                                               const TrainPosition& position, bool final,
                                               const TrainInfo* info = nullptr);
 
@@ -62,13 +62,13 @@ absl::StatusOr<std::string> SaveTrainingState(Sequential& model, CheckpointDirec
 // learning rate it recorded. Errors: DATA_LOSS
 // (exit 5) for a corrupt or missing file, FAILED_PRECONDITION (exit 7) for a
 // checkpoint of another model, each naming the file and the tensor.
-absl::StatusOr<TrainPosition> RestoreTrainingState(Sequential& model, const std::string& path);
+absl::StatusOr<TrainPosition> RestoreTrainingState(Model& model, const std::string& path);
 
 struct LoadedCheckpoint {
   TrainPosition position;
   bool final = false;  // Written at the end of training.
   TrainSettings settings;
-  // The learning rate and callbacks' state (Sequential::SaveControls) when it was
+  // The learning rate and callbacks' state (Model::SaveControls) when it was
   // written; empty for LoadWeights and checkpoints of older builds.
   TrainingControls controls;
 };
@@ -76,25 +76,25 @@ struct LoadedCheckpoint {
 // Keras' load_weights: the variables only (the file's optimizer state is left
 // alone, so a model compiled with any optimizer can load it). Collective, with
 // the same errors as RestoreTrainingState.
-absl::StatusOr<LoadedCheckpoint> LoadWeights(Sequential& model, const std::string& path);
+absl::StatusOr<LoadedCheckpoint> LoadWeights(Model& model, const std::string& path);
 
 // As RestoreTrainingState from the checkpoint `latest` names in `dir` (the chief's
 // view), with the settings it recorded; nullopt on every worker when there is none.
-absl::StatusOr<std::optional<LoadedCheckpoint>> RestoreLatestTrainingState(Sequential& model,
+absl::StatusOr<std::optional<LoadedCheckpoint>> RestoreLatestTrainingState(Model& model,
                                                                            const std::string& dir);
 
 // Elastic training, after a regroup: every replica takes rank `root`'s training
 // state (weights, optimizer slots and iterations, the learning rate and the
 // callbacks' state), in memory. Collective.
-absl::Status AdoptTrainingStateOf(Sequential& model, int root);
+absl::Status AdoptTrainingStateOf(Model& model, int root);
 
 // A stable hash of the model's variable names and shapes ("a1b2c3d4e5f60718").
-std::string ModelFingerprint(const Sequential& model);
+std::string ModelFingerprint(const Model& model);
 
 // A hash of every variable's bytes: equal on two models exactly when their
 // weights are bit-identical (replicas in sync, a resumed run equal to an
 // uninterrupted one), up to hash collisions.
-uint64_t WeightsFingerprint(const Sequential& model);
+uint64_t WeightsFingerprint(const Model& model);
 
 }  // namespace ringwork
 

@@ -96,7 +96,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
         "--tensorboard_update_freq=", f.tensorboard_update_freq, ", --tensorboard_histogram_freq=",
         f.tensorboard_histogram_freq, ": each must be 0 (off) or more"));
   }
-  RW_ASSIGN_OR_RETURN(Sequential model, BuildModel(f));  // Validates --model early.
+  RW_ASSIGN_OR_RETURN(Model model, BuildModel(f));  // Validates --model early.
   double bayes_auc = -1;  // Known for synthetic_clicks only.
   RW_ASSIGN_OR_RETURN(TrainTest data, LoadData(f, &bayes_auc));
   if (LearningRateScheduleName(f) != "none" && f.reduce_lr_patience >= 0) {

@@ -17,7 +17,7 @@ absl::Status RunEvaluator(const TrainFlags& f) {
   RW_ASSIGN_OR_RETURN(CompileOptions compile, MakeCompileOptions(f));
   RW_ASSIGN_OR_RETURN(TrainTest data, LoadData(f));
   // A model of its own, outside any cluster: its strategy is local.
-  RW_ASSIGN_OR_RETURN(Sequential model, BuildModel(f));
+  RW_ASSIGN_OR_RETURN(Model model, BuildModel(f));
   RW_RETURN_IF_ERROR(model.Compile(compile));
   RW_RETURN_IF_ERROR(model.Build(data.test.example_shape()));
   Dataset test = Dataset::FromExamples(std::move(data.test));

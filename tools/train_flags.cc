@@ -234,7 +234,7 @@ std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f,
   return callbacks;
 }
 
-absl::StatusOr<Sequential> BuildModel(const TrainFlags& f) {
+absl::StatusOr<Model> BuildModel(const TrainFlags& f) {
   const std::string& name = f.model;
   const bool clicks = f.dataset == "synthetic_clicks";
   if (name != "mlp" && name != "cnn" && name != "resnet" && name != "wide_deep") {
@@ -245,20 +245,18 @@ absl::StatusOr<Sequential> BuildModel(const TrainFlags& f) {
         "--model=", name, " with --dataset=", f.dataset,
         ": wide_deep trains on synthetic_clicks (ids and numbers), the others on images"));
   }
-  // A functional Model is a Sequential with a graph and no state of its own:
-  // returned as one, nothing is lost.
   if (f.sync_batch_norm && name != "resnet") {
     return absl::InvalidArgumentError(absl::StrCat("--sync_batch_norm is for --model=resnet, not ", name));
   }
   if (name == "resnet") {
     // A mirrored garment is the same garment; --dataset=synthetic's labels are
     // not mirror-symmetric, so its images are not flipped.
-    return Sequential(SmallResNet(
+    return SmallResNet(
         {28, 28, 1}, 10,
-        {.sync_batch_norm = f.sync_batch_norm, .random_flip = f.random_flip && f.dataset == "fashion_mnist"}));
+        {.sync_batch_norm = f.sync_batch_norm, .random_flip = f.random_flip && f.dataset == "fashion_mnist"});
   }
   if (name == "wide_deep") {
-    return Sequential(WideAndDeep(f.clicks_users + f.clicks_items, ClickLog::kIdColumns, ClickLog::kNumericColumns));
+    return WideAndDeep(f.clicks_users + f.clicks_items, ClickLog::kIdColumns, ClickLog::kNumericColumns);
   }
   Sequential model;
   if (name == "mlp") {
@@ -277,7 +275,7 @@ absl::StatusOr<Sequential> BuildModel(const TrainFlags& f) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));
   }
-  return model;
+  return Model(std::move(model));  // A Sequential adds nothing to the Model it is.
 }
 
 absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {

@@ -77,7 +77,7 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f);
 
 // The model --model names (unbuilt); INVALID_ARGUMENT for an unknown name, or a
 // model and a dataset that do not go together.
-absl::StatusOr<Sequential> BuildModel(const TrainFlags& f);
+absl::StatusOr<Model> BuildModel(const TrainFlags& f);
 absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f);
 // --learning_rate, or the model's default: 0.001 (Keras' Adam), 0.002 for resnet,
 // 0.003 for wide_deep.

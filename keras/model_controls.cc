@@ -1,16 +1,18 @@
-// Sequential's decisions and controls: the chief's decisions that every worker
-// takes (stop, learning rate), what checkpoints keep of them and of the
-// callbacks (SaveControls), and the agreement that training ended. The training
-// loop is in sequential_fit.cc.
+// Model's decisions and controls: the chief's decisions that every worker takes
+// (stop, learning rate), what checkpoints keep of them and of the callbacks
+// (SaveControls), the agreement that training ended, and what the model does
+// when the ring changes under it (ElasticReplica). The training loop is in
+// fit_loop.cc.
 #include "absl/strings/str_cat.h"
 #include "base/exit_code.h"
 #include "base/status_macros.h"
 #include "base/termination.h"
-#include "keras/sequential.h"
+#include "keras/model.h"
+#include "keras/training_state.h"
 
 namespace ringwork {
 
-absl::Status Sequential::AgreeOnDecisions() {
+absl::Status Model::AgreeOnDecisions() {
   // The chief's [stop_training, learning rate] (a float's value survives the trip
   // through double): a sum to which the others add zeros (exact), not a broadcast,
   // so that no worker gets through it before every worker reached it. Elastic
@@ -24,7 +26,7 @@ absl::Status Sequential::AgreeOnDecisions() {
   return absl::OkStatus();
 }
 
-TrainingControls Sequential::SaveControls() const {
+TrainingControls Model::SaveControls() const {
   TrainingControls controls;
   if (optimizer_ != nullptr && compile_options_.optimizer.learning_rate_schedule == nullptr) {
     controls[kLearningRateControl] = {optimizer_->learning_rate()};
@@ -40,7 +42,7 @@ TrainingControls Sequential::SaveControls() const {
   return controls;
 }
 
-absl::Status Sequential::RestoreControls(const TrainingControls& controls) {
+absl::Status Model::RestoreControls(const TrainingControls& controls) {
   const auto rate = controls.find(kLearningRateControl);
   if (rate != controls.end() && rate->second.size() == 1 &&
       compile_options_.optimizer.learning_rate_schedule == nullptr) {
@@ -60,7 +62,7 @@ absl::Status Sequential::RestoreControls(const TrainingControls& controls) {
   return absl::OkStatus();
 }
 
-absl::Status Sequential::AgreeTrainingEnded(const absl::Status& ended) {
+absl::Status Model::AgreeTrainingEnded(const absl::Status& ended) {
   // [workers whose end of training failed, workers that received SIGTERM]: a
   // SIGTERM while the final checkpoint was written, or a failed write anywhere,
   // keeps every worker's backup; the rerun resumes from it.
@@ -83,5 +85,13 @@ absl::Status Sequential::AgreeTrainingEnded(const absl::Status& ended) {
   }
   return absl::OkStatus();
 }
+
+void Model::LeaveRing() { reducer_.reset(); }
+
+void Model::EnterRing() {
+  reducer_ = strategy_->MakeGradientReducer(variables(), /*allow_overlap=*/!layer_collectives_);
+}
+
+absl::Status Model::AdoptStateOf(int root) { return AdoptTrainingStateOf(*this, root); }
 
 }  // namespace ringwork

@@ -1,0 +1,277 @@
+// FitLoop's epochs: the begin, the steps, the end (step breakdown, validation,
+// callbacks), the chief's decisions and the checkpoints that keep them, and the
+// end of training. The start is in fit_loop_start.cc, what follows a change of
+// the ring in fit_loop_regroup.cc.
+#include "keras/fit_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/exit_code.h"
+#include "base/status_macros.h"
+#include "base/termination.h"
+#include "observability/timeline.h"
+#include "strategy/replica_check.h"
+
+namespace ringwork {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+FitLoop::FitLoop(Model* model, const FitOptions& options) : model_(model), options_(options) {}
+
+FitLoop::~FitLoop() {
+  model_->fit_callbacks_.clear();
+  // After fit the optimizer updates at its rate again (train_on_batch).
+  if (model_->optimizer_ != nullptr) {
+    model_->optimizer_->set_rate_scale(1.0f);
+    model_->optimizer_->set_schedule_step(std::nullopt);
+  }
+}
+
+absl::StatusOr<History> FitLoop::Run(const Dataset& train) {
+  RW_RETURN_IF_ERROR(Start(train));
+  if (strategy_->joining()) {
+    bool ended = false;
+    RW_RETURN_IF_ERROR(JoinRunningJob(&ended));
+    if (ended) return std::move(history_);
+  }
+  // A backup written after a stop (kept by a SIGTERM at the end) ends training.
+  for (int64_t epoch = start_.epoch; epoch < options_.epochs && !model_->stop_training_;
+       ++epoch) {
+    RW_RETURN_IF_ERROR(RunEpoch(epoch));
+  }
+  RW_RETURN_IF_ERROR(End());
+  return std::move(history_);
+}
+
+absl::Status FitLoop::RunEpoch(int64_t epoch) {
+  const int64_t first = epoch == start_.epoch ? start_.step_in_epoch : 0;
+  RW_RETURN_IF_ERROR(BeginEpoch(epoch, first));
+  // The epoch's steps may change in a regroup (with a per-replica batch).
+  for (int64_t step = first + 1; step <= run_->shape().epoch_steps;) {
+    RW_ASSIGN_OR_RETURN(step, RunStep(epoch, step));
+  }
+  RW_RETURN_IF_ERROR(EndEpoch(epoch));
+  return DecideAndCheckpoint(epoch);
+}
+
+absl::Status FitLoop::BeginEpoch(int64_t epoch, int64_t first) {
+  const int64_t begin_op = ops_.Begin(epoch), end_op = ops_.End(epoch);
+  const std::string where = absl::StrCat("epoch ", epoch + 1, ", begin: ");
+  // The operation after the begin: the first step not done, or the end.
+  auto after_begin = [&] {
+    return first >= run_->shape().epoch_steps ? end_op : begin_op + first + 1;
+  };
+  while (true) {
+    for (Callback* c : callbacks_) RW_RETURN_IF_ERROR(c->OnEpochBegin(epoch));
+    if (resumed_rate_.has_value()) {
+      RW_RETURN_IF_ERROR(model_->optimizer_->set_learning_rate(*resumed_rate_));
+      resumed_rate_.reset();
+    }
+    if (std::exchange(skip_begin_, false)) {  // Joined after the members' begin.
+      run_->set_progress(after_begin());
+      return absl::OkStatus();
+    }
+    absl::Status agreed = model_->AgreeOnDecisions();
+    if (agreed.ok()) {
+      std::fill(epoch_sums_.begin(), epoch_sums_.end(), 0.0);
+      run_->set_progress(after_begin());
+      return absl::OkStatus();
+    }
+    RW_ASSIGN_OR_RETURN(const int64_t target, Survive(agreed, where));
+    if (target == begin_op) continue;  // Again, in the new ring.
+    if (target != after_begin()) return Unexpected(target, where);
+    std::fill(epoch_sums_.begin(), epoch_sums_.end(), 0.0);
+    return absl::OkStatus();
+  }
+}
+
+absl::StatusOr<int64_t> FitLoop::RunStep(int64_t epoch, int64_t step) {
+  FitShape& shape = run_->shape();
+  const int64_t begin_op = ops_.Begin(epoch), end_op = ops_.End(epoch);
+  // Failures name the step, as users count them (epoch and step from 1).
+  const std::string at_step = absl::StrCat("epoch ", epoch + 1, ", step ", step, ": ");
+  // After a peer's failure (or workers joining): on at the step the members agreed on.
+  auto go_on_at = [&](absl::StatusOr<int64_t> target) -> absl::StatusOr<int64_t> {
+    if (!target.ok()) return target.status();
+    if (*target <= begin_op || *target > end_op) return Unexpected(*target, at_step);
+    return *target - begin_op;
+  };
+  const int64_t global_step = shape.epoch_first_step + step - 1;
+  strategy_->BeginStep(global_step);
+  if (Timeline* timeline = Timeline::Active()) timeline->SetStep(global_step);
+  TimelineSpan step_span("step", "step ", int64_t{global_step + 1});
+  step_span.Arg("epoch", epoch + 1);
+  step_span.Arg("step_in_epoch", step);
+  const auto step_start = std::chrono::steady_clock::now();
+  TimelineSpan data_span("data", "data wait");
+  if (!it_->Next(&batch_)) {
+    return WithContext(it_->status().ok()
+                           ? absl::InternalError("the input ended before the agreed steps")
+                           : it_->status(),
+                       at_step);
+  }
+  data_span.End();
+  const double data_wait_s = SecondsSince(step_start);
+  // Dropout draws as a function of the step: the same on every run through it.
+  model_->SetTrainingStep(global_step);
+  absl::StatusOr<float> loss =
+      model_->TrainStep(batch_, static_cast<float>(it_->gradient_weight()));
+  if (!loss.ok()) return go_on_at(Survive(loss.status(), at_step));
+  // The update is applied: the step is done (after the epoch's last, its end is next).
+  run_->set_progress(step == shape.epoch_steps ? end_op : begin_op + step + 1);
+  const DataPosition next = it_->position();
+  shape.data_pass = next.pass;
+  shape.data_offset = next.offset;
+  NotePosition(epoch, step);
+  std::vector<double> sums = model_->BatchSums(batch_.labels, *loss);
+  // Two more slots: workers waiting to join (elastic training: they come in
+  // after this step), and how many workers received SIGTERM (all stop together).
+  sums.push_back(static_cast<double>(strategy_->joiners_waiting()));
+  const bool terminating = TerminationRequested();
+  sums.push_back(terminating ? 1.0 : 0.0);
+  const auto reduce_start = std::chrono::steady_clock::now();
+  TimelineSpan metrics_span("exposed communication", "metrics all-reduce");
+  absl::Status reduced =
+      strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size()));
+  metrics_span.End();
+  if (!reduced.ok()) return go_on_at(Survive(reduced, at_step));
+  // Collectives inside the step (batch statistics) count as exposed communication too.
+  breakdown_.AddStep(SecondsSince(step_start), data_wait_s,
+                     SecondsSince(reduce_start) +
+                         std::exchange(*model_->in_step_collective_s_, 0.0));
+  const double preempted_workers = sums.back();
+  sums.pop_back();
+  const double joiners_waiting = sums.back();
+  sums.pop_back();
+  for (size_t i = 0; i < sums.size(); ++i) epoch_sums_[i] += sums[i];
+  logs_ = model_->LogsFrom(epoch_sums_);
+  if (options_.replica_check_steps > 0 &&
+      (global_step + 1) % options_.replica_check_steps == 0) {
+    absl::Status identical = CheckReplicasIdentical(
+        strategy_, model_->weights(), absl::StrCat("after step ", global_step + 1));
+    if (!identical.ok()) return go_on_at(Survive(identical, at_step));
+  }
+  for (Callback* c : deciding_) {
+    RW_RETURN_IF_ERROR(WithContext(c->OnBatchEnd(step, logs_), at_step));
+  }
+  if (decide_per_batch_) {
+    absl::Status decided = model_->AgreeOnDecisions();
+    if (!decided.ok()) return go_on_at(Survive(decided, at_step));
+  }
+  absl::Status saved;
+  for (Callback* c : checkpointing_) {
+    saved = c->OnBatchEnd(step, logs_);
+    if (!saved.ok()) break;
+  }
+  if (!saved.ok()) return go_on_at(Survive(saved, at_step));
+  if (preempted_workers > 0) {
+    for (Callback* c : callbacks_) {
+      RW_RETURN_IF_ERROR(WithContext(c->OnPreempted(model_->fit_position_), at_step));
+    }
+    return PreemptedError(absl::StrCat(
+        "stopped after epoch ", epoch + 1, ", step ", step, ": ",
+        static_cast<int64_t>(preempted_workers), " worker(s) received SIGTERM",
+        terminating ? " (this one did)" : "", "; rerun the job to resume from its backup"));
+  }
+  // As Keras: the epoch still ends (validation, callbacks).
+  if (model_->stop_training_) return kEpochStopped;
+  if (joiners_waiting > 0) return go_on_at(LetJoinersIn(at_step));
+  return step + 1;
+}
+
+absl::Status FitLoop::EndEpoch(int64_t epoch) {
+  FitShape& shape = run_->shape();
+  const int64_t end_op = ops_.End(epoch);
+  run_->set_progress(end_op);  // Also after a stop: every worker stopped at the same step.
+  // A stop's checkpoint ends the epoch too (no step of it runs again).
+  if (epoch_passes_ > 0) {
+    shape.data_pass = (epoch + 1) * epoch_passes_;
+    shape.data_offset = 0;
+  }
+  NotePosition(epoch, shape.epoch_steps);
+  const std::string where = absl::StrCat("epoch ", epoch + 1, ", end: ");
+  // A worker that joined in a regroup at the end's second part skips the first.
+  if (std::exchange(skip_end_first_part_, false)) run_->set_progress(end_op + 1);
+  while (run_->progress() == end_op) {
+    logs_ = model_->LogsFrom(epoch_sums_);
+    absl::Status agreed = breakdown_.EndEpoch(
+        strategy_,
+        model_->reducer_ != nullptr ? model_->reducer_->TakeTiming() : GradientReducer::Timing(),
+        &logs_);
+    if (!agreed.ok()) agreed = WithContext(agreed, "agreeing on the step breakdown: ");
+    if (agreed.ok() && options_.validation_data != nullptr) agreed = Validate(&logs_);
+    if (agreed.ok()) {
+      history_.AddEpochExamples(static_cast<int64_t>(epoch_sums_[1]));
+      if (log_learning_rate_) logs_["learning_rate"] = model_->optimizer_->learning_rate();
+      for (Callback* c : deciding_) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs_));
+      run_->set_progress(end_op + 1);
+      break;
+    }
+    RW_ASSIGN_OR_RETURN(const int64_t target, Survive(agreed, where));
+    if (target == end_op) continue;   // Again, in the new ring.
+    if (target == end_op + 1) break;  // Another worker got through it.
+    return Unexpected(target, where);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FitLoop::Validate(Logs* logs) {
+  RW_ASSIGN_OR_RETURN(const EvaluateResult val,
+                      model_->Evaluate(*options_.validation_data, options_.batch_size));
+  (*logs)["val_loss"] = val.loss;
+  for (const auto& [name, value] : val.metrics) (*logs)["val_" + name] = value;
+  return absl::OkStatus();
+}
+
+absl::Status FitLoop::DecideAndCheckpoint(int64_t epoch) {
+  FitShape& shape = run_->shape();
+  const int64_t end_op = ops_.End(epoch);
+  const std::string where = absl::StrCat("epoch ", epoch + 1, ", end: ");
+  while (true) {
+    absl::Status agreed = WithContext(model_->AgreeOnDecisions(), where);
+    for (Callback* c : checkpointing_) {
+      if (!agreed.ok()) break;
+      agreed = c->OnEpochEnd(epoch, logs_);
+    }
+    if (agreed.ok()) {
+      run_->set_progress(end_op + 2);
+      // The next epoch: its first step and how many it has (a worker that did
+      // not get through this took them from one that did).
+      shape.epoch_first_step += shape.epoch_steps;
+      shape.epoch_steps = StepsOfEpoch(epoch + 1, 0, {shape.data_pass, shape.data_offset});
+      return absl::OkStatus();
+    }
+    RW_ASSIGN_OR_RETURN(const int64_t target, Survive(agreed, where));
+    if (target == end_op + 1) continue;                  // Again, in the new ring.
+    if (target == end_op + 2) return absl::OkStatus();  // Another worker got through it.
+    return Unexpected(target, where);
+  }
+}
+
+absl::Status FitLoop::End() {
+  // The last operation of the fit.
+  const int64_t end_train_op = run_->progress();
+  while (true) {
+    absl::Status ended;
+    for (Callback* c : callbacks_) ended.Update(c->OnTrainEnd(logs_));
+    absl::Status agreed = model_->AgreeTrainingEnded(ended);
+    if (agreed.ok()) break;
+    // A worker that got through it has left fit: the others end it again.
+    RW_ASSIGN_OR_RETURN(const int64_t target, Survive(agreed, "ending training: "));
+    if (target == ElasticRun::kEnded) break;  // It ended on another worker (it evaluates).
+    if (target != end_train_op) return Unexpected(target, "the end of training");
+  }
+  for (Callback* c : callbacks_) RW_RETURN_IF_ERROR(c->OnTrainCommitted());
+  model_->ended_fit_ = run_->shape();
+  return absl::OkStatus();
+}
+
+}  // namespace ringwork

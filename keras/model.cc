@@ -1,0 +1,296 @@
+// Model: the layer graph, compile, build (variables, the agreement check, the
+// chief's broadcast) and the names of things. The training step is in
+// model_step.cc, evaluation, prediction and the summary in model_inference.cc,
+// decisions and what the ring's changes need in model_controls.cc, and Fit in
+// fit_loop.cc.
+#include "keras/model.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/cpu_cores.h"
+#include "base/logging.h"
+#include "base/shortest_decimal.h"
+#include "base/status_macros.h"
+#include "keras/fit_loop.h"
+#include "observability/timeline.h"
+
+namespace ringwork {
+namespace {
+
+// "Dense" -> "dense", "MaxPooling2D" -> "max_pooling2d", as Keras names layers.
+std::string SnakeCase(const std::string& type) {
+  std::string out;
+  for (size_t i = 0; i < type.size(); ++i) {
+    const char c = type[i];
+    if (std::isupper(static_cast<unsigned char>(c)) && i > 0 &&
+        std::islower(static_cast<unsigned char>(type[i - 1]))) {
+      out += '_';
+    }
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+}  // namespace
+
+Model::Model() : strategy_(MultiWorkerMirroredStrategy::Current()) {}
+
+Model::~Model() = default;
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+
+void Model::AddNode(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
+  const std::string base = SnakeCase(layer->type());
+  const int n = type_counts_[base]++;
+  if (layer->name().empty()) layer->set_name(n == 0 ? base : absl::StrCat(base, "_", n));
+  layers_.push_back(std::move(layer));
+  inputs_.push_back(std::move(inputs));
+}
+
+bool Model::IsChain() const {
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (inputs_[l] != std::vector<int>{static_cast<int>(l)}) return false;
+  }
+  return true;
+}
+
+std::vector<Variable*> Model::weights() const {
+  std::vector<Variable*> all;
+  for (const auto& layer : layers_) {
+    for (Variable* v : layer->weights()) all.push_back(v);
+  }
+  return all;
+}
+
+std::vector<Variable*> Model::variables() const {
+  std::vector<Variable*> all;
+  for (const auto& layer : layers_) {
+    for (Variable* v : layer->variables()) all.push_back(v);
+  }
+  return all;
+}
+
+int64_t Model::param_count() const {
+  int64_t n = 0;
+  for (const auto& layer : layers_) n += layer->param_count();
+  return n;
+}
+
+absl::Status Model::Compile(const CompileOptions& options) {
+  RW_RETURN_IF_ERROR(definition_error_);
+  if (layers_.empty()) return absl::InvalidArgumentError("the model has no layers");
+  compile_options_ = options;
+  RW_ASSIGN_OR_RETURN(Loss loss, Loss::Create(options.loss));
+  loss_ = std::make_unique<Loss>(loss);
+  RW_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(options.optimizer));
+  metrics_.clear();
+  for (const std::string& name : options.metrics) {
+    RW_ASSIGN_OR_RETURN(Metric metric, Metric::Create(name));
+    metrics_.push_back(metric);
+  }
+  if (strategy_ == nullptr) {
+    // Outside any scope: train alone, as TensorFlow's default strategy does.
+    StrategyOptions local;
+    RW_ASSIGN_OR_RETURN(default_strategy_, MultiWorkerMirroredStrategy::Create(
+                                               ClusterConfig::Local("local (no strategy)"), local));
+    strategy_ = default_strategy_.get();
+  }
+  kernels_ = std::make_unique<KernelContext>(
+      KernelOptions{options.intra_op_threads, options.precision},
+      strategy_->workers_on_this_host());
+  compiled_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Model::Build(const Shape& input_shape) {
+  if (built_) {
+    if (input_shape != input_shape_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the model was built for inputs of shape ", ShapeString(input_shape_), ", got ",
+          ShapeString(input_shape)));
+    }
+    return absl::OkStatus();
+  }
+  if (!compiled_) return absl::FailedPreconditionError("call Compile before Build");
+  if (declared_input_.has_value() && *declared_input_ != input_shape) {
+    return absl::InvalidArgumentError(absl::StrCat("the model's inputs take examples of shape ",
+                                                   ShapeString(*declared_input_),
+                                                   ", but the data's examples have shape ",
+                                                   ShapeString(input_shape)));
+  }
+  input_shape_ = input_shape;
+  std::vector<Shape> shapes = {input_shape};  // Per activation.
+  BuildContext ctx{compile_options_.seed};
+  // The strategy, not this model (which may be moved after Build).
+  ctx.sum_over_replicas = [strategy = strategy_, seconds = in_step_collective_s_](double* data, int64_t count) {
+    TimelineSpan span("exposed communication", "layer sums all-reduce");
+    const auto start = std::chrono::steady_clock::now();
+    absl::Status status = strategy->Reduce(ReduceOp::kSum, data, count);
+    *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return status;
+  };
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    Layer& layer = *layers_[l];
+    std::vector<Shape> in;
+    for (int a : inputs_[l]) in.push_back(shapes[a]);
+    absl::StatusOr<Shape> out = layer.merges() ? static_cast<MergeLayer&>(layer).BuildMerge(in)
+                                               : layer.Build(in[0], ctx);
+    if (!out.ok()) {
+      std::vector<std::string> text;
+      for (const Shape& s : in) text.push_back(ShapeString(s));
+      return absl::Status(out.status().code(),
+                          absl::StrCat("building layer ", layer.name(), " for input",
+                                       in.size() > 1 ? "s " : " ", absl::StrJoin(text, " and "), ": ",
+                                       out.status().message()));
+    }
+    layer.set_replica(strategy_->rank());
+    shapes.push_back(*out);
+  }
+  // A softmax at the end goes into the loss: the same math, stabler and cheaper.
+  if (loss_->kind() == Loss::Kind::kSparseCategoricalCrossentropy && !loss_->from_logits()) {
+    if (auto* out = dynamic_cast<SoftmaxOutput*>(layers_.back().get())) {
+      if (out->OutputLogits(true)) {
+        fused_softmax_ = true;
+        loss_->set_fused_softmax();
+      }
+    }
+  }
+  for (const Metric& m : metrics_) {
+    const Shape& out = shapes.back();
+    RW_RETURN_IF_ERROR(m.CheckOutputWidth(out.empty() ? 1 : NumElements(out)));
+  }
+  const std::vector<Variable*> vars = variables();
+  // Before anything is exchanged: a different model would otherwise fail later
+  // with a less helpful collective mismatch, or train on garbage.
+  RW_RETURN_IF_ERROR(strategy_->CheckSameOnEveryWorker("model", AgreementLines()));
+  // A layer that sums over replicas inside its backward pass needs the
+  // communicator then: gradients are reduced after the backward pass.
+  layer_collectives_ = std::any_of(layers_.begin(), layers_.end(),
+                                   [](const auto& layer) { return layer->sums_over_replicas(); });
+  reducer_ = strategy_->MakeGradientReducer(vars, /*allow_overlap=*/!layer_collectives_);  // Sets every gradient slot.
+  RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(weights()));
+  batch_sums_size_ = 0;
+  for (const auto& layer : layers_) batch_sums_size_ += layer->batch_sums_size();
+  acts_.assign(layers_.size() + 1, Tensor());
+  grads_.assign(layers_.size() + 1, Tensor());
+  grad_set_.assign(layers_.size() + 1, 0);
+  // Below the layers with variables no gradient is needed: a model that opens
+  // with Flatten would otherwise compute its first Dense layer's input gradient
+  // (the largest matmul of an MLP's step) for nothing.
+  runs_backward_.assign(layers_.size(), false);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    bool runs = !layers_[l]->variables().empty();
+    for (int a : inputs_[l]) runs = runs || (a > 0 && runs_backward_[a - 1]);
+    runs_backward_[l] = runs;
+  }
+  built_ = true;
+  LogThreadChoice();
+  RW_VLOG(1) << "model built: " << param_count() << " parameters; gradients in "
+             << reducer_->DebugString();
+  return absl::OkStatus();
+}
+
+void Model::LogThreadChoice() const {
+  // Once per process: the defaults depend on the host, so say what they chose.
+  static std::atomic<bool> logged{false};
+  if (logged.exchange(true)) return;
+  const int workers = strategy_->workers_on_this_host();
+  std::string reduction = "; no gradient all-reduce (one worker)";
+  if (strategy_->num_replicas_in_sync() > 1) {
+    reduction = absl::StrCat("; gradient all-reduce ",
+                             reducer_->overlaps() ? "on a second thread during the backward pass"
+                                                  : "after the backward pass, on the training thread",
+                             " (--inter_op_threads=", strategy_->inter_op_threads(),
+                             reducer_->overlaps() || strategy_->inter_op_threads() < 2
+                                 ? ""
+                                 : "; not with layers that sum over replicas in the backward pass",
+                             ")");
+  }
+  RW_LOG(INFO) << "threads: " << kernels_->threads() << " per kernel (--intra_op_threads; "
+               << AvailableCores() << " cores for " << workers << " worker" << (workers == 1 ? "" : "s")
+               << " on this host)" << reduction << "; input "
+               << (DefaultPrefetchBatches(strategy_->cores_per_worker()) > 0
+                       ? "prefetched on a thread"
+                       : "gathered on the training thread (one core per worker)");
+}
+
+void Model::SetTrainingStep(int64_t step) {
+  for (auto& layer : layers_) layer->set_training_step(step);
+}
+
+std::vector<std::string> Model::AgreementLines() const {
+  std::vector<std::string> lines;
+  lines.push_back(absl::StrCat("input: ", ShapeString(input_shape_)));
+  for (const Variable* v : variables()) {
+    lines.push_back(absl::StrCat("variable ", v->name, ": float32 ", ShapeString(v->value.shape())));
+  }
+  for (const auto& layer : layers_) {
+    for (const Variable* v : layer->non_trainable_variables()) {
+      lines.push_back(absl::StrCat("non-trainable variable ", v->name, ": float32 ",
+                                   ShapeString(v->value.shape())));
+    }
+  }
+  const bool chain = IsChain();
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& layer = *layers_[l];
+    std::string line = absl::StrCat("layer ", layer.name(), ": ", layer.type(), ", output ",
+                                    ShapeString(layer.output_shape()));
+    if (!layer.activation_name().empty()) absl::StrAppend(&line, ", ", layer.activation_name());
+    if (!layer.config().empty()) absl::StrAppend(&line, ", ", layer.config());
+    if (!chain) absl::StrAppend(&line, ", from ", InputNames(l));
+    lines.push_back(std::move(line));
+  }
+  const LossSpec& loss = compile_options_.loss;
+  lines.push_back(absl::StrCat("loss: ", loss.name, loss.from_logits ? " from logits" : ""));
+  const OptimizerSpec& o = compile_options_.optimizer;
+  // Numbers exactly, in the fewest digits that give back the same float, so that
+  // learning rates differing after the 6th digit do not pass as equal.
+  auto exact = [](float x) { return ShortestDecimal(x); };
+  lines.push_back(absl::StrCat("optimizer: ", o.name, ", learning_rate ", exact(o.learning_rate),
+                               ", momentum ", exact(o.momentum), ", nesterov ", o.nesterov,
+                               ", beta_1 ", exact(o.beta_1), ", beta_2 ", exact(o.beta_2),
+                               ", epsilon ", exact(o.epsilon), ", weight_decay ",
+                               exact(o.weight_decay)));
+  if (o.learning_rate_schedule != nullptr) {
+    lines.push_back(absl::StrCat("learning rate schedule: ", o.learning_rate_schedule->Describe()));
+  }
+  if (o.clipping.active()) {
+    lines.push_back(absl::StrCat("gradient clipping: clipnorm ", exact(o.clipping.clipnorm),
+                                 ", global_clipnorm ", exact(o.clipping.global_clipnorm),
+                                 ", clipvalue ", exact(o.clipping.clipvalue)));
+  }
+  lines.push_back(absl::StrCat("precision: ", PrecisionName(compile_options_.precision)));
+  // Workers that disagree would send frames of another dtype mid-step: say it now.
+  lines.push_back(absl::StrCat("gradient all-reduce compression: ",
+                               GradientCompressionName(strategy_->options().communication.compression)));
+  // It also picks how all-gathers run (flat or across hosts first): every worker
+  // must take the same path.
+  lines.push_back(absl::StrCat("collective algorithm: ",
+                               AllReduceAlgorithmName(strategy_->communicator()->options().allreduce_algorithm)));
+  const std::vector<Variable*> trainable = variables();
+  if (std::any_of(trainable.begin(), trainable.end(), [](const Variable* v) { return v->sparse_gradient; })) {
+    // Sparse and dense reductions are different collectives: say it now.
+    lines.push_back(absl::StrCat("sparse gradient reduction: ",
+                                 SparseReductionName(strategy_->options().communication.sparse_reduction)));
+  }
+  std::vector<std::string> metric_names;
+  for (const Metric& m : metrics_) metric_names.push_back(m.name());
+  lines.push_back(absl::StrCat("metrics: ", absl::StrJoin(metric_names, ", ")));
+  return lines;
+}
+
+absl::Status Model::EnsureReady(const Shape& input_shape) {
+  if (!compiled_) return absl::FailedPreconditionError("call Compile before Fit/Evaluate/Predict");
+  return Build(input_shape);
+}
+absl::StatusOr<History> Model::Fit(const Dataset& train, const FitOptions& options) {
+  FitLoop loop(this, options);
+  return loop.Run(train);
+}
+
+}  // namespace ringwork

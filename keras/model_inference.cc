@@ -1,0 +1,159 @@
+// Model's inference side: Evaluate (also after fit, surviving a peer's failure
+// with elastic training), Predict and Summary.
+#include <algorithm>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/crash_points.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "keras/model.h"
+#include "kernels/softmax.h"
+
+namespace ringwork {
+namespace {
+
+std::string WithCommas(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<EvaluateResult> Model::Evaluate(const Dataset& data, int64_t batch_size) {
+  if (data.examples().count() == 0) return absl::InvalidArgumentError("evaluate on an empty dataset");
+  RW_RETURN_IF_ERROR(EnsureReady(data.examples().example_shape()));
+  const int replicas = strategy_->num_replicas_in_sync();
+  RW_ASSIGN_OR_RETURN(Dataset shard, data.Shard(replicas, strategy_->rank(), AutoShardPolicy::kData));
+  shard = shard.Batch(std::max<int64_t>(1, batch_size / replicas));
+  std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+  std::unique_ptr<Dataset::Iterator> it = shard.Iterate(0);
+  struct Batch batch;
+  while (it->Next(&batch)) {
+    absl::Status forward = Forward(batch.features, /*training=*/false);
+    absl::StatusOr<float> loss =
+        forward.ok() ? loss_->Compute(acts_.back(), batch.labels, nullptr) : absl::StatusOr<float>(forward);
+    if (!loss.ok()) {
+      // Data only this worker holds (a bad id, a bad label): the others must not
+      // wait for its sums until a deadline.
+      strategy_->communicator()->Barrier().IgnoreError();
+      return loss.status();
+    }
+    std::vector<double> batch_sums = BatchSums(batch.labels, *loss);
+    for (size_t i = 0; i < sums.size(); ++i) sums[i] += batch_sums[i];
+  }
+  if (!it->status().ok()) {
+    strategy_->communicator()->Barrier().IgnoreError();
+    return it->status();
+  }
+  RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
+  const Logs logs = LogsFrom(sums);
+  EvaluateResult result;
+  result.loss = logs.at("loss");
+  result.examples = static_cast<int64_t>(sums[1]);
+  for (const Metric& m : metrics_) result.metrics[m.name()] = logs.at(m.name());
+  return result;
+}
+
+absl::StatusOr<EvaluateResult> Model::EvaluateAfterFit(const Dataset& data, int64_t batch_size) {
+  CrashPoint("final_evaluate");  // Tests: a worker dies as the final evaluation starts.
+  for (int round = 1;; ++round) {
+    absl::StatusOr<EvaluateResult> result = Evaluate(data, batch_size);
+    if (result.ok() || round > 3 || !ended_fit_.has_value()) return result;
+    // The workers still running may include some still ending fit (the failure
+    // came in its last operation): they regroup there, and learn from this
+    // worker's progress (past every operation of fit) that training ended. All
+    // run the same agreement, then evaluate.
+    ElasticRun run(strategy_, this, *ended_fit_, ElasticRun::kEnded);
+    if (!run.CanSurvive(result.status())) return result;
+    const int before = strategy_->num_replicas_in_sync();
+    int64_t slowest = 0;
+    std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+    RW_RETURN_IF_ERROR(run.SurvivePeerFailure(result.status(), &slowest, &sums));
+    RW_LOG(WARNING) << "generation " << strategy_->generation() << ": " << strategy_->departed()
+                    << " left: " << result.status().message() << "; "
+                    << strategy_->num_replicas_in_sync() << " of " << before
+                    << " workers evaluate again (" << strategy_->cluster().configured_world_size()
+                    << " in the cluster)";
+  }
+}
+
+absl::StatusOr<Tensor> Model::Predict(const Tensor& x, int64_t batch_size) {
+  if (x.rank() < 1 || x.dim(0) == 0) return absl::InvalidArgumentError("predict on no examples");
+  RW_RETURN_IF_ERROR(EnsureReady(Shape(x.shape().begin() + 1, x.shape().end())));
+  const int64_t count = x.dim(0), size = x.size() / count;
+  Tensor out;
+  Tensor chunk;
+  for (int64_t begin = 0; begin < count; begin += batch_size) {
+    const int64_t n = std::min(batch_size, count - begin);
+    Shape shape = x.shape();
+    shape[0] = n;
+    chunk.Resize(shape);
+    std::copy(x.data() + begin * size, x.data() + (begin + n) * size, chunk.data());
+    RW_RETURN_IF_ERROR(Forward(chunk, /*training=*/false));
+    Tensor& y = acts_.back();
+    const int64_t width = y.size() / n;
+    if (fused_softmax_) {
+      RW_ASSIGN_OR_RETURN(std::unique_ptr<SoftmaxKernel> softmax, SoftmaxKernel::Create(*kernels_, n, width));
+      Tensor probs(y.shape());
+      softmax->Forward(*kernels_, y.data(), probs.data());
+      y = std::move(probs);
+    }
+    if (begin == 0) out = Tensor(WithBatch(count, layers_.back()->output_shape()));
+    std::copy(y.data(), y.data() + y.size(), out.data() + begin * width);
+  }
+  return out;
+}
+
+std::string Model::InputNames(size_t l) const {
+  std::vector<std::string> names;
+  for (int a : inputs_[l]) names.push_back(a == 0 ? "input" : layers_[a - 1]->name());
+  return absl::StrJoin(names, ", ");
+}
+
+std::string Model::Summary() const {
+  // Keras' columns, widened when a layer's "name (type)" is longer; a functional
+  // model that is not a chain also says what each layer reads ("Connected to").
+  const bool chain = IsChain();
+  size_t name_width = 28;
+  for (const auto& layer : layers_) {
+    name_width = std::max(name_width, layer->name().size() + layer->type().size() + 5);
+  }
+  const size_t width = name_width + 37 + (chain ? 0 : 26);
+  std::ostringstream s;
+  const std::string rule(width, '_'), double_rule(width, '=');
+  s << "Model: \"" << model_name_ << "\"\n" << rule << "\n";
+  if (chain) {
+    s << absl::StrFormat(" %-*s%-26s%s\n", name_width, "Layer (type)", "Output Shape", "Param #");
+  } else {
+    s << absl::StrFormat(" %-*s%-26s%-11sConnected to\n", name_width, "Layer (type)", "Output Shape", "Param #");
+  }
+  s << double_rule << "\n";
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = *layers_[i];
+    std::string shape = "(None";
+    for (int64_t d : l.output_shape()) absl::StrAppend(&shape, ", ", d);
+    shape += ")";
+    if (!built_) shape = "(unbuilt)";
+    std::string line = absl::StrFormat(" %-*s%-26s%s", name_width, absl::StrCat(l.name(), " (", l.type(), ")"),
+                                       shape, WithCommas(l.param_count()));
+    if (!chain) line = absl::StrFormat("%-*s%s", name_width + 38, line, InputNames(i));
+    s << line << "\n";
+    if (i + 1 < layers_.size()) s << "\n";
+  }
+  s << double_rule << "\n";
+  int64_t trainable = 0;
+  for (const auto& layer : layers_) trainable += layer->trainable_param_count();
+  s << "Total params: " << WithCommas(param_count()) << "\n";
+  s << "Trainable params: " << WithCommas(trainable) << "\n";
+  s << "Non-trainable params: " << WithCommas(param_count() - trainable) << "\n" << rule << "\n";
+  return s.str();
+}
+
+}  // namespace ringwork

@@ -1,0 +1,179 @@
+// Model's training step: forward, loss, backward with the gradients handed to
+// the reducer as they are ready, the optimizer, and the layers' batch state.
+#include <algorithm>
+#include <chrono>
+
+#include "base/status_macros.h"
+#include "keras/model.h"
+#include "observability/timeline.h"
+
+namespace ringwork {
+
+absl::Status Model::Forward(const Tensor& x, bool training) {
+  input_ = &x;
+  std::vector<const Tensor*> xs;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    TimelineSpan span("compute", "forward ", layers_[l]->name());
+    xs.clear();
+    for (int a : inputs_[l]) xs.push_back(a == 0 ? input_ : &acts_[a]);
+    if (layers_[l]->merges()) {
+      RW_RETURN_IF_ERROR(static_cast<MergeLayer&>(*layers_[l]).ForwardMerge(*kernels_, xs, &acts_[l + 1]));
+    } else {
+      RW_RETURN_IF_ERROR(layers_[l]->Forward(*kernels_, *xs[0], &acts_[l + 1], training));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Model::BackwardLayer(size_t l) {
+  TimelineSpan span("compute", "backward ", layers_[l]->name());
+  Layer& layer = *layers_[l];
+  const std::vector<int>& inputs = inputs_[l];
+  std::vector<const Tensor*> xs;
+  std::vector<Tensor*> dxs;
+  if (grad_scratch_.size() < inputs.size()) grad_scratch_.resize(inputs.size());
+  // An activation read by several layers (a fan-out) gets the sum of their
+  // gradients: the first writes it, later ones write a scratch that is added.
+  std::vector<char> added(inputs.size(), 0);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int a = inputs[i];
+    xs.push_back(a == 0 ? input_ : &acts_[a]);
+    if (a == 0 || !runs_backward_[a - 1]) {
+      dxs.push_back(nullptr);  // Nothing below learns.
+    } else if (!grad_set_[a]) {
+      dxs.push_back(&grads_[a]);
+      grad_set_[a] = 1;
+    } else {
+      dxs.push_back(&grad_scratch_[i]);
+      added[i] = 1;
+    }
+  }
+  if (layer.merges()) {
+    RW_RETURN_IF_ERROR(static_cast<MergeLayer&>(layer).BackwardMerge(*kernels_, xs, grads_[l + 1], dxs));
+  } else {
+    RW_RETURN_IF_ERROR(layer.Backward(*kernels_, *xs[0], acts_[l + 1], grads_[l + 1], dxs[0]));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!added[i]) continue;
+    Tensor& sum = grads_[inputs[i]];
+    const float* more = grad_scratch_[i].data();
+    for (int64_t e = 0; e < sum.size(); ++e) sum.data()[e] += more[e];
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<float> Model::TrainStepWithoutBatch() {
+  if (!built_) {
+    return absl::FailedPreconditionError(
+        "a training step with no examples on a model that is not built");
+  }
+  // No examples for this replica at this step (the short end of a pass): it
+  // adds nothing to the average but takes part in every collective.
+  reducer_->BeginStep(0.f);
+  // Where the others' layers sum over replicas, this one adds zeros.
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    RW_RETURN_IF_ERROR(layers_[l]->JoinWithoutBatch(true));
+  }
+  for (size_t l = layers_.size(); l-- > 0;) {
+    if (runs_backward_[l]) RW_RETURN_IF_ERROR(layers_[l]->JoinWithoutBatch(false));
+  }
+  for (size_t l = layers_.size(); l-- > 0;) {
+    for (Variable* v : layers_[l]->variables()) reducer_->Ready(v);
+  }
+  RW_RETURN_IF_ERROR(reducer_->FinishStep());
+  RW_ASSIGN_OR_RETURN(std::vector<double> batch_state, ReduceBatchState(/*had_batch=*/false));
+  optimizer_->Apply(variables());
+  ApplyBatchState(batch_state);
+  return 0.f;
+}
+
+absl::StatusOr<float> Model::TrainStep(const struct Batch& batch, float weight) {
+  if (batch.size() == 0) return TrainStepWithoutBatch();
+  RW_RETURN_IF_ERROR(EnsureReady(Shape(batch.features.shape().begin() + 1, batch.features.shape().end())));
+  reducer_->BeginStep(weight);
+  absl::Status status = Forward(batch.features, /*training=*/true);
+  TimelineSpan loss_span("compute", "loss");
+  absl::StatusOr<float> loss = status.ok() ? loss_->Compute(acts_.back(), batch.labels, &grads_.back())
+                                           : absl::StatusOr<float>(status);
+  loss_span.End();
+  std::fill(grad_set_.begin(), grad_set_.end(), 0);
+  for (size_t l = layers_.size(); l-- > 0 && loss.ok();) {
+    if (!runs_backward_[l]) continue;
+    status = BackwardLayer(l);
+    if (!status.ok()) loss = status;
+    for (Variable* v : layers_[l]->variables()) reducer_->Ready(v);
+  }
+  if (!loss.ok()) {
+    // Let the other replicas' collectives fail at once rather than time out.
+    strategy_->communicator()->Barrier().IgnoreError();
+    return loss.status();
+  }
+  RW_RETURN_IF_ERROR(reducer_->FinishStep());
+  // Every collective of the step before the optimizer changes the model: a step
+  // that fails in one changed nothing (elastic training runs it again).
+  RW_ASSIGN_OR_RETURN(std::vector<double> batch_state, ReduceBatchState(/*had_batch=*/true));
+  TimelineSpan optimizer_span("compute", "optimizer");
+  optimizer_->Apply(variables());
+  optimizer_span.End();
+  ApplyBatchState(batch_state);
+  return loss;
+}
+
+absl::StatusOr<std::vector<double>> Model::ReduceBatchState(bool had_batch) {
+  std::vector<double> sums(static_cast<size_t>(batch_sums_size_), 0.0);
+  if (batch_sums_size_ == 0) return sums;
+  int64_t at = 0;
+  for (const auto& layer : layers_) {
+    if (had_batch) layer->BatchSums(sums.data() + at);
+    at += layer->batch_sums_size();
+  }
+  {
+    TimelineSpan span("exposed communication", "batch statistics all-reduce");
+    const auto start = std::chrono::steady_clock::now();
+    RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, sums.data(), batch_sums_size_));
+    *in_step_collective_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return sums;
+}
+
+void Model::ApplyBatchState(const std::vector<double>& sums) {
+  int64_t at = 0;
+  for (const auto& layer : layers_) {
+    if (layer->batch_sums_size() > 0) layer->UpdateFromBatchSums(sums.data() + at);
+    at += layer->batch_sums_size();
+    layer->CommitStep();
+  }
+}
+
+int64_t Model::MetricStateSize() const {
+  int64_t n = 0;
+  for (const Metric& m : metrics_) n += m.state_size();
+  return n;
+}
+
+std::vector<double> Model::BatchSums(const std::vector<int32_t>& labels, double loss) {
+  std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+  if (labels.empty()) return sums;
+  const double n = static_cast<double>(labels.size());
+  sums[0] = loss * n;
+  sums[1] = n;
+  double* state = sums.data() + 2;
+  for (const Metric& m : metrics_) {
+    m.Accumulate(acts_.back(), labels, loss, loss_->from_logits(), state);
+    state += m.state_size();
+  }
+  return sums;
+}
+
+Logs Model::LogsFrom(const std::vector<double>& sums) const {
+  Logs logs;
+  logs["loss"] = sums[1] > 0 ? sums[0] / sums[1] : 0;
+  const double* state = sums.data() + 2;
+  for (const Metric& m : metrics_) {
+    logs[m.name()] = m.Result(state);
+    state += m.state_size();
+  }
+  return logs;
+}
+
+}  // namespace ringwork
