@@ -162,7 +162,7 @@ def check_indexed_job(tfconfig):
 def check_containerfile(binaries):
     with open(os.path.join(ROOT, "deploy/Containerfile")) as f:
         text = f.read()
-    for path in re.findall(r"\b((?:tools|deploy|bazel-bin)/[\w./-]+)", text):
+    for path in re.findall(r"\b((?:tools|scripts|deploy|bazel-bin)/[\w./-]+)", text):
         if path.startswith("bazel-bin/"):
             target = path[len("bazel-bin/"):]
             package, name = os.path.dirname(target), os.path.basename(target)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hierarchical all-reduce across emulated hosts (tools/emulated_hosts.sh:
+# The hierarchical all-reduce across emulated hosts (scripts/emulated_hosts.sh:
 # network namespaces on a bridge, each with a private /dev/shm that only its own
 # workers share, so workers on one host talk shared memory and across hosts gRPC):
 #  - 2 hosts x 2 workers, forced: every element of every size is right on every rank

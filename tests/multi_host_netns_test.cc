@@ -30,7 +30,7 @@ namespace {
 
 constexpr int kHosts = 3;
 constexpr char kPort[] = "2222";  // Every namespace has its own port space.
-constexpr char kIp[] = "/bin/ip";  // Debian's iproute2 (tools/setup.sh installs it).
+constexpr char kIp[] = "/bin/ip";  // Debian's iproute2 (scripts/setup.sh installs it).
 
 std::string Address(int host) { return "10.211.0." + std::to_string(host + 1); }
 

@@ -94,7 +94,7 @@ def main(argv):
             height = int(m.group(2))
     browser = shutil.which("chromium")
     if browser is None:
-        print("chromium is not installed (tools/setup.sh installs Debian's chromium)", file=sys.stderr)
+        print("chromium is not installed (scripts/setup.sh installs Debian's chromium)", file=sys.stderr)
         return 2
     if os.path.exists(screenshot):
         os.unlink(screenshot)  # An old one must not pass for this render.

@@ -1,4 +1,4 @@
-"""Reads the CSV rows of tools/compare_allreduce.sh and prints one table: the time of
+"""Reads the CSV rows of bench/compare_allreduce.sh and prints one table: the time of
 each configuration per size, and how many times slower each peer is than Ringwork's
 default transport (a ratio > 1 means Ringwork is faster)."""
 import csv

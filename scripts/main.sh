@@ -5,10 +5,10 @@
 # Beside them a sidecar evaluator scores each epoch's checkpoint; a backup lets a
 # failed run restart (once, here) or a rerun resume where it stopped. Last, it
 # writes the job's report page (tools/report) and prints its path.
-# Extra flags go to every task, e.g.  bash tools/main.sh --model=cnn --epochs=2
+# Extra flags go to every task, e.g.  bash scripts/main.sh --model=cnn --epochs=2
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/setup.sh
+scripts/setup.sh
 bazel build //tools:train //tools/launch:launch //tools:tfconfig //tools/report:report
 work=/tmp/ringwork_main
 rm -rf "$work/checkpoints"  # The evaluator stops at a final checkpoint: start afresh.

@@ -7,8 +7,8 @@
 # Prints each worker's output prefixed with [worker:i]; exits with the first
 # failing worker's code (0 when all succeeded). Everything it made is removed.
 #
-#   sudo tools/emulated_hosts.sh --hosts=2 --workers_per_host=2 [--timeout_s=300] \
-#     [--mtu=1500] [--rate=10gbit] [--cores_per_host=1] -- bazel-bin/tools/allreduce_bench --allreduce_algorithm=hierarchical
+#   sudo scripts/emulated_hosts.sh --hosts=2 --workers_per_host=2 [--timeout_s=300] \
+#     [--mtu=1500] [--rate=10gbit] [--cores_per_host=1] -- bazel-bin/bench/allreduce_bench --allreduce_algorithm=hierarchical
 #
 # --mtu sets every link's MTU (default 1500, a NIC's; loopback has 65536); --rate
 # shapes what each host sends with tc's token bucket (tbf), as a link of that rate

@@ -1,32 +1,23 @@
 #!/bin/bash
-# Elastic training's cost (issue 15): the same job uninterrupted and with one of its
+# Elastic training's cost: the same job uninterrupted and with one of its
 # workers SIGKILLed mid-training, and with that worker restarted (launch
 # --max_restarts=1: it joins the running job back), run by run, as a table.
 #
-#   bash tools/compare_elastic.sh [--runs=2] [--workers=4] [--epochs=10] [--kill_after_s=5] \
+#   bash bench/compare_elastic.sh [--runs=2] [--workers=4] [--epochs=10] [--kill_after_s=5] \
 #     [--elastic_batch=global]
 #
 # Each run: launch --num_workers=W --elastic -- train --model=mlp --epochs=E
 # --min_workers=2 --elastic_batch=B (Fashion-MNIST). Needs bazel-bin/tools/{train,launch/launch} built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 runs=2 workers=4 epochs=10 kill_after_s=5 elastic_batch=global
-for arg in "$@"; do
-  case "$arg" in
-    --runs=*) runs="${arg#*=}" ;;
-    --workers=*) workers="${arg#*=}" ;;
-    --epochs=*) epochs="${arg#*=}" ;;
-    --kill_after_s=*) kill_after_s="${arg#*=}" ;;
-    --elastic_batch=*) elastic_batch="${arg#*=}" ;;
-    *) echo "compare_elastic.sh: unknown argument $arg" >&2; exit 2 ;;
-  esac
-done
+parse_flags runs workers epochs kill_after_s elastic_batch -- "$@"
 launch=bazel-bin/tools/launch/launch train=bazel-bin/tools/train
 for binary in "$launch" "$train"; do
   [[ -x "$binary" ]] || { echo "compare_elastic.sh: build $binary first (bazel build //tools/...)" >&2; exit 2; }
 done
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+make_work_dir
 
 # One job; with a victim, SIGKILLs the second of its train processes after the delay.
 run_job() {  # $1: kill (yes/no/restart); prints "exit wall accuracy workers generations steps_lost"

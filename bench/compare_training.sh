@@ -11,7 +11,7 @@
 #                      worker: N x this is perfect scaling)
 #   ringwork, gRPC     N workers x 1 thread with --transport=grpc (how workers on
 #                      different hosts talk), on loopback
-#   ringwork, 2x2      2 emulated hosts x 2 workers (tools/emulated_hosts.sh: network
+#   ringwork, 2x2      2 emulated hosts x 2 workers (scripts/emulated_hosts.sh: network
 #                      namespaces, a private /dev/shm per host; shared memory within a
 #                      host, gRPC across, the hierarchical all-reduce): 4 workers on
 #                      this machine's cores. Only as root; skipped otherwise.
@@ -25,36 +25,27 @@
 #   DDP, ref. BLAS     the same with Debian's reference BLAS (PyTorch's fallback)
 #   1 process          one PyTorch process with N threads, OpenBLAS, no DDP
 #
-#   bash tools/compare_training.sh [--num_workers=2] [--epochs=5] [--runs=3]
+#   bash bench/compare_training.sh [--num_workers=2] [--epochs=5] [--runs=3]
 #
-# --model=resnet or wide_deep (issue 12's models; wide_deep on the synthetic click
+# --model=resnet or wide_deep (the models beside the MLP; wide_deep on the synthetic click
 # log, PyTorch on a log of the same shape) runs the rows ringwork, ringwork 1 worker
 # and DDP OpenBLAS only (resnet also ringwork with --precision=bfloat16);
 # --steps_per_epoch=K shortens their epochs on both sides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 num_workers=2; epochs=5; runs=3; model=mlp; steps_per_epoch=0
-for arg in "$@"; do
-  case "$arg" in
-    --num_workers=*) num_workers=${arg#*=};;
-    --epochs=*) epochs=${arg#*=};;
-    --runs=*) runs=${arg#*=};;
-    --model=*) model=${arg#*=};;
-    --steps_per_epoch=*) steps_per_epoch=${arg#*=};;
-    *) echo "unknown argument $arg" >&2; exit 2;;
-  esac
-done
+parse_flags num_workers epochs runs model steps_per_epoch -- "$@"
 case "$model" in
   mlp|resnet) model_flags=(--model="$model");;
   wide_deep) model_flags=(--model=wide_deep --dataset=synthetic_clicks);;
   *) echo "--model=$model: expected mlp, resnet or wide_deep" >&2; exit 2;;
 esac
 if [[ $steps_per_epoch != 0 ]]; then model_flags+=(--steps_per_epoch="$steps_per_epoch"); fi
-tools/setup.sh --peers
-bazel build -c opt //tools:train //tools/launch:launch //tools:tfconfig //tools:kernel_bench >&2
-work=$(mktemp -d)
+scripts/setup.sh --peers
+bazel build -c opt //tools:train //tools/launch:launch //tools:tfconfig //bench:kernel_bench >&2
+make_work_dir
 cores_per_host=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))  # The emulated rows'.
-trap 'rm -rf "$work"' EXIT
 libs=/usr/lib/x86_64-linux-gnu
 openblas=$libs/openblas-pthread reference_blas=$libs/blas
 
@@ -67,7 +58,7 @@ torch_run() {
   for ((r = world - 1; r >= 0; --r)); do
     LD_LIBRARY_PATH=$blas RANK=$r WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=$threads timeout 900 /usr/bin/python3 \
-      tools/peers/torch_ddp_train.py --model="$model" --epochs="$epochs" --global_batch_size=256 \
+      bench/peers/torch_ddp_train.py --model="$model" --epochs="$epochs" --global_batch_size=256 \
       --steps_per_epoch="$steps_per_epoch" --threads="$threads" > "$out.$r" 2> "$out.$r.err" &
     pids[r]=$!
   done
@@ -86,7 +77,7 @@ torch_run() {
 # The kernels alone: one MLP training step (batch 128, 1 thread), for the "of
 # kernels" column: a layout's samples/s over workers x 128 / that step.
 echo "kernel_bench (the MLP step alone)..." >&2
-bazel-bin/tools/kernel_bench --precision=float32 --threads=1 > "$work/kernel_bench.txt"
+bazel-bin/bench/kernel_bench --precision=float32 --threads=1 > "$work/kernel_bench.txt"
 if ! grep -q '^MLP training step .*float32' "$work/kernel_bench.txt"; then
   echo "kernel_bench printed no MLP training step row:" >&2
   cat "$work/kernel_bench.txt" >&2
@@ -122,10 +113,10 @@ for ((run = 1; run <= runs; ++run)); do
     --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 --transport=grpc --verbose=0 \
     --metrics_json="$work/ringwork_grpc.$run.json" >&2
   if [[ $(id -u) == 0 ]]; then
-    tools/emulated_hosts.sh --hosts=2 --workers_per_host=2 --cores_per_host="$cores_per_host" --timeout_s=900 -- \
+    scripts/emulated_hosts.sh --hosts=2 --workers_per_host=2 --cores_per_host="$cores_per_host" --timeout_s=900 -- \
       bazel-bin/tools/train --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 \
       --verbose=0 --metrics_json="$work/ringwork_2x2.$run.json" >&2
-    tools/emulated_hosts.sh --hosts=2 --workers_per_host=1 --cores_per_host="$cores_per_host" --timeout_s=900 -- \
+    scripts/emulated_hosts.sh --hosts=2 --workers_per_host=1 --cores_per_host="$cores_per_host" --timeout_s=900 -- \
       bazel-bin/tools/train --epochs="$epochs" --global_batch_size=256 --intra_op_threads=1 \
       --verbose=0 --metrics_json="$work/ringwork_2x1.$run.json" >&2
   fi

@@ -5,9 +5,9 @@
 # here, so auth/none is not needed). For the test suite and for trying Ringwork
 # under a real scheduler before a real cluster.
 #
-#   tools/slurm_local.sh start DIR    # then: export SLURM_CONF=DIR/slurm.conf
-#   tools/slurm_local.sh stop DIR     # stops what start started in DIR
-#   tools/slurm_local.sh test [--train=PATH] [--sbatch=PATH]
+#   scripts/slurm_local.sh start DIR    # then: export SLURM_CONF=DIR/slurm.conf
+#   scripts/slurm_local.sh stop DIR     # stops what start started in DIR
+#   scripts/slurm_local.sh test [--train=PATH] [--sbatch=PATH]
 #       starts Slurm in a temporary directory, runs srun -N1 -n2 training with the
 #       cluster from Slurm, the example batch script to completion, a scancel of a
 #       running job (SIGTERM, backup, CANCELLED) and its resubmission (resumes), and

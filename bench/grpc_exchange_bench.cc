@@ -17,7 +17,7 @@
 // do but wait for the peer's (GrpcLink's way for small frames since: chttp2 sends a
 // WINDOW_UPDATE as soon as a Read waits on a stream that has taken data).
 //
-//   bazel-bin/tools/grpc_exchange_bench --bytes=4 --iters=20000 --runs=7 --rounds=2 [--read=both]
+//   bazel-bin/bench/grpc_exchange_bench --bytes=4 --iters=20000 --runs=7 --rounds=2 [--read=both]
 //
 // Every row runs two fresh processes, forked before gRPC starts, over 127.0.0.1.
 // A row is the median of `--runs` blocks' average time (min..max beside it).

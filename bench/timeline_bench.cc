@@ -2,7 +2,7 @@
 // run pays) and on, in nanoseconds per span, as the median of --runs blocks; and the
 // same per training step for a given number of spans per step.
 //
-//   bazel-bin/tools/timeline_bench [--runs=5] [--spans_per_step=40]
+//   bazel-bin/bench/timeline_bench [--runs=5] [--spans_per_step=40]
 //
 // A step of the MLP in tools/train records about 30 spans (forward and backward of
 // each layer, loss, packs, collectives, data, optimizer, step): see

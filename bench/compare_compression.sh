@@ -5,10 +5,10 @@
 # /dev/shm (so the workers talk gRPC, as on two machines), what each sends shaped
 # with tc's token bucket. Needs root. Prints a table.
 #
-#   bash tools/compare_compression.sh [--rates=1gbit,10gbit,none] [--runs=3] [--epochs=2]
+#   bash bench/compare_compression.sh [--rates=1gbit,10gbit,none] [--runs=3] [--epochs=2]
 #     [--model=mlp]
 #
-# The hosts are tools/emulated_hosts.sh's (a bridge; --rate shapes what each host
+# The hosts are scripts/emulated_hosts.sh's (a bridge; --rate shapes what each host
 # sends; the links' MTU is $MTU, default 1500). "none" leaves the links unshaped.
 # Each emulated host is pinned to half of this machine's cores (--cores_per_host), so
 # each worker's automatic choices (threads per kernel, the overlap thread, prefetch)
@@ -16,30 +16,22 @@
 # all of them, and the two would fight over the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 rates="1gbit,10gbit,none"; runs=3; epochs=2; model=mlp
-for arg in "$@"; do
-  case "$arg" in
-    --rates=*) rates=${arg#*=};;
-    --runs=*) runs=${arg#*=};;
-    --epochs=*) epochs=${arg#*=};;
-    --model=*) model=${arg#*=};;
-    *) echo "unknown argument $arg" >&2; exit 2;;
-  esac
-done
+parse_flags rates runs epochs model -- "$@"
 if [[ $(id -u) != 0 ]]; then echo "needs root (network namespaces, tc)" >&2; exit 2; fi
 bazel build -c opt //tools:train >&2
-work=$(mktemp -d)
-trap 'if [[ -n ${KEEP_WORK:-} ]]; then echo "kept $work" >&2; else rm -rf "$work"; fi' EXIT
+make_work_dir
 cores_per_host=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
 
-# One training run over tools/emulated_hosts.sh: 2 hosts x 1 worker, each host on
+# One training run over scripts/emulated_hosts.sh: 2 hosts x 1 worker, each host on
 # its half of the cores.
 run_once() {  # compression rate -> "samples/s test_accuracy" in $work/result; fails the script
   local compression=$1 rate=$2 shaping=()
   if [[ $rate != none ]]; then shaping=(--rate="$rate"); fi
   rm -f "$work/metrics.json"
   local code=0
-  tools/emulated_hosts.sh --hosts=2 --workers_per_host=1 --cores_per_host="$cores_per_host" \
+  scripts/emulated_hosts.sh --hosts=2 --workers_per_host=1 --cores_per_host="$cores_per_host" \
     --mtu="${MTU:-1500}" "${shaping[@]}" --timeout_s=7200 -- \
     bazel-bin/tools/train --model="$model" --epochs="$epochs" --verbose=0 \
     --allreduce_compression="$compression" --metrics_json="$work/metrics.json" > "$work/workers.log" 2>&1 ||

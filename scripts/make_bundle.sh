@@ -2,11 +2,11 @@
 # Packs Ringwork's benchmark binaries with the shared libraries they load from
 # Debian's packages (gRPC, protobuf, oneDNN, Abseil, OpenSSL; not the C library),
 # Fashion-MNIST and, where installed, iproute2's `ip` with its libraries, into one
-# .tar.xz: what tools/scaling_bench.sh needs on a machine that has none of these
+# .tar.xz: what bench/scaling_bench.sh needs on a machine that has none of these
 # packages (the 16-core machine that is sometimes lent). Unpack it anywhere and
-# run tools/scaling_bench.sh --bundle=DIR.
+# run bench/scaling_bench.sh --bundle=DIR.
 #
-#   bash tools/make_bundle.sh OUT.tar.xz
+#   bash scripts/make_bundle.sh OUT.tar.xz
 #
 # Layout: bin/ (train, launch, tfconfig, kernel_bench, allreduce_bench, stripped),
 # lib/ (their libraries), fashion-mnist/, ip/ (ip and its libraries, optional).
@@ -14,8 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -ne 1 ]]; then echo "usage: make_bundle.sh OUT.tar.xz" >&2; exit 2; fi
 out=$(realpath -m "$1")
-bazel build -c opt //tools:train //tools/launch:launch //tools:tfconfig //tools:kernel_bench \
-  //tools:allreduce_bench >&2
+bazel build -c opt //tools:train //tools/launch:launch //tools:tfconfig //bench:kernel_bench \
+  //bench:allreduce_bench >&2
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/ip"
@@ -25,7 +25,7 @@ system_only='/(libc|libm|libdl|libpthread|librt|ld-linux-x86-64)\.so'
 copy_libraries() {  # copy_libraries BINARY DEST: its non-system libraries into DEST
   ldd "$1" | awk '$3 ~ /^\// {print $3}' | grep -Ev "$system_only" | xargs -r cp -L -t "$2"
 }
-for binary in tools/train tools/launch/launch tools/tfconfig tools/kernel_bench tools/allreduce_bench; do
+for binary in tools/train tools/launch/launch tools/tfconfig bench/kernel_bench bench/allreduce_bench; do
   cp "bazel-bin/$binary" "$stage/bin/"
   chmod u+w "$stage/bin/$(basename "$binary")"
   strip "$stage/bin/$(basename "$binary")"

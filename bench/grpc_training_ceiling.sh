@@ -2,7 +2,7 @@
 # How close MLP training over gRPC alone can come to training over shared memory on
 # this machine, if its all-reduces were as fast as Open MPI's over TCP.
 #
-#   bash tools/grpc_training_ceiling.sh [--rounds=5] [--epochs=3] [--num_workers=2]
+#   bash bench/grpc_training_ceiling.sh [--rounds=5] [--epochs=3] [--num_workers=2]
 #
 # Each round, one after the other in one sitting:
 #   1. `train` over shared memory and over gRPC alone, each with a timeline; from
@@ -10,26 +10,19 @@
 #      per-step metrics all-reduce, over both workers;
 #   2. the same two all-reduces (their sizes read from the timeline) on their own
 #      with allreduce_bench over shared memory and gRPC, and with Open MPI's
-#      MPI_Allreduce over TCP loopback (tools/peers/mpi_allreduce_bench.c).
+#      MPI_Allreduce over TCP loopback (bench/peers/mpi_allreduce_bench.c).
 # The ceiling swaps the shared-memory all-reduces of a shared-memory step for MPI's
 # TCP ones: shm step + (MPI TCP - Ringwork shm) for both sizes. The prediction does
 # the same with Ringwork's own gRPC times, to show how well the sum models a step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 rounds=5; epochs=3; num_workers=2
-for arg in "$@"; do
-  case "$arg" in
-    --rounds=*) rounds=${arg#*=};;
-    --epochs=*) epochs=${arg#*=};;
-    --num_workers=*) num_workers=${arg#*=};;
-    *) echo "unknown argument $arg" >&2; exit 2;;
-  esac
-done
-tools/setup.sh --peers
-bazel build -c opt //tools:train //tools:allreduce_bench //tools/launch:launch >&2
-work=$(mktemp -d)
-trap 'if [[ -n ${KEEP_WORK:-} ]]; then echo "kept $work" >&2; else rm -rf "$work"; fi' EXIT
-mpicc -O2 -o "$work/mpi_allreduce_bench" tools/peers/mpi_allreduce_bench.c
+parse_flags rounds epochs num_workers -- "$@"
+scripts/setup.sh --peers
+bazel build -c opt //tools:train //bench:allreduce_bench //tools/launch:launch >&2
+make_work_dir
+mpicc -O2 -o "$work/mpi_allreduce_bench" bench/peers/mpi_allreduce_bench.c
 
 # Prints "step_us gradient_us metrics_us gradient_bytes metrics_bytes" of one run.
 train_row() {
@@ -60,7 +53,7 @@ print(median(lambda e: e.get("cat") == "step"),
 EOF
 }
 ringwork_bench() {  # bytes, extra flags: the median time (us)
-  bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/tools/allreduce_bench \
+  bazel-bin/tools/launch/launch --num_workers="$num_workers" -- bazel-bin/bench/allreduce_bench \
     --min_bytes="$1" --max_bytes="$1" --runs=5 --csv "${@:2}" 2>/dev/null |
     sed -n 's/^\[worker:0\] //p' | grep -v '^label' | cut -d, -f7
 }

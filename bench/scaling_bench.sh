@@ -11,13 +11,13 @@
 #   all-reduce float32 sum, 4 B to 16 MiB, at each count: shared memory, gRPC
 #              alone, gloo
 #   emulated   as root, where `ip netns` works: 2 hosts x N/2 workers
-#              (tools/emulated_hosts.sh), all-reduce and training, flat ring
+#              (scripts/emulated_hosts.sh), all-reduce and training, flat ring
 #              against hierarchical
 #
-#   bash tools/scaling_bench.sh [--workers=2,4,8] [--epochs=3] [--runs=2] \
+#   bash bench/scaling_bench.sh [--workers=2,4,8] [--epochs=3] [--runs=2] \
 #     [--bundle=DIR] [--python=/usr/bin/python3] [--out=DIR] [--time_limit_s=0]
 #
-# --bundle: an unpacked tools/make_bundle.sh archive (binaries, their libraries,
+# --bundle: an unpacked scripts/make_bundle.sh archive (binaries, their libraries,
 # Fashion-MNIST) for a machine without Debian's packages; default: built here with
 # Bazel. A stage that fails or outlives its time limit is reported and skipped.
 # Prints the tables; --out keeps the raw results (JSON, CSV, logs).
@@ -28,19 +28,11 @@
 # be a new or empty folder, so no earlier run's results get into the tables.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-workers_list=2,4,8; epochs=3; runs=2; bundle=""; python=/usr/bin/python3; out=""; time_limit_s=0
-for arg in "$@"; do
-  case "$arg" in
-    --workers=*) workers_list=${arg#*=};;
-    --epochs=*) epochs=${arg#*=};;
-    --runs=*) runs=${arg#*=};;
-    --bundle=*) bundle=$(realpath "${arg#*=}");;
-    --python=*) python=${arg#*=};;
-    --out=*) out=${arg#*=};;
-    --time_limit_s=*) time_limit_s=${arg#*=};;
-    *) echo "unknown argument $arg" >&2; exit 2;;
-  esac
-done
+source bench/lib.sh
+workers=2,4,8; epochs=3; runs=2; bundle=""; python=/usr/bin/python3; out=""; time_limit_s=0
+parse_flags workers epochs runs bundle python out time_limit_s -- "$@"
+workers_list=$workers
+if [[ -n $bundle ]]; then bundle=$(realpath "$bundle"); fi
 IFS=, read -r -a counts <<< "$workers_list"
 if ! [[ $time_limit_s =~ ^[0-9]+$ ]]; then echo "--time_limit_s: expected seconds, got $time_limit_s" >&2; exit 2; fi
 time_limit_s=$((10#$time_limit_s))
@@ -53,11 +45,11 @@ if [[ -n $bundle ]]; then
   bin=$bundle/bin data_dir=$bundle/fashion-mnist
   export LD_LIBRARY_PATH=$bundle/lib
 else
-  bazel build -c opt //tools:train //tools/launch:launch //tools:tfconfig //tools:kernel_bench \
-    //tools:allreduce_bench >&2 || exit 1
+  bazel build -c opt //tools:train //tools/launch:launch //tools:tfconfig //bench:kernel_bench \
+    //bench:allreduce_bench >&2 || exit 1
   bin=$work/bin data_dir=/usr/share/datasets/fashion-mnist
   mkdir -p "$bin"
-  for b in tools/train tools/launch/launch tools/tfconfig tools/kernel_bench tools/allreduce_bench; do
+  for b in tools/train tools/launch/launch tools/tfconfig bench/kernel_bench bench/allreduce_bench; do
     ln -sf "$PWD/bazel-bin/$b" "$bin/"
   done
 fi
@@ -92,7 +84,7 @@ torch_train() {  # torch_train NAME WORKERS: DDP over gloo, rank 0's JSON kept
   for ((r = n - 1; r >= 0; --r)); do
     env -u LD_LIBRARY_PATH RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 FASHION_MNIST_DIR="$data_dir" CUDA_VISIBLE_DEVICES= \
-      timeout -s TERM -k 10 "$limit" "$python" tools/peers/torch_ddp_train.py --epochs="$epochs" \
+      timeout -s TERM -k 10 "$limit" "$python" bench/peers/torch_ddp_train.py --epochs="$epochs" \
       --global_batch_size=$((128 * n)) --threads=1 > "$work/$name.out.$r" 2>&1 &
   done
   wait
@@ -115,7 +107,7 @@ gloo_allreduce() {
   port=$(free_port)
   for ((r = n - 1; r >= 0; --r)); do
     env -u LD_LIBRARY_PATH RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GLOO_SOCKET_IFNAME=lo \
-      OMP_NUM_THREADS=1 CUDA_VISIBLE_DEVICES= timeout -s TERM -k 10 "$limit" "$python" tools/peers/gloo_allreduce_bench.py \
+      OMP_NUM_THREADS=1 CUDA_VISIBLE_DEVICES= timeout -s TERM -k 10 "$limit" "$python" bench/peers/gloo_allreduce_bench.py \
       gloo 4 $((16 << 20)) 16 3 > "$work/gloo-$n.$r" 2>&1 &
   done
   wait
@@ -140,7 +132,7 @@ for ((run = 1; run <= runs; ++run)); do
     torch_train "ddp-$n.$run" "$n"
     if ((emulate && n >= 4)); then
       for algorithm in ring hierarchical; do
-        stage "emulated-$algorithm-$n.$run" 300 tools/emulated_hosts.sh --hosts=2 --workers_per_host=$((n / 2)) \
+        stage "emulated-$algorithm-$n.$run" 300 scripts/emulated_hosts.sh --hosts=2 --workers_per_host=$((n / 2)) \
           --cores_per_host="$half_cores" --timeout_s=280 -- "$bin/train" --data_dir="$data_dir" --epochs="$epochs" \
           --global_batch_size=$((128 * n)) --verbose=0 --intra_op_threads=1 \
           --allreduce_algorithm="$algorithm" --metrics_json="$work/emulated-$algorithm-$n.$run.json"
@@ -155,7 +147,7 @@ for n in "${counts[@]}"; do
   gloo_allreduce "$n"
   if ((emulate && n >= 4)); then
     for algorithm in ring hierarchical; do
-      stage "allreduce-emulated-$algorithm-$n" 180 tools/emulated_hosts.sh --hosts=2 \
+      stage "allreduce-emulated-$algorithm-$n" 180 scripts/emulated_hosts.sh --hosts=2 \
         --workers_per_host=$((n / 2)) --cores_per_host="$half_cores" --timeout_s=170 -- "$bin/allreduce_bench" --min_bytes=4 \
         --max_bytes=16M --factor=16 --runs=3 --csv --allreduce_algorithm="$algorithm" \
         --label="ringwork-2x$((n / 2))-$algorithm"

@@ -1,4 +1,4 @@
-"""PyTorch's gloo all_reduce measured exactly as tools/allreduce_bench measures
+"""PyTorch's gloo all_reduce measured exactly as bench/allreduce_bench measures
 Ringwork: per iteration restore the tensor, barrier, time one in-place float32 sum
 all-reduce, check every element; median over blocks of the block averages. CSV on
 rank 0. Run with Debian's /usr/bin/python3 (python3-torch 1.13).

@@ -4,29 +4,20 @@
 # MPI_Allreduce (shared memory, and TCP loopback) and PyTorch 1.13's gloo, and
 # prints the times and the ratios (also Ringwork's gRPC paths against MPI over TCP,
 # the cross-host comparison). As root it also runs Ringwork on 2 emulated hosts x 2
-# workers (tools/emulated_hosts.sh: shared memory within a host, gRPC across), flat
+# workers (scripts/emulated_hosts.sh: shared memory within a host, gRPC across), flat
 # ring against hierarchical.
-# Every implementation is measured the same way (see tools/allreduce_bench.cc).
+# Every implementation is measured the same way (see bench/allreduce_bench.cc).
 #
-#   bash tools/compare_allreduce.sh [--num_workers=2] [--max_bytes=67108864] [--runs=5]
+#   bash bench/compare_allreduce.sh [--num_workers=2] [--max_bytes=67108864] [--runs=5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 num_workers=2; min_bytes=4; max_bytes=$((64 << 20)); factor=4; runs=5
-for arg in "$@"; do
-  case "$arg" in
-    --num_workers=*) num_workers=${arg#*=};;
-    --min_bytes=*) min_bytes=${arg#*=};;
-    --max_bytes=*) max_bytes=${arg#*=};;
-    --factor=*) factor=${arg#*=};;
-    --runs=*) runs=${arg#*=};;
-    *) echo "unknown argument $arg" >&2; exit 2;;
-  esac
-done
-tools/setup.sh --peers
-bazel build -c opt //tools:allreduce_bench //tools/launch:launch >&2
-work=$(mktemp -d)
-trap 'if [[ -n ${KEEP_WORK:-} ]]; then echo "kept $work" >&2; else rm -rf "$work"; fi' EXIT
-mpicc -O2 -o "$work/mpi_allreduce_bench" tools/peers/mpi_allreduce_bench.c
+parse_flags num_workers min_bytes max_bytes factor runs -- "$@"
+scripts/setup.sh --peers
+bazel build -c opt //bench:allreduce_bench //tools/launch:launch >&2
+make_work_dir
+mpicc -O2 -o "$work/mpi_allreduce_bench" bench/peers/mpi_allreduce_bench.c
 csv="$work/results.csv"
 bench_args=(--min_bytes="$min_bytes" --max_bytes="$max_bytes" --factor="$factor" --runs="$runs" --csv)
 
@@ -34,7 +25,7 @@ bench_args=(--min_bytes="$min_bytes" --max_bytes="$max_bytes" --factor="$factor"
 ringwork_row() {
   local label=$1; shift
   bazel-bin/tools/launch/launch --num_workers="$num_workers" -- \
-    bazel-bin/tools/allreduce_bench "${bench_args[@]}" "$@" --label="$label" 2>/dev/null |
+    bazel-bin/bench/allreduce_bench "${bench_args[@]}" "$@" --label="$label" 2>/dev/null |
     sed -n 's/^\[worker:0\] //p' | grep -v '^label' >> "$csv"
 }
 echo "ringwork (shared memory)..." >&2
@@ -47,8 +38,8 @@ if [[ $(id -u) == 0 ]]; then
   for algorithm in ring hierarchical; do
     echo "ringwork (2 emulated hosts x 2 workers, $algorithm)..." >&2
     # A failed emulated run is reported and leaves the other rows to run.
-    tools/emulated_hosts.sh --hosts=2 --workers_per_host=2 --timeout_s=1800 -- \
-      bazel-bin/tools/allreduce_bench "${bench_args[@]}" --allreduce_algorithm="$algorithm" \
+    scripts/emulated_hosts.sh --hosts=2 --workers_per_host=2 --timeout_s=1800 -- \
+      bazel-bin/bench/allreduce_bench "${bench_args[@]}" --allreduce_algorithm="$algorithm" \
       --label="ringwork-2x2-$algorithm" 2>/dev/null > "$work/emulated.txt" ||
       echo "the emulated-hosts run ($algorithm) failed: $(tail -n 3 "$work/emulated.txt")" >&2
     sed -n 's/^\[worker:0\] //p' "$work/emulated.txt" | grep '^ringwork' >> "$csv" || true
@@ -67,8 +58,8 @@ echo "gloo (PyTorch)..." >&2
 port=$(bazel-bin/tools/tfconfig localhost --num_workers=1 | sed 's/.*127.0.0.1:\([0-9]*\).*/\1/')
 for ((r = num_workers - 1; r >= 0; --r)); do
   RANK=$r WORLD_SIZE=$num_workers MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GLOO_SOCKET_IFNAME=lo \
-    OMP_NUM_THREADS=1 /usr/bin/python3 tools/peers/gloo_allreduce_bench.py gloo \
+    OMP_NUM_THREADS=1 /usr/bin/python3 bench/peers/gloo_allreduce_bench.py gloo \
     "$min_bytes" "$max_bytes" "$factor" "$runs" >> "$csv" 2>"$work/gloo$r.log" &
 done
 wait
-/usr/bin/python3 tools/peers/compare_table.py "$csv"
+/usr/bin/python3 bench/peers/compare_table.py "$csv"

@@ -1,4 +1,4 @@
-/* MPI_Allreduce measured exactly as tools/allreduce_bench measures Ringwork: per
+/* MPI_Allreduce measured exactly as bench/allreduce_bench measures Ringwork: per
  * iteration restore the buffer, barrier, time one in-place float32 sum all-reduce,
  * check every element; median over blocks of the block averages. CSV on rank 0.
  *

@@ -1,8 +1,8 @@
 """One training step of the MLP 784-256-128-10 (ReLU, softmax cross-entropy, Adam) at
-batch 128 in PyTorch 1.13 on one thread: the peer for tools/kernel_bench's
+batch 128 in PyTorch 1.13 on one thread: the peer for bench/kernel_bench's
 "MLP training step" row. Prints the median over blocks of the per-step time.
 
-  /usr/bin/python3 tools/peers/torch_mlp_step.py [--runs=5]
+  /usr/bin/python3 bench/peers/torch_mlp_step.py [--runs=5]
 """
 import statistics
 import sys

@@ -5,7 +5,7 @@
 # test target counts as one. A target that failed to build, timed out or crashed
 # after its last test case counts as one more failure.
 #
-#   usage: tools/count_test_results.sh BAZEL_OUTPUT_FILE
+#   usage: scripts/count_test_results.sh BAZEL_OUTPUT_FILE
 set -uo pipefail
 summary_file=$1
 testlogs=$(bazel info bazel-testlogs 2>/dev/null)

@@ -6,9 +6,9 @@
 // `--collective=allgather` times the all-gather instead (as nccl-tests: size = the
 // whole output, each rank contributing 1/n of it; busbw = algbw * (n-1)/n).
 //
-//   launch --num_workers=2 -- bazel-bin/tools/allreduce_bench --min_bytes=4 --max_bytes=64M
+//   launch --num_workers=2 -- bazel-bin/bench/allreduce_bench --min_bytes=4 --max_bytes=64M
 //
-// Method (the same in tools/peers/ for MPI and gloo, so the numbers compare): each
+// Method (the same in bench/peers/ for MPI and gloo, so the numbers compare): each
 // iteration starts from a barrier, times one in-place all-reduce, then checks and
 // restores the buffer untimed. `--runs` blocks of iterations are measured and the
 // median of the blocks' averages is reported (min and max beside it), because one

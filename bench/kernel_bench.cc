@@ -5,7 +5,7 @@
 // the rate train could reach with nothing but kernels; last, the all-reduce's
 // element loops (float32 sum, bfloat16 conversions and sum).
 //
-//   bazel-bin/tools/kernel_bench [--threads=1] [--precision=both] [--runs=5]
+//   bazel-bin/bench/kernel_bench [--threads=1] [--precision=both] [--runs=5]
 //
 // Shapes: the MLP 784-256-128-10 at batch 128, a small CNN on 28x28x1 inputs
 // (conv 3x3x16, pool 2, conv 3x3x32, pool 2, dense 10) at batch 64, and the 3x3
@@ -30,8 +30,8 @@
 #include "kernels/losses.h"
 #include "kernels/optimizers.h"
 #include "kernels/pooling.h"
-#include "kernels/reduce.h"
-#include "kernels/tensor.h"
+#include "tensor/reduce.h"
+#include "tensor/tensor.h"
 
 namespace ringwork {
 namespace {

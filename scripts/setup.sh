@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Ringwork needs, when missing. Idempotent and quiet
+# when everything is present. Run as root (or with sudo) on Debian 12.
+#
+#   scripts/setup.sh           what building and running need: compilers, Bazel,
+#                              gRPC, oneDNN, Fashion-MNIST, ...
+#   scripts/setup.sh --suite   also what only the test suite needs: a real Slurm
+#                              (slurm-wlm, munge), Chromium (the report page),
+#                              clang's sanitizers (the fuzzers), iproute2 (emulated
+#                              hosts), GoogleTest, PyYAML, clang-format and
+#                              universal-ctags (the source checks)
+#   scripts/setup.sh --peers   also the peers the benchmarks compare against
+#                              (Open MPI, PyTorch 1.13 with gloo); bench/ asks for it
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config
+  bazel-bootstrap bazel-platforms bazel-rules-java
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  nlohmann-json3-dev libdnnl-dev catch2 libabsl-dev zlib1g-dev
+  dataset-fashion-mnist
+  openssl libssl-dev
+)
+for arg in "$@"; do
+  case "$arg" in
+    --suite)
+      packages+=(slurm-wlm munge chromium clang libclang-rt-14-dev iproute2 libgtest-dev
+                 python3-yaml clang-format universal-ctags) ;;
+    --peers)
+      # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS
+      # (about 5x slower here), which would flatter Ringwork.
+      packages+=(openmpi-bin libopenmpi-dev python3-torch libgloo-dev libopenblas0-pthread) ;;
+    *) echo "setup: unknown argument $arg (expected --suite or --peers)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+if [[ $(id -u) -ne 0 ]]; then
+  echo "setup: these Debian packages are missing and installing them needs root:" >&2
+  echo "       sudo $0 $*" >&2
+  exit 2
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done" >&2
