@@ -108,8 +108,9 @@ absl::StatusOr<std::vector<std::string>> FlagSet::Parse(int argc,
       for (++i; i < argc; ++i) positional.push_back(argv[i]);
       break;
     }
-    if (arg == "--help" || arg == "-h" || arg == "-help") {
+    if (arg == "--help" || arg == "-h" || arg == "-help" || arg == "--helpmarkdown") {
       help_requested_ = true;
+      markdown_requested_ = markdown_requested_ || arg == "--helpmarkdown";
       continue;
     }
     if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
@@ -189,6 +190,33 @@ std::string FlagSet::Usage() const {
     out << ")\n      " << flag.help << "\n";
   }
   return out.str();
+}
+
+std::string FlagSet::Markdown(const std::string& program) const {
+  // Table cells hold one line, and a '|' would end them.
+  auto cell = [](std::string text) {
+    std::string out;
+    for (char c : text) {
+      if (c == '|') out += "\\|";
+      else if (c == '\n') out += ' ';
+      else out += c;
+    }
+    return out;
+  };
+  std::ostringstream out;
+  out << "## " << program << "\n\n```text\n" << description_ << "\n```\n\n";
+  out << "| flag | default | environment variable | what |\n|---|---|---|---|\n";
+  for (const auto& [name, flag] : flags_) {
+    out << "| `--" << name << "` | " << (flag.default_text.empty() ? "" : "`")
+        << cell(flag.default_text) << (flag.default_text.empty() ? "" : "`") << " | "
+        << (flag.env.empty() ? "" : "`" + flag.env + "`") << " | " << cell(flag.help)
+        << " |\n";
+  }
+  return out.str();
+}
+
+std::string FlagSet::HelpText(const std::string& program) const {
+  return markdown_requested_ ? Markdown(program) : Usage();
 }
 
 }  // namespace ringwork

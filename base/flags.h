@@ -9,7 +9,7 @@
 //   flags.Double("timeout_s", &timeout_s, "per-collective deadline",
 //                "RINGWORK_COLLECTIVE_TIMEOUT_S");
 //   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
-//   if (flags.help_requested()) { std::cout << flags.Usage(); return 0; }
+//   if (flags.help_requested()) { std::cout << flags.HelpText(); return 0; }
 //   if (!args.ok()) ExitWithStatus(args.status());
 //
 // Accepted forms: --name=value, --name value, --bool, --nobool, --bool=false.
@@ -49,7 +49,8 @@ class FlagSet {
   absl::StatusOr<std::vector<std::string>> Parse(int argc, const char* const* argv,
                                                  int first = 1);
 
-  // True when --help or -h was given; Parse then returns no error for it.
+  // True when --help, -h or --helpmarkdown was given; Parse then returns no error
+  // for it.
   bool help_requested() const { return help_requested_; }
   // For programs that take no command line (apps embedding a library whose options
   // register flags): assigns each flag from its environment variable when
@@ -63,6 +64,11 @@ class FlagSet {
   bool SameValue(const std::string& name, const FlagSet& other) const;
   // The description and one line per flag with its default and environment variable.
   std::string Usage() const;
+  // The same as a Markdown section titled `program`: the description as text, then
+  // a table of the flags (docs/FLAGS.md is made of these: scripts/flag_reference.sh).
+  std::string Markdown(const std::string& program) const;
+  // What --help asked for: Usage(), or with --helpmarkdown Markdown(program).
+  std::string HelpText(const std::string& program = "") const;
 
  private:
   enum class Type { kString, kInt, kDouble, kBool };
@@ -83,6 +89,7 @@ class FlagSet {
   std::string description_;
   std::map<std::string, Flag> flags_;
   bool help_requested_ = false;
+  bool markdown_requested_ = false;
 };
 
 }  // namespace ringwork

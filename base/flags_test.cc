@@ -114,6 +114,27 @@ TEST_CASE("help is reported, usage lists defaults and env", "[flags]") {
         std::string::npos);
 }
 
+TEST_CASE("--helpmarkdown gives the flags as a Markdown table", "[flags]") {
+  FlagSet flags("my tool\n  my tool --x=1");
+  double timeout_s = 300;
+  std::string mode = "a|b";
+  flags.Double("startup_timeout_s", &timeout_s, "how long to wait",
+               "RINGWORK_STARTUP_TIMEOUT_S");
+  flags.String("mode", &mode, "one of a|b", "");
+  Args args{"prog", "--helpmarkdown"};
+  REQUIRE(flags.Parse(args.argc(), args.argv.data()).ok());
+  CHECK(flags.help_requested());
+  CHECK(flags.HelpText("tool") ==
+        "## tool\n\n```text\nmy tool\n  my tool --x=1\n```\n\n"
+        "| flag | default | environment variable | what |\n|---|---|---|---|\n"
+        "| `--mode` | `\"a\\|b\"` |  | one of a\\|b |\n"
+        "| `--startup_timeout_s` | `300` | `RINGWORK_STARTUP_TIMEOUT_S` | how long to wait |\n");
+  Args plain{"prog", "--help"};
+  FlagSet other("other");
+  REQUIRE(other.Parse(plain.argc(), plain.argv.data()).ok());
+  CHECK(other.HelpText("other") == other.Usage());
+}
+
 TEST_CASE("the environment alone fills only the flags a predicate allows", "[flags]") {
   setenv("RINGWORK_TEST_A", "7", 1);
   setenv("RINGWORK_TEST_B", "8", 1);

@@ -180,7 +180,7 @@ int Main(int argc, char** argv) {
   flags.String("collective", &collective, "allreduce or allgather");
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
   if (flags.help_requested()) {
-    std::cout << flags.Usage();
+    std::cout << flags.HelpText("allreduce_bench");
     return kOk;
   }
   if (!args.ok()) ExitWithStatus(args.status());

@@ -313,7 +313,7 @@ int Main(int argc, char** argv) {
   flags.String("read", &read, "when the next Read is posted: at_once, owed or both");
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
   if (flags.help_requested()) {
-    std::cout << flags.Usage();
+    std::cout << flags.HelpText("grpc_exchange_bench");
     return kOk;
   }
   if (!args.ok()) ExitWithStatus(args.status());

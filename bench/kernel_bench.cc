@@ -404,7 +404,7 @@ int Main(int argc, char** argv) {
   flags.Double("min_block_s", &timing.min_block_s, "length of one block");
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
   if (flags.help_requested()) {
-    std::cout << flags.Usage();
+    std::cout << flags.HelpText("kernel_bench");
     return kOk;
   }
   if (!args.ok()) ExitWithStatus(args.status());

@@ -46,7 +46,7 @@ int Main(int argc, char** argv) {
   flags.Int("iterations_on", &iterations_on, "spans per block with the timeline on");
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
   if (flags.help_requested()) {
-    std::cout << flags.Usage();
+    std::cout << flags.HelpText("timeline_bench");
     return kOk;
   }
   if (!args.ok()) ExitWithStatus(args.status());

@@ -44,7 +44,7 @@ int Main(int argc, char** argv) {
   flags.Bool("evaluator", &evaluator, "localhost: add an evaluator task");
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
   if (flags.help_requested()) {
-    std::cout << flags.Usage();
+    std::cout << flags.HelpText("tfconfig");
     return kOk;
   }
   if (!args.ok()) ExitWithStatus(args.status());

@@ -286,7 +286,7 @@ int Main(int argc, char** argv) {
   RegisterTrainFlags(&flags, &f);
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
   if (flags.help_requested()) {
-    std::cout << flags.Usage();
+    std::cout << flags.HelpText("train");
     return kOk;
   }
   if (!args.ok()) ExitWithStatus(args.status());

@@ -49,7 +49,7 @@ int Main(int argc, char** argv) {
                "chrome://tracing, Perfetto), clocks aligned on the chief's");
   absl::StatusOr<std::vector<std::string>> command = flags.Parse(argc, argv);
   if (flags.help_requested()) {
-    std::cout << flags.Usage();
+    std::cout << flags.HelpText("launch");
     return kOk;
   }
   if (!command.ok()) ExitWithStatus(command.status());

@@ -37,7 +37,7 @@ int Main(int argc, char** argv) {
   flags.String("title", &title, "the page's title");
   absl::StatusOr<std::vector<std::string>> args = flags.Parse(argc, argv);
   if (flags.help_requested()) {
-    std::cout << flags.Usage();
+    std::cout << flags.HelpText("report");
     return kOk;
   }
   if (!args.ok()) ExitWithStatus(args.status());
