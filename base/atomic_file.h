@@ -14,7 +14,8 @@
 namespace ringwork {
 
 // `what` names the file in errors (a flag such as "--output", or "timeline").
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view text, absl::string_view what);
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view text,
+                                 absl::string_view what);
 
 }  // namespace ringwork
 

@@ -22,11 +22,11 @@ std::string* MakeCheckOpString(const A& a, const B& b, const char* text) {
   return new std::string(out.str());
 }
 
-#define RW_DEFINE_CHECK_OP_(name, op)                                       \
-  template <typename A, typename B>                                         \
-  inline std::string* name(const A& a, const B& b, const char* text) {      \
-    if (a op b) return nullptr;                                             \
-    return MakeCheckOpString(a, b, text);                                   \
+#define RW_DEFINE_CHECK_OP_(name, op)                                  \
+  template <typename A, typename B>                                    \
+  inline std::string* name(const A& a, const B& b, const char* text) { \
+    if (a op b) return nullptr;                                        \
+    return MakeCheckOpString(a, b, text);                              \
   }
 RW_DEFINE_CHECK_OP_(CheckEq, ==)
 RW_DEFINE_CHECK_OP_(CheckNe, !=)
@@ -53,14 +53,13 @@ class CheckOpResult {
 }  // namespace logging_internal
 }  // namespace ringwork
 
-#define RW_CHECK(cond)                                          \
-  (cond) ? (void)0                                              \
-         : ::ringwork::logging_internal::Voidify() &            \
-               RW_LOG(FATAL) << "Check failed: " #cond " "
+#define RW_CHECK(cond) \
+  (cond) ? (void)0     \
+         : ::ringwork::logging_internal::Voidify() & RW_LOG(FATAL) << "Check failed: " #cond " "
 
-#define RW_CHECK_OP_(func, op, a, b)                                        \
-  while (::ringwork::logging_internal::CheckOpResult rw_check_result_{      \
-      ::ringwork::logging_internal::func((a), (b), #a " " #op " " #b)})     \
+#define RW_CHECK_OP_(func, op, a, b)                                    \
+  while (::ringwork::logging_internal::CheckOpResult rw_check_result_{  \
+      ::ringwork::logging_internal::func((a), (b), #a " " #op " " #b)}) \
   RW_LOG(FATAL) << rw_check_result_.text()
 
 #define RW_CHECK_EQ(a, b) RW_CHECK_OP_(CheckEq, ==, a, b)
@@ -70,10 +69,10 @@ class CheckOpResult {
 #define RW_CHECK_GT(a, b) RW_CHECK_OP_(CheckGt, >, a, b)
 #define RW_CHECK_GE(a, b) RW_CHECK_OP_(CheckGe, >=, a, b)
 
-#define RW_CHECK_OK(expr)                                                  \
-  do {                                                                     \
-    const ::absl::Status rw_check_status_ = (expr);                        \
-    RW_CHECK(rw_check_status_.ok()) << #expr ": " << rw_check_status_;     \
+#define RW_CHECK_OK(expr)                                              \
+  do {                                                                 \
+    const ::absl::Status rw_check_status_ = (expr);                    \
+    RW_CHECK(rw_check_status_.ok()) << #expr ": " << rw_check_status_; \
   } while (0)
 
 #endif  // RINGWORK_BASE_CHECK_H_

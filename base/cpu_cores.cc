@@ -34,7 +34,8 @@ double QuotaCores() {
     return q / period;
   }
   // cgroup v1: quota -1 is none.
-  std::ifstream v1_quota("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), v1_period("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+  std::ifstream v1_quota("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+      v1_period("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
   double q = 0;
   if (v1_quota >> q && v1_period >> period && q > 0 && period > 0) return q / period;
   return 0;

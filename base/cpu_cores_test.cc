@@ -19,8 +19,8 @@ TEST_CASE("a worker bound to its own cores is not divided again", "[cpu_cores]")
 }
 
 TEST_CASE("a cgroup CPU quota caps the cores", "[cpu_cores]") {
-  CHECK(CoresPerWorker(16, 16, /*quota=*/1.0, 1) == 1);   // docker --cpus=1
-  CHECK(CoresPerWorker(16, 16, 2.5, 1) == 3);             // Rounded up.
+  CHECK(CoresPerWorker(16, 16, /*quota=*/1.0, 1) == 1);  // docker --cpus=1
+  CHECK(CoresPerWorker(16, 16, 2.5, 1) == 3);            // Rounded up.
   CHECK(CoresPerWorker(16, 16, 4.0, 2) == 2);
 }
 

@@ -6,11 +6,11 @@
 //   RINGWORK_CRASH_AT="<point>[#<n>][@<task>][,<point>...]"
 //
 // kills this process the n-th time (default: the first; each item of the list
-// counts its own passes) it passes `point`, if it is `task` (the task logging knows, e.g. "worker:1"; any task when absent), and only
-// in the first run of a job: RINGWORK_RESTART (set by `launch --max_restarts`) unset
-// or 0. Points: startup, broadcast, allreduce (a ring's), allreduce_round (after the
-// first round of a recursive-doubling all-reduce of 4+ ranks), checkpoint_write,
-// grow (an elastic member, once a worker joined, before it has the state),
+// counts its own passes) it passes `point`, if it is `task` (the task logging knows, e.g.
+// "worker:1"; any task when absent), and only in the first run of a job: RINGWORK_RESTART (set by
+// `launch --max_restarts`) unset or 0. Points: startup, broadcast, allreduce (a ring's),
+// allreduce_round (after the first round of a recursive-doubling all-reduce of 4+ ranks),
+// checkpoint_write, grow (an elastic member, once a worker joined, before it has the state),
 // final_evaluate (the evaluation after fit, Sequential::EvaluateAfterFit).
 //
 //   CrashPoint("checkpoint_write");

@@ -1,11 +1,10 @@
 #include "base/crc32c.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 namespace ringwork {
 namespace {
@@ -29,7 +28,8 @@ TEST_CASE("hardware and table versions agree; continuation equals one pass", "[c
       const uint32_t a = Crc32c(data.data() + offset, size);
       CHECK(a == Crc32cPortable(data.data() + offset, size));
       const size_t half = size / 2;
-      CHECK(Crc32c(data.data() + offset + half, size - half, Crc32c(data.data() + offset, half)) == a);
+      CHECK(Crc32c(data.data() + offset + half, size - half, Crc32c(data.data() + offset, half)) ==
+            a);
     }
   }
 }

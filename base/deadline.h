@@ -44,16 +44,10 @@ class Deadline {
   }
   // Time left, but at most `cap`: for waits that wake periodically to check
   // other conditions (aborts, peer liveness).
-  absl::Duration RemainingOr(absl::Duration cap) const {
-    return std::min(Remaining(), cap);
-  }
-  double RemainingSeconds() const {
-    return absl::ToDoubleSeconds(Remaining());
-  }
+  absl::Duration RemainingOr(absl::Duration cap) const { return std::min(Remaining(), cap); }
+  double RemainingSeconds() const { return absl::ToDoubleSeconds(Remaining()); }
   // The earlier of two deadlines.
-  Deadline Min(const Deadline& other) const {
-    return when_ <= other.when_ ? *this : other;
-  }
+  Deadline Min(const Deadline& other) const { return when_ <= other.when_ ? *this : other; }
 
  private:
   explicit Deadline(Clock::time_point when) : when_(when) {}

@@ -54,9 +54,7 @@ absl::string_view ExitCodeName(int code);
 inline absl::Status ConfigError(absl::string_view message) {
   return absl::InvalidArgumentError(message);
 }
-inline absl::Status PeerError(absl::string_view message) {
-  return absl::UnavailableError(message);
-}
+inline absl::Status PeerError(absl::string_view message) { return absl::UnavailableError(message); }
 inline absl::Status TimeoutError(absl::string_view message) {
   return absl::DeadlineExceededError(message);
 }

@@ -11,8 +11,7 @@ namespace ringwork {
 namespace {
 
 std::string TypeName(int type) {
-  static const char* const kNames[] = {"a string", "an integer", "a number",
-                                       "true or false"};
+  static const char* const kNames[] = {"a string", "an integer", "a number", "true or false"};
   return kNames[type];
 }
 
@@ -34,14 +33,14 @@ std::string FlagSet::Text(Type type, const void* target) {
 
 FlagSet::FlagSet(std::string description) : description_(std::move(description)) {}
 
-void FlagSet::Add(const std::string& name, Type type, void* target,
-                  const std::string& help, const std::string& env) {
+void FlagSet::Add(const std::string& name, Type type, void* target, const std::string& help,
+                  const std::string& env) {
   Flag flag{type, target, help, env, Text(type, target), false};
   flags_[name] = std::move(flag);
 }
 
-void FlagSet::String(const std::string& name, std::string* target,
-                     const std::string& help, const std::string& env) {
+void FlagSet::String(const std::string& name, std::string* target, const std::string& help,
+                     const std::string& env) {
   Add(name, Type::kString, target, help, env);
 }
 void FlagSet::Int(const std::string& name, int64_t* target, const std::string& help,
@@ -57,8 +56,8 @@ void FlagSet::Bool(const std::string& name, bool* target, const std::string& hel
   Add(name, Type::kBool, target, help, env);
 }
 
-absl::Status FlagSet::Assign(const std::string& name, Flag& flag,
-                             const std::string& value, const std::string& origin) {
+absl::Status FlagSet::Assign(const std::string& name, Flag& flag, const std::string& value,
+                             const std::string& origin) {
   bool ok = true;
   switch (flag.type) {
     case Type::kString:
@@ -75,9 +74,9 @@ absl::Status FlagSet::Assign(const std::string& name, Flag& flag,
       break;
   }
   if (!ok) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": expected ", TypeName(static_cast<int>(flag.type)), ", got \"",
-        value, "\" (see --help)"));
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": expected ",
+                                                   TypeName(static_cast<int>(flag.type)),
+                                                   ", got \"", value, "\" (see --help)"));
   }
   flag.set = true;
   return absl::OkStatus();
@@ -89,15 +88,13 @@ absl::Status FlagSet::ParseEnvironment(
     if (flag.env.empty() || !applies(name)) continue;
     const char* value = std::getenv(flag.env.c_str());
     if (value == nullptr || *value == '\0') continue;
-    RW_RETURN_IF_ERROR(Assign(name, flag, value,
-                              absl::StrCat("environment variable ", flag.env, "=",
-                                           value)));
+    RW_RETURN_IF_ERROR(
+        Assign(name, flag, value, absl::StrCat("environment variable ", flag.env, "=", value)));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> FlagSet::Parse(int argc,
-                                                        const char* const* argv,
+absl::StatusOr<std::vector<std::string>> FlagSet::Parse(int argc, const char* const* argv,
                                                         int first) {
   // Environment first, so that the command line overrides it.
   RW_RETURN_IF_ERROR(ParseEnvironment([](const std::string&) { return true; }));
@@ -146,8 +143,8 @@ absl::StatusOr<std::vector<std::string>> FlagSet::Parse(int argc,
       } else if (i + 1 < argc) {
         value = argv[++i];
       } else {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "flag --", name, " needs a value: --", name, "=VALUE (see --help)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("flag --", name, " needs a value: --", name, "=VALUE (see --help)"));
       }
     }
     RW_RETURN_IF_ERROR(Assign(name, flag, value, absl::StrCat("flag --", name)));
@@ -197,9 +194,12 @@ std::string FlagSet::Markdown(const std::string& program) const {
   auto cell = [](std::string text) {
     std::string out;
     for (char c : text) {
-      if (c == '|') out += "\\|";
-      else if (c == '\n') out += ' ';
-      else out += c;
+      if (c == '|')
+        out += "\\|";
+      else if (c == '\n')
+        out += ' ';
+      else
+        out += c;
     }
     return out;
   };
@@ -209,8 +209,7 @@ std::string FlagSet::Markdown(const std::string& program) const {
   for (const auto& [name, flag] : flags_) {
     out << "| `--" << name << "` | " << (flag.default_text.empty() ? "" : "`")
         << cell(flag.default_text) << (flag.default_text.empty() ? "" : "`") << " | "
-        << (flag.env.empty() ? "" : "`" + flag.env + "`") << " | " << cell(flag.help)
-        << " |\n";
+        << (flag.env.empty() ? "" : "`" + flag.env + "`") << " | " << cell(flag.help) << " |\n";
   }
   return out.str();
 }

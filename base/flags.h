@@ -46,8 +46,7 @@ class FlagSet {
 
   // Parses argv[first..argc). Returns the positional arguments. Errors name the
   // flag (or environment variable) and the offending value.
-  absl::StatusOr<std::vector<std::string>> Parse(int argc, const char* const* argv,
-                                                 int first = 1);
+  absl::StatusOr<std::vector<std::string>> Parse(int argc, const char* const* argv, int first = 1);
 
   // True when --help, -h or --helpmarkdown was given; Parse then returns no error
   // for it.

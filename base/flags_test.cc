@@ -1,8 +1,7 @@
 #include "base/flags.h"
 
-#include <cstdlib>
-
 #include <catch2/catch.hpp>
+#include <cstdlib>
 
 namespace ringwork {
 namespace {
@@ -27,8 +26,8 @@ TEST_CASE("flags parse every form and keep positionals", "[flags]") {
   flags.Double("ratio", &ratio, "a ratio");
   flags.Bool("verbose", &verbose, "verbosity");
   flags.Bool("color", &color, "color");
-  Args args{"prog", "sub", "--name=abc", "--count", "7", "--ratio=2.5", "--verbose",
-            "--nocolor", "--", "--not-a-flag", "tail"};
+  Args args{"prog",      "sub",       "--name=abc", "--count",      "7",   "--ratio=2.5",
+            "--verbose", "--nocolor", "--",         "--not-a-flag", "tail"};
   auto positional = flags.Parse(args.argc(), args.argv.data());
   REQUIRE(positional.ok());
   CHECK(name == "abc");
@@ -49,8 +48,7 @@ TEST_CASE("flags reject unknown flags and bad values by name", "[flags]") {
     auto result = flags.Parse(args.argc(), args.argv.data());
     REQUIRE_FALSE(result.ok());
     CHECK(result.status().code() == absl::StatusCode::kInvalidArgument);
-    CHECK(std::string(result.status().message()).find("unknown flag --cuont") !=
-          std::string::npos);
+    CHECK(std::string(result.status().message()).find("unknown flag --cuont") != std::string::npos);
   }
   {
     Args args{"prog", "--count=many"};
@@ -63,8 +61,7 @@ TEST_CASE("flags reject unknown flags and bad values by name", "[flags]") {
     Args args{"prog", "--count"};
     auto result = flags.Parse(args.argc(), args.argv.data());
     REQUIRE_FALSE(result.ok());
-    CHECK(std::string(result.status().message()).find("needs a value") !=
-          std::string::npos);
+    CHECK(std::string(result.status().message()).find("needs a value") != std::string::npos);
   }
 }
 
@@ -104,8 +101,7 @@ TEST_CASE("command line overrides the environment", "[flags]") {
 TEST_CASE("help is reported, usage lists defaults and env", "[flags]") {
   FlagSet flags("my tool");
   double timeout_s = 300;
-  flags.Double("startup_timeout_s", &timeout_s, "how long to wait",
-               "RINGWORK_STARTUP_TIMEOUT_S");
+  flags.Double("startup_timeout_s", &timeout_s, "how long to wait", "RINGWORK_STARTUP_TIMEOUT_S");
   Args args{"prog", "--help"};
   REQUIRE(flags.Parse(args.argc(), args.argv.data()).ok());
   CHECK(flags.help_requested());
@@ -118,8 +114,7 @@ TEST_CASE("--helpmarkdown gives the flags as a Markdown table", "[flags]") {
   FlagSet flags("my tool\n  my tool --x=1");
   double timeout_s = 300;
   std::string mode = "a|b";
-  flags.Double("startup_timeout_s", &timeout_s, "how long to wait",
-               "RINGWORK_STARTUP_TIMEOUT_S");
+  flags.Double("startup_timeout_s", &timeout_s, "how long to wait", "RINGWORK_STARTUP_TIMEOUT_S");
   flags.String("mode", &mode, "one of a|b", "");
   Args args{"prog", "--helpmarkdown"};
   REQUIRE(flags.Parse(args.argc(), args.argv.data()).ok());
@@ -149,8 +144,9 @@ TEST_CASE("the environment alone fills only the flags a predicate allows", "[fla
   CHECK_FALSE(flags.IsSet("b"));
   setenv("RINGWORK_TEST_B", "lots", 1);
   const absl::Status bad = flags.ParseEnvironment([](const std::string&) { return true; });
-  CHECK(std::string(bad.message()) ==
-        "environment variable RINGWORK_TEST_B=lots: expected an integer, got \"lots\" (see --help)");
+  CHECK(
+      std::string(bad.message()) ==
+      "environment variable RINGWORK_TEST_B=lots: expected an integer, got \"lots\" (see --help)");
   unsetenv("RINGWORK_TEST_A");
   unsetenv("RINGWORK_TEST_B");
 }

@@ -1,5 +1,6 @@
 #include "base/logging.h"
 
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -8,7 +9,6 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
-#include <sys/time.h>
 
 namespace ringwork {
 namespace {
@@ -25,8 +25,8 @@ bool TagEnabled() {
 
 struct LogState {
   std::mutex mu;
-  std::string task;                                   // Guarded by mu.
-  std::function<void(const std::string&)> sink;       // Guarded by mu.
+  std::string task;                              // Guarded by mu.
+  std::function<void(const std::string&)> sink;  // Guarded by mu.
   std::atomic<int> verbosity{InitialVerbosity()};
   bool tag_enabled = TagEnabled();
 };
@@ -77,8 +77,7 @@ void SetLogSinkForTest(std::function<void(const std::string& line)> sink) {
 
 namespace logging_internal {
 
-LogMessage::LogMessage(LogSeverity severity, const char* file, int line)
-    : severity_(severity) {
+LogMessage::LogMessage(LogSeverity severity, const char* file, int line) : severity_(severity) {
   LogState& state = State();
   std::string task;
   {
@@ -91,11 +90,10 @@ LogMessage::LogMessage(LogSeverity severity, const char* file, int line)
   tm local;
   localtime_r(&now.tv_sec, &local);
   char time_text[32];
-  std::snprintf(time_text, sizeof(time_text), "%02d:%02d:%02d.%03d",
-                local.tm_hour, local.tm_min, local.tm_sec,
-                static_cast<int>(now.tv_usec / 1000));
-  stream_ << SeverityLetter(severity) << ' ' << time_text << ' '
-          << Basename(file) << ':' << line << "] ";
+  std::snprintf(time_text, sizeof(time_text), "%02d:%02d:%02d.%03d", local.tm_hour, local.tm_min,
+                local.tm_sec, static_cast<int>(now.tv_usec / 1000));
+  stream_ << SeverityLetter(severity) << ' ' << time_text << ' ' << Basename(file) << ':' << line
+          << "] ";
 }
 
 LogMessage::~LogMessage() {

@@ -63,14 +63,11 @@ struct Voidify {
 #define RW_LOG_SEVERITY_ERROR ::ringwork::LogSeverity::kError
 #define RW_LOG_SEVERITY_FATAL ::ringwork::LogSeverity::kFatal
 
-#define RW_LOG(severity)                                                     \
-  ::ringwork::logging_internal::LogMessage(RW_LOG_SEVERITY_##severity,       \
-                                           __FILE__, __LINE__)               \
-      .stream()
+#define RW_LOG(severity) \
+  ::ringwork::logging_internal::LogMessage(RW_LOG_SEVERITY_##severity, __FILE__, __LINE__).stream()
 
-#define RW_VLOG(level)                                            \
-  (::ringwork::LogVerbosity() < (level))                          \
-      ? (void)0                                                   \
-      : ::ringwork::logging_internal::Voidify() & RW_LOG(INFO)
+#define RW_VLOG(level)                             \
+  (::ringwork::LogVerbosity() < (level)) ? (void)0 \
+                                         : ::ringwork::logging_internal::Voidify() & RW_LOG(INFO)
 
 #endif  // RINGWORK_BASE_LOGGING_H_

@@ -1,8 +1,7 @@
 #include "base/logging.h"
 
-#include <vector>
-
 #include <catch2/catch.hpp>
+#include <vector>
 
 #include "base/check.h"
 

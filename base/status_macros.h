@@ -27,10 +27,10 @@ inline absl::Status WithContext(const absl::Status& status, absl::string_view pr
 
 }  // namespace ringwork
 
-#define RW_RETURN_IF_ERROR(expr)                 \
-  do {                                           \
-    ::absl::Status rw_status_ = (expr);          \
-    if (!rw_status_.ok()) return rw_status_;     \
+#define RW_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::absl::Status rw_status_ = (expr);      \
+    if (!rw_status_.ok()) return rw_status_; \
   } while (0)
 
 #define RW_STATUS_CONCAT_INNER_(a, b) a##b

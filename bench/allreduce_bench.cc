@@ -49,8 +49,8 @@ absl::StatusOr<int64_t> ParseBytes(const std::string& flag, const std::string& t
   }
   int64_t value = 0;
   if (!absl::SimpleAtoi(digits, &value) || value < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", text,
-                                                   ": expected a size such as 4, 64K, 16M"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", text, ": expected a size such as 4, 64K, 16M"));
   }
   return value * scale;
 }
@@ -81,8 +81,8 @@ absl::StatusOr<SizeResult> TimeBlocks(Communicator* comm, SizeResult result, int
                                       const std::function<size_t()>& count_wrong,
                                       const std::function<std::string()>& algorithm) {
   // Enough iterations that a block lasts a while at small sizes.
-  result.iterations = std::clamp<int64_t>((256 << 20) / static_cast<int64_t>(result.bytes),
-                                          min_iters, 2000);
+  result.iterations =
+      std::clamp<int64_t>((256 << 20) / static_cast<int64_t>(result.bytes), min_iters, 2000);
   std::vector<double> block_us;
   int64_t wrong = 0;
   for (int64_t run = -1; run < runs; ++run) {  // Run -1 is the warm-up.
@@ -126,12 +126,13 @@ absl::StatusOr<SizeResult> MeasureAllReduce(Communicator* comm, size_t bytes, in
   FillContribution(dtype, op, pristine.data(), result.count, comm->rank());
   const std::vector<uint8_t> want = ExpectedAllReduce(dtype, op, result.count, comm->world_size());
   RW_ASSIGN_OR_RETURN(
-      result, TimeBlocks(
-                  comm, result, runs, min_iters, warmup,
-                  [&] { std::memcpy(data.data(), pristine.data(), result.bytes); },
-                  [&] { return comm->AllReduce(data.data(), result.count, dtype, op); },
-                  [&] { return CountWrong(dtype, data.data(), want.data(), result.count); },
-                  [&] { return std::string(AllReduceAlgorithmName(comm->last_allreduce_algorithm())); }));
+      result,
+      TimeBlocks(
+          comm, result, runs, min_iters, warmup,
+          [&] { std::memcpy(data.data(), pristine.data(), result.bytes); },
+          [&] { return comm->AllReduce(data.data(), result.count, dtype, op); },
+          [&] { return CountWrong(dtype, data.data(), want.data(), result.count); },
+          [&] { return std::string(AllReduceAlgorithmName(comm->last_allreduce_algorithm())); }));
   return result;
 }
 
@@ -148,12 +149,15 @@ absl::StatusOr<SizeResult> MeasureAllGather(Communicator* comm, size_t bytes, in
   FillContribution(dtype, ReduceOp::kSum, input.data(), per_rank, comm->rank());
   const std::vector<uint8_t> want = ExpectedAllGather(dtype, per_rank, p);
   RW_ASSIGN_OR_RETURN(
-      result, TimeBlocks(
-                  comm, result, runs, min_iters, warmup,
-                  [&] { std::memset(output.data(), 0xCD, output.size()); },
-                  [&] { return comm->AllGather(input.data(), output.data(), per_rank, dtype); },
-                  [&] { return CountWrong(dtype, output.data(), want.data(), result.count); },
-                  [&] { return std::string(comm->last_allgather_hierarchical() ? "hierarchical" : "ring"); }));
+      result,
+      TimeBlocks(
+          comm, result, runs, min_iters, warmup,
+          [&] { std::memset(output.data(), 0xCD, output.size()); },
+          [&] { return comm->AllGather(input.data(), output.data(), per_rank, dtype); },
+          [&] { return CountWrong(dtype, output.data(), want.data(), result.count); },
+          [&] {
+            return std::string(comm->last_allgather_hierarchical() ? "hierarchical" : "ring");
+          }));
   return result;
 }
 
@@ -202,8 +206,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<ClusterConfig> config = ResolveCluster(source, EnvFromProcess());
   if (!config.ok()) ExitWithStatus(config.status());
   SetLogTask(config->task().ToString());
-  absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
-      WorkerRuntime::Start(*config, options);
+  absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime = WorkerRuntime::Start(*config, options);
   if (!runtime.ok()) ExitWithStatus(runtime.status());
   (*runtime)->EndFirstStep();  // No training steps here: steady-state timeouts at once.
   Communicator* comm = (*runtime)->communicator();
@@ -212,17 +215,20 @@ int Main(int argc, char** argv) {
   if (label.empty()) label = absl::StrCat("ringwork-", options.transport_kind);
   if (printer && !csv) {
     std::printf("# ringwork %s: %d ranks, float32%s, transport %s (%s)\n",
-                allgather ? "all-gather" : "all-reduce", p, allgather ? ", size = whole output" : " sum, in place",
+                allgather ? "all-gather" : "all-reduce", p,
+                allgather ? ", size = whole output" : " sum, in place",
                 options.transport_kind.c_str(), (*runtime)->DescribeLinks().c_str());
-    std::printf("# time = median over %lld blocks of the block's average, averaged over the ranks (min..max: any rank's fastest and slowest block)\n",
-                static_cast<long long>(runs));
-    std::printf("#%11s %10s %19s %6s %11s %20s %11s %11s %7s\n", "size(B)", "count",
-                "algorithm", "iters", "time(us)", "min..max(us)", "algbw(GB/s)",
-                "busbw(GB/s)", "#wrong");
+    std::printf(
+        "# time = median over %lld blocks of the block's average, averaged over the ranks "
+        "(min..max: any rank's fastest and slowest block)\n",
+        static_cast<long long>(runs));
+    std::printf("#%11s %10s %19s %6s %11s %20s %11s %11s %7s\n", "size(B)", "count", "algorithm",
+                "iters", "time(us)", "min..max(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
   }
   if (printer && csv) {
-    std::printf("label,ranks,bytes,count,algorithm,iters,time_us,min_us,max_us,algbw_gbs,"
-                "busbw_gbs,wrong\n");
+    std::printf(
+        "label,ranks,bytes,count,algorithm,iters,time_us,min_us,max_us,algbw_gbs,"
+        "busbw_gbs,wrong\n");
   }
   int64_t total_wrong = 0;
   for (int64_t bytes = *min_bytes; bytes <= *max_bytes; bytes *= factor) {
@@ -236,14 +242,14 @@ int Main(int argc, char** argv) {
     if (!printer) continue;
     if (csv) {
       std::printf("%s,%d,%zu,%zu,%s,%lld,%.2f,%.2f,%.2f,%.3f,%.3f,%lld\n", label.c_str(), p,
-                  r->bytes, r->count, r->algorithm.c_str(),
-                  static_cast<long long>(r->iterations), r->median_us, r->min_us, r->max_us,
-                  algbw, busbw, static_cast<long long>(r->wrong));
+                  r->bytes, r->count, r->algorithm.c_str(), static_cast<long long>(r->iterations),
+                  r->median_us, r->min_us, r->max_us, algbw, busbw,
+                  static_cast<long long>(r->wrong));
     } else {
-      std::printf("%12zu %10zu %19s %6lld %11.2f %9.1f..%-9.1f %11.3f %11.3f %7lld\n",
-                  r->bytes, r->count, r->algorithm.c_str(),
-                  static_cast<long long>(r->iterations), r->median_us, r->min_us, r->max_us,
-                  algbw, busbw, static_cast<long long>(r->wrong));
+      std::printf("%12zu %10zu %19s %6lld %11.2f %9.1f..%-9.1f %11.3f %11.3f %7lld\n", r->bytes,
+                  r->count, r->algorithm.c_str(), static_cast<long long>(r->iterations),
+                  r->median_us, r->min_us, r->max_us, algbw, busbw,
+                  static_cast<long long>(r->wrong));
     }
     std::fflush(stdout);
   }

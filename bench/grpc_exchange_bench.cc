@@ -23,14 +23,13 @@
 // A row is the median of `--runs` blocks' average time (min..max beside it).
 // `--rounds` repeats the rows one after the other, so that the noise shows.
 // Compare with `allreduce_bench --transport=grpc` to see what Ringwork adds.
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <grpcpp/generic/async_generic_service.h>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -120,7 +119,8 @@ bool WriteInt(int fd, int value) {
   int my_port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &my_port);
   builder.RegisterAsyncGenericService(&service);
-  for (const auto& [key, value] : DataStreamChannelSettings(row.bdp_probe)) builder.AddChannelArgument(key, value);
+  for (const auto& [key, value] : DataStreamChannelSettings(row.bdp_probe))
+    builder.AddChannelArgument(key, value);
   std::unique_ptr<grpc::ServerCompletionQueue> cq = builder.AddCompletionQueue();
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   int peer_port = 0;
@@ -186,8 +186,8 @@ bool WriteInt(int fd, int value) {
       return;
     }
     if (static_cast<int64_t>(incoming.Length()) != row.bytes) {
-      RW_LOG(ERROR) << "rank " << rank << ": a frame of " << incoming.Length() << " bytes, expected "
-                    << row.bytes;
+      RW_LOG(ERROR) << "rank " << rank << ": a frame of " << incoming.Length()
+                    << " bytes, expected " << row.bytes;
       _exit(1);
     }
     ++received;
@@ -220,9 +220,8 @@ bool WriteInt(int fd, int value) {
   }
   std::sort(block_us.begin(), block_us.end());
   const size_t middle = block_us.size() / 2;
-  const double median = block_us.size() % 2 == 1
-                            ? block_us[middle]
-                            : (block_us[middle - 1] + block_us[middle]) / 2;
+  const double median =
+      block_us.size() % 2 == 1 ? block_us[middle] : (block_us[middle - 1] + block_us[middle]) / 2;
   if (rank == 0) {
     std::printf("| %-11s | %-9s | %-7s | %8.1f | %6.1f..%-6.1f |\n",
                 row.one_stream ? "one stream" : "two streams",

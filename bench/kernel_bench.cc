@@ -61,7 +61,8 @@ double TimeUs(const Timing& t, const std::function<void()>& fn) {
   for (int64_t r = 0; r < t.runs; ++r) {
     const auto start = Clock::now();
     for (int64_t i = 0; i < iterations; ++i) fn();
-    blocks.push_back(std::chrono::duration<double>(Clock::now() - start).count() / iterations * 1e6);
+    blocks.push_back(std::chrono::duration<double>(Clock::now() - start).count() / iterations *
+                     1e6);
   }
   std::sort(blocks.begin(), blocks.end());
   return blocks[blocks.size() / 2];
@@ -71,10 +72,19 @@ double TimeUs(const Timing& t, const std::function<void()>& fn) {
 // an array would go through memory) hide the FMA latency; 2 flops per lane. Each
 // chain starts from its own value: chains that start alike compute alike, and the
 // compiler merges them into one (a "peak" 12x too high, as this loop once had).
-#define RW_FMA12(fma, m, b)                                                      \
-  a0 = fma(a0, m, b); a1 = fma(a1, m, b); a2 = fma(a2, m, b); a3 = fma(a3, m, b); \
-  a4 = fma(a4, m, b); a5 = fma(a5, m, b); a6 = fma(a6, m, b); a7 = fma(a7, m, b); \
-  a8 = fma(a8, m, b); a9 = fma(a9, m, b); a10 = fma(a10, m, b); a11 = fma(a11, m, b)
+#define RW_FMA12(fma, m, b) \
+  a0 = fma(a0, m, b);       \
+  a1 = fma(a1, m, b);       \
+  a2 = fma(a2, m, b);       \
+  a3 = fma(a3, m, b);       \
+  a4 = fma(a4, m, b);       \
+  a5 = fma(a5, m, b);       \
+  a6 = fma(a6, m, b);       \
+  a7 = fma(a7, m, b);       \
+  a8 = fma(a8, m, b);       \
+  a9 = fma(a9, m, b);       \
+  a10 = fma(a10, m, b);     \
+  a11 = fma(a11, m, b)
 
 __attribute__((target("avx512f"))) double PeakAvx512(int64_t iterations) {
   __m512 a0 = _mm512_set1_ps(1.0f), a1 = _mm512_set1_ps(1.1f), a2 = _mm512_set1_ps(1.2f),
@@ -87,10 +97,10 @@ __attribute__((target("avx512f"))) double PeakAvx512(int64_t iterations) {
     RW_FMA12(_mm512_fmadd_ps, m, b);
   }
   const double s = std::chrono::duration<double>(Clock::now() - start).count();
-  const __m512 sum = _mm512_add_ps(
-      _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-      _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)),
-                    _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
+  const __m512 sum =
+      _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                    _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)),
+                                  _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
   if (_mm512_reduce_add_ps(sum) == 42.f) std::printf(" ");
   return iterations * 12.0 * 16 * 2 / s / 1e9;
 }
@@ -228,8 +238,8 @@ struct Cnn {
       conv.push_back(std::move(k));
       vars.emplace_back(Shape{3, 3, s.in_channels, s.out_channels});
       vars.emplace_back(Shape{s.out_channels});
-      RW_ASSIGN_OR_RETURN(auto p, Pool2DKernel::Create(ctx, {PoolKind::kMax, kBatch, s.height, s.width,
-                                                             s.out_channels}));
+      RW_ASSIGN_OR_RETURN(auto p, Pool2DKernel::Create(ctx, {PoolKind::kMax, kBatch, s.height,
+                                                             s.width, s.out_channels}));
       pool.push_back(std::move(p));
     }
     for (auto [k, n] : {std::pair<int64_t, int64_t>{7 * 7 * 32, 128}, {128, 10}}) {
@@ -248,9 +258,10 @@ struct Cnn {
     for (Tensor& t : vars) {
       for (int64_t i = 0; i < t.size(); ++i) t[i] = 0.01f * ((i * 37) % 101 - 50);
     }
-    for (const Shape& s : {Shape{kBatch, 28, 28, 16}, Shape{kBatch, 28, 28, 16}, Shape{kBatch, 14, 14, 16},
-                           Shape{kBatch, 14, 14, 32}, Shape{kBatch, 14, 14, 32}, Shape{kBatch, 7, 7, 32},
-                           Shape{kBatch, 128}, Shape{kBatch, 128}, Shape{kBatch, 10}}) {
+    for (const Shape& s :
+         {Shape{kBatch, 28, 28, 16}, Shape{kBatch, 28, 28, 16}, Shape{kBatch, 14, 14, 16},
+          Shape{kBatch, 14, 14, 32}, Shape{kBatch, 14, 14, 32}, Shape{kBatch, 7, 7, 32},
+          Shape{kBatch, 128}, Shape{kBatch, 128}, Shape{kBatch, 10}}) {
       a.emplace_back(s);
       g.emplace_back(s);
     }
@@ -284,7 +295,8 @@ struct Cnn {
     conv[0]->BackwardWeights(ctx, x.data(), g[0].data(), grads[0].data(), grads[1].data());
     ++step;
     for (size_t i = 0; i < vars.size(); ++i) {
-      AdamUpdate(AdamOptions{}, step, vars[i].data(), grads[i].data(), m[i].data(), v[i].data(), vars[i].size());
+      AdamUpdate(AdamOptions{}, step, vars[i].data(), grads[i].data(), m[i].data(), v[i].data(),
+                 vars[i].size());
     }
   }
 };
@@ -303,7 +315,8 @@ int Run(int threads, Precision precision, const Timing& timing, double peak) {
     w.Fill(0.01f);
     dy.Fill(0.1f);
     const std::string shape = Dims({s.batch, k, n});
-    double us = TimeUs(timing, [&] { (*kernel)->Forward(ctx, x.data(), w.data(), b.data(), y.data()); });
+    double us =
+        TimeUs(timing, [&] { (*kernel)->Forward(ctx, x.data(), w.data(), b.data(), y.data()); });
     Row("dense forward", shape, precision, us, s.ForwardFlops(), peak);
     matmul_sum_us += us;
     if (k != 784) {  // The first layer needs no input gradient.
@@ -311,7 +324,9 @@ int Run(int threads, Precision precision, const Timing& timing, double peak) {
       Row("dense backward data", shape, precision, us, s.ForwardFlops(), peak);
       matmul_sum_us += us;
     }
-    us = TimeUs(timing, [&] { (*kernel)->BackwardWeights(ctx, x.data(), dy.data(), dw.data(), db.data()); });
+    us = TimeUs(timing, [&] {
+      (*kernel)->BackwardWeights(ctx, x.data(), dy.data(), dw.data(), db.data());
+    });
     Row("dense backward weights", shape, precision, us, s.ForwardFlops(), peak);
     matmul_sum_us += us;
   }
@@ -319,10 +334,12 @@ int Run(int threads, Precision precision, const Timing& timing, double peak) {
   absl::Status status = mlp.Init(ctx);
   if (!status.ok()) ExitWithStatus(status);
   const double step_us = TimeUs(timing, [&] { mlp.Step(ctx); });
-  std::printf("%-22s %-34s %-9s %10.1f   (sum of its 8 matmuls %.1f us: step / matmuls = %.2f; %.0f samples/s)\n",
-              "MLP training step", "784-256-128-10, batch 128, Adam",
-              std::string(PrecisionName(precision)).c_str(), step_us, matmul_sum_us,
-              step_us / matmul_sum_us, Mlp::kBatch / (step_us * 1e-6));
+  std::printf(
+      "%-22s %-34s %-9s %10.1f   (sum of its 8 matmuls %.1f us: step / matmuls = %.2f; %.0f "
+      "samples/s)\n",
+      "MLP training step", "784-256-128-10, batch 128, Adam",
+      std::string(PrecisionName(precision)).c_str(), step_us, matmul_sum_us,
+      step_us / matmul_sum_us, Mlp::kBatch / (step_us * 1e-6));
   // The small CNN.
   const int64_t batch = 64;
   // The small CNN's two layers, then the 3x3 layers of each stage of --model=resnet
@@ -352,7 +369,8 @@ int Run(int threads, Precision precision, const Timing& timing, double peak) {
           s.ForwardFlops(), peak);
     }
     Row("conv2d backward weights", shape, precision,
-        TimeUs(timing, [&] { (*kernel)->BackwardWeights(ctx, x.data(), dy.data(), dw.data(), db.data()); }),
+        TimeUs(timing,
+               [&] { (*kernel)->BackwardWeights(ctx, x.data(), dy.data(), dw.data(), db.data()); }),
         s.ForwardFlops(), peak);
   }
   for (Pool2DShape s : {Pool2DShape{PoolKind::kMax, batch, 28, 28, 16}}) {
@@ -382,15 +400,22 @@ void RunReductions(const Timing& timing) {
   std::vector<BFloat16> x(n), y(n);
   ConvertToBFloat16(b.data(), y.data(), n);
   auto row = [&](const char* op, double us, size_t bytes_touched) {
-    std::printf("%-22s %-34s %-9s %10.1f   (%.2f GB/s touched)\n", op, (std::to_string(n) + " elements").c_str(),
-                "", us, static_cast<double>(bytes_touched) / (us * 1e-6) / 1e9);
+    std::printf("%-22s %-34s %-9s %10.1f   (%.2f GB/s touched)\n", op,
+                (std::to_string(n) + " elements").c_str(), "", us,
+                static_cast<double>(bytes_touched) / (us * 1e-6) / 1e9);
   };
-  row("sum float32", TimeUs(timing, [&] { Accumulate(DataType::kFloat32, ReduceOp::kSum, a.data(), b.data(), n); }),
+  row("sum float32",
+      TimeUs(timing,
+             [&] { Accumulate(DataType::kFloat32, ReduceOp::kSum, a.data(), b.data(), n); }),
       n * 12);
-  row("float32 -> bfloat16", TimeUs(timing, [&] { ConvertToBFloat16(a.data(), x.data(), n); }), n * 6);
-  row("sum bfloat16", TimeUs(timing, [&] { Accumulate(DataType::kBFloat16, ReduceOp::kSum, x.data(), y.data(), n); }),
+  row("float32 -> bfloat16", TimeUs(timing, [&] { ConvertToBFloat16(a.data(), x.data(), n); }),
       n * 6);
-  row("bfloat16 -> float32", TimeUs(timing, [&] { ConvertFromBFloat16(x.data(), a.data(), n); }), n * 6);
+  row("sum bfloat16",
+      TimeUs(timing,
+             [&] { Accumulate(DataType::kBFloat16, ReduceOp::kSum, x.data(), y.data(), n); }),
+      n * 6);
+  row("bfloat16 -> float32", TimeUs(timing, [&] { ConvertFromBFloat16(x.data(), a.data(), n); }),
+      n * 6);
 }
 
 int Main(int argc, char** argv) {
@@ -412,14 +437,15 @@ int Main(int argc, char** argv) {
     ExitWithStatus(absl::InvalidArgumentError("--precision: expected float32, bfloat16 or both"));
   }
   const double peak = MeasurePeak() * static_cast<double>(threads);
-  std::printf("# peak: %.1f GFLOP/s float32 (%s FMA loop, one thread, x %lld threads), twice "
-              "that for bfloat16 dot products; oneDNN ISA %d; native bfloat16: %s\n"
-              "# convolution FLOPs count the padded taps too (the usual convention)\n",
-              peak, __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2",
-              static_cast<long long>(threads), static_cast<int>(dnnl::get_effective_cpu_isa()),
-              KernelContext::HasNativeBFloat16() ? "yes" : "no");
-  std::printf("%-22s %-34s %-9s %10s %10s %8s\n", "op", "shape", "precision", "time(us)",
-              "GFLOP/s", "of peak");
+  std::printf(
+      "# peak: %.1f GFLOP/s float32 (%s FMA loop, one thread, x %lld threads), twice "
+      "that for bfloat16 dot products; oneDNN ISA %d; native bfloat16: %s\n"
+      "# convolution FLOPs count the padded taps too (the usual convention)\n",
+      peak, __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2", static_cast<long long>(threads),
+      static_cast<int>(dnnl::get_effective_cpu_isa()),
+      KernelContext::HasNativeBFloat16() ? "yes" : "no");
+  std::printf("%-22s %-34s %-9s %10s %10s %8s\n", "op", "shape", "precision", "time(us)", "GFLOP/s",
+              "of peak");
   if (precision != "bfloat16") Run(static_cast<int>(threads), Precision::kFloat32, timing, peak);
   if (precision != "float32") Run(static_cast<int>(threads), Precision::kBFloat16, timing, peak);
   RunReductions(timing);

@@ -29,7 +29,8 @@ double NanosPerSpan(int64_t iterations, const std::string& layer) {
     span.Arg("step", i);
   }
   const auto end = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::nano>(end - start).count() / static_cast<double>(iterations);
+  return std::chrono::duration<double, std::nano>(end - start).count() /
+         static_cast<double>(iterations);
 }
 
 double Median(std::vector<double> v) {
@@ -64,7 +65,8 @@ int Main(int argc, char** argv) {
               static_cast<long long>(runs), static_cast<long long>(spans_per_step));
   std::printf("|---|---|---|\n");
   std::printf("| off | %.2f | %.3f |\n", Median(off), Median(off) * spans_per_step / 1000);
-  std::printf("| on (ring of 200000, wrapping) | %.1f | %.2f |\n", Median(on), Median(on) * spans_per_step / 1000);
+  std::printf("| on (ring of 200000, wrapping) | %.1f | %.2f |\n", Median(on),
+              Median(on) * spans_per_step / 1000);
   return kOk;
 }
 

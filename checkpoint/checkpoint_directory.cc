@@ -64,10 +64,10 @@ absl::Status MustBeOurs(const std::string& dir) {
                                     "; use a directory of your own"));
   }
   if ((st.st_mode & S_IWOTH) != 0) {
-    return ConfigError(absl::StrFormat(
-        "checkpoint directory %s (owner %d) is writable by every user (mode %04o); "
-        "chmod o-w it, or use a directory of your own",
-        dir, st.st_uid, st.st_mode & 07777));
+    return ConfigError(
+        absl::StrFormat("checkpoint directory %s (owner %d) is writable by every user (mode %04o); "
+                        "chmod o-w it, or use a directory of your own",
+                        dir, st.st_uid, st.st_mode & 07777));
   }
   return absl::OkStatus();
 }
@@ -98,8 +98,8 @@ absl::Status WriteSmallFileAtomically(const std::string& dir, const std::string&
   // A new file, never through a link someone placed.
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return Errno(absl::StrCat("cannot create ", temp));
-  const bool written = ::write(fd, content.data(), content.size()) ==
-                       static_cast<ssize_t>(content.size());
+  const bool written =
+      ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
   const bool synced = written && ::fsync(fd) == 0;
   ::close(fd);
   if (!synced) {
@@ -147,9 +147,9 @@ absl::StatusOr<std::string> LatestCheckpoint(const std::string& dir) {
   if (n < 0) return Errno(absl::StrCat("cannot read ", latest));
   const std::string name(absl::StripTrailingAsciiWhitespace(absl::string_view(buffer, n)));
   if (!std::regex_match(name, CheckpointNamePattern())) {
-    return CheckpointError(absl::StrCat(latest, " does not name a checkpoint file (",
-                                        n == static_cast<ssize_t>(sizeof(buffer)) ? "too long" : name,
-                                        "): it is corrupt"));
+    return CheckpointError(absl::StrCat(
+        latest, " does not name a checkpoint file (",
+        n == static_cast<ssize_t>(sizeof(buffer)) ? "too long" : name, "): it is corrupt"));
   }
   const std::string path = Join(dir, name);
   struct stat st;
@@ -178,10 +178,10 @@ absl::StatusOr<std::unique_ptr<CheckpointDirectory>> CheckpointDirectory::OpenFo
     char holder[32] = {0};
     const ssize_t n = ::pread(fd, holder, sizeof(holder) - 1, 0);
     ::close(fd);
-    return ConfigError(absl::StrCat(
-        "checkpoint directory ", dir, " is in use by another job (pid ",
-        n > 0 ? std::string(absl::StripTrailingAsciiWhitespace(holder)) : "unknown",
-        " holds ", lock, "); give each job its own directory"));
+    return ConfigError(
+        absl::StrCat("checkpoint directory ", dir, " is in use by another job (pid ",
+                     n > 0 ? std::string(absl::StripTrailingAsciiWhitespace(holder)) : "unknown",
+                     " holds ", lock, "); give each job its own directory"));
   }
   const std::string pid = absl::StrCat(::getpid(), "\n");
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {

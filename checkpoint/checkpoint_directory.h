@@ -30,8 +30,8 @@ class CheckpointDirectory {
   // temporary files a crashed writer left. Keeps the newest `keep` checkpoints.
   // A directory of another user, or one every user may write, is refused
   // (INVALID_ARGUMENT, exit 2); files are created anew, never through a link.
-  static absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenForWriting(
-      const std::string& dir, int keep);
+  static absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenForWriting(const std::string& dir,
+                                                                             int keep);
   ~CheckpointDirectory();  // Releases the lock.
   CheckpointDirectory(const CheckpointDirectory&) = delete;
   CheckpointDirectory& operator=(const CheckpointDirectory&) = delete;

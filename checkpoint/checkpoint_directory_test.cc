@@ -6,13 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 namespace ringwork {
 namespace {
@@ -167,7 +166,8 @@ TEST_CASE("a garbled or dangling latest is refused as corrupt", "[checkpoint]") 
   std::ofstream(dir + "/latest") << "../../etc/passwd\n";
   auto garbled = LatestCheckpoint(dir);
   CHECK(garbled.status().code() == absl::StatusCode::kDataLoss);
-  CHECK_THAT(std::string(garbled.status().message()), Catch::Contains("does not name a checkpoint file"));
+  CHECK_THAT(std::string(garbled.status().message()),
+             Catch::Contains("does not name a checkpoint file"));
   std::ofstream(dir + "/latest") << CheckpointFileName(99) << "\n";
   auto dangling = LatestCheckpoint(dir);
   CHECK(dangling.status().code() == absl::StatusCode::kDataLoss);

@@ -6,16 +6,15 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/crash_points.h"
+#include "base/crc32c.h"
 #include "base/exit_code.h"
 #include "base/status_macros.h"
-#include "base/crc32c.h"
 
 namespace ringwork {
 namespace {
@@ -50,7 +49,8 @@ uint64_t GetU64(const uint8_t* p) {
 }
 
 absl::Status SystemError(const std::string& path, const char* doing) {
-  return CheckpointError(absl::StrCat("checkpoint ", path, ": ", doing, ": ", std::strerror(errno)));
+  return CheckpointError(
+      absl::StrCat("checkpoint ", path, ": ", doing, ": ", std::strerror(errno)));
 }
 
 absl::Status WriteAll(int fd, const void* data, size_t size, const std::string& path) {
@@ -102,7 +102,8 @@ class ManifestParser {
     if (root.is_discarded()) return Error("manifest", "is not valid JSON");
     if (!root.is_object()) return Error("manifest", "is not a JSON object");
     int64_t version = 0;
-    RW_RETURN_IF_ERROR(Int(root, "format_version", "manifest.format_version", 0, INT64_MAX, &version));
+    RW_RETURN_IF_ERROR(
+        Int(root, "format_version", "manifest.format_version", 0, INT64_MAX, &version));
     if (version != kCheckpointFormatVersion) {
       return Error("manifest.format_version",
                    absl::StrCat("is ", version, ", but this build reads version ",
@@ -110,10 +111,13 @@ class ManifestParser {
     }
     RW_RETURN_IF_ERROR(Int(root, "step", "manifest.step", 0, INT64_MAX, &m->step));
     RW_RETURN_IF_ERROR(Int(root, "epoch", "manifest.epoch", 0, INT64_MAX, &m->epoch));
-    RW_RETURN_IF_ERROR(Int(root, "step_in_epoch", "manifest.step_in_epoch", 0, INT64_MAX, &m->step_in_epoch));
+    RW_RETURN_IF_ERROR(
+        Int(root, "step_in_epoch", "manifest.step_in_epoch", 0, INT64_MAX, &m->step_in_epoch));
     RW_RETURN_IF_ERROR(Bool(root, "final", "manifest.final", &m->final));
-    RW_RETURN_IF_ERROR(String(root, "cluster_fingerprint", "manifest.cluster_fingerprint", &m->cluster_fingerprint));
-    RW_RETURN_IF_ERROR(String(root, "model_fingerprint", "manifest.model_fingerprint", &m->model_fingerprint));
+    RW_RETURN_IF_ERROR(String(root, "cluster_fingerprint", "manifest.cluster_fingerprint",
+                              &m->cluster_fingerprint));
+    RW_RETURN_IF_ERROR(
+        String(root, "model_fingerprint", "manifest.model_fingerprint", &m->model_fingerprint));
     const auto counters = root.find("counters");
     if (counters == root.end() || !counters->is_object()) {
       return Error("manifest.counters", "is missing or not an object");
@@ -129,8 +133,8 @@ class ManifestParser {
       return Error("manifest.tensors", "is missing or not an array");
     }
     if (tensors->size() > kMaxTensors) {
-      return Error("manifest.tensors", absl::StrCat("has ", tensors->size(), " entries; the limit is ",
-                                                     kMaxTensors));
+      return Error("manifest.tensors",
+                   absl::StrCat("has ", tensors->size(), " entries; the limit is ", kMaxTensors));
     }
     std::set<std::string> names;
     for (size_t i = 0; i < tensors->size(); ++i) {
@@ -154,7 +158,8 @@ class ManifestParser {
                    int64_t max, int64_t* out) const {
     const auto it = obj.find(key);
     if (it == obj.end()) return Error(where, "is missing");
-    if (!it->is_number_integer()) return Error(where, absl::StrCat("is not an integer: ", it->dump()));
+    if (!it->is_number_integer())
+      return Error(where, absl::StrCat("is not an integer: ", it->dump()));
     if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
       return Error(where, absl::StrCat("is out of range: ", it->dump()));
     }
@@ -192,15 +197,18 @@ class ManifestParser {
       return Error(where + ".dtype", absl::StrCat("\"", dtype, "\" is not a known dtype"));
     }
     const auto shape = j.find("shape");
-    if (shape == j.end() || !shape->is_array()) return Error(where + ".shape", "is missing or not an array");
+    if (shape == j.end() || !shape->is_array())
+      return Error(where + ".shape", "is missing or not an array");
     if (shape->size() > kMaxRank) {
-      return Error(where + ".shape", absl::StrCat("has rank ", shape->size(), "; the limit is ", kMaxRank));
+      return Error(where + ".shape",
+                   absl::StrCat("has rank ", shape->size(), "; the limit is ", kMaxRank));
     }
     uint64_t elements = 1;
     for (size_t d = 0; d < shape->size(); ++d) {
       const Json& dim = (*shape)[d];
       const std::string at = absl::StrCat(where, ".shape[", d, "]");
-      if (!dim.is_number_integer()) return Error(at, absl::StrCat("is not an integer: ", dim.dump()));
+      if (!dim.is_number_integer())
+        return Error(at, absl::StrCat("is not an integer: ", dim.dump()));
       if (dim.is_number_unsigned() && dim.get<uint64_t>() > static_cast<uint64_t>(kMaxDim)) {
         return Error(at, absl::StrCat("is ", dim.dump(), "; expected 0..", kMaxDim));
       }
@@ -214,18 +222,18 @@ class ManifestParser {
     uint64_t expected_bytes = 0;
     if (__builtin_mul_overflow(elements, DataTypeSize(t->dtype), &expected_bytes) ||
         expected_bytes > data_bytes_) {
-      return Error(where, absl::StrCat("(\"", t->name, "\") has shape of ", elements,
-                                       " elements, more than the file's ", data_bytes_,
-                                       " data bytes hold"));
+      return Error(
+          where, absl::StrCat("(\"", t->name, "\") has shape of ", elements,
+                              " elements, more than the file's ", data_bytes_, " data bytes hold"));
     }
     int64_t offset = 0, bytes = 0, crc = 0;
     RW_RETURN_IF_ERROR(Int(j, "offset", where + ".offset", 0, INT64_MAX, &offset));
     RW_RETURN_IF_ERROR(Int(j, "bytes", where + ".bytes", 0, INT64_MAX, &bytes));
     RW_RETURN_IF_ERROR(Int(j, "crc32c", where + ".crc32c", 0, UINT32_MAX, &crc));
     if (static_cast<uint64_t>(bytes) != expected_bytes) {
-      return Error(where, absl::StrCat("(\"", t->name, "\") says ", bytes, " bytes, but ",
-                                       DataTypeName(t->dtype), " x ", elements, " is ",
-                                       expected_bytes));
+      return Error(where,
+                   absl::StrCat("(\"", t->name, "\") says ", bytes, " bytes, but ",
+                                DataTypeName(t->dtype), " x ", elements, " is ", expected_bytes));
     }
     uint64_t end = 0;
     if (__builtin_add_overflow(static_cast<uint64_t>(offset), static_cast<uint64_t>(bytes), &end) ||
@@ -336,7 +344,8 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const s
   std::unique_ptr<CheckpointReader> reader(new CheckpointReader(path, fd));
   struct stat st;
   if (::fstat(fd, &st) != 0) return SystemError(path, "cannot stat");
-  if (!S_ISREG(st.st_mode)) return CheckpointError(absl::StrCat("checkpoint ", path, ": not a regular file"));
+  if (!S_ISREG(st.st_mode))
+    return CheckpointError(absl::StrCat("checkpoint ", path, ": not a regular file"));
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   auto error = [&](const std::string& what) {
     return CheckpointError(absl::StrCat("checkpoint ", path, ": ", what));
@@ -392,8 +401,8 @@ absl::Status CheckpointReader::Read(const CheckpointTensor& tensor, void* out) c
   const uint32_t crc = Crc32c(out, tensor.bytes);
   if (crc != tensor.crc32c) {
     return CheckpointError(absl::StrFormat(
-        "checkpoint %s: tensor \"%s\": CRC32C is 0x%08x, the manifest says 0x%08x: corrupt",
-        path_, tensor.name, crc, tensor.crc32c));
+        "checkpoint %s: tensor \"%s\": CRC32C is 0x%08x, the manifest says 0x%08x: corrupt", path_,
+        tensor.name, crc, tensor.crc32c));
   }
   return absl::OkStatus();
 }

@@ -4,15 +4,14 @@
 
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "base/crc32c.h"
 
@@ -72,7 +71,8 @@ std::string WriteSample(const std::string& name) {
 
 uint64_t Le64(const std::string& bytes, size_t at) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[at + i])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    v |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[at + i])) << (8 * i);
   return v;
 }
 
@@ -184,7 +184,8 @@ TEST_CASE("a missing file, another format and an unknown version are refused", "
   std::string bytes = ReadBytes(path);
   bytes[8] = 2;
   WriteBytes(path, bytes);
-  CheckRefused(OpenAndReadAll(path), path, "has format version 2, but this build reads version 1 only");
+  CheckRefused(OpenAndReadAll(path), path,
+               "has format version 2, but this build reads version 1 only");
 
   bytes[8] = 1;
   bytes[0] = 'X';
@@ -195,7 +196,8 @@ TEST_CASE("a missing file, another format and an unknown version are refused", "
   bytes[0] = 'R';
   for (int i = 16; i < 24; ++i) bytes[i] = static_cast<char>(0xFF);
   WriteBytes(path, bytes);
-  CheckRefused(OpenAndReadAll(path), path, "says its manifest is 18446744073709551615 bytes; the limit is");
+  CheckRefused(OpenAndReadAll(path), path,
+               "says its manifest is 18446744073709551615 bytes; the limit is");
 }
 
 TEST_CASE("manifests with absurd or inconsistent fields are refused before allocating",
@@ -206,9 +208,15 @@ TEST_CASE("manifests with absurd or inconsistent fields are refused before alloc
     const char* words;
   };
   const std::vector<Case> cases = {
-      {"huge shape", [](Json& m) { m["tensors"][0]["shape"] = {1ll << 40, 1ll << 40}; },
+      {"huge shape",
+       [](Json& m) {
+         m["tensors"][0]["shape"] = {1ll << 40, 1ll << 40};
+       },
        "manifest.tensors[0].shape has more elements than fit in 64 bits"},
-      {"shape beyond the file", [](Json& m) { m["tensors"][0]["shape"] = {1 << 20, 1 << 10}; },
+      {"shape beyond the file",
+       [](Json& m) {
+         m["tensors"][0]["shape"] = {1 << 20, 1 << 10};
+       },
        "manifest.tensors[0] (\"dense/kernel\") has shape of 1073741824 elements, more than"},
       {"negative dimension", [](Json& m) { m["tensors"][1]["shape"][0] = -5; },
        "manifest.tensors[1].shape[0] is -5; expected 0..1099511627776"},
@@ -220,7 +228,8 @@ TEST_CASE("manifests with absurd or inconsistent fields are refused before alloc
        "past the end of the data"},
       {"unknown dtype", [](Json& m) { m["tensors"][0]["dtype"] = "complex128"; },
        "manifest.tensors[0].dtype \"complex128\" is not a known dtype"},
-      {"wrong type", [](Json& m) { m["step"] = "120"; }, "manifest.step is not an integer: \"120\""},
+      {"wrong type", [](Json& m) { m["step"] = "120"; },
+       "manifest.step is not an integer: \"120\""},
       {"negative step", [](Json& m) { m["step"] = -1; }, "manifest.step is -1; expected 0.."},
       {"missing field", [](Json& m) { m.erase("epoch"); }, "manifest.epoch is missing"},
       {"manifest version", [](Json& m) { m["format_version"] = 9; },

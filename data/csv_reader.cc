@@ -9,8 +9,7 @@
 
 namespace ringwork {
 
-absl::StatusOr<Examples> ReadCsv(const std::vector<std::string>& paths,
-                                 const CsvOptions& options) {
+absl::StatusOr<Examples> ReadCsv(const std::vector<std::string>& paths, const CsvOptions& options) {
   if (paths.empty()) return absl::InvalidArgumentError("no CSV files given");
   std::vector<float> features;
   Examples examples;
@@ -35,31 +34,31 @@ absl::StatusOr<Examples> ReadCsv(const std::vector<std::string>& paths,
         }
       }
       if (n != columns) {
-        return absl::InvalidArgumentError(absl::StrCat(paths[f], ":", line_number, ": ", n,
-                                                       " columns, expected ", columns));
-      }
-      const int64_t label_at = options.label_column < 0 ? n + options.label_column
-                                                        : options.label_column;
-      if (label_at < 0 || label_at >= n) {
         return absl::InvalidArgumentError(
-            absl::StrCat("label column ", options.label_column, " does not exist in ", n,
-                         " columns"));
+            absl::StrCat(paths[f], ":", line_number, ": ", n, " columns, expected ", columns));
+      }
+      const int64_t label_at =
+          options.label_column < 0 ? n + options.label_column : options.label_column;
+      if (label_at < 0 || label_at >= n) {
+        return absl::InvalidArgumentError(absl::StrCat("label column ", options.label_column,
+                                                       " does not exist in ", n, " columns"));
       }
       for (int64_t c = 0; c < n; ++c) {
         absl::string_view cell = absl::StripAsciiWhitespace(cells[c]);
         if (c == label_at) {
           int32_t label = 0;
           if (!absl::SimpleAtoi(cell, &label) || label < 0) {
-            return absl::InvalidArgumentError(
-                absl::StrCat(paths[f], ":", line_number, ": column ", c + 1, ": label \"", cell,
-                             "\" is not a non-negative integer"));
+            return absl::InvalidArgumentError(absl::StrCat(paths[f], ":", line_number, ": column ",
+                                                           c + 1, ": label \"", cell,
+                                                           "\" is not a non-negative integer"));
           }
           examples.labels.push_back(label);
         } else {
           float value = 0;
           if (!absl::SimpleAtof(cell, &value)) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                paths[f], ":", line_number, ": column ", c + 1, ": \"", cell, "\" is not a number"));
+            return absl::InvalidArgumentError(absl::StrCat(paths[f], ":", line_number, ": column ",
+                                                           c + 1, ": \"", cell,
+                                                           "\" is not a number"));
           }
           features.push_back(value);
         }

@@ -21,8 +21,7 @@ struct CsvOptions {
 };
 
 // Errors name the file, the line and the column.
-absl::StatusOr<Examples> ReadCsv(const std::vector<std::string>& paths,
-                                 const CsvOptions& options);
+absl::StatusOr<Examples> ReadCsv(const std::vector<std::string>& paths, const CsvOptions& options);
 
 }  // namespace ringwork
 

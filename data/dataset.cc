@@ -27,7 +27,8 @@ absl::string_view AutoShardPolicyName(AutoShardPolicy policy) {
 }
 
 bool ParseAutoShardPolicy(absl::string_view text, AutoShardPolicy* out) {
-  for (AutoShardPolicy p : {AutoShardPolicy::kData, AutoShardPolicy::kFile, AutoShardPolicy::kOff}) {
+  for (AutoShardPolicy p :
+       {AutoShardPolicy::kData, AutoShardPolicy::kFile, AutoShardPolicy::kOff}) {
     if (text == AutoShardPolicyName(p)) {
       *out = p;
       return true;
@@ -78,8 +79,8 @@ absl::StatusOr<Dataset> Dataset::Shard(int64_t num_shards, int64_t index,
     const int64_t files = static_cast<int64_t>(examples_->files.size());
     if (files < num_shards) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "auto-shard policy FILE needs at least as many input files as workers: ", files,
-          " file", files == 1 ? "" : "s", " for ", num_shards,
+          "auto-shard policy FILE needs at least as many input files as workers: ", files, " file",
+          files == 1 ? "" : "s", " for ", num_shards,
           " workers; use the DATA policy or split the input into more files"));
     }
   }
@@ -228,8 +229,8 @@ class PrefetchIterator : public Dataset::Iterator {
   }
   bool Next(struct Batch* batch) override {
     std::unique_lock<std::mutex> lock(mu_);
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::duration<double>(Dataset::kBatchDeadlineS);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(Dataset::kBatchDeadlineS);
     while (queue_.empty() && !done_) {
       if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && queue_.empty() && !done_) {
         status_ = absl::DeadlineExceededError(absl::StrCat(
@@ -292,7 +293,8 @@ std::unique_ptr<Dataset::Iterator> Dataset::Iterate(int64_t epoch, int64_t max_b
   const int64_t n = static_cast<int64_t>(order.size());
   int64_t batches = drop_remainder_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
   if (max_batches >= 0) batches = std::min(batches, max_batches);
-  std::unique_ptr<Iterator> plain = std::make_unique<PlainIterator>(*this, std::move(order), batches);
+  std::unique_ptr<Iterator> plain =
+      std::make_unique<PlainIterator>(*this, std::move(order), batches);
   if (prefetch_ <= 0) return plain;
   return std::make_unique<PrefetchIterator>(std::move(plain), prefetch_);
 }

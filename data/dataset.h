@@ -47,8 +47,7 @@ class Dataset {
   // Iterate(epoch) goes on through `count` epochs (epoch, epoch + 1, ...; each in
   // its own shuffled order); -1 repeats forever.
   Dataset Repeat(int64_t count = -1) const;
-  absl::StatusOr<Dataset> Shard(int64_t num_shards, int64_t index,
-                                AutoShardPolicy policy) const;
+  absl::StatusOr<Dataset> Shard(int64_t num_shards, int64_t index, AutoShardPolicy policy) const;
 
   const Examples& examples() const { return *examples_; }
   int64_t batch_size() const { return batch_size_; }

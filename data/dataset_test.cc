@@ -1,8 +1,7 @@
 #include "data/dataset.h"
 
-#include <set>
-
 #include <catch2/catch.hpp>
+#include <set>
 
 namespace ringwork {
 namespace {

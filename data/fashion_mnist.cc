@@ -13,8 +13,10 @@ namespace {
 
 absl::StatusOr<Examples> LoadPair(const std::string& dir, const std::string& prefix) {
   Examples e;
-  RW_ASSIGN_OR_RETURN(e.features, ReadIdxImages(absl::StrCat(dir, "/", prefix, "-images-idx3-ubyte.gz")));
-  RW_ASSIGN_OR_RETURN(e.labels, ReadIdxLabels(absl::StrCat(dir, "/", prefix, "-labels-idx1-ubyte.gz")));
+  RW_ASSIGN_OR_RETURN(e.features,
+                      ReadIdxImages(absl::StrCat(dir, "/", prefix, "-images-idx3-ubyte.gz")));
+  RW_ASSIGN_OR_RETURN(e.labels,
+                      ReadIdxLabels(absl::StrCat(dir, "/", prefix, "-labels-idx1-ubyte.gz")));
   if (e.features.dim(0) != e.count()) {
     return absl::InvalidArgumentError(absl::StrCat(dir, "/", prefix, ": ", e.features.dim(0),
                                                    " images but ", e.count(), " labels"));
@@ -27,9 +29,10 @@ absl::StatusOr<Examples> LoadPair(const std::string& dir, const std::string& pre
 absl::StatusOr<TrainTest> LoadFashionMnist(const std::string& dir) {
   struct stat info;
   if (::stat(dir.c_str(), &info) != 0) {
-    return absl::NotFoundError(absl::StrCat(
-        "--data_dir=", dir, " does not exist; install Debian's dataset-fashion-mnist "
-        "(scripts/setup.sh does) or point --data_dir at the IDX files"));
+    return absl::NotFoundError(
+        absl::StrCat("--data_dir=", dir,
+                     " does not exist; install Debian's dataset-fashion-mnist "
+                     "(scripts/setup.sh does) or point --data_dir at the IDX files"));
   }
   TrainTest data;
   RW_ASSIGN_OR_RETURN(data.train, LoadPair(dir, "train"));

@@ -53,19 +53,19 @@ absl::StatusOr<Tensor> ReadIdxImages(const std::string& path) {
   }
   const uint32_t magic = BigEndian32(*data, 0);
   if (magic != 0x00000803) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": magic 0x", absl::Hex(magic), " is not an IDX image file's 0x00000803"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": magic 0x", absl::Hex(magic),
+                                                   " is not an IDX image file's 0x00000803"));
   }
   const uint64_t count = BigEndian32(*data, 4), rows = BigEndian32(*data, 8),
                  cols = BigEndian32(*data, 12);
   const uint64_t expected = 16 + count * rows * cols;
   if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096 || expected != data->size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": header says ", count, " images of ", rows, "x", cols, " (", expected,
-        " bytes) but the file has ", data->size(), " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": header says ", count, " images of ", rows, "x", cols, " (", expected,
+                     " bytes) but the file has ", data->size(), " bytes"));
   }
-  Tensor images({static_cast<int64_t>(count), static_cast<int64_t>(rows),
-                 static_cast<int64_t>(cols), 1});
+  Tensor images(
+      {static_cast<int64_t>(count), static_cast<int64_t>(rows), static_cast<int64_t>(cols), 1});
   const auto* pixels = reinterpret_cast<const unsigned char*>(data->data() + 16);
   for (int64_t i = 0; i < images.size(); ++i) images[i] = pixels[i] * (1.0f / 255.0f);
   return images;
@@ -80,14 +80,13 @@ absl::StatusOr<std::vector<int32_t>> ReadIdxLabels(const std::string& path) {
   }
   const uint32_t magic = BigEndian32(*data, 0);
   if (magic != 0x00000801) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": magic 0x", absl::Hex(magic), " is not an IDX label file's 0x00000801"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": magic 0x", absl::Hex(magic),
+                                                   " is not an IDX label file's 0x00000801"));
   }
   const uint64_t count = BigEndian32(*data, 4);
   if (8 + count != data->size()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": header says ", count,
-                                                   " labels but the file has ",
-                                                   data->size() - 8));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": header says ", count, " labels but the file has ", data->size() - 8));
   }
   std::vector<int32_t> labels(count);
   for (uint64_t i = 0; i < count; ++i) labels[i] = static_cast<unsigned char>((*data)[8 + i]);

@@ -1,7 +1,6 @@
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
-
-#include <catch2/catch.hpp>
 
 #include "data/csv_reader.h"
 #include "data/fashion_mnist.h"

@@ -12,7 +12,8 @@ ClickLog SyntheticClicks(const SyntheticClicksOptions& o) {
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   // Hidden factors and biases; popular users and items by a skewed draw.
-  std::vector<double> user(o.users * o.factors), item(o.items * o.factors), user_bias(o.users), item_bias(o.items);
+  std::vector<double> user(o.users * o.factors), item(o.items * o.factors), user_bias(o.users),
+      item_bias(o.items);
   for (double& v : user) v = normal(random) / std::sqrt(static_cast<double>(o.factors));
   for (double& v : item) v = normal(random);
   for (double& v : user_bias) v = 0.5 * normal(random);
@@ -24,10 +25,13 @@ ClickLog SyntheticClicks(const SyntheticClicksOptions& o) {
     e.features = Tensor({count, width});
     e.labels.resize(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) {
-      const int64_t u = static_cast<int64_t>(std::pow(uniform(random), 2.0) * static_cast<double>(o.users));
-      const int64_t v = static_cast<int64_t>(std::pow(uniform(random), 2.0) * static_cast<double>(o.items));
+      const int64_t u =
+          static_cast<int64_t>(std::pow(uniform(random), 2.0) * static_cast<double>(o.users));
+      const int64_t v =
+          static_cast<int64_t>(std::pow(uniform(random), 2.0) * static_cast<double>(o.items));
       double logit = -1.0 + user_bias[u] + item_bias[v];
-      for (int64_t f = 0; f < o.factors; ++f) logit += user[u * o.factors + f] * item[v * o.factors + f];
+      for (int64_t f = 0; f < o.factors; ++f)
+        logit += user[u * o.factors + f] * item[v * o.factors + f];
       float* row = e.features.data() + i * width;
       row[0] = static_cast<float>(u);
       row[1] = static_cast<float>(o.users + v);

@@ -28,8 +28,8 @@ struct SyntheticClicksOptions {
 
 struct ClickLog {
   TrainTest data;
-  double bayes_auc = 0;    // Of the true probabilities on the test set.
-  int64_t num_ids = 0;     // users + items: ids are in [0, num_ids).
+  double bayes_auc = 0;  // Of the true probabilities on the test set.
+  int64_t num_ids = 0;   // users + items: ids are in [0, num_ids).
   static constexpr int64_t kIdColumns = 2;
   static constexpr int64_t kNumericColumns = 3;
 };

@@ -18,7 +18,8 @@ int main() {
   const int64_t features = 28 * 28, classes = 10;
   Variable w{"w", Tensor({features, classes})}, b{"b", Tensor({classes})};
   GlorotUniform(w.value, features, classes, /*seed=*/s.rank() + 1, w.name);  // Different...
-  if (absl::Status st = s.BroadcastVariables({&w, &b}); !st.ok()) ExitWithStatus(st);  // ...then not.
+  if (absl::Status st = s.BroadcastVariables({&w, &b}); !st.ok())
+    ExitWithStatus(st);  // ...then not.
   // The reducer owns the gradient memory and averages it over the replicas.
   std::unique_ptr<GradientReducer> reducer = s.MakeGradientReducer({&w, &b});
 
@@ -34,7 +35,8 @@ int main() {
 
   KernelContext kernels({/*intra_op_threads=*/1, Precision::kFloat32});
   const int64_t batch = train->per_replica_batch_size;
-  absl::StatusOr<std::unique_ptr<DenseKernel>> dense = DenseKernel::Create(kernels, {batch, features, classes});
+  absl::StatusOr<std::unique_ptr<DenseKernel>> dense =
+      DenseKernel::Create(kernels, {batch, features, classes});
   if (!dense.ok()) ExitWithStatus(dense.status());
   Tensor logits({batch, classes}), dlogits({batch, classes});
   // Adam's moments for w and b.
@@ -49,7 +51,7 @@ int main() {
       reducer->BeginStep();
       (*dense)->Forward(kernels, x.features.data(), w.value.data(), b.value.data(), logits.data());
       absl::StatusOr<float> loss = SoftmaxCrossEntropy(logits.data(), x.labels.data(), batch,
-                                                      classes, nullptr, dlogits.data());
+                                                       classes, nullptr, dlogits.data());
       if (!loss.ok()) ExitWithStatus(loss.status());
       (*dense)->BackwardWeights(kernels, x.features.data(), dlogits.data(), w.grad, b.grad);
       reducer->Ready(&b);
@@ -65,7 +67,9 @@ int main() {
     // The mean loss over every replica's steps.
     double mean = loss_sum / train->steps_per_epoch;
     if (absl::Status st = s.Reduce(ReduceOp::kMean, &mean, 1); !st.ok()) ExitWithStatus(st);
-    if (s.is_chief()) std::printf("custom_training_loop: epoch %lld loss %.4f\n", static_cast<long long>(epoch), mean);
+    if (s.is_chief())
+      std::printf("custom_training_loop: epoch %lld loss %.4f\n", static_cast<long long>(epoch),
+                  mean);
     last_loss = static_cast<float>(mean);
   }
   if (absl::Status st = s.Shutdown(); !st.ok()) ExitWithStatus(st);

@@ -1,6 +1,5 @@
 // Builds (as a dependency) and runs the examples on a 2-worker localhost cluster.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <fstream>

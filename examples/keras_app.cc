@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
   fit.batch_size = 128;
   fit.validation_data = &test;
   // Stop when val_loss stops improving; every worker stops at the same epoch.
-  EarlyStopping early_stopping({.monitor = "val_loss", .patience = 2, .restore_best_weights = true});
+  EarlyStopping early_stopping(
+      {.monitor = "val_loss", .patience = 2, .restore_best_weights = true});
   fit.callbacks = {&early_stopping};
   absl::StatusOr<History> history = model.Fit(train, fit);
   if (!history.ok()) ExitWithStatus(history.status());

@@ -12,8 +12,9 @@ absl::StatusOr<ActivationFunction> ActivationFunction::Parse(const std::string& 
     return f;
   }
   if (!ParseActivation(name, &f.elementwise_)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown activation \"", name, "\"; expected relu, tanh, sigmoid, gelu, softmax or linear"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown activation \"", name,
+                     "\"; expected relu, tanh, sigmoid, gelu, softmax or linear"));
   }
   f.name_ = std::string(ActivationName(f.elementwise_));
   return f;
@@ -33,9 +34,10 @@ absl::Status ActivationFunction::Forward(KernelContext& k, const Tensor& z, Tens
     kernel->Forward(k, z.data(), y->data());
     return absl::OkStatus();
   }
-  RW_ASSIGN_OR_RETURN(ActivationKernel * kernel, elementwise_kernels_->Get(z.size(), [&](int64_t n) {
-    return ActivationKernel::Create(k, elementwise_, n);
-  }));
+  RW_ASSIGN_OR_RETURN(ActivationKernel * kernel,
+                      elementwise_kernels_->Get(z.size(), [&](int64_t n) {
+                        return ActivationKernel::Create(k, elementwise_, n);
+                      }));
   kernel->Forward(k, z.data(), y->data());
   return absl::OkStatus();
 }
@@ -55,9 +57,10 @@ absl::Status ActivationFunction::Backward(KernelContext& k, const Tensor& z, con
     kernel->Backward(k, y.data(), dy.data(), dz->data());
     return absl::OkStatus();
   }
-  RW_ASSIGN_OR_RETURN(ActivationKernel * kernel, elementwise_kernels_->Get(z.size(), [&](int64_t n) {
-    return ActivationKernel::Create(k, elementwise_, n);
-  }));
+  RW_ASSIGN_OR_RETURN(ActivationKernel * kernel,
+                      elementwise_kernels_->Get(z.size(), [&](int64_t n) {
+                        return ActivationKernel::Create(k, elementwise_, n);
+                      }));
   kernel->Backward(k, z.data(), dy.data(), dz->data());
   return absl::OkStatus();
 }

@@ -3,14 +3,17 @@
 namespace ringwork {
 namespace {
 
-SymbolicTensor ConvBn(const SymbolicTensor& x, int64_t filters, int64_t kernel, int64_t strides, bool sync) {
-  return Apply(sync ? SyncBatchNormalization({.momentum = 0.9f}) : BatchNormalization({.momentum = 0.9f}),
-               Apply(Conv2D(filters, kernel, {.strides = strides, .padding = "same", .use_bias = false}), x));
+SymbolicTensor ConvBn(const SymbolicTensor& x, int64_t filters, int64_t kernel, int64_t strides,
+                      bool sync) {
+  return Apply(
+      sync ? SyncBatchNormalization({.momentum = 0.9f}) : BatchNormalization({.momentum = 0.9f}),
+      Apply(Conv2D(filters, kernel, {.strides = strides, .padding = "same", .use_bias = false}),
+            x));
 }
 
 // conv-bn-relu, conv-bn, plus the shortcut (projected when the shape changes), relu.
-SymbolicTensor ResidualBlock(const SymbolicTensor& x, int64_t filters, int64_t strides, bool project,
-                             bool sync) {
+SymbolicTensor ResidualBlock(const SymbolicTensor& x, int64_t filters, int64_t strides,
+                             bool project, bool sync) {
   SymbolicTensor h = Apply(ActivationLayer("relu"), ConvBn(x, filters, 3, strides, sync));
   h = ConvBn(h, filters, 3, 1, sync);
   const SymbolicTensor shortcut = project ? ConvBn(x, filters, 1, strides, sync) : x;

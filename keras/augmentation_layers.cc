@@ -21,8 +21,9 @@ class RandomFlipLayer : public Layer {
     horizontal_ = mode_ == "horizontal" || mode_ == "horizontal_and_vertical";
     vertical_ = mode_ == "vertical" || mode_ == "horizontal_and_vertical";
     if (!horizontal_ && !vertical_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name_, ": mode \"", mode_, "\" must be \"horizontal\", \"vertical\" or \"horizontal_and_vertical\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": mode \"", mode_,
+                       "\" must be \"horizontal\", \"vertical\" or \"horizontal_and_vertical\""));
     }
     if (input.size() != 3) {
       return absl::InvalidArgumentError(
@@ -59,8 +60,9 @@ class RandomFlipLayer : public Layer {
                         Tensor* dx) override {
     if (dx == nullptr) return absl::OkStatus();
     if (dy.dim(0) != static_cast<int64_t>(flips_.size())) {
-      return absl::FailedPreconditionError(absl::StrCat(name_, ": backward of a batch of ", dy.dim(0),
-                                                        " after a forward pass of ", flips_.size()));
+      return absl::FailedPreconditionError(absl::StrCat(name_, ": backward of a batch of ",
+                                                        dy.dim(0), " after a forward pass of ",
+                                                        flips_.size()));
     }
     dx->Resize(x.shape());
     Apply(dy, dx);
@@ -84,7 +86,8 @@ class RandomFlipLayer : public Layer {
           continue;
         }
         for (int64_t j = 0; j < width; ++j) {
-          std::memcpy(to + j * channels, from + (width - 1 - j) * channels, sizeof(float) * channels);
+          std::memcpy(to + j * channels, from + (width - 1 - j) * channels,
+                      sizeof(float) * channels);
         }
       }
     }

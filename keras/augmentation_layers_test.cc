@@ -1,10 +1,9 @@
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "keras/layers.h"
 #include "tensor/tensor.h"
@@ -62,7 +61,8 @@ std::vector<int> FlipsAtStep(Layer& layer, int64_t step, const Tensor& x) {
   return HowFlipped(x, y);
 }
 
-TEST_CASE("RandomFlip flips whole examples at random in training, none in inference", "[augmentation]") {
+TEST_CASE("RandomFlip flips whole examples at random in training, none in inference",
+          "[augmentation]") {
   const Tensor x = Images();
   for (const std::string mode : {"horizontal", "vertical", "horizontal_and_vertical"}) {
     INFO(mode);
@@ -92,7 +92,8 @@ TEST_CASE("RandomFlip flips whole examples at random in training, none in infere
   }
 }
 
-TEST_CASE("RandomFlip's gradient is the same flip: <flip(x), dy> = <x, backward(dy)>", "[augmentation]") {
+TEST_CASE("RandomFlip's gradient is the same flip: <flip(x), dy> = <x, backward(dy)>",
+          "[augmentation]") {
   std::unique_ptr<Layer> layer = Built("horizontal_and_vertical");
   KernelContext kernels({1, Precision::kFloat32});
   Tensor x = Images(), dy({kBatch, kHeight, kWidth, kChannels}), y, dx;
@@ -111,18 +112,21 @@ TEST_CASE("RandomFlip's gradient is the same flip: <flip(x), dy> = <x, backward(
   CHECK(forward_pairs == backward_pairs);
 }
 
-TEST_CASE("RandomFlip refuses a mode it does not know and inputs that are not images", "[augmentation]") {
+TEST_CASE("RandomFlip refuses a mode it does not know and inputs that are not images",
+          "[augmentation]") {
   std::unique_ptr<Layer> layer = RandomFlip("sideways");
   layer->set_name("random_flip");
   absl::StatusOr<Shape> built = layer->Build({3, 4, 2}, BuildContext{1});
   REQUIRE(!built.ok());
   CHECK(std::string(built.status().message()) ==
-        "random_flip: mode \"sideways\" must be \"horizontal\", \"vertical\" or \"horizontal_and_vertical\"");
+        "random_flip: mode \"sideways\" must be \"horizontal\", \"vertical\" or "
+        "\"horizontal_and_vertical\"");
   layer = RandomFlip();
   layer->set_name("random_flip");
   built = layer->Build({12}, BuildContext{1});
   REQUIRE(!built.ok());
-  CHECK(std::string(built.status().message()) == "random_flip needs [height, width, channels] inputs, got [12]");
+  CHECK(std::string(built.status().message()) ==
+        "random_flip needs [height, width, channels] inputs, got [12]");
 }
 
 }  // namespace

@@ -48,7 +48,8 @@ absl::Status ProgressBar::OnEpochBegin(int64_t epoch) {
 }
 
 int64_t ProgressBar::EpochSteps() const {
-  return model_ != nullptr && model_->fit_epoch_steps() > 0 ? model_->fit_epoch_steps() : info_.steps_per_epoch;
+  return model_ != nullptr && model_->fit_epoch_steps() > 0 ? model_->fit_epoch_steps()
+                                                            : info_.steps_per_epoch;
 }
 
 std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const {
@@ -61,8 +62,8 @@ std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const 
   text += std::string(done, '=');
   if (done < bar) text += ">" + std::string(bar - done - 1, '.');
   text += "]";
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                       epoch_start_).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
   // A resumed epoch starts in its middle: rates count the steps run here.
   const int64_t run = step - std::max<int64_t>(first_step_, 0);
   const double per_step = elapsed / std::max<int64_t>(run, 1);
@@ -75,12 +76,15 @@ std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const 
     if (name.rfind("val_", 0) == 0 || IsTimingLog(name)) continue;
     absl::StrAppendFormat(&text, " - %s: %s", name, LogValue(value));
   }
-  absl::StrAppendFormat(&text, " - %.0f samples/s",
-                        run * (model_ != nullptr && model_->fit_global_batch() > 0 ? model_->fit_global_batch()
-                                                                                : info_.global_batch_size) /
-                            std::max(elapsed, 1e-9));
+  absl::StrAppendFormat(
+      &text, " - %.0f samples/s",
+      run *
+          (model_ != nullptr && model_->fit_global_batch() > 0 ? model_->fit_global_batch()
+                                                               : info_.global_batch_size) /
+          std::max(elapsed, 1e-9));
   for (const auto& [name, value] : logs) {
-    if (name.rfind("val_", 0) == 0) absl::StrAppendFormat(&text, " - %s: %s", name, LogValue(value));
+    if (name.rfind("val_", 0) == 0)
+      absl::StrAppendFormat(&text, " - %s: %s", name, LogValue(value));
   }
   // The step breakdown, at an epoch's end: "- step: 62% compute, 21% hidden comm, ...".
   auto figure = [&](const char* name) {
@@ -88,9 +92,10 @@ std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const 
     return it == logs.end() ? -1.0 : it->second;
   };
   if (figure("compute") >= 0) {
-    absl::StrAppendFormat(&text, " - step: %.0f%% compute, %.0f%% hidden comm, %.0f%% exposed comm, %.0f%% data wait",
-                          100 * figure("compute"), 100 * figure("hidden_communication"),
-                          100 * figure("exposed_communication"), 100 * figure("data_wait"));
+    absl::StrAppendFormat(
+        &text, " - step: %.0f%% compute, %.0f%% hidden comm, %.0f%% exposed comm, %.0f%% data wait",
+        100 * figure("compute"), 100 * figure("hidden_communication"),
+        100 * figure("exposed_communication"), 100 * figure("data_wait"));
     auto rank = logs.find("slowest_worker/rank");
     auto lead = logs.find("slowest_worker/others_waited_ms");
     if (rank != logs.end() && lead != logs.end()) {
@@ -117,8 +122,7 @@ absl::Status ProgressBar::OnBatchEnd(int64_t step, const Logs& logs) {
 }
 
 absl::Status ProgressBar::OnEpochEnd(int64_t, const Logs& logs) {
-  std::fprintf(out_, "%s%s\n", terminal_ ? "\r" : "",
-               Line(EpochSteps(), logs, true).c_str());
+  std::fprintf(out_, "%s%s\n", terminal_ ? "\r" : "", Line(EpochSteps(), logs, true).c_str());
   std::fflush(out_);
   return absl::OkStatus();
 }

@@ -39,8 +39,8 @@ struct TrainInfo {
   int replicas = 1;
   bool is_chief = true;
   AutoShardPolicy shard_policy = AutoShardPolicy::kData;
-  uint64_t shuffle_seed = 0;       // As agreed (the chief's).
-  int64_t examples_per_pass = 0;   // Over every worker.
+  uint64_t shuffle_seed = 0;      // As agreed (the chief's).
+  int64_t examples_per_pass = 0;  // Over every worker.
 };
 
 // Where training is: `step` steps done in all, the next one being step

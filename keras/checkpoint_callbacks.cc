@@ -13,7 +13,8 @@ namespace {
 // every worker learns whether the chief could (a locked directory fails them all).
 absl::StatusOr<std::unique_ptr<CheckpointDirectory>> OpenOnChief(Model& model,
                                                                  const std::string& dir, int keep) {
-  absl::StatusOr<std::unique_ptr<CheckpointDirectory>> opened = std::unique_ptr<CheckpointDirectory>();
+  absl::StatusOr<std::unique_ptr<CheckpointDirectory>> opened =
+      std::unique_ptr<CheckpointDirectory>();
   if (dir.empty()) {
     opened = absl::InvalidArgumentError("a checkpoint callback needs a directory");
   } else if (model.strategy()->is_chief()) {
@@ -45,8 +46,8 @@ absl::StatusOr<bool> TakeOverDirectory(Model& model, const std::string& dir, int
   if (shared.ok()) return true;
   if (model.strategy()->ring_failed() || IsPeerFailure(shared)) return shared;
   if (model.strategy()->is_chief()) {
-    RW_LOG(WARNING) << "elastic training: no checkpoints in " << dir << " yet: "
-                    << status.message() << " (a previous chief that was stopped, not killed, "
+    RW_LOG(WARNING) << "elastic training: no checkpoints in " << dir << " yet: " << status.message()
+                    << " (a previous chief that was stopped, not killed, "
                     << "holds its lock until it resumes and exits); every save tries again and "
                     << "is skipped until then";
   }
@@ -63,18 +64,21 @@ absl::Status ModelCheckpoint::OnTrainBegin(const TrainInfo& info) {
 
 absl::Status ModelCheckpoint::OnRegroup(const TrainInfo& info) {
   info_ = info;
-  RW_ASSIGN_OR_RETURN(const bool usable, TakeOverDirectory(*model_, options_.directory, options_.keep, &dir_));
+  RW_ASSIGN_OR_RETURN(const bool usable,
+                      TakeOverDirectory(*model_, options_.directory, options_.keep, &dir_));
   paused_ = !usable;
   return absl::OkStatus();
 }
 
 absl::Status ModelCheckpoint::Save(const TrainPosition& position, bool final) {
   if (paused_) {
-    RW_ASSIGN_OR_RETURN(const bool usable, TakeOverDirectory(*model_, options_.directory, options_.keep, &dir_));
+    RW_ASSIGN_OR_RETURN(const bool usable,
+                        TakeOverDirectory(*model_, options_.directory, options_.keep, &dir_));
     paused_ = !usable;
     if (paused_) return absl::OkStatus();
   }
-  RW_ASSIGN_OR_RETURN(std::string path, SaveTrainingState(*model_, dir_.get(), position, final, &info_));
+  RW_ASSIGN_OR_RETURN(std::string path,
+                      SaveTrainingState(*model_, dir_.get(), position, final, &info_));
   if (!path.empty()) last_path_ = path;
   last_ = position;
   return absl::OkStatus();
@@ -105,9 +109,9 @@ absl::Status ModelCheckpoint::OnTrainEnd(const Logs&) {
   end.step_in_epoch = 0;
   absl::Status status = Save(end, true);
   if (status.ok() && paused_) {
-    status = absl::UnavailableError(absl::StrCat(
-        "the final checkpoint was not written in ", options_.directory,
-        ": a previous chief, stopped but not gone, still holds its lock"));
+    status = absl::UnavailableError(
+        absl::StrCat("the final checkpoint was not written in ", options_.directory,
+                     ": a previous chief, stopped but not gone, still holds its lock"));
   }
   dir_.reset();
   return status;
@@ -126,7 +130,8 @@ absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
   // A recorded data position (a per-replica run's) names the examples under any
   // global batch, for a run that keeps per-replica batches too.
   const absl::Status same = loaded->settings.SameDataPosition(
-      TrainSettings::From(info), /*position_recorded=*/model_->strategy()->per_replica_batch() && at.data_pass >= 0);
+      TrainSettings::From(info),
+      /*position_recorded=*/model_->strategy()->per_replica_batch() && at.data_pass >= 0);
   if (!same.ok()) {
     if (options_.resume_policy == ResumePolicy::kExact) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -137,8 +142,9 @@ absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
     // The next epoch boundary of the run as it was, in the run as it is now.
     const int64_t epoch = at.step_in_epoch == 0 ? at.epoch : at.epoch + 1;
     if (info.is_chief) {
-      RW_LOG(WARNING) << "BackupAndRestore: " << same.message() << "; resuming at the start of epoch "
-                      << epoch + 1 << " (--resume_policy=epoch): the rest of epoch " << at.epoch + 1
+      RW_LOG(WARNING) << "BackupAndRestore: " << same.message()
+                      << "; resuming at the start of epoch " << epoch + 1
+                      << " (--resume_policy=epoch): the rest of epoch " << at.epoch + 1
                       << " is skipped";
     }
     at = TrainPosition{epoch, 0, epoch * info.steps_per_epoch};
@@ -155,14 +161,16 @@ absl::Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
 
 absl::Status BackupAndRestore::OnRegroup(const TrainInfo& info) {
   info_ = info;
-  RW_ASSIGN_OR_RETURN(const bool usable, TakeOverDirectory(*model_, options_.backup_dir, /*keep=*/1, &dir_));
+  RW_ASSIGN_OR_RETURN(const bool usable,
+                      TakeOverDirectory(*model_, options_.backup_dir, /*keep=*/1, &dir_));
   paused_ = !usable;
   return absl::OkStatus();
 }
 
 absl::Status BackupAndRestore::Save(const TrainPosition& position) {
   if (paused_) {
-    RW_ASSIGN_OR_RETURN(const bool usable, TakeOverDirectory(*model_, options_.backup_dir, /*keep=*/1, &dir_));
+    RW_ASSIGN_OR_RETURN(const bool usable,
+                        TakeOverDirectory(*model_, options_.backup_dir, /*keep=*/1, &dir_));
     paused_ = !usable;
     if (paused_) return absl::OkStatus();
   }
@@ -184,8 +192,9 @@ absl::Status BackupAndRestore::OnPreempted(const TrainPosition& next) {
   RW_RETURN_IF_ERROR(Save(next));
   if (paused_) {
     if (info_.is_chief) {
-      RW_LOG(ERROR) << "preempted: NO backup saved in " << options_.backup_dir
-                    << " (a previous chief still holds its lock); a rerun resumes from an older one";
+      RW_LOG(ERROR)
+          << "preempted: NO backup saved in " << options_.backup_dir
+          << " (a previous chief still holds its lock); a rerun resumes from an older one";
     }
     return absl::OkStatus();
   }

@@ -9,8 +9,8 @@
 // one and fit resumes there; it backs up every epoch or every N steps; on SIGTERM
 // every worker stops at the next step boundary after a backup (exit 143); when fit
 // completes, and every other callback has ended (the final checkpoint is durable),
-// the backup is removed (a SIGTERM or a failure before that keeps it). Rerunning the same job after a failure ends
-// with the same weights as a run that never failed.
+// the backup is removed (a SIGTERM or a failure before that keeps it). Rerunning the same job after
+// a failure ends with the same weights as a run that never failed.
 //
 //   BackupAndRestore backup({.backup_dir = "/ckpt/backup", .save_freq_steps = 100});
 //   ModelCheckpoint checkpoints({.directory = "/ckpt/models"});
@@ -57,7 +57,7 @@ class ModelCheckpoint : public Callback {
   TrainInfo info_;
   TrainPosition last_{};
   std::unique_ptr<CheckpointDirectory> dir_;  // The chief's.
-  bool paused_ = false;  // A new chief could not take the directory over yet.
+  bool paused_ = false;                       // A new chief could not take the directory over yet.
   std::string last_path_;
 };
 
@@ -69,7 +69,7 @@ enum class ResumePolicy { kExact, kEpoch };
 
 struct BackupOptions {
   std::string backup_dir;
-  int64_t save_freq_steps = 0;  // 0: at the end of every epoch.
+  int64_t save_freq_steps = 0;    // 0: at the end of every epoch.
   bool delete_checkpoint = true;  // Remove the backup when fit completes.
   ResumePolicy resume_policy = ResumePolicy::kExact;
 };
@@ -98,7 +98,7 @@ class BackupAndRestore : public Callback {
   bool restored_ = false;
   TrainPosition restored_at_{};
   std::unique_ptr<CheckpointDirectory> dir_;  // The chief's.
-  bool paused_ = false;  // A new chief could not take the directory over yet.
+  bool paused_ = false;                       // A new chief could not take the directory over yet.
   std::unique_ptr<ScopedTerminationHandler> sigterm_;
 };
 

@@ -2,24 +2,24 @@
 // of real workers: a fit that fails or is preempted and is run again ends with the
 // weights of a fit that never stopped, bit for bit; checkpoints of another model
 // or corrupt ones are refused on every worker.
+#include "keras/checkpoint_callbacks.h"
+
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
-#include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "base/exit_code.h"
 #include "base/status_macros.h"
 #include "base/termination.h"
 #include "data/fashion_mnist.h"
-#include "keras/checkpoint_callbacks.h"
 #include "keras/sequential.h"
 #include "keras/training_state.h"
-#include "testing/temp_dir.h"
 #include "testing/local_cluster.h"
+#include "testing/temp_dir.h"
 
 namespace ringwork {
 namespace {
@@ -27,7 +27,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const Dataset& TrainData() {
-  static const Dataset* data = new Dataset(Dataset::FromExamples(SyntheticImages(960, 0, 11).train));
+  static const Dataset* data =
+      new Dataset(Dataset::FromExamples(SyntheticImages(960, 0, 11).train));
   return *data;
 }
 
@@ -68,9 +69,11 @@ class FailAfterStep : public Callback {
 // Requests termination (as SIGTERM would) on one worker after global step `at`.
 class TerminateAfterStep : public FailAfterStep {
  public:
-  TerminateAfterStep(int64_t at, int rank, int my_rank) : FailAfterStep(at), at_(at), rank_(rank), my_rank_(my_rank) {}
+  TerminateAfterStep(int64_t at, int rank, int my_rank)
+      : FailAfterStep(at), at_(at), rank_(rank), my_rank_(my_rank) {}
   absl::Status OnBatchEnd(int64_t step, const Logs& logs) override {
-    if (my_rank_ == rank_ && !FailAfterStep::OnBatchEnd(step, logs).ok()) RequestTerminationForTest();
+    if (my_rank_ == rank_ && !FailAfterStep::OnBatchEnd(step, logs).ok())
+      RequestTerminationForTest();
     return absl::OkStatus();
   }
 
@@ -168,7 +171,8 @@ TEST_CASE("termination on one worker stops every worker after a backup (143)", "
   const uint64_t expected = Uninterrupted();
   const std::string dir = FreshTestDir("backup_sigterm");
   ClearTerminationRequestForTest();
-  FitRun stopped = RunFit(dir, 0, [](int rank) { return std::make_unique<TerminateAfterStep>(19, 1, rank); });
+  FitRun stopped =
+      RunFit(dir, 0, [](int rank) { return std::make_unique<TerminateAfterStep>(19, 1, rank); });
   ClearTerminationRequestForTest();
   for (const absl::Status& s : stopped.results) {
     INFO(s.message());
@@ -202,7 +206,8 @@ std::vector<absl::Status> WithModel(int hidden,
   });
 }
 
-TEST_CASE("ModelCheckpoint keeps the newest, marks the last final, and restores exactly", "[checkpoint]") {
+TEST_CASE("ModelCheckpoint keeps the newest, marks the last final, and restores exactly",
+          "[checkpoint]") {
   const std::string dir = FreshTestDir("model_checkpoints");
   std::vector<uint64_t> trained(kWorkers);
   LocalCluster::Options options;
@@ -248,9 +253,8 @@ TEST_CASE("ModelCheckpoint keeps the newest, marks the last final, and restores 
   }
 
   SECTION("another model's checkpoint is refused on every worker with 7") {
-    auto refused = WithModel(48, [&](Sequential& model, int) {
-      return RestoreTrainingState(model, files[1]).status();
-    });
+    auto refused = WithModel(
+        48, [&](Sequential& model, int) { return RestoreTrainingState(model, files[1]).status(); });
     for (const absl::Status& s : refused) {
       INFO(s.message());
       CHECK(ExitCodeFor(s) == kMismatch);
@@ -270,9 +274,8 @@ TEST_CASE("ModelCheckpoint keeps the newest, marks the last final, and restores 
       f.seekp(-7, std::ios::end);
       f.put(static_cast<char>(c ^ 0x10));
     }
-    auto refused = WithModel(32, [&](Sequential& model, int) {
-      return RestoreTrainingState(model, files[1]).status();
-    });
+    auto refused = WithModel(
+        32, [&](Sequential& model, int) { return RestoreTrainingState(model, files[1]).status(); });
     for (const absl::Status& s : refused) {
       INFO(s.message());
       CHECK(ExitCodeFor(s) == kInvalidCheckpoint);
@@ -314,7 +317,8 @@ TEST_CASE("the backup outlives a SIGTERM or a failed write at the end of trainin
     const bool sigterm = how == DisturbTrainEnd::How::kSigterm;
     INFO((sigterm ? "SIGTERM on worker 1 while the final checkpoint is written"
                   : "the chief's final checkpoint write fails"));
-    const std::string backup_dir = FreshTestDir(sigterm ? "end_backup_sigterm" : "end_backup_write");
+    const std::string backup_dir =
+        FreshTestDir(sigterm ? "end_backup_sigterm" : "end_backup_write");
     const std::string models = FreshTestDir(sigterm ? "end_models_sigterm" : "end_models_write");
     auto fit_once = [&](bool disturb, std::vector<uint64_t>* hashes) {
       LocalCluster::Options options;
@@ -387,31 +391,35 @@ TEST_CASE("a worker that fails to end training keeps every worker's backup", "[b
   const std::string backup_dir = FreshTestDir("end_backup_fail");
   LocalCluster::Options options;
   options.num_workers = kWorkers;
-  std::vector<absl::Status> results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
-    auto scope = w.strategy->scope();
-    Sequential model;
-    RW_RETURN_IF_ERROR(BuildModel(model));
-    BackupAndRestore backup({.backup_dir = backup_dir});
-    DisturbTrainEnd failure(DisturbTrainEnd::How::kFail, 1, w.rank, "");
-    FitOptions fit;
-    fit.epochs = kEpochs;
-    fit.batch_size = kBatch;
-    fit.verbose = 0;
-    fit.callbacks = {&backup, &failure};
-    return model.Fit(TrainData(), fit).status();
-  });
+  std::vector<absl::Status> results =
+      LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+        auto scope = w.strategy->scope();
+        Sequential model;
+        RW_RETURN_IF_ERROR(BuildModel(model));
+        BackupAndRestore backup({.backup_dir = backup_dir});
+        DisturbTrainEnd failure(DisturbTrainEnd::How::kFail, 1, w.rank, "");
+        FitOptions fit;
+        fit.epochs = kEpochs;
+        fit.batch_size = kBatch;
+        fit.verbose = 0;
+        fit.callbacks = {&backup, &failure};
+        return model.Fit(TrainData(), fit).status();
+      });
   INFO(results[0].message());
   CHECK(absl::IsUnavailable(results[0]));
-  CHECK(results[0].message().find("1 other worker(s) failed to end training") != absl::string_view::npos);
+  CHECK(results[0].message().find("1 other worker(s) failed to end training") !=
+        absl::string_view::npos);
   INFO(results[1].message());
-  CHECK(results[1].message().find("simulated failure at the end of training") != absl::string_view::npos);
+  CHECK(results[1].message().find("simulated failure at the end of training") !=
+        absl::string_view::npos);
   REQUIRE(LatestCheckpoint(backup_dir).ok());
   CHECK(*LatestCheckpoint(backup_dir) == backup_dir + "/" + CheckpointFileName(45));
 }
 
 // A fit with a backup, on `workers` workers with a global `batch`.
 std::vector<absl::Status> FitWithBackup(const std::string& dir, int workers, int64_t batch,
-                                        ResumePolicy policy, std::vector<TrainPosition>* restored_at,
+                                        ResumePolicy policy,
+                                        std::vector<TrainPosition>* restored_at,
                                         int64_t fail_after = -1) {
   LocalCluster::Options options;
   options.num_workers = workers;
@@ -433,8 +441,10 @@ std::vector<absl::Status> FitWithBackup(const std::string& dir, int workers, int
   });
 }
 
-TEST_CASE("a resume whose data position would mean other examples is refused, or starts "
-          "the next epoch when asked", "[backup]") {
+TEST_CASE(
+    "a resume whose data position would mean other examples is refused, or starts "
+    "the next epoch when asked",
+    "[backup]") {
   const std::string dir = FreshTestDir("backup_settings");
   std::vector<TrainPosition> at;
   // 2 workers, global batch 64 (15 steps an epoch): fails after step 22, backed up at 20.
@@ -445,7 +455,8 @@ TEST_CASE("a resume whose data position would mean other examples is refused, or
     for (const absl::Status& s : FitWithBackup(dir, 2, 2 * kBatch, ResumePolicy::kExact, &at)) {
       INFO(s.message());
       CHECK(ExitCodeFor(s) == kMismatch);
-      CHECK(s.message().find("global batch size 64 in the checkpoint, 128 now") != absl::string_view::npos);
+      CHECK(s.message().find("global batch size 64 in the checkpoint, 128 now") !=
+            absl::string_view::npos);
       CHECK(s.message().find("--resume_policy=epoch") != absl::string_view::npos);
     }
   }
@@ -476,7 +487,8 @@ TEST_CASE("a resume whose data position would mean other examples is refused, or
 
 TEST_CASE("a second job cannot back up into a directory in use", "[backup]") {
   const std::string dir = FreshTestDir("backup_locked");
-  absl::StatusOr<std::unique_ptr<CheckpointDirectory>> held = CheckpointDirectory::OpenForWriting(dir, 1);
+  absl::StatusOr<std::unique_ptr<CheckpointDirectory>> held =
+      CheckpointDirectory::OpenForWriting(dir, 1);
   REQUIRE(held.ok());
   FitRun run = RunFit(dir, 0, nullptr);
   for (const absl::Status& s : run.results) {

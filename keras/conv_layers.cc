@@ -20,8 +20,8 @@ absl::StatusOr<Padding> ParsePadding(const std::string& layer, const std::string
 
 absl::Status NeedImage(const std::string& layer, const Shape& input) {
   if (input.size() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        layer, " needs [height, width, channels] inputs, got ", ShapeString(input)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(layer, " needs [height, width, channels] inputs, got ", ShapeString(input)));
   }
   return absl::OkStatus();
 }
@@ -37,14 +37,22 @@ class Conv2DLayer : public Layer {
     RW_RETURN_IF_ERROR(NeedImage(name_, input));
     RW_ASSIGN_OR_RETURN(activation_, ActivationFunction::Parse(options_.activation));
     RW_ASSIGN_OR_RETURN(Padding padding, ParsePadding(name_, options_.padding));
-    shape_ = Conv2DShape{1, input[0], input[1], input[2], filters_, kernel_size_, kernel_size_,
-                         options_.strides, options_.strides, padding};
+    shape_ = Conv2DShape{1,
+                         input[0],
+                         input[1],
+                         input[2],
+                         filters_,
+                         kernel_size_,
+                         kernel_size_,
+                         options_.strides,
+                         options_.strides,
+                         padding};
     if (filters_ <= 0 || kernel_size_ <= 0 || options_.strides <= 0 || shape_.rows().out <= 0 ||
         shape_.cols().out <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name_, ": ", filters_, " filters of ", kernel_size_, "x", kernel_size_, " with stride ",
-          options_.strides, " and ", options_.padding, " padding do not fit a ",
-          ShapeString(input), " input"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": ", filters_, " filters of ", kernel_size_, "x", kernel_size_,
+                       " with stride ", options_.strides, " and ", options_.padding,
+                       " padding do not fit a ", ShapeString(input), " input"));
     }
     Variable* kernel = AddVariable("kernel", {kernel_size_, kernel_size_, input[2], filters_});
     GlorotUniform(kernel->value, kernel_size_ * kernel_size_ * input[2],
@@ -110,11 +118,12 @@ class PoolLayer : public Layer {
     RW_RETURN_IF_ERROR(NeedImage(name_, input));
     RW_ASSIGN_OR_RETURN(Padding padding, ParsePadding(name_, options_.padding));
     const int64_t stride = options_.strides > 0 ? options_.strides : pool_;
-    shape_ = Pool2DShape{kind_, 1, input[0], input[1], input[2], pool_, pool_, stride, stride,
-                         padding};
+    shape_ =
+        Pool2DShape{kind_, 1, input[0], input[1], input[2], pool_, pool_, stride, stride, padding};
     if (pool_ <= 0 || shape_.rows().out <= 0 || shape_.cols().out <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name_, ": a ", pool_, "x", pool_, " window does not fit a ", ShapeString(input), " input"));
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": a ", pool_, "x", pool_,
+                                                     " window does not fit a ", ShapeString(input),
+                                                     " input"));
     }
     output_shape_ = {shape_.rows().out, shape_.cols().out, input[2]};
     return output_shape_;

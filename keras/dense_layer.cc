@@ -20,7 +20,8 @@ class DenseLayer : public Layer, public SoftmaxOutput {
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
     if (units_ <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": units must be positive, got ", units_));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": units must be positive, got ", units_));
     }
     RW_ASSIGN_OR_RETURN(activation_, ActivationFunction::Parse(options_.activation));
     in_ = NumElements(input);

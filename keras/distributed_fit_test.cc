@@ -1,12 +1,10 @@
 // fit() on in-process clusters of real workers: every replica ends with the same
 // weights, bit for bit, and reports the same history.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include <catch2/catch.hpp>
-
 #include "base/exit_code.h"
-
 #include "base/status_macros.h"
 #include "data/fashion_mnist.h"
 #include "keras/sequential.h"
@@ -25,7 +23,8 @@ TEST_CASE("replicas stay bit-identical and agree on every number", "[distributed
     LocalCluster::Options options;
     options.num_workers = 3;
     options.strategy.inter_op_threads = inter_op;
-    options.strategy.communication.bytes_per_pack = 64 << 10;  // Several packs (in one all-reduce without overlap).
+    options.strategy.communication.bytes_per_pack =
+        64 << 10;  // Several packs (in one all-reduce without overlap).
     std::vector<uint64_t> fingerprints(3);
     std::vector<double> losses(3), accuracies(3);
     auto results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
@@ -102,7 +101,8 @@ std::vector<float> TrainedWeights(int num_workers, const Dataset& train, int64_t
 
 // The largest |a[i] - b[i]| and the largest |b[i]|: how far two runs' weights are
 // apart, against their size.
-std::pair<double, double> LargestDifference(const std::vector<float>& a, const std::vector<float>& b) {
+std::pair<double, double> LargestDifference(const std::vector<float>& a,
+                                            const std::vector<float>& b) {
   double worst = 0, largest = 0;
   for (size_t i = 0; i < b.size(); ++i) {
     worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
@@ -122,7 +122,8 @@ struct MovingStatistics {
 MovingStatistics TrainedMovingStatistics(int num_workers, const Dataset& train) {
   LocalCluster::Options options;
   options.num_workers = num_workers;
-  MovingStatistics out{std::vector<std::vector<float>>(num_workers), std::vector<uint64_t>(num_workers)};
+  MovingStatistics out{std::vector<std::vector<float>>(num_workers),
+                       std::vector<uint64_t>(num_workers)};
   auto results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
     auto scope = w.strategy->scope();
     Sequential model;
@@ -140,7 +141,8 @@ MovingStatistics TrainedMovingStatistics(int num_workers, const Dataset& train) 
     RW_RETURN_IF_ERROR(model.Fit(train, fit).status());
     for (const Variable* v : model.weights()) {
       if (v->name.find("moving_") == std::string::npos) continue;
-      out.per_worker[w.rank].insert(out.per_worker[w.rank].end(), v->value.data(), v->value.data() + v->size());
+      out.per_worker[w.rank].insert(out.per_worker[w.rank].end(), v->value.data(),
+                                    v->value.data() + v->size());
     }
     out.fingerprints[w.rank] = WeightsFingerprint(model);
     return absl::OkStatus();
@@ -152,8 +154,9 @@ MovingStatistics TrainedMovingStatistics(int num_workers, const Dataset& train) 
   return out;
 }
 
-TEST_CASE("BatchNormalization's moving statistics are the global batch's, identical on every replica",
-          "[distributed]") {
+TEST_CASE(
+    "BatchNormalization's moving statistics are the global batch's, identical on every replica",
+    "[distributed]") {
   // 962 = 10 x 96 + 2: the last global batch of each epoch leaves one of 3 workers
   // without an example (it adds zeros to the statistics).
   TrainTest data = SyntheticImages(962, 0, 23);
@@ -167,7 +170,7 @@ TEST_CASE("BatchNormalization's moving statistics are the global batch's, identi
   }
   const auto [worst, largest] = LargestDifference(multi.per_worker[0], single.per_worker[0]);
   INFO("largest difference " << worst << " of statistics up to " << largest);
-  CHECK(largest > 0.01);     // They moved from their start (zeros and ones).
+  CHECK(largest > 0.01);          // They moved from their start (zeros and ones).
   CHECK(worst < 1e-5 * largest);  // Only the order of additions differs.
 }
 
@@ -196,12 +199,14 @@ std::vector<float> TrainedNormalizedWeights(int num_workers, bool sync, const Da
     fit.verbose = 0;
     RW_RETURN_IF_ERROR(model.Fit(train, fit).status());
     if (w.rank == 0) {
-      for (const Variable* v : model.weights()) weights.insert(weights.end(), v->value.data(), v->value.data() + v->size());
+      for (const Variable* v : model.weights())
+        weights.insert(weights.end(), v->value.data(), v->value.data() + v->size());
     }
     // The moving statistics learned from the batches (they start at zero).
     for (const Variable* v : model.weights()) {
       if (v->name.find("moving_mean") == std::string::npos) continue;
-      if (std::all_of(v->value.data(), v->value.data() + v->size(), [](float x) { return x == 0.f; })) {
+      if (std::all_of(v->value.data(), v->value.data() + v->size(),
+                      [](float x) { return x == 0.f; })) {
         return absl::InternalError(absl::StrCat(v->name, " never moved"));
       }
     }
@@ -321,7 +326,8 @@ TEST_CASE("workers with different optimizer settings refuse to train", "[distrib
   for (int r = 0; r < 2; ++r) {
     INFO("worker " << r << ": " << results[r].message());
     CHECK(results[r].code() == absl::StatusCode::kFailedPrecondition);
-    CHECK_THAT(std::string(results[r].message()), Catch::Contains("`optimizer: adam, learning_rate 0.01,"));
+    CHECK_THAT(std::string(results[r].message()),
+               Catch::Contains("`optimizer: adam, learning_rate 0.01,"));
   }
 }
 

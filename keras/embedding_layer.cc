@@ -18,12 +18,14 @@ class EmbeddingLayer : public Layer {
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
     if (input_dim_ <= 0 || output_dim_ <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": input_dim and output_dim must be positive, got ",
-                                                     input_dim_, " and ", output_dim_));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": input_dim and output_dim must be positive, got ", input_dim_,
+                       " and ", output_dim_));
     }
     if (input_dim_ > (int64_t{1} << 24)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name_, ": input_dim ", input_dim_, " is above 2^24, the largest id a float input holds exactly"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": input_dim ", input_dim_,
+                       " is above 2^24, the largest id a float input holds exactly"));
     }
     table_ = AddVariable("embeddings", {input_dim_, output_dim_});
     table_->sparse_gradient = true;
@@ -39,9 +41,10 @@ class EmbeddingLayer : public Layer {
     for (int64_t i = 0; i < x.size(); ++i) {
       const float id = x.data()[i];
       if (!(id >= 0 && id < static_cast<float>(input_dim_) && id == std::floor(id))) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            name_, ": input value ", id, " (example ", i / std::max<int64_t>(1, x.size() / x.dim(0)),
-            " of the batch) is not an id in [0, ", input_dim_, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(name_, ": input value ", id, " (example ",
+                         i / std::max<int64_t>(1, x.size() / x.dim(0)),
+                         " of the batch) is not an id in [0, ", input_dim_, ")"));
       }
       ids_[i] = static_cast<int64_t>(id);
       std::memcpy(y->data() + i * output_dim_, table_->value.data() + ids_[i] * output_dim_,

@@ -1,9 +1,8 @@
 // Embedding: its table's gradient matches finite differences; bad ids are refused;
 // on 3 workers the sparse (ids, rows) all-gather and the dense all-reduce of the
 // table's gradient train to the same weights, replicas identical either way.
-#include <cmath>
-
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "base/status_macros.h"
 #include "keras/gradient_check_testing.h"
@@ -87,7 +86,8 @@ Trained Train(SparseReduction mode) {
     RW_RETURN_IF_ERROR(model.Fit(*data, fit).status());
     out.fingerprints[w.rank] = WeightsFingerprint(model);
     if (w.rank == 0) {
-      for (const Variable* v : model.weights()) out.weights.insert(out.weights.end(), v->value.data(), v->value.data() + v->size());
+      for (const Variable* v : model.weights())
+        out.weights.insert(out.weights.end(), v->value.data(), v->value.data() + v->size());
     }
     return absl::OkStatus();
   });
@@ -114,7 +114,8 @@ TEST_CASE("sparse and dense reduction of an embedding gradient train alike; auto
   }
   INFO("largest difference " << worst << " of weights up to " << largest);
   CHECK(worst < 1e-5 * largest);
-  CHECK(sparse.fingerprints[0] != dense.fingerprints[0]);  // Another summation order, so not bit-equal.
+  CHECK(sparse.fingerprints[0] !=
+        dense.fingerprints[0]);  // Another summation order, so not bit-equal.
 }
 
 }  // namespace

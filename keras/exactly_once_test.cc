@@ -3,11 +3,10 @@
 // sizes, 1 to 4 workers, with and without steps_per_epoch over a repeated
 // dataset, and across a resume in the middle of an epoch.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 #include <memory>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -107,7 +106,8 @@ Run Train(int workers, AutoShardPolicy policy, int64_t n, const FitOptions& base
 }
 
 // The ids of global steps [first, last), over the ranks in `ranks`.
-std::vector<int64_t> Ids(const Run& run, const std::vector<int>& ranks, int64_t first, int64_t last) {
+std::vector<int64_t> Ids(const Run& run, const std::vector<int>& ranks, int64_t first,
+                         int64_t last) {
   std::vector<int64_t> ids;
   for (int r : ranks) {
     for (const auto& [step, at] : run.records[static_cast<size_t>(r)]) {
@@ -130,7 +130,7 @@ std::vector<int> Ranks(int workers) {
   return ranks;
 }
 
-constexpr int64_t kExamples = 103;     // Leaves a short last batch for every batch size here.
+constexpr int64_t kExamples = 103;  // Leaves a short last batch for every batch size here.
 constexpr int64_t kPerReplica = 5;
 
 TEST_CASE("each epoch trains on every example exactly once (DATA, FILE; 1 to 4 workers)",
@@ -255,7 +255,8 @@ TEST_CASE("a run resumed in the middle of an epoch trains the examples it would 
     int64_t steps = 0;
     for (const Record& r : uninterrupted.records) steps = std::max(steps, r.rbegin()->first + 1);
     steps /= 2;
-    const std::string dir = FreshTestDir(absl::StrCat("exactly_once_", AutoShardPolicyName(policy)));
+    const std::string dir =
+        FreshTestDir(absl::StrCat("exactly_once_", AutoShardPolicyName(policy)));
     // Each worker's callbacks (made on its own thread), kept until the runs end.
     std::vector<std::vector<std::unique_ptr<Callback>>> owned(workers);
     auto with_backup = [&](bool fail) {

@@ -43,8 +43,7 @@ absl::StatusOr<History> FitLoop::Run(const Dataset& train) {
     if (ended) return std::move(history_);
   }
   // A backup written after a stop (kept by a SIGTERM at the end) ends training.
-  for (int64_t epoch = start_.epoch; epoch < options_.epochs && !model_->stop_training_;
-       ++epoch) {
+  for (int64_t epoch = start_.epoch; epoch < options_.epochs && !model_->stop_training_; ++epoch) {
     RW_RETURN_IF_ERROR(RunEpoch(epoch));
   }
   RW_RETURN_IF_ERROR(End());
@@ -144,19 +143,18 @@ absl::StatusOr<int64_t> FitLoop::RunStep(int64_t epoch, int64_t step) {
   metrics_span.End();
   if (!reduced.ok()) return go_on_at(Survive(reduced, at_step));
   // Collectives inside the step (batch statistics) count as exposed communication too.
-  breakdown_.AddStep(SecondsSince(step_start), data_wait_s,
-                     SecondsSince(reduce_start) +
-                         std::exchange(*model_->in_step_collective_s_, 0.0));
+  breakdown_.AddStep(
+      SecondsSince(step_start), data_wait_s,
+      SecondsSince(reduce_start) + std::exchange(*model_->in_step_collective_s_, 0.0));
   const double preempted_workers = sums.back();
   sums.pop_back();
   const double joiners_waiting = sums.back();
   sums.pop_back();
   for (size_t i = 0; i < sums.size(); ++i) epoch_sums_[i] += sums[i];
   logs_ = model_->LogsFrom(epoch_sums_);
-  if (options_.replica_check_steps > 0 &&
-      (global_step + 1) % options_.replica_check_steps == 0) {
-    absl::Status identical = CheckReplicasIdentical(
-        strategy_, model_->weights(), absl::StrCat("after step ", global_step + 1));
+  if (options_.replica_check_steps > 0 && (global_step + 1) % options_.replica_check_steps == 0) {
+    absl::Status identical = CheckReplicasIdentical(strategy_, model_->weights(),
+                                                    absl::StrCat("after step ", global_step + 1));
     if (!identical.ok()) return go_on_at(Survive(identical, at_step));
   }
   for (Callback* c : deciding_) {
@@ -250,7 +248,7 @@ absl::Status FitLoop::DecideAndCheckpoint(int64_t epoch) {
       return absl::OkStatus();
     }
     RW_ASSIGN_OR_RETURN(const int64_t target, Survive(agreed, where));
-    if (target == end_op + 1) continue;                  // Again, in the new ring.
+    if (target == end_op + 1) continue;                 // Again, in the new ring.
     if (target == end_op + 2) return absl::OkStatus();  // Another worker got through it.
     return Unexpected(target, where);
   }

@@ -46,18 +46,17 @@ absl::StatusOr<int64_t> FitLoop::LetJoinersIn(const std::string& where) {
   return target;
 }
 
-absl::StatusOr<int64_t> FitLoop::GoOnInNewRing(const std::string& cause, int before,
-                                               int64_t mine, int64_t slowest, bool in_step) {
+absl::StatusOr<int64_t> FitLoop::GoOnInNewRing(const std::string& cause, int before, int64_t mine,
+                                               int64_t slowest, bool in_step) {
   FitShape& shape = run_->shape();
   const int64_t progress = run_->progress();
   decide_per_batch_ = shape.decide_per_batch;
   if (progress >= ElasticRun::kEnded) {
     // A worker had ended fit (it evaluates): so does this one, with no
     // collective more (callbacks are not told: the final checkpoint is written).
-    RW_LOG(WARNING) << "generation " << strategy_->generation() << ": "
-                    << strategy_->departed() << " left: " << cause << "; "
-                    << strategy_->num_replicas_in_sync() << " of " << before
-                    << " workers go on; training had ended on another worker";
+    RW_LOG(WARNING) << "generation " << strategy_->generation() << ": " << strategy_->departed()
+                    << " left: " << cause << "; " << strategy_->num_replicas_in_sync() << " of "
+                    << before << " workers go on; training had ended on another worker";
     return progress;
   }
   const int64_t epoch = ops_.EpochOf(progress), op = ops_.InEpoch(progress);
@@ -82,12 +81,11 @@ absl::StatusOr<int64_t> FitLoop::GoOnInNewRing(const std::string& cause, int bef
   it_.reset();  // Its prefetch thread reads `data_`.
   data_ = std::move(regrouped);
   it_ = data_.IterateFrom(from);
-  model_->optimizer_->set_rate_scale(
-      per_replica_ ? static_cast<float>(now) / configured_workers_ : 1.0f);
+  model_->optimizer_->set_rate_scale(per_replica_ ? static_cast<float>(now) / configured_workers_
+                                                  : 1.0f);
   if (op <= ops_.max_epoch_steps) shape.epoch_steps = StepsOfEpoch(epoch, done_in_epoch, from);
   NotePosition(epoch, done_in_epoch);
-  const std::string at =
-      op == 0 ? "its begin" : step_op ? absl::StrCat("step ", op) : "its end";
+  const std::string at = op == 0 ? "its begin" : step_op ? absl::StrCat("step ", op) : "its end";
   std::string change;
   if (!strategy_->departed().empty()) {
     change = absl::StrCat(strategy_->departed(), " left: ", cause, "; ");
@@ -98,14 +96,14 @@ absl::StatusOr<int64_t> FitLoop::GoOnInNewRing(const std::string& cause, int bef
       << (before > now ? absl::StrCat(now, " of ", before, " workers go on (")
                        : absl::StrCat(now, " workers go on (",
                                       before > 0 ? absl::StrCat(before, " before, ") : ""))
-      << configured_workers_ << " in the cluster), at epoch " << epoch + 1 << ", " << at
-      << " (" << steps_done << " steps done"
+      << configured_workers_ << " in the cluster), at epoch " << epoch + 1 << ", " << at << " ("
+      << steps_done << " steps done"
       << (before > 0 && mine < progress ? "; this worker takes the state of one further on" : "")
       << ")"
-      << (per_replica_ ? absl::StrCat("; global batch ", global_batch, ", learning rate x ", now,
-                                      "/", configured_workers_, ", ", shape.epoch_steps,
-                                      " steps in this epoch")
-                       : "");
+      << (per_replica_
+              ? absl::StrCat("; global batch ", global_batch, ", learning rate x ", now, "/",
+                             configured_workers_, ", ", shape.epoch_steps, " steps in this epoch")
+              : "");
   info_.replicas = strategy_->num_replicas_in_sync();
   info_.is_chief = strategy_->is_chief();
   for (Callback* c : callbacks_) RW_RETURN_IF_ERROR(c->OnRegroup(info_));
@@ -137,9 +135,8 @@ int64_t FitLoop::StepsDoneBefore(int64_t epoch, int64_t op) const {
 void FitLoop::NotePosition(int64_t epoch, int64_t done) {
   const FitShape& shape = run_->shape();
   TrainPosition& position = model_->fit_position_;
-  position = done >= shape.epoch_steps
-                 ? TrainPosition{epoch + 1, 0, shape.epoch_first_step + done}
-                 : TrainPosition{epoch, done, shape.epoch_first_step + done};
+  position = done >= shape.epoch_steps ? TrainPosition{epoch + 1, 0, shape.epoch_first_step + done}
+                                       : TrainPosition{epoch, done, shape.epoch_first_step + done};
   if (per_replica_) {
     position.data_pass = shape.data_pass;
     position.data_offset = shape.data_offset;

@@ -18,11 +18,15 @@ absl::Status AgreeOnFit(MultiWorkerMirroredStrategy* strategy, FitAgreement* min
   // One MIN all-reduce: each compared value and its negation (equal everywhere
   // exactly when min == -min(-x)), and "some worker decides per batch" as -1.
   const int64_t batch_rule = mine->per_replica_batch ? 1 : 0;
-  int64_t words[9] = {mine->steps_per_epoch,     -mine->steps_per_epoch,
-                      mine->epochs,              -mine->epochs,
-                      mine->replica_check_steps, -mine->replica_check_steps,
+  int64_t words[9] = {mine->steps_per_epoch,
+                      -mine->steps_per_epoch,
+                      mine->epochs,
+                      -mine->epochs,
+                      mine->replica_check_steps,
+                      -mine->replica_check_steps,
                       mine->decide_per_batch ? -1 : 0,
-                      batch_rule,                -batch_rule};
+                      batch_rule,
+                      -batch_rule};
   RW_RETURN_IF_ERROR(
       strategy->communicator()->AllReduce(words, 9, DataType::kInt64, ReduceOp::kMin));
   mine->decide_per_batch = words[6] < 0;
@@ -44,9 +48,9 @@ absl::Status FitLoop::Start(const Dataset& train) {
   }
   RW_RETURN_IF_ERROR(model_->EnsureReady(train.examples().example_shape()));
   strategy_ = model_->strategy_;
-  RW_ASSIGN_OR_RETURN(data_, strategy_->DistributeDataset(train, options_.batch_size,
-                                                          options_.shard_policy,
-                                                          model_->compile_options_.seed));
+  RW_ASSIGN_OR_RETURN(
+      data_, strategy_->DistributeDataset(train, options_.batch_size, options_.shard_policy,
+                                          model_->compile_options_.seed));
   RW_RETURN_IF_ERROR(CountSteps());
   SortCallbacks();
   // Every worker must run the same steps: a difference would misalign collectives.
@@ -72,12 +76,12 @@ absl::Status FitLoop::CountSteps() {
   if (epochs_walk_data) {
     data_.passes = -1;  // Every epoch walks the dataset again: passes go on.
   } else if (data_.passes >= 0 && options_.epochs * steps_ > pass_steps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "steps_per_epoch ", steps_, " x ", options_.epochs, " epochs needs ",
-        options_.epochs * steps_, " steps, but the data gives ", pass_steps, " (",
-        data_.passes, " pass", data_.passes == 1 ? "" : "es", " of ", data_.steps_per_pass,
-        " steps of a global batch of ", options_.batch_size,
-        "); Repeat() the dataset, or train fewer steps"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("steps_per_epoch ", steps_, " x ", options_.epochs, " epochs needs ",
+                     options_.epochs * steps_, " steps, but the data gives ", pass_steps, " (",
+                     data_.passes, " pass", data_.passes == 1 ? "" : "es", " of ",
+                     data_.steps_per_pass, " steps of a global batch of ", options_.batch_size,
+                     "); Repeat() the dataset, or train fewer steps"));
   }
   if (strategy_->elastic() && options_.shard_policy != AutoShardPolicy::kData) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -94,8 +98,7 @@ absl::Status FitLoop::CountSteps() {
         "elastic training with a per-replica batch: the global batch ", options_.batch_size,
         " must be a multiple of the cluster's ", configured_workers_, " workers"));
   }
-  epoch_passes_ =
-      epochs_walk_data ? steps_ / std::max<int64_t>(data_.steps_per_pass, 1) : 0;
+  epoch_passes_ = epochs_walk_data ? steps_ / std::max<int64_t>(data_.steps_per_pass, 1) : 0;
   return absl::OkStatus();
 }
 
@@ -112,10 +115,9 @@ void FitLoop::SortCallbacks() {
   }
   decides_here_ = std::any_of(callbacks_.begin(), callbacks_.end(),
                               [](Callback* c) { return c->decides_per_batch(); });
-  log_learning_rate_ =
-      model_->compile_options_.optimizer.learning_rate_schedule != nullptr ||
-      std::any_of(callbacks_.begin(), callbacks_.end(),
-                  [](Callback* c) { return c->changes_learning_rate(); });
+  log_learning_rate_ = model_->compile_options_.optimizer.learning_rate_schedule != nullptr ||
+                       std::any_of(callbacks_.begin(), callbacks_.end(),
+                                   [](Callback* c) { return c->changes_learning_rate(); });
 }
 
 absl::Status FitLoop::BeginTraining(bool decide_per_batch) {
@@ -190,8 +192,8 @@ absl::Status FitLoop::PositionData() {
   run_->shape().data_pass = start_at.pass;
   run_->shape().data_offset = start_at.offset;
   it_ = data_.block_replicas > 0 ? data_.IterateFrom(start_at) : data_.Iterate(first_data_step);
-  model_->optimizer_->set_rate_scale(
-      per_replica_ ? static_cast<float>(now) / configured_workers_ : 1.0f);
+  model_->optimizer_->set_rate_scale(per_replica_ ? static_cast<float>(now) / configured_workers_
+                                                  : 1.0f);
   if (model_->reducer_ != nullptr) model_->reducer_->TakeTiming();  // Counts from this fit on.
   *model_->in_step_collective_s_ = 0;
   run_->shape().epoch_steps = StepsOfEpoch(start_.epoch, start_.step_in_epoch, start_at);
@@ -207,8 +209,8 @@ absl::Status FitLoop::PositionData() {
   }
   if (start_.step_in_epoch < 0 || most_steps > ops_.max_epoch_steps) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "cannot resume at step ", start_.step_in_epoch, " of epoch ", start_.epoch + 1,
-        ": with ", replica_batch_, " examples per replica the epoch could take ", most_steps,
+        "cannot resume at step ", start_.step_in_epoch, " of epoch ", start_.epoch + 1, ": with ",
+        replica_batch_, " examples per replica the epoch could take ", most_steps,
         " steps, more than one replica alone needs for a whole epoch (", ops_.max_epoch_steps,
         "); resume with the per-replica batch the checkpoint was written with"));
   }
@@ -220,8 +222,8 @@ absl::StatusOr<DataPosition> FitLoop::StartDataOfFit(int64_t first_data_step,
                                                      int64_t global_batch) {
   DataPosition start_at = data_.PositionAfter(first_data_step);
   const int now = strategy_->num_replicas_in_sync();
-  const bool recorded = start_.data_pass >= 0 &&
-                        !(DataPosition{start_.data_pass, start_.data_offset} == start_at);
+  const bool recorded =
+      start_.data_pass >= 0 && !(DataPosition{start_.data_pass, start_.data_offset} == start_at);
   if (!recorded && !(per_replica_ && now != configured_workers_)) return start_at;
   if (recorded) {
     const DataPosition at{start_.data_pass, start_.data_offset};
@@ -236,11 +238,11 @@ absl::StatusOr<DataPosition> FitLoop::StartDataOfFit(int64_t first_data_step,
           "): resume it with --elastic_batch=per_replica (and --min_workers)"));
     }
     if (pass_examples == 0 || at.offset < 0 || at.offset >= pass_examples || !in_epoch) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot resume at the checkpoint's data position (pass ", at.pass, ", example ",
-          at.offset, ") in epoch ", start_.epoch + 1,
-          ": it needs the DATA shard policy and a position inside that epoch's ",
-          pass_examples, " examples per pass"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot resume at the checkpoint's data position (pass ", at.pass,
+                       ", example ", at.offset, ") in epoch ", start_.epoch + 1,
+                       ": it needs the DATA shard policy and a position inside that epoch's ",
+                       pass_examples, " examples per pass"));
     }
     start_at = at;
   }
@@ -255,8 +257,8 @@ absl::Status FitLoop::JoinRunningJob(bool* ended) {
     return joined.ok() ? absl::InternalError("joining the running job ended before it joined")
                        : joined;
   }
-  absl::StatusOr<int64_t> target = joined.ok() ? GoOnInNewRing("", -1, -1, slowest, false)
-                                               : absl::StatusOr<int64_t>(joined);
+  absl::StatusOr<int64_t> target =
+      joined.ok() ? GoOnInNewRing("", -1, -1, slowest, false) : absl::StatusOr<int64_t>(joined);
   // A member failed before this worker went on: it survives with them (with no
   // progress of its own, it takes a member's state again).
   if (!target.ok()) {

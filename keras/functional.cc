@@ -15,9 +15,9 @@ struct FunctionalGraph {
     std::unique_ptr<Layer> layer;
     std::vector<int> inputs;  // Nodes.
     bool is_input = false;
-    Shape input_shape;        // Input nodes.
-    bool taken = false;       // Its layer (or, an Input, itself) went to a model.
-    absl::Status error;       // A misuse in its call, reported by a model that needs it.
+    Shape input_shape;   // Input nodes.
+    bool taken = false;  // Its layer (or, an Input, itself) went to a model.
+    absl::Status error;  // A misuse in its call, reported by a model that needs it.
   };
   std::vector<Node> nodes;
 
@@ -40,7 +40,9 @@ class InputSliceLayer : public Layer {
  public:
   InputSliceLayer(int64_t offset, Shape shape) : offset_(offset), shape_(std::move(shape)) {}
   std::string type() const override { return "InputLayer"; }
-  std::string config() const override { return absl::StrCat("values ", offset_, " to ", offset_ + NumElements(shape_)); }
+  std::string config() const override {
+    return absl::StrCat("values ", offset_, " to ", offset_ + NumElements(shape_));
+  }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
     width_ = NumElements(input);
     output_shape_ = shape_;
@@ -54,7 +56,8 @@ class InputSliceLayer : public Layer {
     }
     return absl::OkStatus();
   }
-  absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor&, Tensor* dx) override {
+  absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor&,
+                        Tensor* dx) override {
     if (dx == nullptr) return absl::OkStatus();  // The model's input: nothing below learns.
     dx->Resize(x.shape());
     std::fill(dx->data(), dx->data() + dx->size(), 0.f);
@@ -70,7 +73,8 @@ class InputSliceLayer : public Layer {
 }  // namespace
 
 SymbolicTensor Input(Shape shape) {
-  if (open_graph == nullptr || !open_graph->pending()) open_graph = std::make_shared<FunctionalGraph>();
+  if (open_graph == nullptr || !open_graph->pending())
+    open_graph = std::make_shared<FunctionalGraph>();
   FunctionalGraph::Node node;
   node.is_input = true;
   node.input_shape = std::move(shape);
@@ -83,18 +87,21 @@ SymbolicTensor Apply(std::unique_ptr<Layer> layer, const SymbolicTensor& x) {
 }
 
 SymbolicTensor Apply(std::unique_ptr<Layer> layer, const std::vector<SymbolicTensor>& xs) {
-  std::shared_ptr<FunctionalGraph> graph = xs.empty() ? std::make_shared<FunctionalGraph>() : xs[0].graph();
+  std::shared_ptr<FunctionalGraph> graph =
+      xs.empty() ? std::make_shared<FunctionalGraph>() : xs[0].graph();
   absl::Status error;
   auto misuse = [&](const std::string& what) {
     if (error.ok()) error = absl::InvalidArgumentError(what);
   };
-  const std::string name = absl::StrCat(layer->name().empty() ? "" : layer->name() + " ", "(", layer->type(), ")");
+  const std::string name =
+      absl::StrCat(layer->name().empty() ? "" : layer->name() + " ", "(", layer->type(), ")");
   if (xs.empty()) misuse(absl::StrCat("a layer ", name, " was called on no tensor"));
   for (const SymbolicTensor& x : xs) {
     if (x.graph() != graph) {
-      misuse(absl::StrCat("the layer ", name,
-                          " was called on tensors of different graphs (Input() calls made on other threads, "
-                          "or before a Model took the tensors of the first)"));
+      misuse(absl::StrCat(
+          "the layer ", name,
+          " was called on tensors of different graphs (Input() calls made on other threads, "
+          "or before a Model took the tensors of the first)"));
     }
   }
   if (layer->merges() && xs.size() < 2) {
@@ -107,7 +114,8 @@ SymbolicTensor Apply(std::unique_ptr<Layer> layer, const std::vector<SymbolicTen
   for (const SymbolicTensor& x : xs) {
     inputs.push_back(x.node());
     if (x.graph() == graph && graph->nodes[x.node()].taken && !graph->nodes[x.node()].is_input) {
-      misuse(absl::StrCat("the layer ", name, " was called on a tensor whose layer already belongs to a Model"));
+      misuse(absl::StrCat("the layer ", name,
+                          " was called on a tensor whose layer already belongs to a Model"));
     }
   }
   FunctionalGraph::Node node;
@@ -125,20 +133,23 @@ Model::Model(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& ou
   definition_error_ = TakeLayers(inputs, outputs);
 }
 
-absl::Status Model::TakeLayers(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs) {
+absl::Status Model::TakeLayers(const std::vector<SymbolicTensor>& inputs,
+                               const SymbolicTensor& outputs) {
   FunctionalGraph& graph = *outputs.graph();
   auto fail = [](const std::string& what) { return absl::InvalidArgumentError(what); };
   if (inputs.empty()) return fail("a model needs at least one input");
   std::vector<int> input_nodes;
   for (const SymbolicTensor& in : inputs) {
-    if (in.graph() != outputs.graph()) return fail("the model's outputs do not come from its inputs");
+    if (in.graph() != outputs.graph())
+      return fail("the model's outputs do not come from its inputs");
     if (!graph.nodes[in.node()].is_input) return fail("the model's inputs must be Input() tensors");
     if (std::find(input_nodes.begin(), input_nodes.end(), in.node()) != input_nodes.end()) {
       return fail("an Input() is listed twice among the model's inputs");
     }
     input_nodes.push_back(in.node());
   }
-  if (graph.nodes[outputs.node()].is_input) return fail("the model has no layers between its inputs and outputs");
+  if (graph.nodes[outputs.node()].is_input)
+    return fail("the model has no layers between its inputs and outputs");
   // Every node the output depends on, found backwards; calls come in an order
   // where inputs are made first, so that order is a topological one.
   std::vector<char> needed(graph.nodes.size(), 0);
@@ -152,10 +163,14 @@ absl::Status Model::TakeLayers(const std::vector<SymbolicTensor>& inputs, const 
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!needed[n]) continue;
     const FunctionalGraph::Node& node = graph.nodes[n];
-    if (node.is_input && std::find(input_nodes.begin(), input_nodes.end(), static_cast<int>(n)) == input_nodes.end()) {
-      return fail("the model's outputs depend on an Input() that is not among its inputs (a disconnected graph)");
+    if (node.is_input && std::find(input_nodes.begin(), input_nodes.end(), static_cast<int>(n)) ==
+                             input_nodes.end()) {
+      return fail(
+          "the model's outputs depend on an Input() that is not among its inputs (a disconnected "
+          "graph)");
     }
-    if (!node.is_input && node.layer == nullptr) return fail("the layers of this graph already belong to another Model");
+    if (!node.is_input && node.layer == nullptr)
+      return fail("the layers of this graph already belong to another Model");
   }
   // Nodes become layers; activation 0 is the (flat, for several inputs) example,
   // i + 1 the i-th layer's output.

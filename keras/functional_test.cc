@@ -4,9 +4,8 @@
 // shapes; replicas of a residual model stay bit-identical.
 #include "keras/functional.h"
 
-#include <cmath>
-
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "base/status_macros.h"
 #include "data/fashion_mnist.h"
@@ -30,7 +29,8 @@ CompileOptions FrozenSgd() {
 Batch ImageBatch() {
   Batch batch;
   batch.features = Tensor({4, 3, 3, 2});
-  for (int64_t i = 0; i < batch.features.size(); ++i) batch.features[i] = std::sin(0.9f * static_cast<float>(i));
+  for (int64_t i = 0; i < batch.features.size(); ++i)
+    batch.features[i] = std::sin(0.9f * static_cast<float>(i));
   batch.labels = {0, 2, 1, 2};
   return batch;
 }
@@ -39,7 +39,7 @@ TEST_CASE("a residual block's gradients match finite differences", "[functional]
   SymbolicTensor x = Input({3, 3, 2});
   SymbolicTensor h = Apply(Conv2D(4, 3, {.padding = "same", .activation = "tanh"}), x);
   SymbolicTensor y = Apply(Conv2D(4, 3, {.padding = "same"}), h);  // h is read twice:
-  y = Apply(Add(), {y, h});                                          // its gradient is a sum.
+  y = Apply(Add(), {y, h});                                        // its gradient is a sum.
   y = Apply(ActivationLayer("tanh"), y);
   y = Apply(Dense(3), Apply(GlobalAveragePooling2D(), y));
   Model model(x, y);
@@ -52,7 +52,8 @@ TEST_CASE("a residual block's gradients match finite differences", "[functional]
   CHECK_THAT(summary, Contains("conv2d_1, conv2d"));  // What the Add reads.
 }
 
-TEST_CASE("Concatenate and Multiply of two branches: gradients match finite differences", "[functional]") {
+TEST_CASE("Concatenate and Multiply of two branches: gradients match finite differences",
+          "[functional]") {
   SymbolicTensor x = Input({3, 3, 2});
   SymbolicTensor flat = Apply(Flatten(), x);
   SymbolicTensor a = Apply(Dense(4, {.activation = "tanh"}), flat);
@@ -73,7 +74,8 @@ TEST_CASE("a model of two inputs reads them from one flat example", "[functional
   Model model({ids, numbers}, Apply(Dense(3), Apply(Dense(4, {.activation = "tanh"}), joined)));
   REQUIRE(model.Compile(FrozenSgd()).ok());
   Batch batch;
-  batch.features = Tensor({4, 5}, {0, 3, 0.5f, -1, 2,  4, 4, 0.1f, 0.2f, 0.3f,  1, 2, -0.5f, 1, 0,  3, 0, 2, 2, -2});
+  batch.features = Tensor(
+      {4, 5}, {0, 3, 0.5f, -1, 2, 4, 4, 0.1f, 0.2f, 0.3f, 1, 2, -0.5f, 1, 0, 3, 0, 2, 2, -2});
   batch.labels = {0, 2, 1, 2};
   CheckGradientsByFiniteDifferences(model, batch, 1);
   const std::string summary = model.Summary();
@@ -82,12 +84,16 @@ TEST_CASE("a model of two inputs reads them from one flat example", "[functional
   CHECK_THAT(summary, Contains("input_layer_1 (InputLayer)"));
   // The ids are the first two values of each example: a bad one is named.
   batch.features[1] = 9;
-  CHECK_THAT(std::string(model.TrainStep(batch).status().message()), Contains("is not an id in [0, 5)"));
+  CHECK_THAT(std::string(model.TrainStep(batch).status().message()),
+             Contains("is not an id in [0, 5)"));
   // Examples of another width than the inputs together are refused.
   SymbolicTensor a = Input({2}), b = Input({2});
   Model other({a, b}, Apply(Dense(1), Apply(Add(), {a, b})));
   REQUIRE(other.Compile(FrozenSgd()).ok());
-  CHECK_THAT(std::string(other.Build({5}).message()), Contains("the model's inputs take examples of shape [4], but the data's examples have shape [5]"));
+  CHECK_THAT(
+      std::string(other.Build({5}).message()),
+      Contains(
+          "the model's inputs take examples of shape [4], but the data's examples have shape [5]"));
 }
 
 TEST_CASE("a chain described functionally trains as the same Sequential model", "[functional]") {
@@ -103,12 +109,14 @@ TEST_CASE("a chain described functionally trains as the same Sequential model", 
   sequential.Add(Dense(5, {.activation = "relu"}));
   sequential.Add(Dense(3));
   SymbolicTensor x = Input({3, 3, 2});
-  Model functional(x, Apply(Dense(3), Apply(Dense(5, {.activation = "relu"}), Apply(Flatten(), x))));
+  Model functional(x,
+                   Apply(Dense(3), Apply(Dense(5, {.activation = "relu"}), Apply(Flatten(), x))));
   CHECK(train(functional) == train(sequential));
   CHECK(ModelFingerprint(functional) == ModelFingerprint(sequential));  // Same names, same shapes.
 }
 
-TEST_CASE("mistakes in a functional model are refused with the layer and the shapes", "[functional]") {
+TEST_CASE("mistakes in a functional model are refused with the layer and the shapes",
+          "[functional]") {
   {
     SymbolicTensor x = Input({3, 3, 2});
     SymbolicTensor a = Apply(Dense(4), Apply(Flatten(), x));
@@ -116,14 +124,16 @@ TEST_CASE("mistakes in a functional model are refused with the layer and the sha
     Model model(x, Apply(Add(), {a, b}));
     REQUIRE(model.Compile(FrozenSgd()).ok());
     CHECK(std::string(model.Build({3, 3, 2}).message()) ==
-          "building layer add for inputs [4] and [5]: add (Add) needs inputs of one shape, got [4] and [5]");
+          "building layer add for inputs [4] and [5]: add (Add) needs inputs of one shape, got [4] "
+          "and [5]");
   }
   {
     SymbolicTensor x = Input({3, 3, 2});
     Model model(x, Apply(Dense(2), Apply(Flatten(), x)));
     REQUIRE(model.Compile(FrozenSgd()).ok());
     CHECK_THAT(std::string(model.Build({28, 28, 1}).message()),
-               Contains("the model's inputs take examples of shape [3, 3, 2], but the data's examples have shape [28, 28, 1]"));
+               Contains("the model's inputs take examples of shape [3, 3, 2], but the data's "
+                        "examples have shape [28, 28, 1]"));
   }
   {
     SymbolicTensor x = Input({4}), other = Input({4});
@@ -134,7 +144,8 @@ TEST_CASE("mistakes in a functional model are refused with the layer and the sha
   {
     SymbolicTensor x = Input({4});
     Model model(x, Apply(Add(), {x}));
-    CHECK_THAT(std::string(model.Compile(FrozenSgd()).message()), Contains("needs 2 or more tensors, got 1"));
+    CHECK_THAT(std::string(model.Compile(FrozenSgd()).message()),
+               Contains("needs 2 or more tensors, got 1"));
   }
   {
     SymbolicTensor x = Input({4}), other = Input({4});
@@ -147,7 +158,8 @@ TEST_CASE("mistakes in a functional model are refused with the layer and the sha
     SymbolicTensor y = Apply(Dense(2), x);
     Model first(x, y);
     Model second(x, y);
-    CHECK_THAT(std::string(second.Compile(FrozenSgd()).message()), Contains("already belong to another Model"));
+    CHECK_THAT(std::string(second.Compile(FrozenSgd()).message()),
+               Contains("already belong to another Model"));
   }
 }
 
@@ -159,13 +171,15 @@ TEST_CASE("replicas of a residual model stay bit-identical, with and without the
     LocalCluster::Options options;
     options.num_workers = 2;
     options.strategy.inter_op_threads = inter_op;
-    options.strategy.communication.bytes_per_pack = 4 << 10;  // Several packs (in one all-reduce without overlap).
+    options.strategy.communication.bytes_per_pack =
+        4 << 10;  // Several packs (in one all-reduce without overlap).
     std::vector<uint64_t> fingerprints(2);
     std::vector<double> losses(2), first_losses(2);
     auto results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
       auto scope = w.strategy->scope();
       SymbolicTensor x = Input({28, 28, 1});
-      SymbolicTensor h = Apply(Conv2D(4, 3, {.strides = 2, .padding = "same", .activation = "relu"}), x);
+      SymbolicTensor h =
+          Apply(Conv2D(4, 3, {.strides = 2, .padding = "same", .activation = "relu"}), x);
       SymbolicTensor y = Apply(BatchNormalization(), Apply(Conv2D(4, 3, {.padding = "same"}), h));
       y = Apply(ActivationLayer("relu"), Apply(Add(), {y, h}));
       y = Apply(Dense(10), Apply(GlobalAveragePooling2D(), y));

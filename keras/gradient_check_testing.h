@@ -8,15 +8,15 @@
 #ifndef RINGWORK_KERAS_GRADIENT_CHECK_TESTING_H_
 #define RINGWORK_KERAS_GRADIENT_CHECK_TESTING_H_
 
-#include <vector>
-
 #include <catch2/catch.hpp>
+#include <vector>
 
 #include "keras/sequential.h"
 
 namespace ringwork {
 
-inline void CheckGradientsByFiniteDifferences(Model& model, const Batch& batch, int64_t stride = 3) {
+inline void CheckGradientsByFiniteDifferences(Model& model, const Batch& batch,
+                                              int64_t stride = 3) {
   REQUIRE(model.TrainStep(batch).ok());
   for (Variable* v : model.variables()) {
     const std::vector<float> grad(v->grad, v->grad + v->size());

@@ -5,8 +5,9 @@
 namespace ringwork {
 
 absl::Status MergeLayer::OneInput() const {
-  return absl::InvalidArgumentError(absl::StrCat(
-      name_, " (", type(), ") merges several inputs: call it on a list of tensors in a functional Model"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(name_, " (", type(),
+                   ") merges several inputs: call it on a list of tensors in a functional Model"));
 }
 
 std::vector<Variable*> Layer::variables() const {

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "strategy/variable.h"
 #include "kernels/kernel_context.h"
+#include "strategy/variable.h"
 #include "tensor/tensor.h"
 
 namespace ringwork {
@@ -120,7 +120,8 @@ class MergeLayer : public Layer {
 
   absl::StatusOr<Shape> Build(const Shape&, const BuildContext&) override { return OneInput(); }
   absl::Status Forward(KernelContext&, const Tensor&, Tensor*, bool) override { return OneInput(); }
-  absl::Status Backward(KernelContext&, const Tensor&, const Tensor&, const Tensor&, Tensor*) override {
+  absl::Status Backward(KernelContext&, const Tensor&, const Tensor&, const Tensor&,
+                        Tensor*) override {
     return OneInput();
   }
 

@@ -87,7 +87,8 @@ std::unique_ptr<Layer> Dropout(float rate, uint64_t seed = 0);
 // ("horizontal_and_vertical", Keras' default), each with probability 1/2; in
 // inference it passes the input unchanged. The draws are a function of (seed,
 // worker, step, example), as Dropout's masks, so a resumed run repeats them.
-std::unique_ptr<Layer> RandomFlip(const std::string& mode = "horizontal_and_vertical", uint64_t seed = 0);
+std::unique_ptr<Layer> RandomFlip(const std::string& mode = "horizontal_and_vertical",
+                                  uint64_t seed = 0);
 std::unique_ptr<Layer> ActivationLayer(const std::string& activation);
 
 // Keras' Embedding: ids in [0, input_dim) (held as floats in the input tensor) ->
@@ -97,7 +98,8 @@ std::unique_ptr<Layer> ActivationLayer(const std::string& activation);
 struct EmbeddingOptions {
   float uniform_limit = 0.05f;  // Keras' "uniform" initializer: U(-0.05, 0.05).
 };
-std::unique_ptr<Layer> Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options = {});
+std::unique_ptr<Layer> Embedding(int64_t input_dim, int64_t output_dim,
+                                 EmbeddingOptions options = {});
 
 // Merge layers of the functional API (keras/functional.h): element-wise sum and
 // product of inputs of one shape; concatenation along the last axis.

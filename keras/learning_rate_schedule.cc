@@ -4,18 +4,17 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "base/shortest_decimal.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/shortest_decimal.h"
 
 namespace ringwork {
 namespace {
 
-
 absl::Status MustBeRate(const char* schedule, const char* name, double value) {
   if (std::isfinite(value) && value >= 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(schedule, ": ", name, " must be a finite rate >= 0, got ", ShortestDecimal(value)));
+  return absl::InvalidArgumentError(absl::StrCat(
+      schedule, ": ", name, " must be a finite rate >= 0, got ", ShortestDecimal(value)));
 }
 
 class Exponential : public LearningRateSchedule {
@@ -27,9 +26,10 @@ class Exponential : public LearningRateSchedule {
     return static_cast<float>(o_.initial_learning_rate * std::pow(o_.decay_rate, p));
   }
   std::string Describe() const override {
-    return absl::StrCat("ExponentialDecay(initial_learning_rate=", ShortestDecimal(o_.initial_learning_rate),
-                        ", decay_steps=", o_.decay_steps, ", decay_rate=", ShortestDecimal(o_.decay_rate),
-                        ", staircase=", o_.staircase ? "true" : "false", ")");
+    return absl::StrCat(
+        "ExponentialDecay(initial_learning_rate=", ShortestDecimal(o_.initial_learning_rate),
+        ", decay_steps=", o_.decay_steps, ", decay_rate=", ShortestDecimal(o_.decay_rate),
+        ", staircase=", o_.staircase ? "true" : "false", ")");
   }
 
  private:
@@ -71,17 +71,18 @@ class Cosine : public LearningRateSchedule {
     }
     const int64_t into = std::min(step - (warmup ? o_.warmup_steps : 0), o_.decay_steps);
     const double cosine =
-        0.5 * (1.0 + std::cos(M_PI * static_cast<double>(into) / static_cast<double>(o_.decay_steps)));
+        0.5 *
+        (1.0 + std::cos(M_PI * static_cast<double>(into) / static_cast<double>(o_.decay_steps)));
     return static_cast<float>(target * ((1.0 - o_.alpha) * cosine + o_.alpha));
   }
   std::string Describe() const override {
-    return absl::StrCat("CosineDecay(initial_learning_rate=", ShortestDecimal(o_.initial_learning_rate),
-                        ", decay_steps=", o_.decay_steps, ", alpha=", ShortestDecimal(o_.alpha),
-                        o_.warmup_target >= 0
-                            ? absl::StrCat(", warmup_target=", ShortestDecimal(o_.warmup_target),
-                                           ", warmup_steps=", o_.warmup_steps)
-                            : "",
-                        ")");
+    return absl::StrCat(
+        "CosineDecay(initial_learning_rate=", ShortestDecimal(o_.initial_learning_rate),
+        ", decay_steps=", o_.decay_steps, ", alpha=", ShortestDecimal(o_.alpha),
+        o_.warmup_target >= 0 ? absl::StrCat(", warmup_target=", ShortestDecimal(o_.warmup_target),
+                                             ", warmup_steps=", o_.warmup_steps)
+                              : "",
+        ")");
   }
 
  private:
@@ -92,7 +93,9 @@ class Cosine : public LearningRateSchedule {
 
 absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> ExponentialDecay(
     const ExponentialDecayOptions& options) {
-  if (auto s = MustBeRate("ExponentialDecay", "initial_learning_rate", options.initial_learning_rate); !s.ok()) {
+  if (auto s =
+          MustBeRate("ExponentialDecay", "initial_learning_rate", options.initial_learning_rate);
+      !s.ok()) {
     return s;
   }
   if (options.decay_steps <= 0) {
@@ -101,7 +104,8 @@ absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> ExponentialDecay(
   }
   if (!(std::isfinite(options.decay_rate) && options.decay_rate > 0)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("ExponentialDecay: decay_rate must be positive, got ", ShortestDecimal(options.decay_rate)));
+        absl::StrCat("ExponentialDecay: decay_rate must be positive, got ",
+                     ShortestDecimal(options.decay_rate)));
   }
   return std::shared_ptr<const LearningRateSchedule>(std::make_shared<Exponential>(options));
 }
@@ -109,15 +113,15 @@ absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> ExponentialDecay(
 absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> PiecewiseConstantDecay(
     std::vector<int64_t> boundaries, std::vector<double> values) {
   if (values.size() != boundaries.size() + 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "PiecewiseConstantDecay: ", boundaries.size(), " boundaries need ", boundaries.size() + 1,
-        " values, got ", values.size()));
+    return absl::InvalidArgumentError(absl::StrCat("PiecewiseConstantDecay: ", boundaries.size(),
+                                                   " boundaries need ", boundaries.size() + 1,
+                                                   " values, got ", values.size()));
   }
   for (size_t i = 1; i < boundaries.size(); ++i) {
     if (boundaries[i] <= boundaries[i - 1]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "PiecewiseConstantDecay: boundaries must increase, but boundary ", i, " (", boundaries[i],
-          ") follows ", boundaries[i - 1]));
+      return absl::InvalidArgumentError(
+          absl::StrCat("PiecewiseConstantDecay: boundaries must increase, but boundary ", i, " (",
+                       boundaries[i], ") follows ", boundaries[i - 1]));
     }
   }
   for (double v : values) {
@@ -129,7 +133,8 @@ absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> PiecewiseConstantDec
 
 absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> CosineDecay(
     const CosineDecayOptions& options) {
-  if (auto s = MustBeRate("CosineDecay", "initial_learning_rate", options.initial_learning_rate); !s.ok()) {
+  if (auto s = MustBeRate("CosineDecay", "initial_learning_rate", options.initial_learning_rate);
+      !s.ok()) {
     return s;
   }
   if (options.decay_steps <= 0) {
@@ -149,7 +154,8 @@ absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> CosineDecay(
         "CosineDecay: warmup_steps needs a warmup_target (the rate the warmup ends at)");
   }
   if (options.warmup_target >= 0) {
-    if (auto s = MustBeRate("CosineDecay", "warmup_target", options.warmup_target); !s.ok()) return s;
+    if (auto s = MustBeRate("CosineDecay", "warmup_target", options.warmup_target); !s.ok())
+      return s;
   }
   return std::shared_ptr<const LearningRateSchedule>(std::make_shared<Cosine>(options));
 }

@@ -1,12 +1,12 @@
 // Learning-rate schedules against Keras' formulas, gradient clipping against
 // hand-computed norms, and the optimizer taking its rate from a schedule.
+#include "keras/learning_rate_schedule.h"
+
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "keras/gradient_clipping.h"
-#include "keras/learning_rate_schedule.h"
 #include "keras/optimizers.h"
 
 namespace ringwork {
@@ -15,7 +15,8 @@ namespace {
 using Catch::Matchers::Contains;
 
 TEST_CASE("ExponentialDecay follows Keras' formula, with and without a staircase", "[schedule]") {
-  auto smooth = ExponentialDecay({.initial_learning_rate = 0.1, .decay_steps = 10, .decay_rate = 0.5});
+  auto smooth =
+      ExponentialDecay({.initial_learning_rate = 0.1, .decay_steps = 10, .decay_rate = 0.5});
   REQUIRE(smooth.ok());
   CHECK((*smooth)->Rate(0) == 0.1f);
   CHECK((*smooth)->Rate(10) == 0.05f);
@@ -28,7 +29,8 @@ TEST_CASE("ExponentialDecay follows Keras' formula, with and without a staircase
   CHECK((*stairs)->Rate(15) == 0.05f);
   CHECK((*stairs)->Rate(20) == 0.025f);
   CHECK((*stairs)->Describe() ==
-        "ExponentialDecay(initial_learning_rate=0.1, decay_steps=10, decay_rate=0.5, staircase=true)");
+        "ExponentialDecay(initial_learning_rate=0.1, decay_steps=10, decay_rate=0.5, "
+        "staircase=true)");
 }
 
 TEST_CASE("PiecewiseConstantDecay switches after each boundary", "[schedule]") {
@@ -43,8 +45,11 @@ TEST_CASE("PiecewiseConstantDecay switches after each boundary", "[schedule]") {
 }
 
 TEST_CASE("CosineDecay warms up linearly, then decays to alpha of the target", "[schedule]") {
-  auto warm = CosineDecay({.initial_learning_rate = 0, .decay_steps = 100, .alpha = 0.1,
-                           .warmup_target = 1.0, .warmup_steps = 10});
+  auto warm = CosineDecay({.initial_learning_rate = 0,
+                           .decay_steps = 100,
+                           .alpha = 0.1,
+                           .warmup_target = 1.0,
+                           .warmup_steps = 10});
   REQUIRE(warm.ok());
   CHECK((*warm)->Rate(0) == 0.0f);
   CHECK((*warm)->Rate(5) == 0.5f);
@@ -60,13 +65,20 @@ TEST_CASE("CosineDecay warms up linearly, then decays to alpha of the target", "
 }
 
 TEST_CASE("schedules with impossible arguments are refused, naming the argument", "[schedule]") {
-  CHECK_THAT(std::string(ExponentialDecay({.decay_steps = 0}).status().message()), Contains("decay_steps must be positive"));
-  CHECK_THAT(std::string(ExponentialDecay({.decay_rate = -1}).status().message()), Contains("decay_rate"));
-  CHECK_THAT(std::string(PiecewiseConstantDecay({10}, {1.0}).status().message()), Contains("1 boundaries need 2 values, got 1"));
-  CHECK_THAT(std::string(PiecewiseConstantDecay({10, 10}, {1, 2, 3}).status().message()), Contains("must increase"));
-  CHECK_THAT(std::string(PiecewiseConstantDecay({10}, {1, NAN}).status().message()), Contains("finite rate"));
-  CHECK_THAT(std::string(CosineDecay({.warmup_steps = 5}).status().message()), Contains("needs a warmup_target"));
-  CHECK_THAT(std::string(CosineDecay({.alpha = 2}).status().message()), Contains("alpha must be in [0, 1]"));
+  CHECK_THAT(std::string(ExponentialDecay({.decay_steps = 0}).status().message()),
+             Contains("decay_steps must be positive"));
+  CHECK_THAT(std::string(ExponentialDecay({.decay_rate = -1}).status().message()),
+             Contains("decay_rate"));
+  CHECK_THAT(std::string(PiecewiseConstantDecay({10}, {1.0}).status().message()),
+             Contains("1 boundaries need 2 values, got 1"));
+  CHECK_THAT(std::string(PiecewiseConstantDecay({10, 10}, {1, 2, 3}).status().message()),
+             Contains("must increase"));
+  CHECK_THAT(std::string(PiecewiseConstantDecay({10}, {1, NAN}).status().message()),
+             Contains("finite rate"));
+  CHECK_THAT(std::string(CosineDecay({.warmup_steps = 5}).status().message()),
+             Contains("needs a warmup_target"));
+  CHECK_THAT(std::string(CosineDecay({.alpha = 2}).status().message()),
+             Contains("alpha must be in [0, 1]"));
 }
 
 // Two variables with gradients (3) and (4, 0): a global norm of 5.
@@ -105,15 +117,19 @@ TEST_CASE("gradient clipping by norm, global norm and value, as Keras", "[clippi
     ClipGradients(v.all(), {.clipvalue = 0.5f});
     CHECK(v.grads == std::vector<float>{0.5f, -0.5f, 0.25f});
   }
-  CHECK_THAT(std::string(GradientClipping{.clipnorm = 1, .global_clipnorm = 1}.Validate().message()),
-             Contains("cannot be combined"));
-  CHECK_THAT(std::string(GradientClipping{.clipvalue = -1}.Validate().message()), Contains("clipvalue must be >= 0"));
+  CHECK_THAT(
+      std::string(GradientClipping{.clipnorm = 1, .global_clipnorm = 1}.Validate().message()),
+      Contains("cannot be combined"));
+  CHECK_THAT(std::string(GradientClipping{.clipvalue = -1}.Validate().message()),
+             Contains("clipvalue must be >= 0"));
   OptimizerSpec spec;
   spec.clipping.clipnorm = NAN;
-  CHECK_THAT(std::string(MakeOptimizer(spec).status().message()), Contains("clipnorm must be >= 0"));
+  CHECK_THAT(std::string(MakeOptimizer(spec).status().message()),
+             Contains("clipnorm must be >= 0"));
 }
 
-TEST_CASE("an optimizer takes each update's rate from its schedule and refuses a set rate", "[schedule]") {
+TEST_CASE("an optimizer takes each update's rate from its schedule and refuses a set rate",
+          "[schedule]") {
   OptimizerSpec spec{.name = "sgd"};
   spec.learning_rate_schedule = *PiecewiseConstantDecay({1}, {1.0, 0.25});
   auto sgd = MakeOptimizer(spec);

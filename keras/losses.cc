@@ -18,9 +18,9 @@ absl::StatusOr<Loss> Loss::Create(const LossSpec& spec) {
   } else if (spec.name == "binary_crossentropy") {
     loss.kind_ = Kind::kBinaryCrossentropy;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown loss \"", spec.name,
-        "\"; expected sparse_categorical_crossentropy, mse or binary_crossentropy"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown loss \"", spec.name,
+                     "\"; expected sparse_categorical_crossentropy, mse or binary_crossentropy"));
   }
   return loss;
 }
@@ -30,8 +30,8 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const std::vector<int3
   const int64_t batch = output.dim(0);
   const int64_t width = output.size() / batch;
   if (static_cast<int64_t>(labels.size()) != batch) {
-    return absl::InvalidArgumentError(absl::StrCat("a batch of ", batch, " outputs has ",
-                                                   labels.size(), " labels"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a batch of ", batch, " outputs has ", labels.size(), " labels"));
   }
   if (doutput != nullptr) doutput->Resize(output.shape());
   float* grad = doutput != nullptr ? doutput->data() : nullptr;
@@ -41,8 +41,8 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const std::vector<int3
       double total = 0;
       for (int64_t b = 0; b < batch; ++b) {
         if (labels[b] < 0 || labels[b] >= width) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "label ", labels[b], " of example ", b, " is outside 0..", width - 1));
+          return absl::InvalidArgumentError(
+              absl::StrCat("label ", labels[b], " of example ", b, " is outside 0..", width - 1));
         }
         const float p = std::max(output[b * width + labels[b]], 1e-7f);
         total -= std::log(p);

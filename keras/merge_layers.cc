@@ -24,15 +24,16 @@ class ElementwiseLayer : public MergeLayer {
   absl::StatusOr<Shape> BuildMerge(const std::vector<Shape>& inputs) override {
     for (const Shape& s : inputs) {
       if (s != inputs[0]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            name_, " (", type(), ") needs inputs of one shape, got ", Shapes(inputs)));
+        return absl::InvalidArgumentError(
+            absl::StrCat(name_, " (", type(), ") needs inputs of one shape, got ", Shapes(inputs)));
       }
     }
     output_shape_ = inputs[0];
     return output_shape_;
   }
 
-  absl::Status ForwardMerge(KernelContext&, const std::vector<const Tensor*>& xs, Tensor* y) override {
+  absl::Status ForwardMerge(KernelContext&, const std::vector<const Tensor*>& xs,
+                            Tensor* y) override {
     y->Resize(xs[0]->shape());
     float* out = y->data();
     const float* first = xs[0]->data();
@@ -103,13 +104,15 @@ class ConcatenateLayer : public MergeLayer {
     return output_shape_;
   }
 
-  absl::Status ForwardMerge(KernelContext&, const std::vector<const Tensor*>& xs, Tensor* y) override {
+  absl::Status ForwardMerge(KernelContext&, const std::vector<const Tensor*>& xs,
+                            Tensor* y) override {
     const int64_t total = output_shape_.back(), rows = xs[0]->size() / widths_[0];
     y->Resize(WithBatch(xs[0]->dim(0), output_shape_));
     int64_t offset = 0;
     for (size_t i = 0; i < xs.size(); ++i) {
       for (int64_t r = 0; r < rows; ++r) {
-        std::memcpy(y->data() + r * total + offset, xs[i]->data() + r * widths_[i], sizeof(float) * widths_[i]);
+        std::memcpy(y->data() + r * total + offset, xs[i]->data() + r * widths_[i],
+                    sizeof(float) * widths_[i]);
       }
       offset += widths_[i];
     }
@@ -124,7 +127,8 @@ class ConcatenateLayer : public MergeLayer {
       if (dxs[i] != nullptr) {
         dxs[i]->Resize(xs[i]->shape());
         for (int64_t r = 0; r < rows; ++r) {
-          std::memcpy(dxs[i]->data() + r * widths_[i], dy.data() + r * total + offset, sizeof(float) * widths_[i]);
+          std::memcpy(dxs[i]->data() + r * widths_[i], dy.data() + r * total + offset,
+                      sizeof(float) * widths_[i]);
         }
       }
       offset += widths_[i];

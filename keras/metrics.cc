@@ -42,8 +42,9 @@ absl::StatusOr<Metric> Metric::Create(const std::string& name) {
     m.kind_ = Kind::kAuc;
     m.name_ = "auc";
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown metric \"", name, "\"; expected accuracy, sparse_categorical_accuracy, mean or auc"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown metric \"", name,
+                     "\"; expected accuracy, sparse_categorical_accuracy, mean or auc"));
   }
   return m;
 }
@@ -52,7 +53,8 @@ absl::Status Metric::CheckOutputWidth(int64_t width) const {
   if (kind_ != Kind::kAuc || width == 1 || width == 2) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "the auc metric needs binary labels and one output per example (a probability or a logit) "
-      "or two classes; this model has ", width, " outputs"));
+      "or two classes; this model has ",
+      width, " outputs"));
 }
 
 int64_t Metric::state_size() const { return kind_ == Kind::kAuc ? 2 * (kAucThresholds + 1) : 2; }
@@ -74,7 +76,8 @@ void Metric::Accumulate(const Tensor& outputs, const std::vector<int32_t>& label
       const float* row = outputs.data() + b * width;
       double p = width == 1 ? row[0] : (logits ? row[1] - row[0] : row[1]);
       if (logits) p = Sigmoid(p);  // Two classes: softmax(z)[1] = sigmoid(z1 - z0).
-      const int64_t above = std::lower_bound(thresholds.begin(), thresholds.end(), p) - thresholds.begin();
+      const int64_t above =
+          std::lower_bound(thresholds.begin(), thresholds.end(), p) - thresholds.begin();
       state[(labels[b] != 0 ? 0 : kAucThresholds + 1) + above] += 1;
     }
     return;
@@ -113,7 +116,8 @@ double Metric::Result(const double* state) const {
   }
   // Keras' ROC "interpolation": trapezoids between consecutive thresholds.
   double area = 0;
-  for (int j = 0; j + 1 < kAucThresholds; ++j) area += (fpr[j] - fpr[j + 1]) * (tpr[j] + tpr[j + 1]) / 2;
+  for (int j = 0; j + 1 < kAucThresholds; ++j)
+    area += (fpr[j] - fpr[j + 1]) * (tpr[j] + tpr[j + 1]) / 2;
   return area;
 }
 

@@ -39,8 +39,8 @@ class Metric {
   // Adds a batch to `state`: `outputs` [batch, width], `labels` [batch]; kMean
   // adds `value` once per example. `logits`: outputs are logits (AUC turns them
   // into probabilities first).
-  void Accumulate(const Tensor& outputs, const std::vector<int32_t>& labels, double value, bool logits,
-                  double* state) const;
+  void Accumulate(const Tensor& outputs, const std::vector<int32_t>& labels, double value,
+                  bool logits, double* state) const;
   double Result(const double* state) const;
 
  private:

@@ -4,7 +4,6 @@
 #include "keras/metrics.h"
 
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "base/status_macros.h"
@@ -15,8 +14,8 @@
 namespace ringwork {
 namespace {
 
-double Auc(const std::vector<float>& predictions, const std::vector<int32_t>& labels, bool logits = false,
-           int64_t width = 1) {
+double Auc(const std::vector<float>& predictions, const std::vector<int32_t>& labels,
+           bool logits = false, int64_t width = 1) {
   Metric auc = *Metric::Create("auc");
   std::vector<double> state(auc.state_size(), 0.0);
   Tensor outputs({static_cast<int64_t>(labels.size()), width}, predictions);
@@ -24,18 +23,21 @@ double Auc(const std::vector<float>& predictions, const std::vector<int32_t>& la
   return auc.Result(state.data());
 }
 
-TEST_CASE("AUC of predictions in distinct thresholds is the exact area under the ROC curve", "[metrics]") {
+TEST_CASE("AUC of predictions in distinct thresholds is the exact area under the ROC curve",
+          "[metrics]") {
   CHECK(Auc({0.1f, 0.4f, 0.35f, 0.8f}, {0, 1, 0, 1}) == Approx(1.0));
   CHECK(Auc({0.1f, 0.4f, 0.5f, 0.8f}, {0, 1, 0, 1}) == Approx(0.75));  // One pair of four inverted.
   CHECK(Auc({0.9f, 0.2f, 0.7f, 0.1f}, {0, 1, 0, 1}) == Approx(0.0).margin(1e-12));
   CHECK(Auc({0.5f, 0.5f, 0.5f, 0.5f}, {0, 1, 0, 1}) == Approx(0.5));  // No ranking at all.
-  CHECK(Auc({0.3f, 0.6f}, {1, 1}) == 0.0);                              // No negatives: Keras' 0.
+  CHECK(Auc({0.3f, 0.6f}, {1, 1}) == 0.0);                            // No negatives: Keras' 0.
   // Logits: sigmoid first; two classes: the second's probability.
   CHECK(Auc({-2.2f, -0.4f, 0.0f, 1.4f}, {0, 1, 0, 1}, /*logits=*/true) == Approx(0.75));
-  CHECK(Auc({0.9f, 0.1f, 0.6f, 0.4f, 0.5f, 0.5f, 0.2f, 0.8f}, {0, 1, 0, 1}, false, 2) == Approx(0.75));
+  CHECK(Auc({0.9f, 0.1f, 0.6f, 0.4f, 0.5f, 0.5f, 0.2f, 0.8f}, {0, 1, 0, 1}, false, 2) ==
+        Approx(0.75));
 }
 
-TEST_CASE("Keras' thresholded AUC is close to the exact AUC of the synthetic click log", "[metrics]") {
+TEST_CASE("Keras' thresholded AUC is close to the exact AUC of the synthetic click log",
+          "[metrics]") {
   // Scores from the numeric features alone (the part of the true logit they
   // carry): their exact AUC (Mann-Whitney) and Keras' over 200 thresholds agree
   // up to the thresholds' resolution, and both stay below the log's best.
@@ -52,7 +54,8 @@ TEST_CASE("Keras' thresholded AUC is close to the exact AUC of the synthetic cli
   }
   auc.Accumulate(probabilities, log.data.test.labels, 0, false, state.data());
   const double exact = ExactAuc(scores, log.data.test.labels);
-  INFO("exact " << exact << ", thresholded " << auc.Result(state.data()) << ", best " << log.bayes_auc);
+  INFO("exact " << exact << ", thresholded " << auc.Result(state.data()) << ", best "
+                << log.bayes_auc);
   CHECK(exact > 0.6);
   CHECK(auc.Result(state.data()) == Approx(exact).margin(2e-3));
   CHECK(log.bayes_auc > exact);  // The numbers alone rank worse than the truth.
@@ -64,7 +67,8 @@ TEST_CASE("AUC states of two halves add up to the AUC of the whole", "[metrics]"
   std::vector<int32_t> y;
   for (int i = 0; i < 400; ++i) {
     p.push_back(static_cast<float>((i * 37) % 101) / 100.f);
-    y.push_back(p.back() + 0.1f * static_cast<float>(i % 5 - 2) > 0.5f ? 1 : 0);  // Noisy, but ranked.
+    y.push_back(p.back() + 0.1f * static_cast<float>(i % 5 - 2) > 0.5f ? 1
+                                                                       : 0);  // Noisy, but ranked.
   }
   Metric auc = *Metric::Create("auc");
   std::vector<double> whole(auc.state_size(), 0.0), halves(auc.state_size(), 0.0);
@@ -76,14 +80,17 @@ TEST_CASE("AUC states of two halves add up to the AUC of the whole", "[metrics]"
   }
   CHECK(auc.Result(halves.data()) == auc.Result(whole.data()));
   CHECK(auc.Result(whole.data()) > 0.5);
-  CHECK_THAT(std::string(auc.CheckOutputWidth(10).message()), Catch::Contains("this model has 10 outputs"));
+  CHECK_THAT(std::string(auc.CheckOutputWidth(10).message()),
+             Catch::Contains("this model has 10 outputs"));
 }
 
-TEST_CASE("Evaluate on 2 workers reports the AUC of the whole evaluation set", "[metrics][distributed]") {
+TEST_CASE("Evaluate on 2 workers reports the AUC of the whole evaluation set",
+          "[metrics][distributed]") {
   Examples examples;
   examples.features = Tensor({301, 2});
   for (int64_t i = 0; i < 301; ++i) {
-    const float a = static_cast<float>((i * 13) % 29) / 29.f, b = static_cast<float>((i * 7) % 17) / 17.f;
+    const float a = static_cast<float>((i * 13) % 29) / 29.f,
+                b = static_cast<float>((i * 7) % 17) / 17.f;
     examples.features[2 * i] = a;
     examples.features[2 * i + 1] = b;
     examples.labels.push_back(a + 0.3f * b + 0.2f * static_cast<float>(i % 3) > 0.8f ? 1 : 0);

@@ -100,9 +100,9 @@ absl::Status Model::Compile(const CompileOptions& options) {
                                                ClusterConfig::Local("local (no strategy)"), local));
     strategy_ = default_strategy_.get();
   }
-  kernels_ = std::make_unique<KernelContext>(
-      KernelOptions{options.intra_op_threads, options.precision},
-      strategy_->workers_on_this_host());
+  kernels_ =
+      std::make_unique<KernelContext>(KernelOptions{options.intra_op_threads, options.precision},
+                                      strategy_->workers_on_this_host());
   compiled_ = true;
   return absl::OkStatus();
 }
@@ -110,24 +110,24 @@ absl::Status Model::Compile(const CompileOptions& options) {
 absl::Status Model::Build(const Shape& input_shape) {
   if (built_) {
     if (input_shape != input_shape_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the model was built for inputs of shape ", ShapeString(input_shape_), ", got ",
-          ShapeString(input_shape)));
+      return absl::InvalidArgumentError(absl::StrCat("the model was built for inputs of shape ",
+                                                     ShapeString(input_shape_), ", got ",
+                                                     ShapeString(input_shape)));
     }
     return absl::OkStatus();
   }
   if (!compiled_) return absl::FailedPreconditionError("call Compile before Build");
   if (declared_input_.has_value() && *declared_input_ != input_shape) {
-    return absl::InvalidArgumentError(absl::StrCat("the model's inputs take examples of shape ",
-                                                   ShapeString(*declared_input_),
-                                                   ", but the data's examples have shape ",
-                                                   ShapeString(input_shape)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model's inputs take examples of shape ", ShapeString(*declared_input_),
+                     ", but the data's examples have shape ", ShapeString(input_shape)));
   }
   input_shape_ = input_shape;
   std::vector<Shape> shapes = {input_shape};  // Per activation.
   BuildContext ctx{compile_options_.seed};
   // The strategy, not this model (which may be moved after Build).
-  ctx.sum_over_replicas = [strategy = strategy_, seconds = in_step_collective_s_](double* data, int64_t count) {
+  ctx.sum_over_replicas = [strategy = strategy_, seconds = in_step_collective_s_](double* data,
+                                                                                  int64_t count) {
     TimelineSpan span("exposed communication", "layer sums all-reduce");
     const auto start = std::chrono::steady_clock::now();
     absl::Status status = strategy->Reduce(ReduceOp::kSum, data, count);
@@ -138,15 +138,15 @@ absl::Status Model::Build(const Shape& input_shape) {
     Layer& layer = *layers_[l];
     std::vector<Shape> in;
     for (int a : inputs_[l]) in.push_back(shapes[a]);
-    absl::StatusOr<Shape> out = layer.merges() ? static_cast<MergeLayer&>(layer).BuildMerge(in)
-                                               : layer.Build(in[0], ctx);
+    absl::StatusOr<Shape> out =
+        layer.merges() ? static_cast<MergeLayer&>(layer).BuildMerge(in) : layer.Build(in[0], ctx);
     if (!out.ok()) {
       std::vector<std::string> text;
       for (const Shape& s : in) text.push_back(ShapeString(s));
-      return absl::Status(out.status().code(),
-                          absl::StrCat("building layer ", layer.name(), " for input",
-                                       in.size() > 1 ? "s " : " ", absl::StrJoin(text, " and "), ": ",
-                                       out.status().message()));
+      return absl::Status(
+          out.status().code(),
+          absl::StrCat("building layer ", layer.name(), " for input", in.size() > 1 ? "s " : " ",
+                       absl::StrJoin(text, " and "), ": ", out.status().message()));
     }
     layer.set_replica(strategy_->rank());
     shapes.push_back(*out);
@@ -172,7 +172,8 @@ absl::Status Model::Build(const Shape& input_shape) {
   // communicator then: gradients are reduced after the backward pass.
   layer_collectives_ = std::any_of(layers_.begin(), layers_.end(),
                                    [](const auto& layer) { return layer->sums_over_replicas(); });
-  reducer_ = strategy_->MakeGradientReducer(vars, /*allow_overlap=*/!layer_collectives_);  // Sets every gradient slot.
+  reducer_ = strategy_->MakeGradientReducer(
+      vars, /*allow_overlap=*/!layer_collectives_);  // Sets every gradient slot.
   RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(weights()));
   batch_sums_size_ = 0;
   for (const auto& layer : layers_) batch_sums_size_ += layer->batch_sums_size();
@@ -202,18 +203,19 @@ void Model::LogThreadChoice() const {
   const int workers = strategy_->workers_on_this_host();
   std::string reduction = "; no gradient all-reduce (one worker)";
   if (strategy_->num_replicas_in_sync() > 1) {
-    reduction = absl::StrCat("; gradient all-reduce ",
-                             reducer_->overlaps() ? "on a second thread during the backward pass"
-                                                  : "after the backward pass, on the training thread",
-                             " (--inter_op_threads=", strategy_->inter_op_threads(),
-                             reducer_->overlaps() || strategy_->inter_op_threads() < 2
-                                 ? ""
-                                 : "; not with layers that sum over replicas in the backward pass",
-                             ")");
+    reduction =
+        absl::StrCat("; gradient all-reduce ",
+                     reducer_->overlaps() ? "on a second thread during the backward pass"
+                                          : "after the backward pass, on the training thread",
+                     " (--inter_op_threads=", strategy_->inter_op_threads(),
+                     reducer_->overlaps() || strategy_->inter_op_threads() < 2
+                         ? ""
+                         : "; not with layers that sum over replicas in the backward pass",
+                     ")");
   }
   RW_LOG(INFO) << "threads: " << kernels_->threads() << " per kernel (--intra_op_threads; "
-               << AvailableCores() << " cores for " << workers << " worker" << (workers == 1 ? "" : "s")
-               << " on this host)" << reduction << "; input "
+               << AvailableCores() << " cores for " << workers << " worker"
+               << (workers == 1 ? "" : "s") << " on this host)" << reduction << "; input "
                << (DefaultPrefetchBatches(strategy_->cores_per_worker()) > 0
                        ? "prefetched on a thread"
                        : "gathered on the training thread (one core per worker)");
@@ -227,7 +229,8 @@ std::vector<std::string> Model::AgreementLines() const {
   std::vector<std::string> lines;
   lines.push_back(absl::StrCat("input: ", ShapeString(input_shape_)));
   for (const Variable* v : variables()) {
-    lines.push_back(absl::StrCat("variable ", v->name, ": float32 ", ShapeString(v->value.shape())));
+    lines.push_back(
+        absl::StrCat("variable ", v->name, ": float32 ", ShapeString(v->value.shape())));
   }
   for (const auto& layer : layers_) {
     for (const Variable* v : layer->non_trainable_variables()) {
@@ -251,11 +254,10 @@ std::vector<std::string> Model::AgreementLines() const {
   // Numbers exactly, in the fewest digits that give back the same float, so that
   // learning rates differing after the 6th digit do not pass as equal.
   auto exact = [](float x) { return ShortestDecimal(x); };
-  lines.push_back(absl::StrCat("optimizer: ", o.name, ", learning_rate ", exact(o.learning_rate),
-                               ", momentum ", exact(o.momentum), ", nesterov ", o.nesterov,
-                               ", beta_1 ", exact(o.beta_1), ", beta_2 ", exact(o.beta_2),
-                               ", epsilon ", exact(o.epsilon), ", weight_decay ",
-                               exact(o.weight_decay)));
+  lines.push_back(absl::StrCat(
+      "optimizer: ", o.name, ", learning_rate ", exact(o.learning_rate), ", momentum ",
+      exact(o.momentum), ", nesterov ", o.nesterov, ", beta_1 ", exact(o.beta_1), ", beta_2 ",
+      exact(o.beta_2), ", epsilon ", exact(o.epsilon), ", weight_decay ", exact(o.weight_decay)));
   if (o.learning_rate_schedule != nullptr) {
     lines.push_back(absl::StrCat("learning rate schedule: ", o.learning_rate_schedule->Describe()));
   }
@@ -266,17 +268,21 @@ std::vector<std::string> Model::AgreementLines() const {
   }
   lines.push_back(absl::StrCat("precision: ", PrecisionName(compile_options_.precision)));
   // Workers that disagree would send frames of another dtype mid-step: say it now.
-  lines.push_back(absl::StrCat("gradient all-reduce compression: ",
-                               GradientCompressionName(strategy_->options().communication.compression)));
+  lines.push_back(
+      absl::StrCat("gradient all-reduce compression: ",
+                   GradientCompressionName(strategy_->options().communication.compression)));
   // It also picks how all-gathers run (flat or across hosts first): every worker
   // must take the same path.
-  lines.push_back(absl::StrCat("collective algorithm: ",
-                               AllReduceAlgorithmName(strategy_->communicator()->options().allreduce_algorithm)));
+  lines.push_back(absl::StrCat(
+      "collective algorithm: ",
+      AllReduceAlgorithmName(strategy_->communicator()->options().allreduce_algorithm)));
   const std::vector<Variable*> trainable = variables();
-  if (std::any_of(trainable.begin(), trainable.end(), [](const Variable* v) { return v->sparse_gradient; })) {
+  if (std::any_of(trainable.begin(), trainable.end(),
+                  [](const Variable* v) { return v->sparse_gradient; })) {
     // Sparse and dense reductions are different collectives: say it now.
-    lines.push_back(absl::StrCat("sparse gradient reduction: ",
-                                 SparseReductionName(strategy_->options().communication.sparse_reduction)));
+    lines.push_back(
+        absl::StrCat("sparse gradient reduction: ",
+                     SparseReductionName(strategy_->options().communication.sparse_reduction)));
   }
   std::vector<std::string> metric_names;
   for (const Metric& m : metrics_) metric_names.push_back(m.name());

@@ -105,8 +105,7 @@ class Model : private ElasticReplica {
   // Evaluate once fit ended on every worker: with elastic training a peer's failure
   // in it regroups the workers still running (replicas are identical after fit)
   // and they evaluate again (up to 3 times); otherwise as Evaluate.
-  absl::StatusOr<EvaluateResult> EvaluateAfterFit(const Dataset& data,
-                                                  int64_t batch_size = 256);
+  absl::StatusOr<EvaluateResult> EvaluateAfterFit(const Dataset& data, int64_t batch_size = 256);
   // Outputs for `x` [count, ...] (probabilities when the model ends in a softmax).
   absl::StatusOr<Tensor> Predict(const Tensor& x, int64_t batch_size = 256);
   std::string Summary() const;
@@ -177,8 +176,7 @@ class Model : private ElasticReplica {
 
   // The functional constructor's work (keras/functional.cc): the graph's layers
   // in topological order; several inputs read one flat example.
-  absl::Status TakeLayers(const std::vector<SymbolicTensor>& inputs,
-                          const SymbolicTensor& outputs);
+  absl::Status TakeLayers(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs);
   void DeclareInput(Shape shape) { declared_input_ = std::move(shape); }
 
   // True when every layer takes the previous one's output (a Sequential model).
@@ -226,7 +224,7 @@ class Model : private ElasticReplica {
   std::string model_name_ = "model";
   // A problem found while the model was described (functional.cc), reported by Compile.
   absl::Status definition_error_;
-  std::map<std::string, int> type_counts_;  // For Keras-style layer names.
+  std::map<std::string, int> type_counts_;           // For Keras-style layer names.
   MultiWorkerMirroredStrategy* strategy_ = nullptr;  // Not owned (or default_strategy_).
   std::unique_ptr<MultiWorkerMirroredStrategy> default_strategy_;
   bool compiled_ = false, built_ = false;

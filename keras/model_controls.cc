@@ -18,7 +18,8 @@ absl::Status Model::AgreeOnDecisions() {
   // so that no worker gets through it before every worker reached it. Elastic
   // training counts on that (every operation of Fit ends in an all-reduce).
   const bool chief = strategy_->rank() == 0;
-  double decisions[2] = {chief && stop_training_ ? 1.0 : 0.0, chief ? optimizer_->learning_rate() : 0.0};
+  double decisions[2] = {chief && stop_training_ ? 1.0 : 0.0,
+                         chief ? optimizer_->learning_rate() : 0.0};
   RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, decisions, 2));
   stop_training_ = decisions[0] != 0;
   const float rate = static_cast<float>(decisions[1]);
@@ -49,7 +50,8 @@ absl::Status Model::RestoreControls(const TrainingControls& controls) {
     RW_RETURN_IF_ERROR(optimizer_->set_learning_rate(static_cast<float>(rate->second[0])));
   }
   const auto stop = controls.find(kStopTrainingControl);
-  if (stop != controls.end() && stop->second.size() == 1 && stop->second[0] != 0) stop_training_ = true;
+  if (stop != controls.end() && stop->second.size() == 1 && stop->second[0] != 0)
+    stop_training_ = true;
   std::map<std::string, int> seen;
   for (Callback* c : fit_callbacks_) {
     const std::string name = c->state_name();

@@ -27,18 +27,20 @@ std::string WithCommas(int64_t n) {
 }  // namespace
 
 absl::StatusOr<EvaluateResult> Model::Evaluate(const Dataset& data, int64_t batch_size) {
-  if (data.examples().count() == 0) return absl::InvalidArgumentError("evaluate on an empty dataset");
+  if (data.examples().count() == 0)
+    return absl::InvalidArgumentError("evaluate on an empty dataset");
   RW_RETURN_IF_ERROR(EnsureReady(data.examples().example_shape()));
   const int replicas = strategy_->num_replicas_in_sync();
-  RW_ASSIGN_OR_RETURN(Dataset shard, data.Shard(replicas, strategy_->rank(), AutoShardPolicy::kData));
+  RW_ASSIGN_OR_RETURN(Dataset shard,
+                      data.Shard(replicas, strategy_->rank(), AutoShardPolicy::kData));
   shard = shard.Batch(std::max<int64_t>(1, batch_size / replicas));
   std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
   std::unique_ptr<Dataset::Iterator> it = shard.Iterate(0);
   struct Batch batch;
   while (it->Next(&batch)) {
     absl::Status forward = Forward(batch.features, /*training=*/false);
-    absl::StatusOr<float> loss =
-        forward.ok() ? loss_->Compute(acts_.back(), batch.labels, nullptr) : absl::StatusOr<float>(forward);
+    absl::StatusOr<float> loss = forward.ok() ? loss_->Compute(acts_.back(), batch.labels, nullptr)
+                                              : absl::StatusOr<float>(forward);
     if (!loss.ok()) {
       // Data only this worker holds (a bad id, a bad label): the others must not
       // wait for its sums until a deadline.
@@ -52,7 +54,8 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Dataset& data, int64_t batc
     strategy_->communicator()->Barrier().IgnoreError();
     return it->status();
   }
-  RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
+  RW_RETURN_IF_ERROR(
+      strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
   const Logs logs = LogsFrom(sums);
   EvaluateResult result;
   result.loss = logs.at("loss");
@@ -100,7 +103,8 @@ absl::StatusOr<Tensor> Model::Predict(const Tensor& x, int64_t batch_size) {
     Tensor& y = acts_.back();
     const int64_t width = y.size() / n;
     if (fused_softmax_) {
-      RW_ASSIGN_OR_RETURN(std::unique_ptr<SoftmaxKernel> softmax, SoftmaxKernel::Create(*kernels_, n, width));
+      RW_ASSIGN_OR_RETURN(std::unique_ptr<SoftmaxKernel> softmax,
+                          SoftmaxKernel::Create(*kernels_, n, width));
       Tensor probs(y.shape());
       softmax->Forward(*kernels_, y.data(), probs.data());
       y = std::move(probs);
@@ -132,7 +136,8 @@ std::string Model::Summary() const {
   if (chain) {
     s << absl::StrFormat(" %-*s%-26s%s\n", name_width, "Layer (type)", "Output Shape", "Param #");
   } else {
-    s << absl::StrFormat(" %-*s%-26s%-11sConnected to\n", name_width, "Layer (type)", "Output Shape", "Param #");
+    s << absl::StrFormat(" %-*s%-26s%-11sConnected to\n", name_width, "Layer (type)",
+                         "Output Shape", "Param #");
   }
   s << double_rule << "\n";
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -141,8 +146,9 @@ std::string Model::Summary() const {
     for (int64_t d : l.output_shape()) absl::StrAppend(&shape, ", ", d);
     shape += ")";
     if (!built_) shape = "(unbuilt)";
-    std::string line = absl::StrFormat(" %-*s%-26s%s", name_width, absl::StrCat(l.name(), " (", l.type(), ")"),
-                                       shape, WithCommas(l.param_count()));
+    std::string line =
+        absl::StrFormat(" %-*s%-26s%s", name_width, absl::StrCat(l.name(), " (", l.type(), ")"),
+                        shape, WithCommas(l.param_count()));
     if (!chain) line = absl::StrFormat("%-*s%s", name_width + 38, line, InputNames(i));
     s << line << "\n";
     if (i + 1 < layers_.size()) s << "\n";

@@ -17,7 +17,8 @@ absl::Status Model::Forward(const Tensor& x, bool training) {
     xs.clear();
     for (int a : inputs_[l]) xs.push_back(a == 0 ? input_ : &acts_[a]);
     if (layers_[l]->merges()) {
-      RW_RETURN_IF_ERROR(static_cast<MergeLayer&>(*layers_[l]).ForwardMerge(*kernels_, xs, &acts_[l + 1]));
+      RW_RETURN_IF_ERROR(
+          static_cast<MergeLayer&>(*layers_[l]).ForwardMerge(*kernels_, xs, &acts_[l + 1]));
     } else {
       RW_RETURN_IF_ERROR(layers_[l]->Forward(*kernels_, *xs[0], &acts_[l + 1], training));
     }
@@ -49,7 +50,8 @@ absl::Status Model::BackwardLayer(size_t l) {
     }
   }
   if (layer.merges()) {
-    RW_RETURN_IF_ERROR(static_cast<MergeLayer&>(layer).BackwardMerge(*kernels_, xs, grads_[l + 1], dxs));
+    RW_RETURN_IF_ERROR(
+        static_cast<MergeLayer&>(layer).BackwardMerge(*kernels_, xs, grads_[l + 1], dxs));
   } else {
     RW_RETURN_IF_ERROR(layer.Backward(*kernels_, *xs[0], acts_[l + 1], grads_[l + 1], dxs[0]));
   }
@@ -89,12 +91,14 @@ absl::StatusOr<float> Model::TrainStepWithoutBatch() {
 
 absl::StatusOr<float> Model::TrainStep(const struct Batch& batch, float weight) {
   if (batch.size() == 0) return TrainStepWithoutBatch();
-  RW_RETURN_IF_ERROR(EnsureReady(Shape(batch.features.shape().begin() + 1, batch.features.shape().end())));
+  RW_RETURN_IF_ERROR(
+      EnsureReady(Shape(batch.features.shape().begin() + 1, batch.features.shape().end())));
   reducer_->BeginStep(weight);
   absl::Status status = Forward(batch.features, /*training=*/true);
   TimelineSpan loss_span("compute", "loss");
-  absl::StatusOr<float> loss = status.ok() ? loss_->Compute(acts_.back(), batch.labels, &grads_.back())
-                                           : absl::StatusOr<float>(status);
+  absl::StatusOr<float> loss = status.ok()
+                                   ? loss_->Compute(acts_.back(), batch.labels, &grads_.back())
+                                   : absl::StatusOr<float>(status);
   loss_span.End();
   std::fill(grad_set_.begin(), grad_set_.end(), 0);
   for (size_t l = layers_.size(); l-- > 0 && loss.ok();) {
@@ -131,7 +135,8 @@ absl::StatusOr<std::vector<double>> Model::ReduceBatchState(bool had_batch) {
     TimelineSpan span("exposed communication", "batch statistics all-reduce");
     const auto start = std::chrono::steady_clock::now();
     RW_RETURN_IF_ERROR(strategy_->Reduce(ReduceOp::kSum, sums.data(), batch_sums_size_));
-    *in_step_collective_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    *in_step_collective_s_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   return sums;
 }

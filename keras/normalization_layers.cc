@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
 #include "base/shortest_decimal.h"
+#include "base/status_macros.h"
 #include "keras/layers.h"
 #include "kernels/batch_norm.h"
 #include "kernels/layer_norm.h"
@@ -18,8 +18,8 @@ class LayerNormalizationLayer : public Layer {
   explicit LayerNormalizationLayer(LayerNormalizationOptions options) : options_(options) {}
   std::string type() const override { return "LayerNormalization"; }
   std::string config() const override {
-    return absl::StrCat("epsilon ", ShortestDecimal(options_.epsilon), options_.center ? ", center" : "",
-                        options_.scale ? ", scale" : "");
+    return absl::StrCat("epsilon ", ShortestDecimal(options_.epsilon),
+                        options_.center ? ", center" : "", options_.scale ? ", scale" : "");
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
@@ -28,7 +28,8 @@ class LayerNormalizationLayer : public Layer {
           absl::StrCat(name_, " normalizes the last axis, but the input is ", ShapeString(input)));
     }
     if (!(options_.epsilon > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": epsilon must be positive, got ", options_.epsilon));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": epsilon must be positive, got ", options_.epsilon));
     }
     dim_ = input.back();
     // Keras' order and initializers: gamma ones, beta zeros.
@@ -57,7 +58,8 @@ class LayerNormalizationLayer : public Layer {
     if (dx != nullptr) dx->Resize(x.shape());
     LayerNormBackward(dy.data(), gamma_ != nullptr ? gamma_->value.data() : nullptr, xhat_.data(),
                       rstd_.data(), x.size() / dim_, dim_, dx != nullptr ? dx->data() : nullptr,
-                      gamma_ != nullptr ? gamma_->grad : nullptr, beta_ != nullptr ? beta_->grad : nullptr);
+                      gamma_ != nullptr ? gamma_->grad : nullptr,
+                      beta_ != nullptr ? beta_->grad : nullptr);
     return absl::OkStatus();
   }
 
@@ -83,12 +85,13 @@ class BatchNormBase : public Layer {
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
     if (input.empty() || input.back() <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name_, " normalizes the last axis (channels), but the input is ", ShapeString(input)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, " normalizes the last axis (channels), but the input is ", ShapeString(input)));
     }
     if (!(options_.epsilon > 0) || !(options_.momentum >= 0 && options_.momentum <= 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": epsilon must be positive and momentum in [0, 1], got ",
-                                                     options_.epsilon, " and ", options_.momentum));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": epsilon must be positive and momentum in [0, 1], got ",
+                       options_.epsilon, " and ", options_.momentum));
     }
     channels_ = input.back();
     if (options_.scale) {
@@ -107,8 +110,9 @@ class BatchNormBase : public Layer {
   const float* gamma() const { return gamma_ != nullptr ? gamma_->value.data() : nullptr; }
   const float* beta() const { return beta_ != nullptr ? beta_->value.data() : nullptr; }
   void Infer(const Tensor& x, Tensor* y) const {
-    BatchNormInfer(x.data(), gamma(), beta(), moving_mean_->value.data(), moving_variance_->value.data(),
-                   x.size() / channels_, channels_, options_.epsilon, y->data());
+    BatchNormInfer(x.data(), gamma(), beta(), moving_mean_->value.data(),
+                   moving_variance_->value.data(), x.size() / channels_, channels_,
+                   options_.epsilon, y->data());
   }
   void UpdateMoving(const double* totals) {
     UpdateMovingStatistics(totals, channels_, options_.momentum, moving_mean_->value.data(),
@@ -143,16 +147,17 @@ class BatchNormalizationLayer : public BatchNormBase {
     const int64_t rows = x.size() / channels_;
     xhat_.Resize(x.shape());
     rstd_.Resize({channels_});
-    BatchNormTrain(x.data(), gamma(), beta(), rows, channels_, options_.epsilon, y->data(), xhat_.data(),
-                   rstd_.data(), sums_.data());
+    BatchNormTrain(x.data(), gamma(), beta(), rows, channels_, options_.epsilon, y->data(),
+                   xhat_.data(), rstd_.data(), sums_.data());
     return absl::OkStatus();
   }
 
   absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
                         Tensor* dx) override {
     if (dx != nullptr) dx->Resize(x.shape());
-    BatchNormBackward(dy.data(), gamma(), xhat_.data(), rstd_.data(), x.size() / channels_, channels_,
-                      dx != nullptr ? dx->data() : nullptr, gamma_ != nullptr ? gamma_->grad : nullptr,
+    BatchNormBackward(dy.data(), gamma(), xhat_.data(), rstd_.data(), x.size() / channels_,
+                      channels_, dx != nullptr ? dx->data() : nullptr,
+                      gamma_ != nullptr ? gamma_->grad : nullptr,
                       beta_ != nullptr ? beta_->grad : nullptr);
     return absl::OkStatus();
   }
@@ -174,12 +179,14 @@ class BatchNormalizationLayer : public BatchNormBase {
 // the gradient reducer averages in).
 class SyncBatchNormalizationLayer : public BatchNormBase {
  public:
-  explicit SyncBatchNormalizationLayer(BatchNormalizationOptions options) : BatchNormBase(options) {}
+  explicit SyncBatchNormalizationLayer(BatchNormalizationOptions options)
+      : BatchNormBase(options) {}
   std::string type() const override { return "SyncBatchNormalization"; }
   bool sums_over_replicas() const override { return true; }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
-    if (!ctx.sum_over_replicas) return absl::InternalError(absl::StrCat(name_, ": built without a way to sum over replicas"));
+    if (!ctx.sum_over_replicas)
+      return absl::InternalError(absl::StrCat(name_, ": built without a way to sum over replicas"));
     sum_ = ctx.sum_over_replicas;
     return BatchNormBase::Build(input, ctx);
   }
@@ -198,9 +205,11 @@ class SyncBatchNormalizationLayer : public BatchNormBase {
     global_rows_ = sums[0];
     mean_.Resize({channels_});
     rstd_.Resize({channels_});
-    BatchNormStatisticsFromSums(sums.data(), channels_, options_.epsilon, mean_.data(), rstd_.data());
+    BatchNormStatisticsFromSums(sums.data(), channels_, options_.epsilon, mean_.data(),
+                                rstd_.data());
     xhat_.Resize(x.shape());
-    BatchNormNormalize(x.data(), gamma(), beta(), mean_.data(), rstd_.data(), rows, channels_, y->data(), xhat_.data());
+    BatchNormNormalize(x.data(), gamma(), beta(), mean_.data(), rstd_.data(), rows, channels_,
+                       y->data(), xhat_.data());
     pending_moving_sums_ = std::move(sums);  // Applied when the step commits.
     return absl::OkStatus();
   }
@@ -224,8 +233,8 @@ class SyncBatchNormalizationLayer : public BatchNormBase {
     RW_RETURN_IF_ERROR(sum_(sums.data(), static_cast<int64_t>(sums.size())));
     if (dx != nullptr) {
       dx->Resize(x.shape());
-      BatchNormInputGradient(dy.data(), gamma(), xhat_.data(), rstd_.data(), sums.data(), rows_, channels_,
-                             dx->data());
+      BatchNormInputGradient(dy.data(), gamma(), xhat_.data(), rstd_.data(), sums.data(), rows_,
+                             channels_, dx->data());
     }
     return absl::OkStatus();
   }

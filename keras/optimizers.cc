@@ -24,9 +24,9 @@ class Adam : public Optimizer {
       : Optimizer(std::move(spec)), decay_(decoupled_decay) {}
   int slot_count() const override { return 2; }
   void Update(Variable* v, std::vector<Tensor>& slots) override {
-    AdamUpdate({rate_, spec_.beta_1, spec_.beta_2, spec_.epsilon,
-                decay_ ? spec_.weight_decay : 0.f},
-               iterations_, v->value.data(), v->grad, slots[0].data(), slots[1].data(), v->size());
+    AdamUpdate(
+        {rate_, spec_.beta_1, spec_.beta_2, spec_.epsilon, decay_ ? spec_.weight_decay : 0.f},
+        iterations_, v->value.data(), v->grad, slots[0].data(), slots[1].data(), v->size());
   }
 
  private:
@@ -45,8 +45,9 @@ std::vector<Tensor>& Optimizer::Slots(const Variable* v) {
 }
 
 float Optimizer::learning_rate() const {
-  return spec_.learning_rate_schedule != nullptr ? spec_.learning_rate_schedule->Rate(schedule_step_.value_or(iterations_))
-                                                 : constant_rate_;
+  return spec_.learning_rate_schedule != nullptr
+             ? spec_.learning_rate_schedule->Rate(schedule_step_.value_or(iterations_))
+             : constant_rate_;
 }
 
 absl::Status Optimizer::set_learning_rate(float rate) {
@@ -72,8 +73,8 @@ void Optimizer::Apply(const std::vector<Variable*>& variables) {
 absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerSpec& spec) {
   RW_RETURN_IF_ERROR(spec.clipping.Validate());
   if (spec.learning_rate_schedule == nullptr && !(spec.learning_rate > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "learning rate must be positive, got ", spec.learning_rate));
+    return absl::InvalidArgumentError(
+        absl::StrCat("learning rate must be positive, got ", spec.learning_rate));
   }
   if (spec.name == "sgd") return std::unique_ptr<Optimizer>(new Sgd(spec));
   if (spec.name == "adam") return std::unique_ptr<Optimizer>(new Adam(spec, false));

@@ -27,10 +27,10 @@ namespace ringwork {
 struct OptimizerSpec {
   std::string name = "adam";  // "sgd", "adam" or "adamw"
   float learning_rate = 0.001f;
-  float momentum = 0.0f;      // sgd
-  bool nesterov = false;      // sgd
+  float momentum = 0.0f;                                  // sgd
+  bool nesterov = false;                                  // sgd
   float beta_1 = 0.9f, beta_2 = 0.999f, epsilon = 1e-7f;  // adam, adamw
-  float weight_decay = 0.004f;  // adamw (Keras' default)
+  float weight_decay = 0.004f;                            // adamw (Keras' default)
   // Keras' learning_rate=schedule: replaces learning_rate when set.
   std::shared_ptr<const LearningRateSchedule> learning_rate_schedule;
   GradientClipping clipping;  // Of the averaged gradients, before the update.

@@ -1,8 +1,7 @@
 #include "keras/sequential.h"
 
-#include <cmath>
-
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "data/fashion_mnist.h"
 #include "keras/gradient_check_testing.h"
@@ -35,13 +34,17 @@ TEST_CASE("summary lists layers, shapes and Keras' parameter counts", "[sequenti
   REQUIRE(model.Build({28, 28, 1}).ok());
   const std::string summary = model.Summary();
   INFO(summary);
-  CHECK(summary.find(" flatten (Flatten)           (None, 784)               0") != std::string::npos);
-  CHECK(summary.find(" dense (Dense)               (None, 256)               200,960") != std::string::npos);
-  CHECK(summary.find(" dense_2 (Dense)             (None, 10)                1,290") != std::string::npos);
+  CHECK(summary.find(" flatten (Flatten)           (None, 784)               0") !=
+        std::string::npos);
+  CHECK(summary.find(" dense (Dense)               (None, 256)               200,960") !=
+        std::string::npos);
+  CHECK(summary.find(" dense_2 (Dense)             (None, 10)                1,290") !=
+        std::string::npos);
   CHECK(summary.find("Total params: 235,146") != std::string::npos);
 }
 
-TEST_CASE("gradients below a Flatten match finite differences; no input gradient is needed", "[sequential]") {
+TEST_CASE("gradients below a Flatten match finite differences; no input gradient is needed",
+          "[sequential]") {
   // Flatten first: the backward pass stops at the first Dense layer, which computes
   // its weights' gradients but no input gradient (nobody below would use it).
   Sequential model;
@@ -54,7 +57,8 @@ TEST_CASE("gradients below a Flatten match finite differences; no input gradient
   REQUIRE(model.Compile(options).ok());
   Batch batch;
   batch.features = Tensor({4, 2, 3, 1});
-  for (int64_t i = 0; i < batch.features.size(); ++i) batch.features[i] = std::sin(0.7f * static_cast<float>(i));
+  for (int64_t i = 0; i < batch.features.size(); ++i)
+    batch.features[i] = std::sin(0.7f * static_cast<float>(i));
   batch.labels = {0, 2, 1, 2};
   CheckGradientsByFiniteDifferences(model, batch);
   CHECK(model.variables().size() == 4);  // dense/kernel, dense/bias, dense_1/kernel, dense_1/bias
@@ -83,7 +87,8 @@ TEST_CASE("a model learns synthetic images and reports loss and accuracy", "[seq
   CHECK(result->metrics.at("accuracy") == Approx((*history)["val_accuracy"].back()));
 }
 
-TEST_CASE("a softmax output is fused into the loss and predictions are probabilities", "[sequential]") {
+TEST_CASE("a softmax output is fused into the loss and predictions are probabilities",
+          "[sequential]") {
   TrainTest data = SyntheticImages(512, 64, 9);
   Sequential model = Mlp("softmax");
   REQUIRE(model.Compile(Options(/*from_logits=*/false)).ok());
@@ -154,18 +159,20 @@ void CheckImageModelGradients(Sequential& model) {
   REQUIRE(model.Compile(options).ok());
   Batch batch;
   batch.features = Tensor({4, 3, 3, 2});
-  for (int64_t i = 0; i < batch.features.size(); ++i) batch.features[i] = std::sin(0.9f * static_cast<float>(i));
+  for (int64_t i = 0; i < batch.features.size(); ++i)
+    batch.features[i] = std::sin(0.9f * static_cast<float>(i));
   batch.labels = {0, 2, 1, 2};
   CheckGradientsByFiniteDifferences(model, batch);
 }
 
-TEST_CASE("LayerNormalization, GlobalAveragePooling2D and Reshape: gradients match finite differences",
-          "[sequential]") {
+TEST_CASE(
+    "LayerNormalization, GlobalAveragePooling2D and Reshape: gradients match finite differences",
+    "[sequential]") {
   Sequential model;
   model.Add(Conv2D(4, 3, {.padding = "same", .activation = "tanh"}));
-  model.Add(LayerNormalization());        // Over the 4 channels of each position.
-  model.Add(GlobalAveragePooling2D());    // [3, 3, 4] -> [4]
-  model.Add(Reshape({2, -1}));            // -> [2, 2]
+  model.Add(LayerNormalization());      // Over the 4 channels of each position.
+  model.Add(GlobalAveragePooling2D());  // [3, 3, 4] -> [4]
+  model.Add(Reshape({2, -1}));          // -> [2, 2]
   model.Add(Flatten());
   model.Add(Dense(5, {.activation = "tanh"}));
   model.Add(LayerNormalization({.center = false}));
@@ -173,9 +180,11 @@ TEST_CASE("LayerNormalization, GlobalAveragePooling2D and Reshape: gradients mat
   CheckImageModelGradients(model);
   const std::string summary = model.Summary();
   INFO(summary);
-  CHECK(summary.find(" global_average_pooling2d (GlobalAveragePooling2D)  (None, 4)                 0\n") !=
+  CHECK(summary.find(
+            " global_average_pooling2d (GlobalAveragePooling2D)  (None, 4)                 0\n") !=
         std::string::npos);
-  CHECK(summary.find(" layer_normalization (LayerNormalization)           (None, 3, 3, 4)           8\n") !=
+  CHECK(summary.find(
+            " layer_normalization (LayerNormalization)           (None, 3, 3, 4)           8\n") !=
         std::string::npos);
   CHECK(summary.find("reshape (Reshape)") != std::string::npos);
   CHECK(model.param_count() == (3 * 3 * 2 * 4 + 4) + 8 + (4 * 5 + 5) + 5 + (5 * 3 + 3));
@@ -186,23 +195,26 @@ TEST_CASE("LayerNormalization gives each vector zero mean and unit variance", "[
   model.Add(LayerNormalization({.epsilon = 1e-6f}));
   REQUIRE(model.Compile(Options()).ok());
   Tensor x({3, 8});
-  for (int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 5) * 3 - 2 + static_cast<float>(i / 8);
+  for (int64_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(i % 5) * 3 - 2 + static_cast<float>(i / 8);
   absl::StatusOr<Tensor> y = model.Predict(x);
   REQUIRE(y.ok());
   for (int64_t r = 0; r < 3; ++r) {
     double mean = 0, squares = 0;
     for (int64_t c = 0; c < 8; ++c) mean += (*y)[r * 8 + c] / 8.0;
-    for (int64_t c = 0; c < 8; ++c) squares += ((*y)[r * 8 + c] - mean) * ((*y)[r * 8 + c] - mean) / 8.0;
+    for (int64_t c = 0; c < 8; ++c)
+      squares += ((*y)[r * 8 + c] - mean) * ((*y)[r * 8 + c] - mean) / 8.0;
     CHECK(mean == Approx(0).margin(1e-6));
     CHECK(squares == Approx(1).epsilon(1e-4));
   }
 }
 
-TEST_CASE("BatchNormalization: gradients match finite differences; summary counts moving statistics",
-          "[sequential]") {
+TEST_CASE(
+    "BatchNormalization: gradients match finite differences; summary counts moving statistics",
+    "[sequential]") {
   Sequential model;
   model.Add(Conv2D(4, 3, {.padding = "same"}));
-  model.Add(BatchNormalization());        // Over the batch's 4 x 3 x 3 positions per channel.
+  model.Add(BatchNormalization());  // Over the batch's 4 x 3 x 3 positions per channel.
   model.Add(ActivationLayer("tanh"));
   model.Add(GlobalAveragePooling2D());
   model.Add(Dense(5));
@@ -212,7 +224,8 @@ TEST_CASE("BatchNormalization: gradients match finite differences; summary count
   CheckImageModelGradients(model);
   const std::string summary = model.Summary();
   INFO(summary);
-  CHECK(summary.find(" batch_normalization (BatchNormalization)           (None, 3, 3, 4)           16\n") !=
+  CHECK(summary.find(
+            " batch_normalization (BatchNormalization)           (None, 3, 3, 4)           16\n") !=
         std::string::npos);
   CHECK(summary.find("Total params: 150\n") != std::string::npos);
   CHECK(summary.find("Trainable params: 132\n") != std::string::npos);
@@ -220,7 +233,8 @@ TEST_CASE("BatchNormalization: gradients match finite differences; summary count
   CHECK(model.weights().size() == model.variables().size() + 4);
 }
 
-TEST_CASE("SyncBatchNormalization on one worker: gradients match finite differences", "[sequential]") {
+TEST_CASE("SyncBatchNormalization on one worker: gradients match finite differences",
+          "[sequential]") {
   Sequential model;
   model.Add(Conv2D(4, 3, {.padding = "same"}));
   model.Add(SyncBatchNormalization());
@@ -244,9 +258,9 @@ TEST_CASE("BatchNormalization keeps moving statistics of the batches and uses th
   std::vector<Variable*> weights = model.weights();
   REQUIRE(weights.size() == 4);  // gamma, beta, moving_mean, moving_variance
   CHECK(weights[2]->name == "batch_normalization/moving_mean");
-  CHECK(weights[2]->value[0] == 2.0f);    // 0 * 0.5 + 4 * 0.5
+  CHECK(weights[2]->value[0] == 2.0f);  // 0 * 0.5 + 4 * 0.5
   CHECK(weights[2]->value[1] == 12.5f);
-  CHECK(weights[3]->value[0] == 3.0f);    // 1 * 0.5 + 5 * 0.5
+  CHECK(weights[3]->value[0] == 3.0f);  // 1 * 0.5 + 5 * 0.5
   CHECK(weights[3]->value[1] == 63.0f);
   // Inference normalizes with the moving statistics, not the batch's.
   absl::StatusOr<Tensor> y = model.Predict(batch.features);
@@ -283,15 +297,17 @@ TEST_CASE("misconfigured models are refused with clear messages", "[sequential]"
     model.Add(Reshape({5, -1}));
     REQUIRE(model.Compile(Options()).ok());
     CHECK(std::string(model.Build({3, 4}).message()) ==
-          "building layer reshape for input [3, 4]: reshape: cannot reshape [3, 4] to [5, -1]: the -1 "
+          "building layer reshape for input [3, 4]: reshape: cannot reshape [3, 4] to [5, -1]: the "
+          "-1 "
           "dimension cannot be inferred");
   }
   {
     Sequential model;
     model.Add(GlobalAveragePooling2D());
     REQUIRE(model.Compile(Options()).ok());
-    CHECK(std::string(model.Build({784}).message()).find(
-              "global_average_pooling2d needs [height, width, channels] inputs, got [784]") != std::string::npos);
+    CHECK(std::string(model.Build({784}).message())
+              .find("global_average_pooling2d needs [height, width, channels] inputs, got [784]") !=
+          std::string::npos);
   }
   {
     Sequential model = Mlp();

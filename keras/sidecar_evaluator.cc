@@ -7,10 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -48,7 +47,8 @@ std::string ReadLatest(const std::string& dir) {
 
 absl::Status SidecarEvaluator::Run() {
   if (options_.checkpoint_dir.empty()) {
-    return absl::InvalidArgumentError("the sidecar evaluator needs a checkpoint directory (--checkpoint_dir)");
+    return absl::InvalidArgumentError(
+        "the sidecar evaluator needs a checkpoint directory (--checkpoint_dir)");
   }
   RW_LOG(INFO) << "evaluator: watching " << options_.checkpoint_dir << " for checkpoints";
   std::string last;
@@ -108,20 +108,23 @@ absl::Status SidecarEvaluator::Evaluate(const std::string& path) {
   RW_ASSIGN_OR_RETURN(EvaluateResult result, model_->Evaluate(*data_, options_.batch_size));
   CheckpointEvaluation e{path, loaded.position.step, loaded.position.epoch, loaded.final, result};
   std::string metrics;
-  for (const auto& [name, value] : result.metrics) absl::StrAppendFormat(&metrics, " - %s: %.4f", name, value);
+  for (const auto& [name, value] : result.metrics)
+    absl::StrAppendFormat(&metrics, " - %s: %.4f", name, value);
   RW_LOG(INFO) << absl::StrFormat("evaluator: step %d%s: loss: %.4f%s", e.step,
                                   e.final ? " (final)" : "", result.loss, metrics);
   RW_RETURN_IF_ERROR(AppendMetrics(e));
   if (absl::Status written = WriteSummaries(e, loaded.position.step_in_epoch); !written.ok()) {
     // Curves are not worth the evaluations: warn once, write no more.
-    RW_LOG(WARNING) << "evaluator: TensorBoard: " << written.message() << "; no more summaries are written";
+    RW_LOG(WARNING) << "evaluator: TensorBoard: " << written.message()
+                    << "; no more summaries are written";
     options_.summary_dir.clear();
   }
   evaluations_.push_back(std::move(e));
   return absl::OkStatus();
 }
 
-absl::Status SidecarEvaluator::WriteSummaries(const CheckpointEvaluation& e, int64_t step_in_epoch) {
+absl::Status SidecarEvaluator::WriteSummaries(const CheckpointEvaluation& e,
+                                              int64_t step_in_epoch) {
   if (options_.summary_dir.empty()) return absl::OkStatus();
   if (summaries_ == nullptr) {
     RW_ASSIGN_OR_RETURN(summaries_, EventFileWriter::Create(options_.summary_dir));
@@ -133,7 +136,8 @@ absl::Status SidecarEvaluator::WriteSummaries(const CheckpointEvaluation& e, int
     RW_RETURN_IF_ERROR(summaries_->WriteScalar(absl::StrCat("evaluation_", name, "_vs_iterations"),
                                                e.step, static_cast<float>(value)));
     if (epoch_end) {
-      RW_RETURN_IF_ERROR(summaries_->WriteScalar("epoch_" + name, e.epoch - 1, static_cast<float>(value)));
+      RW_RETURN_IF_ERROR(
+          summaries_->WriteScalar("epoch_" + name, e.epoch - 1, static_cast<float>(value)));
     }
   }
   return absl::OkStatus();
@@ -141,19 +145,21 @@ absl::Status SidecarEvaluator::WriteSummaries(const CheckpointEvaluation& e, int
 
 absl::Status SidecarEvaluator::AppendMetrics(const CheckpointEvaluation& e) const {
   if (options_.metrics_path.empty()) return absl::OkStatus();
-  nlohmann::json j = {{"checkpoint", e.path}, {"step", e.step}, {"epoch", e.epoch},
-                      {"final", e.final},     {"loss", e.result.loss}, {"examples", e.result.examples}};
+  nlohmann::json j = {{"checkpoint", e.path},  {"step", e.step},
+                      {"epoch", e.epoch},      {"final", e.final},
+                      {"loss", e.result.loss}, {"examples", e.result.examples}};
   for (const auto& [name, value] : e.result.metrics) j[name] = value;
   const std::string line = j.dump() + "\n";
   std::FILE* f = std::fopen(options_.metrics_path.c_str(), "a");
   if (f == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("evaluator: cannot append to ", options_.metrics_path, ": ", std::strerror(errno)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "evaluator: cannot append to ", options_.metrics_path, ": ", std::strerror(errno)));
   }
   const bool written = std::fwrite(line.data(), 1, line.size(), f) == line.size();
   const bool closed = std::fclose(f) == 0;
   if (!written || !closed) {
-    return absl::InvalidArgumentError(absl::StrCat("evaluator: cannot write ", options_.metrics_path));
+    return absl::InvalidArgumentError(
+        absl::StrCat("evaluator: cannot write ", options_.metrics_path));
   }
   return absl::OkStatus();
 }

@@ -1,18 +1,18 @@
 // The sidecar evaluator against a directory a test writes: it scores each new
 // checkpoint, notices one rewritten under the same name, stops after the final
 // one, and gives up (exit 4's status) when none comes.
+#include "keras/sidecar_evaluator.h"
+
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <thread>
 
-#include <catch2/catch.hpp>
-
 #include "base/exit_code.h"
 #include "data/fashion_mnist.h"
 #include "keras/checkpoint_callbacks.h"
 #include "keras/sequential.h"
-#include "keras/sidecar_evaluator.h"
 #include "keras/training_state.h"
 #include "testing/temp_dir.h"
 
@@ -43,8 +43,10 @@ TEST_CASE("the evaluator follows checkpoints, even one rewritten under its name"
 
   Sequential reader = Model();
   SidecarEvaluator evaluator(&reader, &test,
-                             {.checkpoint_dir = dir, .metrics_path = dir + "/eval.jsonl",
-                              .poll_interval_s = 0.01, .timeout_s = 30});
+                             {.checkpoint_dir = dir,
+                              .metrics_path = dir + "/eval.jsonl",
+                              .poll_interval_s = 0.01,
+                              .timeout_s = 30});
   absl::Status result;
   std::thread sidecar([&] { result = evaluator.Run(); });
   // Once the first is evaluated, the same step is written again, now final.
@@ -72,8 +74,10 @@ TEST_CASE("the evaluator writes TensorBoard's validation curves, epochs at epoch
   REQUIRE(SaveTrainingState(writer, checkpoints->get(), {1, 5, 15}, /*final=*/false).ok());
   Sequential reader = Model();
   SidecarEvaluator evaluator(&reader, &test,
-                             {.checkpoint_dir = dir, .metrics_path = dir + "/eval.jsonl",
-                              .summary_dir = dir + "/validation", .poll_interval_s = 0.01,
+                             {.checkpoint_dir = dir,
+                              .metrics_path = dir + "/eval.jsonl",
+                              .summary_dir = dir + "/validation",
+                              .poll_interval_s = 0.01,
                               .timeout_s = 30});
   absl::Status result;
   std::thread sidecar([&] { result = evaluator.Run(); });
@@ -101,23 +105,26 @@ TEST_CASE("the evaluator gives up after its timeout, naming the flag", "[evaluat
   const Dataset test = Dataset::FromExamples(SyntheticImages(0, 64, 3).test);
   Sequential model = Model();
   SidecarEvaluator evaluator(&model, &test,
-                             {.checkpoint_dir = dir, .poll_interval_s = 0.01, .timeout_s = 0.2,
+                             {.checkpoint_dir = dir,
+                              .poll_interval_s = 0.01,
+                              .timeout_s = 0.2,
                               .timeout_flag = "--evaluator_timeout_s"});
   absl::Status result = evaluator.Run();
   CHECK(ExitCodeFor(result) == kTimeout);
   CHECK(result.message().find("--evaluator_timeout_s") != absl::string_view::npos);
 }
 
-TEST_CASE("a latest naming a vanished file is read again; corrupt only if it stays", "[evaluator]") {
+TEST_CASE("a latest naming a vanished file is read again; corrupt only if it stays",
+          "[evaluator]") {
   const std::string dir = FreshTestDir("sidecar_vanished");
   const Dataset test = Dataset::FromExamples(SyntheticImages(0, 64, 3).test);
   // As if the trainer (keep=1) removed the file right after `latest` was read.
   std::ofstream(dir + "/latest") << CheckpointFileName(10) << "\n";
   Sequential reader = Model();
   SECTION("the next checkpoint arrives: evaluated") {
-    SidecarEvaluator evaluator(&reader, &test,
-                               {.checkpoint_dir = dir, .poll_interval_s = 0.01, .timeout_s = 30,
-                                .vanished_grace_s = 30});
+    SidecarEvaluator evaluator(
+        &reader, &test,
+        {.checkpoint_dir = dir, .poll_interval_s = 0.01, .timeout_s = 30, .vanished_grace_s = 30});
     absl::Status result;
     std::thread sidecar([&] { result = evaluator.Run(); });
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -132,9 +139,9 @@ TEST_CASE("a latest naming a vanished file is read again; corrupt only if it sta
     CHECK(evaluator.evaluations()[0].step == 20);
   }
   SECTION("it stays missing: corrupt (exit 5)") {
-    SidecarEvaluator evaluator(&reader, &test,
-                               {.checkpoint_dir = dir, .poll_interval_s = 0.01, .timeout_s = 30,
-                                .vanished_grace_s = 0.3});
+    SidecarEvaluator evaluator(
+        &reader, &test,
+        {.checkpoint_dir = dir, .poll_interval_s = 0.01, .timeout_s = 30, .vanished_grace_s = 0.3});
     absl::Status result = evaluator.Run();
     CHECK(ExitCodeFor(result) == kInvalidCheckpoint);
     CHECK(result.message().find("missing") != absl::string_view::npos);
@@ -152,9 +159,9 @@ TEST_CASE("an evaluator racing a trainer that keeps one checkpoint never calls i
   REQUIRE(checkpoints.ok());
   REQUIRE(SaveTrainingState(writer, checkpoints->get(), {0, 1, 1}, false).ok());
   Sequential reader = Model();
-  SidecarEvaluator evaluator(&reader, &test,
-                             {.checkpoint_dir = dir, .batch_size = 16, .poll_interval_s = 0,
-                              .timeout_s = 60});
+  SidecarEvaluator evaluator(
+      &reader, &test,
+      {.checkpoint_dir = dir, .batch_size = 16, .poll_interval_s = 0, .timeout_s = 60});
   absl::Status result;
   std::thread sidecar([&] { result = evaluator.Run(); });
   absl::Status written;

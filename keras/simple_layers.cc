@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/fnv1a.h"
 #include "base/shortest_decimal.h"
 #include "base/status_macros.h"
 #include "keras/activation_function.h"
-#include "base/fnv1a.h"
 #include "keras/layers.h"
 #include "kernels/dropout.h"
 
@@ -66,10 +66,11 @@ class ReshapeLayer : public ReshapingLayer {
     }
     return output_shape_;
   }
+
  private:
   absl::Status Mismatch(const Shape& input, const std::string& why) const {
-    return absl::InvalidArgumentError(absl::StrCat(name_, ": cannot reshape ", ShapeString(input), " to ",
-                                                   ShapeString(target_), ": ", why));
+    return absl::InvalidArgumentError(absl::StrCat(name_, ": cannot reshape ", ShapeString(input),
+                                                   " to ", ShapeString(target_), ": ", why));
   }
 
   const Shape target_;
@@ -85,7 +86,8 @@ class SliceLastAxisLayer : public Layer {
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
     if (input.empty() || begin_ < 0 || end_ <= begin_ || end_ > input.back()) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": columns [", begin_, ", ", end_,
-                                                     ") are not within the last axis of ", ShapeString(input)));
+                                                     ") are not within the last axis of ",
+                                                     ShapeString(input)));
     }
     width_ = input.back();
     output_shape_ = input;
@@ -123,8 +125,8 @@ class GlobalAveragePoolingLayer : public Layer {
   std::string type() const override { return "GlobalAveragePooling2D"; }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
     if (input.size() != 3 || NumElements(input) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name_, " needs [height, width, channels] inputs, got ", ShapeString(input)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, " needs [height, width, channels] inputs, got ", ShapeString(input)));
     }
     positions_ = input[0] * input[1];
     output_shape_ = {input[2]};
@@ -173,7 +175,8 @@ class DropoutLayer : public Layer {
   std::string config() const override { return absl::StrCat("rate ", ShortestDecimal(rate_)); }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
     if (!(rate_ >= 0 && rate_ < 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": rate must be in [0, 1), got ", rate_));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": rate must be in [0, 1), got ", rate_));
     }
     // A stream of its own per layer (as Keras gives each layer its own seed
     // generator): two Dropout layers never drop the same units in step.
@@ -261,7 +264,9 @@ class ActivationLayerImpl : public Layer, public SoftmaxOutput {
 std::unique_ptr<Layer> Reshape(Shape target_shape) {
   return std::make_unique<ReshapeLayer>(std::move(target_shape));
 }
-std::unique_ptr<Layer> GlobalAveragePooling2D() { return std::make_unique<GlobalAveragePoolingLayer>(); }
+std::unique_ptr<Layer> GlobalAveragePooling2D() {
+  return std::make_unique<GlobalAveragePoolingLayer>();
+}
 std::unique_ptr<Layer> SliceLastAxis(int64_t begin, int64_t end) {
   return std::make_unique<SliceLastAxisLayer>(begin, end);
 }

@@ -19,7 +19,8 @@ absl::Status StepBreakdown::EndEpoch(MultiWorkerMirroredStrategy* strategy,
   // This worker's seconds, split so that they add up to its steps' time.
   const double data = std::min(data_wait_s_, step_s_);
   const double exposed = std::min(reducer.exposed_s + collective_s_, step_s_ - data);
-  const double hidden = std::clamp(reducer.communication_s - reducer.exposed_s, 0.0, step_s_ - data - exposed);
+  const double hidden =
+      std::clamp(reducer.communication_s - reducer.exposed_s, 0.0, step_s_ - data - exposed);
   const double compute = step_s_ - data - exposed - hidden;
   // [compute, hidden, exposed, data, steps, then each worker's exposed seconds].
   const int workers = strategy->num_replicas_in_sync();
@@ -32,9 +33,10 @@ absl::Status StepBreakdown::EndEpoch(MultiWorkerMirroredStrategy* strategy,
   sums[5 + static_cast<size_t>(strategy->rank())] = exposed;
   steps_ = 0;
   step_s_ = data_wait_s_ = collective_s_ = 0;
-  RW_RETURN_IF_ERROR(strategy->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
-  for (const char* name : {kBreakdownCompute, kBreakdownHidden, kBreakdownExposed, kBreakdownDataWait,
-                           kSlowestWorkerRank, kSlowestWorkerLeadMs}) {
+  RW_RETURN_IF_ERROR(
+      strategy->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
+  for (const char* name : {kBreakdownCompute, kBreakdownHidden, kBreakdownExposed,
+                           kBreakdownDataWait, kSlowestWorkerRank, kSlowestWorkerLeadMs}) {
     logs->erase(name);  // No figures of an earlier epoch pass for this one's.
   }
   const double total = sums[0] + sums[1] + sums[2] + sums[3];

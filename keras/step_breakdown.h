@@ -48,8 +48,8 @@ class StepBreakdown {
   void AddStep(double step_s, double data_wait_s, double collective_s);
   // Agrees on this epoch's figures over every worker and adds them to `logs`;
   // then starts counting the next epoch.
-  absl::Status EndEpoch(MultiWorkerMirroredStrategy* strategy, const GradientReducer::Timing& reducer,
-                        Logs* logs);
+  absl::Status EndEpoch(MultiWorkerMirroredStrategy* strategy,
+                        const GradientReducer::Timing& reducer, Logs* logs);
 
  private:
   int64_t steps_ = 0;

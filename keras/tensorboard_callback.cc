@@ -10,9 +10,9 @@ namespace ringwork {
 
 absl::Status TensorBoardOptions::Validate() const {
   if (update_freq < 0 || histogram_freq < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TensorBoard: update_freq ", update_freq, " and histogram_freq ", histogram_freq,
-        " must be 0 (off) or more"));
+    return absl::InvalidArgumentError(absl::StrCat("TensorBoard: update_freq ", update_freq,
+                                                   " and histogram_freq ", histogram_freq,
+                                                   " must be 0 (off) or more"));
   }
   return absl::OkStatus();
 }
@@ -81,7 +81,8 @@ absl::Status TensorBoard::OnEpochEnd(int64_t epoch, const Logs& logs) {
         if (!Written(created.status())) return absl::OkStatus();
         validation_ = std::move(*created);
       }
-      if (!Written(validation_->WriteScalar("epoch_" + name.substr(4), epoch, static_cast<float>(value)))) {
+      if (!Written(validation_->WriteScalar("epoch_" + name.substr(4), epoch,
+                                            static_cast<float>(value)))) {
         return absl::OkStatus();
       }
     } else if (!Written(train_->WriteScalar(IsTimingLog(name) ? name : "epoch_" + name, epoch,
@@ -89,7 +90,8 @@ absl::Status TensorBoard::OnEpochEnd(int64_t epoch, const Logs& logs) {
       return absl::OkStatus();
     }
   }
-  if (!Written(train_->WriteScalar("epoch_learning_rate", epoch, model_->optimizer()->learning_rate()))) {
+  if (!Written(train_->WriteScalar("epoch_learning_rate", epoch,
+                                   model_->optimizer()->learning_rate()))) {
     return absl::OkStatus();
   }
   const double seconds =

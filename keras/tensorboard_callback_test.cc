@@ -1,18 +1,18 @@
 // The TensorBoard callback on an in-process cluster of two real workers: the
 // chief alone writes; every record decodes with both CRCs checked; the tags,
 // steps and values are History's; a second run adds a file and leaves the first.
+#include "keras/tensorboard_callback.h"
+
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 
-#include <catch2/catch.hpp>
-
 #include "base/status_macros.h"
 #include "data/fashion_mnist.h"
 #include "keras/sequential.h"
 #include "keras/step_breakdown.h"
-#include "keras/tensorboard_callback.h"
 #include "testing/local_cluster.h"
 #include "testing/temp_dir.h"
 
@@ -40,28 +40,29 @@ std::vector<History> FitWithTensorBoard(const std::string& log_dir) {
   options.num_workers = 2;
   const Dataset train = Dataset::FromExamples(SyntheticImages(640, 0, 3).train);
   const Dataset validation = Dataset::FromExamples(SyntheticImages(128, 0, 4).train);
-  std::vector<absl::Status> results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
-    auto scope = w.strategy->scope();
-    Sequential model;
-    model.Add(Flatten());
-    model.Add(Dense(16, {.activation = "relu"}));
-    model.Add(Dense(10));
-    CompileOptions compile;
-    compile.loss = {"sparse_categorical_crossentropy", true};
-    compile.optimizer = {.name = "sgd", .learning_rate = 0.05f};
-    compile.metrics = {"accuracy"};
-    compile.intra_op_threads = 1;
-    RW_RETURN_IF_ERROR(model.Compile(compile));
-    TensorBoard tensorboard({.log_dir = log_dir, .update_freq = 4, .histogram_freq = 2});
-    FitOptions fit;
-    fit.epochs = kEpochs;
-    fit.batch_size = kBatch;
-    fit.verbose = 0;
-    fit.validation_data = &validation;
-    fit.callbacks.push_back(&tensorboard);
-    RW_ASSIGN_OR_RETURN(histories[w.rank], model.Fit(train, fit));
-    return absl::OkStatus();
-  });
+  std::vector<absl::Status> results =
+      LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+        auto scope = w.strategy->scope();
+        Sequential model;
+        model.Add(Flatten());
+        model.Add(Dense(16, {.activation = "relu"}));
+        model.Add(Dense(10));
+        CompileOptions compile;
+        compile.loss = {"sparse_categorical_crossentropy", true};
+        compile.optimizer = {.name = "sgd", .learning_rate = 0.05f};
+        compile.metrics = {"accuracy"};
+        compile.intra_op_threads = 1;
+        RW_RETURN_IF_ERROR(model.Compile(compile));
+        TensorBoard tensorboard({.log_dir = log_dir, .update_freq = 4, .histogram_freq = 2});
+        FitOptions fit;
+        fit.epochs = kEpochs;
+        fit.batch_size = kBatch;
+        fit.verbose = 0;
+        fit.validation_data = &validation;
+        fit.callbacks.push_back(&tensorboard);
+        RW_ASSIGN_OR_RETURN(histories[w.rank], model.Fit(train, fit));
+        return absl::OkStatus();
+      });
   for (const absl::Status& s : results) REQUIRE(s.ok());
   return histories;
 }
@@ -79,7 +80,8 @@ TEST_CASE("the chief writes Keras' curves, as History has them, and a rerun adds
     REQUIRE(validation["epoch_" + name].size() == kEpochs);
     for (int epoch = 0; epoch < kEpochs; ++epoch) {
       CHECK(train["epoch_" + name][epoch] == static_cast<float>(history[name][epoch]));
-      CHECK(validation["epoch_" + name][epoch] == static_cast<float>(history["val_" + name][epoch]));
+      CHECK(validation["epoch_" + name][epoch] ==
+            static_cast<float>(history["val_" + name][epoch]));
     }
   }
   CHECK(train["epoch_learning_rate"].size() == kEpochs);
@@ -94,7 +96,8 @@ TEST_CASE("the chief writes Keras' curves, as History has them, and a rerun adds
   // fit's step breakdown: in History, summing to 1 each epoch, and as scalars.
   for (int epoch = 0; epoch < kEpochs; ++epoch) {
     double sum = 0;
-    for (const char* name : {kBreakdownCompute, kBreakdownHidden, kBreakdownExposed, kBreakdownDataWait}) {
+    for (const char* name :
+         {kBreakdownCompute, kBreakdownHidden, kBreakdownExposed, kBreakdownDataWait}) {
       REQUIRE(history[name].size() == kEpochs);
       sum += history[name][epoch];
       CHECK(train[name][epoch] == static_cast<float>(history[name][epoch]));

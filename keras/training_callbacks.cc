@@ -9,11 +9,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "base/shortest_decimal.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/logging.h"
+#include "base/shortest_decimal.h"
 #include "base/status_macros.h"
 #include "keras/model.h"
 
@@ -23,7 +23,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Keras: accuracy and AUC improve upwards, everything else downwards.
@@ -34,7 +35,8 @@ bool Maximizes(MonitorMode mode, const std::string& monitor) {
   return monitor.find("acc") != std::string::npos || EndsWith(monitor, "auc");
 }
 
-absl::StatusOr<double> Monitored(const char* callback, const std::string& monitor, const Logs& logs) {
+absl::StatusOr<double> Monitored(const char* callback, const std::string& monitor,
+                                 const Logs& logs) {
   const auto it = logs.find(monitor);
   if (it != logs.end()) return it->second;
   std::vector<std::string> present;
@@ -42,8 +44,9 @@ absl::StatusOr<double> Monitored(const char* callback, const std::string& monito
     if (!IsTimingLog(name)) present.push_back(name);
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      callback, " monitors \"", monitor, "\", which is not in this epoch's logs (", absl::StrJoin(present, ", "),
-      ")", absl::StartsWith(monitor, "val_") ? "; val_ values need validation data in fit" : ""));
+      callback, " monitors \"", monitor, "\", which is not in this epoch's logs (",
+      absl::StrJoin(present, ", "), ")",
+      absl::StartsWith(monitor, "val_") ? "; val_ values need validation data in fit" : ""));
 }
 
 absl::Status StateSize(const char* callback, const std::vector<double>& state, size_t want) {
@@ -51,7 +54,6 @@ absl::Status StateSize(const char* callback, const std::vector<double>& state, s
   return absl::FailedPreconditionError(absl::StrCat(
       "the backup's ", callback, " state has ", state.size(), " values, this build keeps ", want));
 }
-
 
 }  // namespace
 
@@ -70,7 +72,8 @@ absl::Status EarlyStopping::OnTrainBegin(const TrainInfo&) {
 }
 
 bool EarlyStopping::Improves(double value, double reference) const {
-  return maximize_ ? value - options_.min_delta > reference : value + options_.min_delta < reference;
+  return maximize_ ? value - options_.min_delta > reference
+                   : value + options_.min_delta < reference;
 }
 
 absl::Status EarlyStopping::OnEpochEnd(int64_t epoch, const Logs& logs) {
@@ -79,7 +82,8 @@ absl::Status EarlyStopping::OnEpochEnd(int64_t epoch, const Logs& logs) {
   const std::vector<Variable*> variables = model_->weights();
   auto keep_weights = [&] {
     best_weights_.clear();
-    for (const Variable* v : variables) best_weights_.emplace_back(v->value.data(), v->value.data() + v->size());
+    for (const Variable* v : variables)
+      best_weights_.emplace_back(v->value.data(), v->value.data() + v->size());
   };
   if (options_.restore_best_weights && best_weights_.empty()) keep_weights();
   ++wait_;
@@ -96,12 +100,13 @@ absl::Status EarlyStopping::OnEpochEnd(int64_t epoch, const Logs& logs) {
     const bool chief = model_->strategy()->is_chief();
     if (options_.verbose && chief) {
       RW_LOG(INFO) << "Epoch " << epoch + 1 << ": early stopping (" << options_.monitor << " "
-                   << ShortestDecimal(current) << ", best " << ShortestDecimal(best_) << " at epoch " << best_epoch_ + 1
-                   << ", patience " << options_.patience << ")";
+                   << ShortestDecimal(current) << ", best " << ShortestDecimal(best_)
+                   << " at epoch " << best_epoch_ + 1 << ", patience " << options_.patience << ")";
     }
     if (options_.restore_best_weights && !best_weights_.empty()) {
       if (options_.verbose && chief) {
-        RW_LOG(INFO) << "Restoring model weights from the end of the best epoch: " << best_epoch_ + 1;
+        RW_LOG(INFO) << "Restoring model weights from the end of the best epoch: "
+                     << best_epoch_ + 1;
       }
       for (size_t i = 0; i < variables.size(); ++i) {
         std::copy(best_weights_[i].begin(), best_weights_[i].end(), variables[i]->value.data());
@@ -126,8 +131,9 @@ absl::Status EarlyStopping::RestoreState(const std::vector<double>& state) {
   size_t want = 5;
   if (kept > 0) {
     if (kept != variables.size()) {
-      return absl::FailedPreconditionError(absl::StrCat("the backup's EarlyStopping best weights have ", kept,
-                                                        " variables, this model ", variables.size()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the backup's EarlyStopping best weights have ", kept,
+                       " variables, this model ", variables.size()));
     }
     for (const Variable* v : variables) want += static_cast<size_t>(v->size());
   }
@@ -170,7 +176,8 @@ absl::Status ReduceLROnPlateau::OnEpochEnd(int64_t epoch, const Logs& logs) {
     --cooldown_counter_;
     wait_ = 0;
   }
-  const bool better = maximize_ ? current > best_ + options_.min_delta : current < best_ - options_.min_delta;
+  const bool better =
+      maximize_ ? current > best_ + options_.min_delta : current < best_ - options_.min_delta;
   if (better) {
     best_ = current;
     wait_ = 0;
@@ -180,7 +187,8 @@ absl::Status ReduceLROnPlateau::OnEpochEnd(int64_t epoch, const Logs& logs) {
   Optimizer* optimizer = model_->optimizer();
   const float old_rate = optimizer->learning_rate();
   if (old_rate > static_cast<float>(options_.min_lr)) {
-    const double new_rate = std::max(static_cast<double>(old_rate) * options_.factor, options_.min_lr);
+    const double new_rate =
+        std::max(static_cast<double>(old_rate) * options_.factor, options_.min_lr);
     RW_RETURN_IF_ERROR(optimizer->set_learning_rate(static_cast<float>(new_rate)));
     if (options_.verbose && model_->strategy()->is_chief()) {
       RW_LOG(INFO) << "Epoch " << epoch + 1 << ": ReduceLROnPlateau reducing learning rate to "
@@ -227,7 +235,8 @@ absl::Status TerminateOnNaN::OnBatchEnd(int64_t step, const Logs& logs) {
   const auto loss = logs.find("loss");
   if (loss == logs.end() || std::isfinite(loss->second)) return absl::OkStatus();
   if (model_->strategy()->is_chief()) {
-    RW_LOG(WARNING) << "Batch " << step << ": invalid loss " << loss->second << ", terminating training";
+    RW_LOG(WARNING) << "Batch " << step << ": invalid loss " << loss->second
+                    << ", terminating training";
   }
   model_->set_stop_training(true);
   return absl::OkStatus();
@@ -240,7 +249,8 @@ CSVLogger::~CSVLogger() {
 }
 
 std::string CSVLogger::Failure(const char* doing) const {
-  return absl::StrCat("CSVLogger: cannot ", doing, " ", options_.filename, ": ", std::strerror(errno));
+  return absl::StrCat("CSVLogger: cannot ", doing, " ", options_.filename, ": ",
+                      std::strerror(errno));
 }
 
 void CSVLogger::StopWriting(const char* doing) {
@@ -279,7 +289,8 @@ absl::Status CSVLogger::OpenForAppending(bool keys_from_header) {
     header_written_ = static_cast<bool>(std::getline(existing, header)) && !header.empty();
     if (header_written_ && keys_from_header) {
       std::vector<std::string> columns = absl::StrSplit(header, options_.separator);
-      if (columns.size() > 1 && columns[0] == "epoch") keys_.assign(columns.begin() + 1, columns.end());
+      if (columns.size() > 1 && columns[0] == "epoch")
+        keys_.assign(columns.begin() + 1, columns.end());
     }
   }
   file_ = std::fopen(options_.filename.c_str(), "a");
@@ -288,7 +299,8 @@ absl::Status CSVLogger::OpenForAppending(bool keys_from_header) {
 }
 
 absl::Status CSVLogger::OnRegroup(const TrainInfo& info) {
-  if (!info.is_chief || file_ != nullptr || stopped_ || options_.filename.empty()) return absl::OkStatus();
+  if (!info.is_chief || file_ != nullptr || stopped_ || options_.filename.empty())
+    return absl::OkStatus();
   // The chief left: this worker writes the next rows after the ones it wrote, in
   // their columns (a failure only ends the rows, as a failed write does: no
   // collective here).

@@ -2,12 +2,13 @@
 // CSVLogger and gradient clipping on in-process clusters of real workers: every
 // worker takes the chief's decisions at the same step, and a run resumed from its
 // backup decides (and ends) exactly as the uninterrupted run.
+#include "keras/training_callbacks.h"
+
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "base/exit_code.h"
@@ -15,7 +16,6 @@
 #include "data/fashion_mnist.h"
 #include "keras/checkpoint_callbacks.h"
 #include "keras/sequential.h"
-#include "keras/training_callbacks.h"
 #include "keras/training_state.h"
 #include "testing/local_cluster.h"
 #include "testing/temp_dir.h"
@@ -35,7 +35,7 @@ const TrainTest& Data() {
 
 struct WorkerRun {
   absl::Status status;
-  int64_t epochs = 0;   // Epochs in History.
+  int64_t epochs = 0;    // Epochs in History.
   int64_t examples = 0;  // Examples trained on, over every worker.
   uint64_t weights = 0;
   float learning_rate = 0;
@@ -78,7 +78,8 @@ std::vector<WorkerRun> Run(const Setup& setup) {
     std::vector<std::unique_ptr<Callback>> owned;
     if (setup.callbacks) owned = setup.callbacks(w.rank);
     for (auto& c : owned) fit.callbacks.push_back(c.get());
-    absl::StatusOr<History> history = model.Fit(setup.train != nullptr ? *setup.train : *train, fit);
+    absl::StatusOr<History> history =
+        model.Fit(setup.train != nullptr ? *setup.train : *train, fit);
     WorkerRun& run = runs[w.rank];
     run.weights = WeightsFingerprint(model);
     run.learning_rate = model.optimizer()->learning_rate();
@@ -139,10 +140,13 @@ TEST_CASE("EarlyStopping stops every worker at the same epoch and restores the b
   // A monitored value that is not logged is an error naming those that are.
   Setup wrong;
   wrong.validation = false;
-  wrong.callbacks = [](int) { return One<EarlyStopping>(EarlyStoppingOptions{.monitor = "val_loss"}); };
+  wrong.callbacks = [](int) {
+    return One<EarlyStopping>(EarlyStoppingOptions{.monitor = "val_loss"});
+  };
   for (const WorkerRun& run : Run(wrong)) {
     CHECK_THAT(std::string(run.status.message()),
-               Contains("EarlyStopping monitors \"val_loss\", which is not in this epoch's logs (accuracy, loss)"));
+               Contains("EarlyStopping monitors \"val_loss\", which is not in this epoch's logs "
+                        "(accuracy, loss)"));
   }
 }
 
@@ -160,8 +164,9 @@ class StopOnOneWorker : public Callback {
   int rank_, my_rank_;
 };
 
-TEST_CASE("a stop asked for in OnBatchEnd is the chief's decision, taken by every worker at that step",
-          "[callbacks]") {
+TEST_CASE(
+    "a stop asked for in OnBatchEnd is the chief's decision, taken by every worker at that step",
+    "[callbacks]") {
   Setup chief_stops;
   chief_stops.callbacks = [](int rank) { return One<StopOnOneWorker>(3, 0, rank); };
   std::vector<WorkerRun> runs = Run(chief_stops);
@@ -203,7 +208,8 @@ TEST_CASE("ReduceLROnPlateau and LearningRateScheduler change the rate alike on 
   Setup scheduled;
   scheduled.optimizer = {.name = "sgd", .learning_rate = 0.1f};
   scheduled.callbacks = [](int) {
-    return One<LearningRateScheduler>([](int64_t epoch, double rate) { return epoch < 2 ? rate : rate * 0.1; });
+    return One<LearningRateScheduler>(
+        [](int64_t epoch, double rate) { return epoch < 2 ? rate : rate * 0.1; });
   };
   std::vector<WorkerRun> sched = Run(scheduled);
   RequireAllOk(sched);
@@ -253,19 +259,24 @@ TEST_CASE("CSVLogger writes a header and a row per epoch on the chief only", "[c
 
   // append: a second run adds rows under the same header.
   setup.callbacks = [&](int rank) {
-    return One<CSVLogger>(CSVLoggerOptions{.filename = absl::StrCat(dir, "/log", rank, ".csv"), .append = true});
+    return One<CSVLogger>(
+        CSVLoggerOptions{.filename = absl::StrCat(dir, "/log", rank, ".csv"), .append = true});
   };
   RequireAllOk(Run(setup));
   std::ifstream again(dir + "/log0.csv");
   int count = 0, headers = 0;
-  for (std::string line; std::getline(again, line); ++count) headers += line.rfind("epoch,", 0) == 0;
+  for (std::string line; std::getline(again, line); ++count)
+    headers += line.rfind("epoch,", 0) == 0;
   CHECK(count == 7);
   CHECK(headers == 1);
 
   Setup unwritable;
-  unwritable.callbacks = [](int) { return One<CSVLogger>(CSVLoggerOptions{.filename = "/nonexistent/dir/x.csv"}); };
+  unwritable.callbacks = [](int) {
+    return One<CSVLogger>(CSVLoggerOptions{.filename = "/nonexistent/dir/x.csv"});
+  };
   std::vector<WorkerRun> failed = Run(unwritable);
-  CHECK_THAT(std::string(failed[0].status.message()), Contains("CSVLogger: cannot open /nonexistent/dir/x.csv"));
+  CHECK_THAT(std::string(failed[0].status.message()),
+             Contains("CSVLogger: cannot open /nonexistent/dir/x.csv"));
 }
 
 TEST_CASE("gradient clipping keeps replicas identical; workers that clip differently are refused",
@@ -330,11 +341,15 @@ TEST_CASE("a run resumed from its backup keeps the rate, the callbacks' state an
     s.callbacks = [=](int) {
       std::vector<std::unique_ptr<Callback>> v;
       // First in the list, as train puts it: fit still ends its epochs last.
-      if (!dir.empty()) v.push_back(std::make_unique<BackupAndRestore>(BackupOptions{.backup_dir = dir}));
-      v.push_back(std::make_unique<ReduceLROnPlateau>(
-          ReduceLROnPlateauOptions{.monitor = "loss", .factor = 0.5, .patience = 1, .min_delta = 10, .cooldown = 1}));
-      v.push_back(std::make_unique<EarlyStopping>(EarlyStoppingOptions{
-          .monitor = "val_loss", .min_delta = 10, .patience = 3, .restore_best_weights = restore_best}));
+      if (!dir.empty())
+        v.push_back(std::make_unique<BackupAndRestore>(BackupOptions{.backup_dir = dir}));
+      v.push_back(std::make_unique<ReduceLROnPlateau>(ReduceLROnPlateauOptions{
+          .monitor = "loss", .factor = 0.5, .patience = 1, .min_delta = 10, .cooldown = 1}));
+      v.push_back(std::make_unique<EarlyStopping>(
+          EarlyStoppingOptions{.monitor = "val_loss",
+                               .min_delta = 10,
+                               .patience = 3,
+                               .restore_best_weights = restore_best}));
       if (fail_at >= 0) v.push_back(std::make_unique<FailAtEpochBegin>(fail_at));
       return v;
     };
@@ -365,11 +380,12 @@ TEST_CASE("a run resumed from its backup keeps the rate, the callbacks' state an
     Setup s;
     s.epochs = 4;
     s.optimizer = {.name = "sgd"};
-    s.optimizer.learning_rate_schedule =
-        *CosineDecay({.initial_learning_rate = 0, .decay_steps = 30, .warmup_target = 0.2, .warmup_steps = 10});
+    s.optimizer.learning_rate_schedule = *CosineDecay(
+        {.initial_learning_rate = 0, .decay_steps = 30, .warmup_target = 0.2, .warmup_steps = 10});
     s.callbacks = [dir, fail_at](int) {
       std::vector<std::unique_ptr<Callback>> v;
-      if (!dir.empty()) v.push_back(std::make_unique<BackupAndRestore>(BackupOptions{.backup_dir = dir}));
+      if (!dir.empty())
+        v.push_back(std::make_unique<BackupAndRestore>(BackupOptions{.backup_dir = dir}));
       if (fail_at >= 0) v.push_back(std::make_unique<FailAtEpochBegin>(fail_at));
       return v;
     };
@@ -424,9 +440,11 @@ TEST_CASE("a resume in an epoch's middle does not apply the epoch's LearningRate
     s.callbacks = [=](int) {
       std::vector<std::unique_ptr<Callback>> v;
       if (!dir.empty()) {
-        v.push_back(std::make_unique<BackupAndRestore>(BackupOptions{.backup_dir = dir, .save_freq_steps = 5}));
+        v.push_back(std::make_unique<BackupAndRestore>(
+            BackupOptions{.backup_dir = dir, .save_freq_steps = 5}));
       }
-      v.push_back(std::make_unique<LearningRateScheduler>([](int64_t, double rate) { return rate * 0.5; }));
+      v.push_back(
+          std::make_unique<LearningRateScheduler>([](int64_t, double rate) { return rate * 0.5; }));
       if (fail_after > 0) v.push_back(std::make_unique<FailAfterStep>(fail_after));
       return v;
     };
@@ -447,17 +465,22 @@ TEST_CASE("a resume in an epoch's middle does not apply the epoch's LearningRate
 class FailTrainEnd : public Callback {
  public:
   bool decides_per_batch() const override { return false; }
-  absl::Status OnTrainEnd(const Logs&) override { return PeerError("simulated failure at the end"); }
+  absl::Status OnTrainEnd(const Logs&) override {
+    return PeerError("simulated failure at the end");
+  }
 };
 
-TEST_CASE("a backup written after EarlyStopping stopped training resumes as stopped", "[callbacks][backup]") {
+TEST_CASE("a backup written after EarlyStopping stopped training resumes as stopped",
+          "[callbacks][backup]") {
   auto stopping = [](const std::string& dir, bool fail_end) {
     Setup s;
     s.epochs = 6;
     s.callbacks = [=](int) {
       std::vector<std::unique_ptr<Callback>> v;
-      if (!dir.empty()) v.push_back(std::make_unique<BackupAndRestore>(BackupOptions{.backup_dir = dir}));
-      v.push_back(std::make_unique<EarlyStopping>(EarlyStoppingOptions{.min_delta = 10, .patience = 1}));
+      if (!dir.empty())
+        v.push_back(std::make_unique<BackupAndRestore>(BackupOptions{.backup_dir = dir}));
+      v.push_back(
+          std::make_unique<EarlyStopping>(EarlyStoppingOptions{.min_delta = 10, .patience = 1}));
       if (fail_end) v.push_back(std::make_unique<FailTrainEnd>());
       return v;
     };
@@ -467,7 +490,8 @@ TEST_CASE("a backup written after EarlyStopping stopped training resumes as stop
   RequireAllOk(expected);
   CHECK(expected[0].epochs == 2);
   const std::string dir = FreshTestDir("backup_after_stop");
-  for (const WorkerRun& run : Run(stopping(dir, true))) CHECK(ExitCodeFor(run.status) == kPeerFailure);
+  for (const WorkerRun& run : Run(stopping(dir, true)))
+    CHECK(ExitCodeFor(run.status) == kPeerFailure);
   std::vector<WorkerRun> resumed = Run(stopping(dir, false));
   RequireAllOk(resumed);
   CHECK(resumed[0].epochs == 0);  // Nothing more to train.

@@ -5,15 +5,15 @@
 #include <set>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/crash_points.h"
 #include "base/exit_code.h"
-#include "observability/timeline.h"
 #include "base/fnv1a.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "observability/timeline.h"
 #include "strategy/replica_check.h"
 
 namespace ringwork {
@@ -58,8 +58,8 @@ std::vector<StateTensor> StateTensors(Model& model, bool include_optimizer) {
 
 absl::Status MustBeBuilt(const Model& model, const char* doing) {
   if (model.built()) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat("cannot ", doing, " a model that is not built (call Fit, Evaluate or Build first)"));
+  return absl::FailedPreconditionError(absl::StrCat(
+      "cannot ", doing, " a model that is not built (call Fit, Evaluate or Build first)"));
 }
 
 // The chief's half of a restore: verify `path` against the model and read every
@@ -74,15 +74,15 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
     ours.insert(s.name);
     const CheckpointTensor* t = m.Find(s.name);
     if (t == nullptr) {
-      return MismatchError(absl::StrCat("checkpoint ", path, " was written by another model: it has no tensor \"",
-                                        s.name, "\""));
+      return MismatchError(absl::StrCat(
+          "checkpoint ", path, " was written by another model: it has no tensor \"", s.name, "\""));
     }
     const Shape& want = s.tensor->shape();
     if (t->dtype != DataType::kFloat32 || t->shape != want) {
-      return MismatchError(absl::StrCat(
-          "checkpoint ", path, " was written by another model: tensor \"", s.name, "\" is ",
-          DataTypeName(t->dtype), " ", ShapeString(t->shape), " there, float32 ", ShapeString(want),
-          " in this model"));
+      return MismatchError(
+          absl::StrCat("checkpoint ", path, " was written by another model: tensor \"", s.name,
+                       "\" is ", DataTypeName(t->dtype), " ", ShapeString(t->shape),
+                       " there, float32 ", ShapeString(want), " in this model"));
     }
   }
   for (const CheckpointTensor& t : m.tensors) {
@@ -100,7 +100,8 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
     }
     if (!include_optimizer && absl::StartsWith(t.name, kOptimizerPrefix)) continue;
     if (!ours.count(t.name)) {
-      return MismatchError(absl::StrCat("checkpoint ", path, " was written by another model: this model has no \"",
+      return MismatchError(absl::StrCat("checkpoint ", path,
+                                        " was written by another model: this model has no \"",
                                         t.name, "\""));
     }
   }
@@ -148,13 +149,16 @@ uint64_t WeightsFingerprint(const Model& model) {
 }
 
 TrainSettings TrainSettings::From(const TrainInfo& info) {
-  return TrainSettings{info.global_batch_size, info.steps_per_epoch, info.replicas,
+  return TrainSettings{info.global_batch_size,
+                       info.steps_per_epoch,
+                       info.replicas,
                        static_cast<int64_t>(info.shard_policy),
                        static_cast<int64_t>(info.shuffle_seed & 0x7fffffffffffffffull),
                        info.examples_per_pass};
 }
 
-absl::Status TrainSettings::SameDataPosition(const TrainSettings& now, bool position_recorded) const {
+absl::Status TrainSettings::SameDataPosition(const TrainSettings& now,
+                                             bool position_recorded) const {
   auto policy = [](int64_t p) {
     return std::string(AutoShardPolicyName(static_cast<AutoShardPolicy>(p)));
   };
@@ -163,7 +167,8 @@ absl::Status TrainSettings::SameDataPosition(const TrainSettings& now, bool posi
         absl::StrCat(what, " ", then, " in the checkpoint, ", current, " now"));
   };
   if (examples_per_pass >= 0 && examples_per_pass != now.examples_per_pass) {
-    return differ("examples per pass", absl::StrCat(examples_per_pass), absl::StrCat(now.examples_per_pass));
+    return differ("examples per pass", absl::StrCat(examples_per_pass),
+                  absl::StrCat(now.examples_per_pass));
   }
   if (seed >= 0 && seed != now.seed) {
     return differ("shuffle seed", absl::StrCat(seed), absl::StrCat(now.seed));
@@ -173,10 +178,12 @@ absl::Status TrainSettings::SameDataPosition(const TrainSettings& now, bool posi
     return absl::OkStatus();  // (pass, example) names the same examples under any batch.
   }
   if (global_batch_size >= 0 && global_batch_size != now.global_batch_size) {
-    return differ("global batch size", absl::StrCat(global_batch_size), absl::StrCat(now.global_batch_size));
+    return differ("global batch size", absl::StrCat(global_batch_size),
+                  absl::StrCat(now.global_batch_size));
   }
   if (steps_per_epoch >= 0 && steps_per_epoch != now.steps_per_epoch) {
-    return differ("steps per epoch", absl::StrCat(steps_per_epoch), absl::StrCat(now.steps_per_epoch));
+    return differ("steps per epoch", absl::StrCat(steps_per_epoch),
+                  absl::StrCat(now.steps_per_epoch));
   }
   if (shard_policy >= 0 && shard_policy != now.shard_policy) {
     return differ("shard policy", policy(shard_policy), policy(now.shard_policy));
@@ -225,8 +232,10 @@ absl::StatusOr<std::string> WriteOnChief(Model& model, CheckpointDirectory* dir,
   }
   const TrainingControls controls = model.SaveControls();
   for (const auto& [name, values] : controls) {
-    tensors.push_back({absl::StrCat(kControlsPrefix, name), DataType::kFloat64,
-                       {static_cast<int64_t>(values.size())}, values.data()});
+    tensors.push_back({absl::StrCat(kControlsPrefix, name),
+                       DataType::kFloat64,
+                       {static_cast<int64_t>(values.size())},
+                       values.data()});
   }
   RW_ASSIGN_OR_RETURN(std::string path, dir->Write(manifest, tensors));
   RW_VLOG(1) << "saved " << path << " (step " << position.step << ")";
@@ -240,8 +249,8 @@ absl::StatusOr<std::string> SaveTrainingState(Model& model, CheckpointDirectory*
                                               const TrainInfo* info) {
   RW_RETURN_IF_ERROR(MustBeBuilt(model, "save"));
   // A checkpoint of replicas that drifted apart would hide it: compare first.
-  RW_RETURN_IF_ERROR(CheckReplicasIdentical(model.strategy(), model.weights(),
-                                            absl::StrCat("before checkpoint step ", position.step)));
+  RW_RETURN_IF_ERROR(CheckReplicasIdentical(
+      model.strategy(), model.weights(), absl::StrCat("before checkpoint step ", position.step)));
   absl::StatusOr<std::string> written = std::string();
   if (model.strategy()->is_chief()) {
     written = WriteOnChief(model, dir, position, final, info);
@@ -307,7 +316,8 @@ absl::StatusOr<LoadedCheckpoint> Restore(Model& model, const std::string& path,
   int64_t header[kHeaderWords] = {0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1};
   TrainingControls controls;
   absl::Status read;
-  if (strategy->is_chief()) read = ReadVerified(path, state, include_optimizer, &staged, header, &controls);
+  if (strategy->is_chief())
+    read = ReadVerified(path, state, include_optimizer, &staged, header, &controls);
   RW_RETURN_IF_ERROR(strategy->ShareChiefStatus(read));
   if (strategy->is_chief()) {
     // Into the existing buffers: kernels may hold on to where the weights live.
@@ -325,11 +335,10 @@ absl::StatusOr<LoadedCheckpoint> Restore(Model& model, const std::string& path,
     model.SetTrainingStep(header[2]);
     RW_RETURN_IF_ERROR(BroadcastControls(comm, /*root=*/0, &controls));
   }
-  return LoadedCheckpoint{TrainPosition{header[0], header[1], header[2], header[11], header[12]},
-                          header[4] != 0,
-                          TrainSettings{header[5], header[6], header[7], header[8], header[9],
-                                        header[10]},
-                          std::move(controls)};
+  return LoadedCheckpoint{
+      TrainPosition{header[0], header[1], header[2], header[11], header[12]}, header[4] != 0,
+      TrainSettings{header[5], header[6], header[7], header[8], header[9], header[10]},
+      std::move(controls)};
 }
 
 }  // namespace
@@ -338,7 +347,8 @@ absl::Status AdoptTrainingStateOf(Model& model, int root) {
   RW_RETURN_IF_ERROR(MustBeBuilt(model, "share the training state of"));
   Communicator* comm = model.strategy()->communicator();
   for (const StateTensor& s : StateTensors(model, /*include_optimizer=*/true)) {
-    RW_RETURN_IF_ERROR(comm->Broadcast(s.tensor->data(), s.tensor->size(), DataType::kFloat32, root));
+    RW_RETURN_IF_ERROR(
+        comm->Broadcast(s.tensor->data(), s.tensor->size(), DataType::kFloat32, root));
   }
   int64_t iterations = model.optimizer()->iterations();
   RW_RETURN_IF_ERROR(comm->Broadcast(&iterations, 1, DataType::kInt64, root));

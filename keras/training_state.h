@@ -11,7 +11,8 @@
 //
 //   // chief: dir = CheckpointDirectory::OpenForWriting(...); others: nullptr
 //   RW_ASSIGN_OR_RETURN(std::string path, SaveTrainingState(model, dir, position, false));
-//   RW_ASSIGN_OR_RETURN(std::optional<TrainPosition> at, RestoreLatestTrainingState(model, "/ckpt"));
+//   RW_ASSIGN_OR_RETURN(std::optional<TrainPosition> at, RestoreLatestTrainingState(model,
+//   "/ckpt"));
 #ifndef RINGWORK_KERAS_TRAINING_STATE_H_
 #define RINGWORK_KERAS_TRAINING_STATE_H_
 
@@ -31,8 +32,8 @@ struct TrainSettings {
   int64_t global_batch_size = -1;
   int64_t steps_per_epoch = -1;
   int64_t workers = -1;
-  int64_t shard_policy = -1;  // AutoShardPolicy
-  int64_t seed = -1;          // The agreed shuffle seed (63 bits).
+  int64_t shard_policy = -1;       // AutoShardPolicy
+  int64_t seed = -1;               // The agreed shuffle seed (63 bits).
   int64_t examples_per_pass = -1;  // Over every worker.
 
   static TrainSettings From(const TrainInfo& info);

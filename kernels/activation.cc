@@ -54,8 +54,9 @@ bool ParseActivation(absl::string_view name, Activation* out) {
   return false;
 }
 
-absl::StatusOr<std::unique_ptr<ActivationKernel>> ActivationKernel::Create(
-    KernelContext& ctx, Activation activation, int64_t count) {
+absl::StatusOr<std::unique_ptr<ActivationKernel>> ActivationKernel::Create(KernelContext& ctx,
+                                                                           Activation activation,
+                                                                           int64_t count) {
   if (count <= 0) return absl::InvalidArgumentError("activation over no elements");
   std::unique_ptr<ActivationKernel> kernel(new ActivationKernel(activation, count));
   // oneDNN plans its work split for the thread count current at creation.
@@ -65,13 +66,12 @@ absl::StatusOr<std::unique_ptr<ActivationKernel>> ActivationKernel::Create(
     // Linear: y = 1 * x + 0.
     const float alpha = activation == Activation::kLinear ? 1.f : 0.f;
     dnnl::eltwise_forward::primitive_desc fwd(
-        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, Algorithm(activation),
-                                    md, alpha, 0.f),
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, Algorithm(activation), md,
+                                    alpha, 0.f),
         ctx.engine());
     kernel->forward_ = dnnl::eltwise_forward(fwd);
     dnnl::eltwise_backward::primitive_desc bwd(
-        dnnl::eltwise_backward::desc(Algorithm(activation), md, md, alpha, 0.f),
-        ctx.engine(), fwd);
+        dnnl::eltwise_backward::desc(Algorithm(activation), md, md, alpha, 0.f), ctx.engine(), fwd);
     kernel->backward_ = dnnl::eltwise_backward(bwd);
     kernel->x_ = dnnl::memory(md, ctx.engine(), DNNL_MEMORY_NONE);
     kernel->y_ = dnnl::memory(md, ctx.engine(), DNNL_MEMORY_NONE);
@@ -90,8 +90,7 @@ void ActivationKernel::Forward(KernelContext& ctx, const float* x, float* y) {
   Execute(forward_, ctx.stream(), {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}});
 }
 
-void ActivationKernel::Backward(KernelContext& ctx, const float* x, const float* dy,
-                                float* dx) {
+void ActivationKernel::Backward(KernelContext& ctx, const float* x, const float* dy, float* dx) {
   KernelContext::ScopedThreads threads(ctx);
   x_.set_data_handle(const_cast<float*>(x));
   dy_.set_data_handle(const_cast<float*>(dy));

@@ -33,8 +33,7 @@ class ActivationKernel {
   void Backward(KernelContext& ctx, const float* x, const float* dy, float* dx);
 
  private:
-  ActivationKernel(Activation activation, int64_t count)
-      : activation_(activation), count_(count) {}
+  ActivationKernel(Activation activation, int64_t count) : activation_(activation), count_(count) {}
 
   Activation activation_;
   int64_t count_;

@@ -26,8 +26,8 @@ RW_LOOP void SumsLoop(const float* __restrict x, int64_t rows, int64_t channels,
   }
 }
 
-RW_LOOP void CentredSquaresLoop(const float* __restrict x, const double* __restrict mean, int64_t rows,
-                                int64_t channels, double* __restrict centred) {
+RW_LOOP void CentredSquaresLoop(const float* __restrict x, const double* __restrict mean,
+                                int64_t rows, int64_t channels, double* __restrict centred) {
   for (int64_t c = 0; c < channels; ++c) centred[c] = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const float* __restrict in = x + r * channels;
@@ -54,8 +54,8 @@ RW_LOOP void NormalizeLoop(const float* __restrict x, const float* __restrict ga
   }
 }
 
-RW_LOOP void GradientSumsLoop(const float* __restrict dy, const float* __restrict xhat, int64_t rows,
-                              int64_t channels, double* __restrict sum_dy,
+RW_LOOP void GradientSumsLoop(const float* __restrict dy, const float* __restrict xhat,
+                              int64_t rows, int64_t channels, double* __restrict sum_dy,
                               double* __restrict sum_dy_xhat) {
   for (int64_t c = 0; c < channels; ++c) sum_dy[c] = sum_dy_xhat[c] = 0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -104,30 +104,30 @@ struct Loops {
 };
 
 // One set of variants per instruction set, each wrapping the same bodies.
-#define RW_VARIANTS(SUFFIX, TARGET)                                                               \
-  TARGET void Sums##SUFFIX(const float* x, int64_t r, int64_t c, double* s, double* q) {          \
-    SumsLoop(x, r, c, s, q);                                                                      \
-  }                                                                                               \
-  TARGET void Centred##SUFFIX(const float* x, const double* m, int64_t r, int64_t c, double* o) { \
-    CentredSquaresLoop(x, m, r, c, o);                                                            \
-  }                                                                                               \
-  TARGET void Normalize##SUFFIX(const float* x, const float* g, const float* b, const float* m,   \
-                                const float* s, int64_t r, int64_t c, float* y, float* h) {       \
-    NormalizeLoop(x, g, b, m, s, r, c, y, h);                                                     \
-  }                                                                                               \
-  TARGET void GradientSums##SUFFIX(const float* dy, const float* h, int64_t r, int64_t c,         \
-                                   double* s, double* q) {                                        \
-    GradientSumsLoop(dy, h, r, c, s, q);                                                          \
-  }                                                                                               \
-  TARGET void InputGradient##SUFFIX(const float* dy, const float* h, const double* f,             \
-                                    const double* s, const double* q, int64_t r, int64_t c,       \
-                                    float* dx) {                                                  \
-    InputGradientLoop(dy, h, f, s, q, r, c, dx);                                                  \
-  }                                                                                               \
-  TARGET void Affine##SUFFIX(const float* x, const float* s, const float* b, int64_t r,           \
-                             int64_t c, float* y) {                                               \
-    AffineLoop(x, s, b, r, c, y);                                                                 \
-  }                                                                                               \
+#define RW_VARIANTS(SUFFIX, TARGET)                                                                \
+  TARGET void Sums##SUFFIX(const float* x, int64_t r, int64_t c, double* s, double* q) {           \
+    SumsLoop(x, r, c, s, q);                                                                       \
+  }                                                                                                \
+  TARGET void Centred##SUFFIX(const float* x, const double* m, int64_t r, int64_t c, double* o) {  \
+    CentredSquaresLoop(x, m, r, c, o);                                                             \
+  }                                                                                                \
+  TARGET void Normalize##SUFFIX(const float* x, const float* g, const float* b, const float* m,    \
+                                const float* s, int64_t r, int64_t c, float* y, float* h) {        \
+    NormalizeLoop(x, g, b, m, s, r, c, y, h);                                                      \
+  }                                                                                                \
+  TARGET void GradientSums##SUFFIX(const float* dy, const float* h, int64_t r, int64_t c,          \
+                                   double* s, double* q) {                                         \
+    GradientSumsLoop(dy, h, r, c, s, q);                                                           \
+  }                                                                                                \
+  TARGET void InputGradient##SUFFIX(const float* dy, const float* h, const double* f,              \
+                                    const double* s, const double* q, int64_t r, int64_t c,        \
+                                    float* dx) {                                                   \
+    InputGradientLoop(dy, h, f, s, q, r, c, dx);                                                   \
+  }                                                                                                \
+  TARGET void Affine##SUFFIX(const float* x, const float* s, const float* b, int64_t r, int64_t c, \
+                             float* y) {                                                           \
+    AffineLoop(x, s, b, r, c, y);                                                                  \
+  }                                                                                                \
   const Loops kLoops##SUFFIX = {&Sums##SUFFIX,         &Centred##SUFFIX,       &Normalize##SUFFIX, \
                                 &GradientSums##SUFFIX, &InputGradient##SUFFIX, &Affine##SUFFIX};
 
@@ -218,8 +218,9 @@ void BatchNormGradientSums(const float* dy, const float* xhat, int64_t rows, int
   for (int64_t c = 0; c < 2 * channels; ++c) sums[c] *= scale;
 }
 
-void BatchNormInputGradient(const float* dy, const float* gamma, const float* xhat, const float* rstd,
-                            const double* sums, int64_t rows, int64_t channels, float* dx) {
+void BatchNormInputGradient(const float* dy, const float* gamma, const float* xhat,
+                            const float* rstd, const double* sums, int64_t rows, int64_t channels,
+                            float* dx) {
   const double m = static_cast<double>(rows);
   std::vector<double> factor(static_cast<size_t>(channels));
   for (int64_t c = 0; c < channels; ++c) {
@@ -246,7 +247,8 @@ void BatchNormInfer(const float* x, const float* gamma, const float* beta, const
                     float* y) {
   std::vector<float> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
   for (int64_t c = 0; c < channels; ++c) {
-    const float inv = static_cast<float>(1.0 / std::sqrt(static_cast<double>(moving_variance[c]) + epsilon));
+    const float inv =
+        static_cast<float>(1.0 / std::sqrt(static_cast<double>(moving_variance[c]) + epsilon));
     scale[c] = (gamma != nullptr ? gamma[c] : 1.f) * inv;
     shift[c] = (beta != nullptr ? beta[c] : 0.f) - moving_mean[c] * scale[c];
   }

@@ -46,8 +46,9 @@ void BatchNormGradientSums(const float* dy, const float* xhat, int64_t rows, int
 // dx of this batch (`rows` of them) from gradient sums over every replica (each
 // replica's scaled by its share of the rows):
 // dx = gamma * rstd / rows * (rows * dy - sum(dy) - xhat * sum(dy * xhat)).
-void BatchNormInputGradient(const float* dy, const float* gamma, const float* xhat, const float* rstd,
-                            const double* sums, int64_t rows, int64_t channels, float* dx);
+void BatchNormInputGradient(const float* dy, const float* gamma, const float* xhat,
+                            const float* rstd, const double* sums, int64_t rows, int64_t channels,
+                            float* dx);
 
 // moving = moving * momentum + batch * (1 - momentum) per channel, from `totals`
 // = [rows, sum(x) x channels, sum(x^2) x channels] over every replica (nothing when

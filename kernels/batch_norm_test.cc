@@ -1,10 +1,9 @@
 #include "kernels/batch_norm.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "kernels/cpu_isa.h"
 #include "kernels/test_util.h"
@@ -95,13 +94,16 @@ TEST_CASE("batch norm follows the textbook formulas", "[batch_norm]") {
   const int64_t rows = 50, channels = 19, n = rows * channels;
   const Outputs got = RunAll(rows, channels, /*affine=*/true);
   const std::vector<float> x = RandomVector(n, 7, 99.f, 101.f), dy = RandomVector(n, 8);
-  const std::vector<float> gamma = RandomVector(channels, 9, 0.5f, 1.5f), beta = RandomVector(channels, 10);
-  const std::vector<float> moving_mean = beta, moving_variance = RandomVector(channels, 11, 0.1f, 2.f);
+  const std::vector<float> gamma = RandomVector(channels, 9, 0.5f, 1.5f),
+                           beta = RandomVector(channels, 10);
+  const std::vector<float> moving_mean = beta,
+                           moving_variance = RandomVector(channels, 11, 0.1f, 2.f);
   std::vector<float> y(n), dx(n), dgamma(channels), dbeta(channels), infer(n);
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t r = 0; r < rows; ++r) {
       infer[r * channels + c] = static_cast<float>(
-          gamma[c] * (x[r * channels + c] - moving_mean[c]) / std::sqrt(moving_variance[c] + 1e-3) + beta[c]);
+          gamma[c] * (x[r * channels + c] - moving_mean[c]) / std::sqrt(moving_variance[c] + 1e-3) +
+          beta[c]);
     }
     double mean = 0, var = 0;
     for (int64_t r = 0; r < rows; ++r) mean += x[r * channels + c];
@@ -119,8 +121,8 @@ TEST_CASE("batch norm follows the textbook formulas", "[batch_norm]") {
     dgamma[c] = static_cast<float>(sum_dy_h), dbeta[c] = static_cast<float>(sum_dy);
     for (int64_t r = 0; r < rows; ++r) {
       const double h = (x[r * channels + c] - mean) * rstd;
-      dx[r * channels + c] =
-          static_cast<float>(gamma[c] * rstd / rows * (rows * dy[r * channels + c] - sum_dy - h * sum_dy_h));
+      dx[r * channels + c] = static_cast<float>(
+          gamma[c] * rstd / rows * (rows * dy[r * channels + c] - sum_dy - h * sum_dy_h));
     }
   }
   // float inputs near 100 with a spread of 1: about 1e-7 x 100 / 0.6 of rounding.

@@ -8,12 +8,12 @@ namespace ringwork {
 absl::StatusOr<std::unique_ptr<Conv2DKernel>> Conv2DKernel::Create(KernelContext& ctx,
                                                                    Conv2DShape shape) {
   if (shape.batch <= 0 || shape.in_channels <= 0 || shape.out_channels <= 0 ||
-      shape.kernel_h <= 0 || shape.kernel_w <= 0 || shape.stride_h <= 0 ||
-      shape.stride_w <= 0 || shape.rows().out <= 0 || shape.cols().out <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "conv2d: a ", shape.kernel_h, "x", shape.kernel_w, " kernel with stride ",
-        shape.stride_h, "x", shape.stride_w, " and ", PaddingName(shape.padding),
-        " padding does not fit a ", shape.height, "x", shape.width, " input"));
+      shape.kernel_h <= 0 || shape.kernel_w <= 0 || shape.stride_h <= 0 || shape.stride_w <= 0 ||
+      shape.rows().out <= 0 || shape.cols().out <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv2d: a ", shape.kernel_h, "x", shape.kernel_w, " kernel with stride ",
+                     shape.stride_h, "x", shape.stride_w, " and ", PaddingName(shape.padding),
+                     " padding does not fit a ", shape.height, "x", shape.width, " input"));
   }
   std::unique_ptr<Conv2DKernel> kernel(new Conv2DKernel(shape));
   RW_RETURN_IF_ERROR(kernel->Init(ctx));
@@ -41,8 +41,8 @@ absl::Status Conv2DKernel::Init(KernelContext& ctx) {
     const auto w_any = Md(w_dims, in, Tag::any), dw_any = Md(w_dims, f32, Tag::any);
 
     dnnl::convolution_forward::primitive_desc fwd(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, x_in,
-                                        w_any, bias, y_user, strides, pad_l, pad_r),
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, x_in, w_any,
+                                        bias, y_user, strides, pad_l, pad_r),
         engine);
     forward_ = dnnl::convolution_forward(fwd);
     RW_RETURN_IF_ERROR(fwd_x_.Init(engine, x_user, fwd.src_desc(), Staged::kInput));
@@ -74,8 +74,8 @@ absl::Status Conv2DKernel::Init(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-void Conv2DKernel::Forward(KernelContext& ctx, const float* x, const float* w,
-                           const float* bias, float* y) {
+void Conv2DKernel::Forward(KernelContext& ctx, const float* x, const float* w, const float* bias,
+                           float* y) {
   KernelContext::ScopedThreads threads(ctx);
   dnnl::stream& s = ctx.stream();
   Execute(forward_, s,
@@ -86,8 +86,7 @@ void Conv2DKernel::Forward(KernelContext& ctx, const float* x, const float* w,
   fwd_y_.FinishOutput(s, y);
 }
 
-void Conv2DKernel::BackwardData(KernelContext& ctx, const float* dy, const float* w,
-                                float* dx) {
+void Conv2DKernel::BackwardData(KernelContext& ctx, const float* dy, const float* w, float* dx) {
   KernelContext::ScopedThreads threads(ctx);
   dnnl::stream& s = ctx.stream();
   Execute(backward_data_, s,
@@ -97,8 +96,8 @@ void Conv2DKernel::BackwardData(KernelContext& ctx, const float* dy, const float
   bd_dx_.FinishOutput(s, dx);
 }
 
-void Conv2DKernel::BackwardWeights(KernelContext& ctx, const float* x, const float* dy,
-                                   float* dw, float* dbias) {
+void Conv2DKernel::BackwardWeights(KernelContext& ctx, const float* x, const float* dy, float* dw,
+                                   float* dbias) {
   KernelContext::ScopedThreads threads(ctx);
   dnnl::stream& s = ctx.stream();
   Execute(backward_weights_, s,

@@ -31,8 +31,7 @@ struct Conv2DShape {
   Window1D rows() const { return ComputeWindow(height, kernel_h, stride_h, padding); }
   Window1D cols() const { return ComputeWindow(width, kernel_w, stride_w, padding); }
   double ForwardFlops() const {
-    return 2.0 * batch * rows().out * cols().out * out_channels * kernel_h * kernel_w *
-           in_channels;
+    return 2.0 * batch * rows().out * cols().out * out_channels * kernel_h * kernel_w * in_channels;
   }
 };
 
@@ -42,8 +41,7 @@ class Conv2DKernel {
                                                               Conv2DShape shape);
   const Conv2DShape& shape() const { return shape_; }
 
-  void Forward(KernelContext& ctx, const float* x, const float* w, const float* bias,
-               float* y);
+  void Forward(KernelContext& ctx, const float* x, const float* w, const float* bias, float* y);
   void BackwardData(KernelContext& ctx, const float* dy, const float* w, float* dx);
   void BackwardWeights(KernelContext& ctx, const float* x, const float* dy, float* dw,
                        float* dbias);

@@ -1,9 +1,8 @@
 // oneDNN conv2d kernels against their reference twins, in NHWC / HWIO.
 #include "kernels/conv2d.h"
 
-#include <cmath>
-
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "kernels/reference/reference_ops.h"
 #include "kernels/test_util.h"
@@ -46,12 +45,9 @@ void Compare(Precision precision, const Conv2DShape& s, double tolerance) {
                                 << ", " << PaddingName(s.padding));
   const double taps = std::sqrt(s.kernel_h * s.kernel_w * s.in_channels);
   CHECK(MaxRelativeError(y, ry, taps) < tolerance);
-  CHECK(MaxRelativeError(dx, rdx, std::sqrt(s.kernel_h * s.kernel_w * s.out_channels)) <
-        tolerance);
-  CHECK(MaxRelativeError(dw, rdw, std::sqrt(s.batch * s.rows().out * s.cols().out)) <
-        tolerance);
-  CHECK(MaxRelativeError(db, rdb, std::sqrt(s.batch * s.rows().out * s.cols().out)) <
-        tolerance);
+  CHECK(MaxRelativeError(dx, rdx, std::sqrt(s.kernel_h * s.kernel_w * s.out_channels)) < tolerance);
+  CHECK(MaxRelativeError(dw, rdw, std::sqrt(s.batch * s.rows().out * s.cols().out)) < tolerance);
+  CHECK(MaxRelativeError(db, rdb, std::sqrt(s.batch * s.rows().out * s.cols().out)) < tolerance);
 }
 
 TEST_CASE("conv2d kernels match the reference in float32", "[conv2d]") {

@@ -31,8 +31,10 @@ absl::Status DenseKernel::Init(KernelContext& ctx) {
     const auto dx = Md({m, k}, f32, Tag::ab), dw = Md({k, n}, f32, Tag::ab);
     // What the matmuls read: bfloat16 copies are made row-major (transposing while
     // converting costs nothing extra).
-    const auto x_in = Md({m, k}, in, Tag::ab), xt_in = Md({k, m}, in, ctx.bf16() ? Tag::ab : Tag::ba);
-    const auto w_in = Md({k, n}, in, Tag::ab), wt_in = Md({n, k}, in, ctx.bf16() ? Tag::ab : Tag::ba);
+    const auto x_in = Md({m, k}, in, Tag::ab),
+               xt_in = Md({k, m}, in, ctx.bf16() ? Tag::ab : Tag::ba);
+    const auto w_in = Md({k, n}, in, Tag::ab),
+               wt_in = Md({n, k}, in, ctx.bf16() ? Tag::ab : Tag::ba);
     const auto dy_in = Md({m, n}, in, Tag::ab);
 
     dnnl::matmul::primitive_desc fwd(dnnl::matmul::desc(x_in, w_in, bias, y), engine);
@@ -60,8 +62,8 @@ absl::Status DenseKernel::Init(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-void DenseKernel::Forward(KernelContext& ctx, const float* x, const float* w,
-                          const float* bias, float* y) {
+void DenseKernel::Forward(KernelContext& ctx, const float* x, const float* w, const float* bias,
+                          float* y) {
   KernelContext::ScopedThreads threads(ctx);
   dnnl::stream& s = ctx.stream();
   Execute(forward_, s,
@@ -71,8 +73,7 @@ void DenseKernel::Forward(KernelContext& ctx, const float* x, const float* w,
            {DNNL_ARG_DST, fwd_y_.Output(y)}});
 }
 
-void DenseKernel::BackwardData(KernelContext& ctx, const float* dy, const float* w,
-                               float* dx) {
+void DenseKernel::BackwardData(KernelContext& ctx, const float* dy, const float* w, float* dx) {
   KernelContext::ScopedThreads threads(ctx);
   dnnl::stream& s = ctx.stream();
   Execute(backward_data_, s,
@@ -81,8 +82,8 @@ void DenseKernel::BackwardData(KernelContext& ctx, const float* dy, const float*
            {DNNL_ARG_DST, bd_dx_.Output(dx)}});
 }
 
-void DenseKernel::BackwardWeights(KernelContext& ctx, const float* x, const float* dy,
-                                  float* dw, float* dbias) {
+void DenseKernel::BackwardWeights(KernelContext& ctx, const float* x, const float* dy, float* dw,
+                                  float* dbias) {
   KernelContext::ScopedThreads threads(ctx);
   dnnl::stream& s = ctx.stream();
   Execute(backward_weights_, s,

@@ -33,12 +33,10 @@ struct DenseShape {
 
 class DenseKernel {
  public:
-  static absl::StatusOr<std::unique_ptr<DenseKernel>> Create(KernelContext& ctx,
-                                                             DenseShape shape);
+  static absl::StatusOr<std::unique_ptr<DenseKernel>> Create(KernelContext& ctx, DenseShape shape);
   const DenseShape& shape() const { return shape_; }
 
-  void Forward(KernelContext& ctx, const float* x, const float* w, const float* bias,
-               float* y);
+  void Forward(KernelContext& ctx, const float* x, const float* w, const float* bias, float* y);
   void BackwardData(KernelContext& ctx, const float* dy, const float* w, float* dx);
   void BackwardWeights(KernelContext& ctx, const float* x, const float* dy, float* dw,
                        float* dbias);

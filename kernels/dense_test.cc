@@ -1,9 +1,8 @@
 // oneDNN dense kernels against their reference twins, float32 and bfloat16.
 #include "kernels/dense.h"
 
-#include <cmath>
-
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "kernels/reference/reference_ops.h"
 #include "kernels/test_util.h"

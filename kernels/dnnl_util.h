@@ -16,7 +16,6 @@
 #define RINGWORK_KERNELS_DNNL_UTIL_H_
 
 #include <dnnl.hpp>
-
 #include <unordered_map>
 
 #include "absl/status/status.h"

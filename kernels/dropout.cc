@@ -17,8 +17,8 @@ float CounterUniform(uint64_t seed, uint64_t step, uint64_t index) {
   return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);  // 24 bits.
 }
 
-void DropoutForward(const float* x, float* y, float* mask, int64_t count, float rate,
-                    uint64_t seed, uint64_t step) {
+void DropoutForward(const float* x, float* y, float* mask, int64_t count, float rate, uint64_t seed,
+                    uint64_t step) {
   const float keep_scale = rate < 1.f ? 1.f / (1.f - rate) : 0.f;
   for (int64_t i = 0; i < count; ++i) {
     mask[i] = CounterUniform(seed, step, static_cast<uint64_t>(i)) >= rate ? keep_scale : 0.f;

@@ -9,8 +9,8 @@
 namespace ringwork {
 
 // Writes mask[i] (0 or 1 / (1 - rate)) and y[i] = x[i] * mask[i].
-void DropoutForward(const float* x, float* y, float* mask, int64_t count, float rate,
-                    uint64_t seed, uint64_t step);
+void DropoutForward(const float* x, float* y, float* mask, int64_t count, float rate, uint64_t seed,
+                    uint64_t step);
 // dx[i] = dy[i] * mask[i].
 void DropoutBackward(const float* dy, const float* mask, float* dx, int64_t count);
 

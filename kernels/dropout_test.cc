@@ -1,7 +1,6 @@
 #include "kernels/dropout.h"
 
 #include <catch2/catch.hpp>
-
 #include <vector>
 
 namespace ringwork {

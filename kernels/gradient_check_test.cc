@@ -1,12 +1,11 @@
 // Every backward kernel against central finite differences of its forward kernel,
 // on small shapes: for L(x) = sum_i y_i(x) r_i with random r, the backward pass fed
 // dy = r must return dL/dx.
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
 #include <numeric>
 #include <random>
-
-#include <catch2/catch.hpp>
 
 #include "kernels/activation.h"
 #include "kernels/conv2d.h"
@@ -23,8 +22,7 @@ using Forward = std::function<void(const std::vector<float>& input, std::vector<
 
 // Checks analytic[i] against (L(x + eps e_i) - L(x - eps e_i)) / 2 eps.
 void CheckGradient(const char* what, std::vector<float> x, const std::vector<float>& r,
-                   const std::vector<float>& analytic, const Forward& forward,
-                   float eps = 1e-2f) {
+                   const std::vector<float>& analytic, const Forward& forward, float eps = 1e-2f) {
   std::vector<float> out(r.size());
   auto loss = [&](const std::vector<float>& input) {
     forward(input, out);
@@ -52,7 +50,8 @@ TEST_CASE("dense gradients match finite differences", "[gradients]") {
   const DenseShape s{3, 5, 4};
   auto k = DenseKernel::Create(ctx, s);
   REQUIRE(k.ok());
-  auto x = RandomVector(15, 1), w = RandomVector(20, 2), b = RandomVector(4, 3), r = RandomVector(12, 4);
+  auto x = RandomVector(15, 1), w = RandomVector(20, 2), b = RandomVector(4, 3),
+       r = RandomVector(12, 4);
   std::vector<float> dx(15), dw(20), db(4);
   (*k)->BackwardData(ctx, r.data(), w.data(), dx.data());
   (*k)->BackwardWeights(ctx, x.data(), r.data(), dw.data(), db.data());
@@ -121,17 +120,19 @@ TEST_CASE("activation and softmax gradients match finite differences", "[gradien
   auto x = RandomVector(n, 11, 0.1f, 2.f);
   for (int i = 0; i < n; i += 2) x[i] = -x[i];
   auto r = RandomVector(n, 12);
-  for (Activation a : {Activation::kRelu, Activation::kTanh, Activation::kSigmoid,
-                       Activation::kGelu}) {
+  for (Activation a :
+       {Activation::kRelu, Activation::kTanh, Activation::kSigmoid, Activation::kGelu}) {
     KernelContext ctx({1, Precision::kFloat32});
     auto k = ActivationKernel::Create(ctx, a, n);
     REQUIRE(k.ok());
     std::vector<float> dx(n);
     (*k)->Backward(ctx, x.data(), r.data(), dx.data());
-    CheckGradient(std::string(ActivationName(a)).c_str(), x, r, dx,
-                  [&](const std::vector<float>& in, std::vector<float>& y) {
-                    (*k)->Forward(ctx, in.data(), y.data());
-                  }, 1e-3f);
+    CheckGradient(
+        std::string(ActivationName(a)).c_str(), x, r, dx,
+        [&](const std::vector<float>& in, std::vector<float>& y) {
+          (*k)->Forward(ctx, in.data(), y.data());
+        },
+        1e-3f);
   }
   KernelContext ctx({1, Precision::kFloat32});
   auto softmax = SoftmaxKernel::Create(ctx, 4, 6);
@@ -139,9 +140,12 @@ TEST_CASE("activation and softmax gradients match finite differences", "[gradien
   std::vector<float> y(n), dx(n);
   (*softmax)->Forward(ctx, x.data(), y.data());
   (*softmax)->Backward(ctx, y.data(), r.data(), dx.data());
-  CheckGradient("softmax", x, r, dx, [&](const std::vector<float>& in, std::vector<float>& out) {
-    (*softmax)->Forward(ctx, in.data(), out.data());
-  }, 1e-3f);
+  CheckGradient(
+      "softmax", x, r, dx,
+      [&](const std::vector<float>& in, std::vector<float>& out) {
+        (*softmax)->Forward(ctx, in.data(), out.data());
+      },
+      1e-3f);
 }
 
 TEST_CASE("loss gradients match finite differences", "[gradients]") {
@@ -149,25 +153,32 @@ TEST_CASE("loss gradients match finite differences", "[gradients]") {
   auto logits = RandomVector(batch * classes, 13, -2.f, 2.f);
   std::vector<int32_t> labels = {0, 3, 1};
   std::vector<float> grad(batch * classes);
-  REQUIRE(SoftmaxCrossEntropy(logits.data(), labels.data(), batch, classes, nullptr, grad.data()).ok());
+  REQUIRE(
+      SoftmaxCrossEntropy(logits.data(), labels.data(), batch, classes, nullptr, grad.data()).ok());
   const std::vector<float> one = {1.f};
-  CheckGradient("softmax cross-entropy", logits, one, grad,
-                [&](const std::vector<float>& in, std::vector<float>& out) {
-                  out[0] = *SoftmaxCrossEntropy(in.data(), labels.data(), batch, classes,
-                                                nullptr, nullptr);
-                }, 1e-3f);
+  CheckGradient(
+      "softmax cross-entropy", logits, one, grad,
+      [&](const std::vector<float>& in, std::vector<float>& out) {
+        out[0] = *SoftmaxCrossEntropy(in.data(), labels.data(), batch, classes, nullptr, nullptr);
+      },
+      1e-3f);
   auto pred = RandomVector(8, 14, 0.2f, 0.8f), target = RandomVector(8, 15, 0.f, 1.f);
   std::vector<float> g(8);
   MeanSquaredError(pred.data(), target.data(), 8, g.data());
-  CheckGradient("mse", pred, one, g, [&](const std::vector<float>& in, std::vector<float>& out) {
-    out[0] = MeanSquaredError(in.data(), target.data(), 8, nullptr);
-  }, 1e-3f);
+  CheckGradient(
+      "mse", pred, one, g,
+      [&](const std::vector<float>& in, std::vector<float>& out) {
+        out[0] = MeanSquaredError(in.data(), target.data(), 8, nullptr);
+      },
+      1e-3f);
   for (bool from_logits : {false, true}) {
     BinaryCrossEntropy(pred.data(), target.data(), 8, from_logits, g.data());
-    CheckGradient(from_logits ? "bce from logits" : "bce", pred, one, g,
-                  [&](const std::vector<float>& in, std::vector<float>& out) {
-                    out[0] = BinaryCrossEntropy(in.data(), target.data(), 8, from_logits, nullptr);
-                  }, 1e-3f);
+    CheckGradient(
+        from_logits ? "bce from logits" : "bce", pred, one, g,
+        [&](const std::vector<float>& in, std::vector<float>& out) {
+          out[0] = BinaryCrossEntropy(in.data(), target.data(), 8, from_logits, nullptr);
+        },
+        1e-3f);
   }
 }
 

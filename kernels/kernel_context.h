@@ -13,7 +13,6 @@
 #define RINGWORK_KERNELS_KERNEL_CONTEXT_H_
 
 #include <dnnl.hpp>
-
 #include <string>
 
 #include "absl/status/status.h"

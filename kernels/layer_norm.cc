@@ -14,7 +14,8 @@ void LayerNormForward(const float* x, const float* gamma, const float* beta, int
     const double mean = sum / static_cast<double>(dim);
     double squares = 0;
     for (int64_t i = 0; i < dim; ++i) squares += (in[i] - mean) * (in[i] - mean);
-    const float inv = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(dim) + epsilon));
+    const float inv =
+        static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(dim) + epsilon));
     rstd[r] = inv;
     float* h = xhat + r * dim;
     float* out = y + r * dim;

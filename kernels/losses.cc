@@ -7,17 +7,16 @@
 
 namespace ringwork {
 
-absl::StatusOr<float> SoftmaxCrossEntropy(const float* logits, const int32_t* labels,
-                                          int64_t batch, int64_t classes, float* probs,
-                                          float* dlogits) {
+absl::StatusOr<float> SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t batch,
+                                          int64_t classes, float* probs, float* dlogits) {
   double total = 0;
   const float scale = 1.0f / static_cast<float>(batch);
   for (int64_t b = 0; b < batch; ++b) {
     const int32_t label = labels[b];
     if (label < 0 || label >= classes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "label ", label, " of example ", b, " in the batch is outside 0..", classes - 1,
-          " (the model has ", classes, " classes)"));
+      return absl::InvalidArgumentError(absl::StrCat("label ", label, " of example ", b,
+                                                     " in the batch is outside 0..", classes - 1,
+                                                     " (the model has ", classes, " classes)"));
     }
     const float* row = logits + b * classes;
     const float max = *std::max_element(row, row + classes);
@@ -48,8 +47,8 @@ float MeanSquaredError(const float* pred, const float* target, int64_t count, fl
   return static_cast<float>(total / static_cast<double>(count));
 }
 
-float BinaryCrossEntropy(const float* pred, const float* target, int64_t count,
-                         bool from_logits, float* dpred) {
+float BinaryCrossEntropy(const float* pred, const float* target, int64_t count, bool from_logits,
+                         float* dpred) {
   constexpr float kEpsilon = 1e-7f;
   double total = 0;
   const float scale = 1.0f / static_cast<float>(count);

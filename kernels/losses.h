@@ -18,14 +18,13 @@
 
 namespace ringwork {
 
-absl::StatusOr<float> SoftmaxCrossEntropy(const float* logits, const int32_t* labels,
-                                          int64_t batch, int64_t classes, float* probs,
-                                          float* dlogits);
+absl::StatusOr<float> SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t batch,
+                                          int64_t classes, float* probs, float* dlogits);
 
 float MeanSquaredError(const float* pred, const float* target, int64_t count, float* dpred);
 
-float BinaryCrossEntropy(const float* pred, const float* target, int64_t count,
-                         bool from_logits, float* dpred);
+float BinaryCrossEntropy(const float* pred, const float* target, int64_t count, bool from_logits,
+                         float* dpred);
 
 }  // namespace ringwork
 

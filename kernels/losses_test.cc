@@ -1,8 +1,7 @@
 #include "kernels/losses.h"
 
-#include <cmath>
-
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "kernels/test_util.h"
 
@@ -15,13 +14,14 @@ TEST_CASE("softmax cross-entropy matches the double-precision formula", "[losses
   std::vector<int32_t> labels(batch);
   for (int64_t b = 0; b < batch; ++b) labels[b] = static_cast<int32_t>((b * 7) % classes);
   std::vector<float> probs(batch * classes), grad(batch * classes);
-  auto loss = SoftmaxCrossEntropy(logits.data(), labels.data(), batch, classes, probs.data(),
-                                  grad.data());
+  auto loss =
+      SoftmaxCrossEntropy(logits.data(), labels.data(), batch, classes, probs.data(), grad.data());
   REQUIRE(loss.ok());
   double want = 0;
   for (int64_t b = 0; b < batch; ++b) {
     double sum = 0;
-    for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(logits[b * classes + c]));
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(static_cast<double>(logits[b * classes + c]));
     want += std::log(sum) - logits[b * classes + labels[b]];
     for (int64_t c = 0; c < classes; ++c) {
       const double p = std::exp(static_cast<double>(logits[b * classes + c])) / sum;
@@ -62,8 +62,8 @@ TEST_CASE("mean squared error and binary cross-entropy", "[losses]") {
   }
   CHECK(std::fabs(MeanSquaredError(pred.data(), target.data(), n, grad.data()) - mse / n) < 1e-6);
   CHECK(std::fabs(grad[3] - 2 * (pred[3] - target[3]) / n) < 1e-7);
-  CHECK(std::fabs(BinaryCrossEntropy(pred.data(), target.data(), n, false, grad.data()) -
-                  bce / n) < 1e-5);
+  CHECK(std::fabs(BinaryCrossEntropy(pred.data(), target.data(), n, false, grad.data()) - bce / n) <
+        1e-5);
   // From logits equals from probabilities of the sigmoid.
   std::vector<float> logits(n), probs(n);
   for (int64_t i = 0; i < n; ++i) {

@@ -52,8 +52,9 @@ __attribute__((always_inline)) inline void AdamLoop(const AdamOptions& o, int64_
                                                     const float* __restrict grad,
                                                     float* __restrict m, float* __restrict v,
                                                     int64_t count) {
-  const float lr_t = static_cast<float>(o.learning_rate * std::sqrt(1.0 - IntegerPower(o.beta2, step)) /
-                                        (1.0 - IntegerPower(o.beta1, step)));
+  const float lr_t =
+      static_cast<float>(o.learning_rate * std::sqrt(1.0 - IntegerPower(o.beta2, step)) /
+                         (1.0 - IntegerPower(o.beta1, step)));
   const float one_minus_b1 = 1.f - o.beta1, one_minus_b2 = 1.f - o.beta2;
   // (1 - lr * wd) p: AdamW's decoupled decay; a no-op factor of 1 for Adam.
   const float keep = 1.f - o.learning_rate * o.weight_decay;
@@ -84,9 +85,9 @@ void SgdBaseline(const SgdOptions& o, float* param, const float* grad, float* ve
   SgdLoop(o, param, grad, velocity, count);
 }
 
-__attribute__((target("avx512f"))) void AdamAvx512(const AdamOptions& o, int64_t step,
-                                                   float* param, const float* grad, float* m,
-                                                   float* v, int64_t count) {
+__attribute__((target("avx512f"))) void AdamAvx512(const AdamOptions& o, int64_t step, float* param,
+                                                   const float* grad, float* m, float* v,
+                                                   int64_t count) {
   AdamLoop(o, step, param, grad, m, v, count);
 }
 __attribute__((target("avx2"))) void AdamAvx2(const AdamOptions& o, int64_t step, float* param,
@@ -103,15 +104,15 @@ void AdamBaseline(const AdamOptions& o, int64_t step, float* param, const float*
 
 void SgdUpdate(const SgdOptions& options, float* param, const float* grad, float* velocity,
                int64_t count) {
-  static const auto fn = PickForCpu(&optimizer_isa::SgdAvx512, &optimizer_isa::SgdAvx2,
-                              &optimizer_isa::SgdBaseline);
+  static const auto fn =
+      PickForCpu(&optimizer_isa::SgdAvx512, &optimizer_isa::SgdAvx2, &optimizer_isa::SgdBaseline);
   fn(options, param, grad, velocity, count);
 }
 
-void AdamUpdate(const AdamOptions& options, int64_t step, float* param, const float* grad,
-                float* m, float* v, int64_t count) {
+void AdamUpdate(const AdamOptions& options, int64_t step, float* param, const float* grad, float* m,
+                float* v, int64_t count) {
   static const auto fn = PickForCpu(&optimizer_isa::AdamAvx512, &optimizer_isa::AdamAvx2,
-                              &optimizer_isa::AdamBaseline);
+                                    &optimizer_isa::AdamBaseline);
   fn(options, step, param, grad, m, v, count);
 }
 

@@ -32,8 +32,8 @@ struct AdamOptions {
 };
 
 // `step` counts updates from 1.
-void AdamUpdate(const AdamOptions& options, int64_t step, float* param, const float* grad,
-                float* m, float* v, int64_t count);
+void AdamUpdate(const AdamOptions& options, int64_t step, float* param, const float* grad, float* m,
+                float* v, int64_t count);
 
 }  // namespace ringwork
 

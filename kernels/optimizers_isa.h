@@ -20,7 +20,8 @@ namespace optimizer_isa {
 using ::ringwork::Isa;
 inline bool Supported(Isa isa) { return IsaSupported(isa); }
 
-void SgdAvx512(const SgdOptions& o, float* param, const float* grad, float* velocity, int64_t count);
+void SgdAvx512(const SgdOptions& o, float* param, const float* grad, float* velocity,
+               int64_t count);
 void SgdAvx2(const SgdOptions& o, float* param, const float* grad, float* velocity, int64_t count);
 void SgdBaseline(const SgdOptions& o, float* param, const float* grad, float* velocity,
                  int64_t count);

@@ -1,11 +1,10 @@
 #include "kernels/optimizers.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "kernels/optimizers_isa.h"
 #include "kernels/reference/reference_ops.h"

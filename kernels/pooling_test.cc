@@ -1,10 +1,9 @@
 #include "kernels/pooling.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <numeric>
 #include <random>
-
-#include <catch2/catch.hpp>
 
 #include "kernels/reference/reference_ops.h"
 #include "kernels/test_util.h"
@@ -39,8 +38,8 @@ TEST_CASE("pooling matches the reference", "[pooling]") {
       (*k)->Backward(ctx, dy.data(), dx.data());
       reference::Pool2DForward(s, x.data(), ry.data());
       reference::Pool2DBackward(s, x.data(), dy.data(), rdx.data());
-      INFO((kind == PoolKind::kMax ? "max " : "avg ") << s.height << "x" << s.width << " "
-                                                      << PaddingName(s.padding));
+      INFO((kind == PoolKind::kMax ? "max " : "avg ")
+           << s.height << "x" << s.width << " " << PaddingName(s.padding));
       CHECK(MaxRelativeError(y, ry) < 1e-6);
       CHECK(MaxRelativeError(dx, rdx) < 1e-6);
     }

@@ -3,8 +3,7 @@
 namespace ringwork {
 
 absl::StatusOr<std::unique_ptr<SoftmaxKernel>> SoftmaxKernel::Create(KernelContext& ctx,
-                                                                     int64_t rows,
-                                                                     int64_t cols) {
+                                                                     int64_t rows, int64_t cols) {
   if (rows <= 0 || cols <= 0) return absl::InvalidArgumentError("softmax of an empty tensor");
   std::unique_ptr<SoftmaxKernel> kernel(new SoftmaxKernel());
   // oneDNN plans its work split for the thread count current at creation.

@@ -14,8 +14,8 @@ namespace ringwork {
 
 class SoftmaxKernel {
  public:
-  static absl::StatusOr<std::unique_ptr<SoftmaxKernel>> Create(KernelContext& ctx,
-                                                               int64_t rows, int64_t cols);
+  static absl::StatusOr<std::unique_ptr<SoftmaxKernel>> Create(KernelContext& ctx, int64_t rows,
+                                                               int64_t cols);
   void Forward(KernelContext& ctx, const float* x, float* y);
   void Backward(KernelContext& ctx, const float* y, const float* dy, float* dx);
 

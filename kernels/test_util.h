@@ -10,8 +10,7 @@
 
 namespace ringwork {
 
-inline std::vector<float> RandomVector(int64_t n, uint64_t seed, float lo = -1.f,
-                                       float hi = 1.f) {
+inline std::vector<float> RandomVector(int64_t n, uint64_t seed, float lo = -1.f, float hi = 1.f) {
   std::mt19937_64 random(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(static_cast<size_t>(n));

@@ -4,13 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <tuple>
-#include <chrono>
 #include <filesystem>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -46,11 +46,21 @@ bool DecodeHistogram(absl::string_view bytes, Histogram* h) {
   while (r.Next()) {
     if (r.wire_type() == kFixed64) {
       switch (r.field()) {
-        case 1: h->min = r.as_double(); break;
-        case 2: h->max = r.as_double(); break;
-        case 3: h->num = r.as_double(); break;
-        case 4: h->sum = r.as_double(); break;
-        case 5: h->sum_squares = r.as_double(); break;
+        case 1:
+          h->min = r.as_double();
+          break;
+        case 2:
+          h->max = r.as_double();
+          break;
+        case 3:
+          h->num = r.as_double();
+          break;
+        case 4:
+          h->sum = r.as_double();
+          break;
+        case 5:
+          h->sum_squares = r.as_double();
+          break;
       }
     }
     if (r.field() == 6) r.AppendDoubles(&h->bucket_limit);
@@ -79,7 +89,8 @@ Histogram Histogram::Of(const float* values, size_t count, int buckets) {
   if (h.max == h.min) buckets = 1;
   const double width = (h.max - h.min) / buckets;
   h.bucket.assign(static_cast<size_t>(buckets), 0);
-  for (int b = 0; b < buckets; ++b) h.bucket_limit.push_back(b + 1 == buckets ? h.max : h.min + width * (b + 1));
+  for (int b = 0; b < buckets; ++b)
+    h.bucket_limit.push_back(b + 1 == buckets ? h.max : h.min + width * (b + 1));
   for (size_t i = 0; i < count; ++i) {
     const double v = values[i];
     if (!std::isfinite(v)) continue;
@@ -101,8 +112,8 @@ absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(const s
   ::gethostname(host, sizeof(host) - 1);
   // A file of its own: a second writer in this process within the same second
   // (as TF2 does) adds a number before ".v2".
-  const std::string stem = absl::StrCat(dir, "/", kPrefix, static_cast<int64_t>(WallTime()), ".",
-                                        host, ".", ::getpid());
+  const std::string stem =
+      absl::StrCat(dir, "/", kPrefix, static_cast<int64_t>(WallTime()), ".", host, ".", ::getpid());
   std::string path = stem + ".v2";
   for (int n = 1;; ++n) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -111,7 +122,8 @@ absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(const s
       break;
     }
     if (errno != EEXIST) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
     }
     path = absl::StrCat(stem, ".", n, ".v2");
   }
@@ -219,8 +231,8 @@ absl::StatusOr<ScalarCurves> ReadScalarCurves(const std::string& dir) {
   for (const std::string& path : EventFiles(dir)) {
     RW_ASSIGN_OR_RETURN(std::vector<EventRecord> events, ReadEventFile(path, CutTail::kIgnore));
     if (events.empty() || events.front().file_version != kFileVersion) {
-      return absl::DataLossError(absl::StrCat(path, ": does not open with file_version \"",
-                                              kFileVersion, "\""));
+      return absl::DataLossError(
+          absl::StrCat(path, ": does not open with file_version \"", kFileVersion, "\""));
     }
     files.emplace_back(events.front().wall_time, std::move(events));
   }

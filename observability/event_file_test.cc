@@ -3,13 +3,12 @@
 // corruption and truncation are found; a second writer never rewrites the first's.
 #include "observability/event_file.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <regex>
-
-#include <catch2/catch.hpp>
 
 #include "absl/strings/str_format.h"
 #include "base/crc32c.h"
@@ -203,10 +202,10 @@ TEST_CASE("the wire reader skips unexpected wire types and refuses bad fields", 
   }
   CHECK(r.ok());
   CHECK(wall_time == 0.5);
-  for (const std::string bad : {std::string("\x00\x01", 2),           // field 0
-                                std::string("\x0b", 1),               // wire type 3
+  for (const std::string bad : {std::string("\x00\x01", 2),                  // field 0
+                                std::string("\x0b", 1),                      // wire type 3
                                 std::string("\x80\x80\x80\x80\x10\x00", 6),  // field 2^29
-                                std::string("\x12\x05ab", 4)}) {     // longer than the input
+                                std::string("\x12\x05ab", 4)}) {  // longer than the input
     WireReader bad_reader(bad);
     while (bad_reader.Next()) {
     }

@@ -9,7 +9,8 @@ constexpr uint64_t kMaxField = (uint64_t{1} << 29) - 1;
 
 uint64_t LittleEndian(const char* p, size_t size) {
   uint64_t value = 0;
-  for (size_t i = 0; i < size; ++i) value |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+  for (size_t i = 0; i < size; ++i)
+    value |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
   return value;
 }
 
@@ -126,7 +127,8 @@ bool WireReader::AppendDoubles(std::vector<double>* values) {
     return true;
   }
   if (wire_type_ != kLengthDelimited || bytes_.size() % 8 != 0) return ok_ = false;
-  for (size_t i = 0; i < bytes_.size(); i += 8) values->push_back(DoubleOf(LittleEndian(bytes_.data() + i, 8)));
+  for (size_t i = 0; i < bytes_.size(); i += 8)
+    values->push_back(DoubleOf(LittleEndian(bytes_.data() + i, 8)));
   return true;
 }
 

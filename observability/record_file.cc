@@ -20,7 +20,8 @@ void PutLittleEndian(uint64_t value, int bytes, std::string* out) {
 
 uint64_t GetLittleEndian(const char* data, int bytes) {
   uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i) value |= static_cast<uint64_t>(static_cast<uint8_t>(data[i])) << (8 * i);
+  for (int i = 0; i < bytes; ++i)
+    value |= static_cast<uint64_t>(static_cast<uint8_t>(data[i])) << (8 * i);
   return value;
 }
 
@@ -72,8 +73,8 @@ absl::StatusOr<std::vector<std::string>> ReadRecords(const std::string& path, Cu
   size_t at = 0;
   while (at < bytes.size()) {
     auto corrupt = [&](const std::string& what) {
-      return absl::DataLossError(absl::StrCat(path, ": record ", records.size(), " at byte ", at,
-                                              ": ", what));
+      return absl::DataLossError(
+          absl::StrCat(path, ": record ", records.size(), " at byte ", at, ": ", what));
     };
     const bool ignore_cut = cut_tail == CutTail::kIgnore;
     if (bytes.size() - at < 12) {

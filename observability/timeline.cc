@@ -95,7 +95,8 @@ std::string JsonEscape(std::string_view text) {
 Timeline::Timeline(Options options) : options_(options) {
   static std::atomic<uint64_t> next_id{1};
   id_ = next_id.fetch_add(1);
-  ring_.reserve(static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(options_.max_events, 1), 4096)));
+  ring_.reserve(
+      static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(options_.max_events, 1), 4096)));
 }
 
 bool Timeline::Install(Timeline* timeline) {
@@ -172,21 +173,24 @@ int64_t Timeline::dropped() const {
 absl::Status Timeline::WriteJson(const std::string& path, const ProcessInfo& process) const {
   const std::string tmp = path + ".tmp";
   std::ofstream out(tmp, std::ios::trunc);
-  if (!out) return absl::InvalidArgumentError(absl::StrCat("timeline ", path, ": cannot create ", tmp, ": ", std::strerror(errno)));
+  if (!out)
+    return absl::InvalidArgumentError(
+        absl::StrCat("timeline ", path, ": cannot create ", tmp, ": ", std::strerror(errno)));
   const std::string task = JsonEscape(process.task);
   std::lock_guard<std::mutex> lock(mu_);
-  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"rank\":" << process.rank << ",\"task\":\"" << task
-      << "\",\"host\":\"" << JsonEscape(process.host) << "\",\"clock_domain\":\""
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"rank\":" << process.rank << ",\"task\":\""
+      << task << "\",\"host\":\"" << JsonEscape(process.host) << "\",\"clock_domain\":\""
       << JsonEscape(process.clock_domain) << "\",\"clock_offset_us\":" << process.clock_offset_us
-      << ",\"clock_offset_rtt_us\":" << process.clock_offset_rtt_us << ",\"events\":" << ring_.size()
-      << ",\"dropped_events\":" << dropped_ << "},\n\"traceEvents\":[\n";
-  out << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << process.rank << ",\"tid\":0,\"args\":{\"name\":\""
-      << task << "\"}},\n";
+      << ",\"clock_offset_rtt_us\":" << process.clock_offset_rtt_us
+      << ",\"events\":" << ring_.size() << ",\"dropped_events\":" << dropped_
+      << "},\n\"traceEvents\":[\n";
+  out << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << process.rank
+      << ",\"tid\":0,\"args\":{\"name\":\"" << task << "\"}},\n";
   out << "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" << process.rank
       << ",\"tid\":0,\"args\":{\"sort_index\":" << process.rank << "}}";
   for (const auto& [tid, name] : thread_names_) {
-    out << ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << process.rank << ",\"tid\":" << tid
-        << ",\"args\":{\"name\":\"" << JsonEscape(name) << "\"}}";
+    out << ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << process.rank
+        << ",\"tid\":" << tid << ",\"args\":{\"name\":\"" << JsonEscape(name) << "\"}}";
   }
   // Oldest first: once the ring wrapped, the oldest event is at next_.
   const size_t n = ring_.size();
@@ -203,9 +207,11 @@ absl::Status Timeline::WriteJson(const std::string& path, const ProcessInfo& pro
   }
   out << "\n]}\n";
   out.close();
-  if (!out) return absl::InvalidArgumentError(absl::StrCat("timeline ", path, ": cannot write ", tmp));
+  if (!out)
+    return absl::InvalidArgumentError(absl::StrCat("timeline ", path, ": cannot write ", tmp));
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("timeline ", path, ": cannot rename ", tmp, ": ", std::strerror(errno)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("timeline ", path, ": cannot rename ", tmp, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -83,7 +83,7 @@ class Timeline {
   int64_t recorded() const;  // Events held now.
   // Frees the events held (after WriteJson); later events are recorded anew.
   void Clear();
-  int64_t dropped() const;   // Events dropped by the ring (oldest first).
+  int64_t dropped() const;  // Events dropped by the ring (oldest first).
 
   // Writes {"traceEvents": [...], "otherData": {...}} to `path` (a temporary file,
   // then rename): process and thread names as metadata events, ts in microseconds
@@ -108,9 +108,9 @@ class Timeline {
   std::atomic<bool> in_window_{true};
 
   mutable std::mutex mu_;
-  std::vector<Event> ring_;       // Guarded by mu_; wraps at max_events.
-  size_t next_ = 0;               // Guarded by mu_: next slot once the ring is full.
-  int64_t dropped_ = 0;           // Guarded by mu_.
+  std::vector<Event> ring_;                  // Guarded by mu_; wraps at max_events.
+  size_t next_ = 0;                          // Guarded by mu_: next slot once the ring is full.
+  int64_t dropped_ = 0;                      // Guarded by mu_.
   std::map<int, std::string> thread_names_;  // Guarded by mu_.
 };
 
@@ -120,14 +120,20 @@ class TimelineArgs {
   TimelineArgs& Add(std::string_view key, int64_t value);
   TimelineArgs& Add(std::string_view key, double value);
   TimelineArgs& Add(std::string_view key, std::string_view value);
-  TimelineArgs& Add(std::string_view key, const char* value) { return Add(key, std::string_view(value)); }
-  TimelineArgs& Add(std::string_view key, const std::string& value) { return Add(key, std::string_view(value)); }
+  TimelineArgs& Add(std::string_view key, const char* value) {
+    return Add(key, std::string_view(value));
+  }
+  TimelineArgs& Add(std::string_view key, const std::string& value) {
+    return Add(key, std::string_view(value));
+  }
 #if !defined(ABSL_USES_STD_STRING_VIEW)
   TimelineArgs& Add(std::string_view key, absl::string_view value) {
     return Add(key, std::string_view(value.data(), value.size()));
   }
 #endif
-  TimelineArgs& Add(std::string_view key, int value) { return Add(key, static_cast<int64_t>(value)); }
+  TimelineArgs& Add(std::string_view key, int value) {
+    return Add(key, static_cast<int64_t>(value));
+  }
   std::string Take() { return std::move(json_); }
 
  private:

@@ -56,7 +56,8 @@ absl::Status ReadTaskTimeline(const std::string& path, TaskTimeline* task) {
     for (const nlohmann::json& e : file["traceEvents"]) {
       if (!e.is_object()) return NotATimeline(path, "an event is not an object");
       if (!e.contains("ts")) continue;
-      if (!e["ts"].is_number_integer()) return NotATimeline(path, "an event's ts is not an integer");
+      if (!e["ts"].is_number_integer())
+        return NotATimeline(path, "an event's ts is not an integer");
       task->earliest = std::min(task->earliest, e["ts"].get<int64_t>());
     }
   } catch (const nlohmann::json::exception& e) {
@@ -89,7 +90,8 @@ absl::StatusOr<TimelineMergeResult> MergeTimelines(const std::vector<std::string
   }
   if (timelines.empty()) {
     return absl::NotFoundError(absl::StrCat("no task wrote a timeline (looked for ", inputs.size(),
-                                            " files, e.g. ", inputs.empty() ? "none" : inputs[0], ")"));
+                                            " files, e.g. ", inputs.empty() ? "none" : inputs[0],
+                                            ")"));
   }
   // Tasks under the chief's kernel read its CLOCK_MONOTONIC: no estimate needed.
   // Others carry an estimated offset; one without (it never heard the chief) is
@@ -149,12 +151,14 @@ absl::StatusOr<TimelineMergeResult> MergeTimelines(const std::vector<std::string
   }
   result.tasks = static_cast<int>(timelines.size());
   result.events = static_cast<int64_t>(events.size());
-  nlohmann::json merged = {{"displayTimeUnit", "ms"},
-                           {"otherData", {{"tasks", tasks}, {"missing", result.missing},
-                                          {"time_zero_us_on_chief_clock", earliest}}},
-                           {"traceEvents", std::move(events)}};
+  nlohmann::json merged = {
+      {"displayTimeUnit", "ms"},
+      {"otherData",
+       {{"tasks", tasks}, {"missing", result.missing}, {"time_zero_us_on_chief_clock", earliest}}},
+      {"traceEvents", std::move(events)}};
   RW_RETURN_IF_ERROR(WriteFileAtomically(
-      output, merged.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "timeline"));
+      output, merged.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+      "timeline"));
   return result;
 }
 

@@ -4,13 +4,12 @@
 // clock and names missing files and broken ones.
 #include "observability/timeline.h"
 
+#include <pthread.h>
+
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <set>
 #include <thread>
-
-#include <catch2/catch.hpp>
-
-#include <pthread.h>
 
 #include "nlohmann/json.hpp"
 #include "observability/timeline_merge.h"
@@ -64,7 +63,9 @@ TEST_CASE("spans, instants and args from two threads become trace events", "[tim
   Timeline::Uninstall(&timeline);
   { TimelineSpan after("compute", "after uninstall"); }
   REQUIRE(timeline.recorded() == 3);
-  REQUIRE(timeline.WriteJson(dir + "/t.json", {.rank = 1, .task = "worker:1", .clock_offset_us = -7}).ok());
+  REQUIRE(
+      timeline.WriteJson(dir + "/t.json", {.rank = 1, .task = "worker:1", .clock_offset_us = -7})
+          .ok());
 
   const nlohmann::json trace = ReadJson(dir + "/t.json");
   CHECK(trace["otherData"]["task"] == "worker:1");
@@ -123,8 +124,12 @@ TEST_CASE("merging puts every task on the chief's clock, one process row each", 
   chief.Complete("communication", "all-reduce", 1000, 1100);
   worker.Complete("communication", "all-reduce", 5000, 5100);  // Its clock is 4000 us ahead.
   REQUIRE(chief.WriteJson(dir + "/w0.json", {.rank = 0, .task = "worker:0"}).ok());
-  REQUIRE(worker.WriteJson(dir + "/w1.json", {.rank = 1, .task = "worker:1", .clock_offset_us = -4000,
-                                              .clock_offset_rtt_us = 80}).ok());
+  REQUIRE(
+      worker
+          .WriteJson(
+              dir + "/w1.json",
+              {.rank = 1, .task = "worker:1", .clock_offset_us = -4000, .clock_offset_rtt_us = 80})
+          .ok());
   absl::StatusOr<TimelineMergeResult> merged =
       MergeTimelines({dir + "/w0.json", dir + "/w1.json", dir + "/w2.json"}, dir + "/job.json");
   REQUIRE(merged.ok());
@@ -143,7 +148,8 @@ TEST_CASE("merging puts every task on the chief's clock, one process row each", 
   for (const auto& e : EventsNamed(trace, "process_name")) rows.insert(e["args"]["name"]);
   CHECK(rows == std::set<std::string>{"worker:0", "worker:1"});
   CHECK(trace["otherData"]["tasks"][1]["clock_offset_rtt_us"] == 80);
-  CHECK(trace["otherData"]["tasks"][1]["applied_shift_us"] == -5000);  // Onto the chief's, then to 0.
+  CHECK(trace["otherData"]["tasks"][1]["applied_shift_us"] ==
+        -5000);  // Onto the chief's, then to 0.
 }
 
 TEST_CASE("tasks under the chief's kernel keep their clock: it is the chief's", "[timeline]") {
@@ -152,11 +158,18 @@ TEST_CASE("tasks under the chief's kernel keep their clock: it is the chief's", 
   chief.Complete("communication", "allreduce", 1000, 1100);
   worker.Complete("communication", "allreduce", 1000, 1100);
   // Network namespaces give tasks other host names; the kernel's clock is one.
-  REQUIRE(chief.WriteJson(dir + "/w0.json", {.rank = 0, .task = "worker:0", .host = "h1",
-                                             .clock_domain = "boot_id b"}).ok());
-  REQUIRE(worker.WriteJson(dir + "/w1.json", {.rank = 1, .task = "worker:1", .host = "h2",
-                                              .clock_domain = "boot_id b", .clock_offset_us = 300,
-                                              .clock_offset_rtt_us = 900}).ok());
+  REQUIRE(chief
+              .WriteJson(dir + "/w0.json",
+                         {.rank = 0, .task = "worker:0", .host = "h1", .clock_domain = "boot_id b"})
+              .ok());
+  REQUIRE(worker
+              .WriteJson(dir + "/w1.json", {.rank = 1,
+                                            .task = "worker:1",
+                                            .host = "h2",
+                                            .clock_domain = "boot_id b",
+                                            .clock_offset_us = 300,
+                                            .clock_offset_rtt_us = 900})
+              .ok());
   REQUIRE(MergeTimelines({dir + "/w0.json", dir + "/w1.json"}, dir + "/job.json").ok());
   const nlohmann::json trace = ReadJson(dir + "/job.json");
   for (const auto& e : EventsNamed(trace, "allreduce")) CHECK(e["ts"] == 0);
@@ -164,14 +177,21 @@ TEST_CASE("tasks under the chief's kernel keep their clock: it is the chief's", 
   CHECK(trace["otherData"]["tasks"][1]["clock_offset_us"] == 300);  // The estimate, kept.
 }
 
-TEST_CASE("a task on another clock with no estimate starts with the job, and is named", "[timeline]") {
+TEST_CASE("a task on another clock with no estimate starts with the job, and is named",
+          "[timeline]") {
   const std::string dir = FreshTestDir("timeline_unaligned");
   Timeline chief({}), worker({});
   chief.Complete("communication", "allreduce", 1000, 1100);
   chief.Complete("communication", "allreduce", 2000, 2100);
   worker.Complete("communication", "allreduce", 9000000, 9000100);  // Another boot's clock.
-  REQUIRE(chief.WriteJson(dir + "/w0.json", {.rank = 0, .task = "worker:0", .clock_domain = "boot_id a"}).ok());
-  REQUIRE(worker.WriteJson(dir + "/w1.json", {.rank = 1, .task = "worker:1", .clock_domain = "boot_id b"}).ok());
+  REQUIRE(
+      chief
+          .WriteJson(dir + "/w0.json", {.rank = 0, .task = "worker:0", .clock_domain = "boot_id a"})
+          .ok());
+  REQUIRE(
+      worker
+          .WriteJson(dir + "/w1.json", {.rank = 1, .task = "worker:1", .clock_domain = "boot_id b"})
+          .ok());
   absl::StatusOr<TimelineMergeResult> merged =
       MergeTimelines({dir + "/w0.json", dir + "/w1.json"}, dir + "/job.json");
   REQUIRE(merged.ok());
@@ -186,10 +206,10 @@ TEST_CASE("a task on another clock with no estimate starts with the job, and is 
 TEST_CASE("names that are not UTF-8 still make valid JSON", "[timeline]") {
   CHECK(JsonEscape("a\"b\\c\n") == "a\\\"b\\\\c\\u000a");
   CHECK(JsonEscape("caf\xc3\xa9 \xe2\x82\xac") == "caf\xc3\xa9 \xe2\x82\xac");  // Valid: kept.
-  CHECK(JsonEscape("x\xffy") == "x\\ufffdy");                         // Not a lead byte.
-  CHECK(JsonEscape("\xc3") == "\\ufffd");                              // Cut short.
-  CHECK(JsonEscape("\xc0\xaf") == "\\ufffd\\ufffd");                  // Overlong '/'.
-  CHECK(JsonEscape("\xed\xa0\x80") == "\\ufffd\\ufffd\\ufffd");      // A surrogate.
+  CHECK(JsonEscape("x\xffy") == "x\\ufffdy");                                   // Not a lead byte.
+  CHECK(JsonEscape("\xc3") == "\\ufffd");                                       // Cut short.
+  CHECK(JsonEscape("\xc0\xaf") == "\\ufffd\\ufffd");                            // Overlong '/'.
+  CHECK(JsonEscape("\xed\xa0\x80") == "\\ufffd\\ufffd\\ufffd");                 // A surrogate.
   const std::string dir = FreshTestDir("timeline_utf8");
   Timeline timeline({});
   timeline.Complete("step", "worker \xff\xfe", 0, 1);
@@ -201,14 +221,21 @@ TEST_CASE("names that are not UTF-8 still make valid JSON", "[timeline]") {
 TEST_CASE("merging refuses broken files and an empty set, naming the file", "[timeline]") {
   const std::string dir = FreshTestDir("timeline_merge_bad");
   { std::ofstream(dir + "/bad.json") << "{\"traceEvents\": [1, 2"; }
-  absl::StatusOr<TimelineMergeResult> merged = MergeTimelines({dir + "/bad.json"}, dir + "/job.json");
+  absl::StatusOr<TimelineMergeResult> merged =
+      MergeTimelines({dir + "/bad.json"}, dir + "/job.json");
   REQUIRE_FALSE(merged.ok());
   CHECK(merged.status().message().find("bad.json: not valid JSON") != std::string::npos);
-  { std::ofstream(dir + "/other.json") << "{\"traceEvents\": [], \"otherData\": {\"clock_offset_us\": \"x\"}}"; }
+  {
+    std::ofstream(dir + "/other.json")
+        << "{\"traceEvents\": [], \"otherData\": {\"clock_offset_us\": \"x\"}}";
+  }
   merged = MergeTimelines({dir + "/other.json"}, dir + "/job.json");
   REQUIRE_FALSE(merged.ok());
   CHECK(merged.status().message().find("clock_offset_us") != std::string::npos);
-  { std::ofstream(dir + "/typed.json") << "{\"traceEvents\": [], \"otherData\": {\"rank\": 0, \"host\": 5}}"; }
+  {
+    std::ofstream(dir + "/typed.json")
+        << "{\"traceEvents\": [], \"otherData\": {\"rank\": 0, \"host\": 5}}";
+  }
   merged = MergeTimelines({dir + "/typed.json"}, dir + "/job.json");  // A field of another type.
   REQUIRE_FALSE(merged.ok());
   CHECK(merged.status().code() == absl::StatusCode::kInvalidArgument);

@@ -24,11 +24,11 @@ TEST_CASE("the offset is read at the middle of the shortest round trip", "[clock
 
 TEST_CASE("replies without a clock and clocks going back are ignored", "[clock]") {
   ClockOffset offset;
-  offset.AddSample(1000, 0, 1100);     // An older peer: no clock in its reply.
-  offset.AddSample(1000, 500, 900);    // Received before sent: not a sample.
+  offset.AddSample(1000, 0, 1100);   // An older peer: no clock in its reply.
+  offset.AddSample(1000, 500, 900);  // Received before sent: not a sample.
   CHECK_FALSE(offset.known());
   CHECK(offset.samples() == 0);
-  offset.AddSample(1000, 400, 1100);   // A peer behind us: a negative offset.
+  offset.AddSample(1000, 400, 1100);  // A peer behind us: a negative offset.
   CHECK(offset.offset_us() == -650);
 }
 

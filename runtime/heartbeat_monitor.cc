@@ -63,10 +63,10 @@ struct HeartbeatMonitor::Call : public CqTag {
   std::unique_ptr<grpc::ClientAsyncResponseReader<proto::HeartbeatResponse>> reader;
 };
 
-HeartbeatMonitor::HeartbeatMonitor(HeartbeatOptions options, int rank, uint64_t incarnation,
-                                   std::string self_name, std::vector<Peer> peers,
-                                   const Progress* progress, grpc::CompletionQueue* cq,
-                                   std::function<void(int failed_rank, const absl::Status&)> on_failure)
+HeartbeatMonitor::HeartbeatMonitor(
+    HeartbeatOptions options, int rank, uint64_t incarnation, std::string self_name,
+    std::vector<Peer> peers, const Progress* progress, grpc::CompletionQueue* cq,
+    std::function<void(int failed_rank, const absl::Status&)> on_failure)
     : options_(options),
       rank_(rank),
       incarnation_(incarnation),
@@ -144,13 +144,14 @@ void HeartbeatMonitor::Loop() {
     for (size_t i = 0; i < peers_.size() && !failed; ++i) {
       PeerState& p = state[i];
       if (now - p.last_reply > budget) {
-        fail(peers_[i].rank, absl::UnavailableError(absl::StrCat(
-            peers_[i].name, " stopped answering heartbeats: no reply for ",
-            absl::StrFormat("%.1f", Seconds(now - p.last_reply)), " s (",
-            options_.misses, " missed at ", options_.interval_s,
-            " s intervals; --heartbeat_interval_s, --heartbeat_misses); last error: ",
-            p.last_error, "; its last reported step ", p.step, ", ", self_name_,
-            " at step ", progress_->step())));
+        fail(peers_[i].rank,
+             absl::UnavailableError(absl::StrCat(
+                 peers_[i].name, " stopped answering heartbeats: no reply for ",
+                 absl::StrFormat("%.1f", Seconds(now - p.last_reply)), " s (", options_.misses,
+                 " missed at ", options_.interval_s,
+                 " s intervals; --heartbeat_interval_s, --heartbeat_misses); last error: ",
+                 p.last_error, "; its last reported step ", p.step, ", ", self_name_, " at step ",
+                 progress_->step())));
         break;
       }
       if (!p.outstanding && now >= p.next_send) {
@@ -193,22 +194,21 @@ void HeartbeatMonitor::Loop() {
       for (size_t i = 0; i < peers_.size(); ++i) {
         if (state[i].collectives_started <= seq) {
           const uint64_t started = state[i].collectives_started;
-          behind.push_back(absl::StrCat(
-              peers_[i].name, " (",
-              started == 0 ? std::string("no collective yet")
-                           : absl::StrCat("last at collective #", started - 1),
-              ", step ", state[i].step, ")"));
+          behind.push_back(absl::StrCat(peers_[i].name, " (",
+                                        started == 0
+                                            ? std::string("no collective yet")
+                                            : absl::StrCat("last at collective #", started - 1),
+                                        ", step ", state[i].step, ")"));
         }
       }
       RW_LOG(WARNING) << "stall: collective #" << seq << " on " << self_name_ << " (step "
-                      << progress_->step() << ") has waited "
-                      << absl::StrFormat("%.0f", waiting) << " s; "
-                      << (behind.empty() ? std::string("every peer has reached it and "
-                                                       "answers heartbeats: waiting for data")
-                                         : absl::StrCat("not there yet: ",
-                                                        absl::StrJoin(behind, ", ")))
-                      << " (reported every --stall_warning_s=" << options_.stall_warning_s
-                      << " s)";
+                      << progress_->step() << ") has waited " << absl::StrFormat("%.0f", waiting)
+                      << " s; "
+                      << (behind.empty()
+                              ? std::string("every peer has reached it and "
+                                            "answers heartbeats: waiting for data")
+                              : absl::StrCat("not there yet: ", absl::StrJoin(behind, ", ")))
+                      << " (reported every --stall_warning_s=" << options_.stall_warning_s << " s)";
     }
 
     Clock::time_point wake = now + tick;  // Sooner when a heartbeat is due sooner.
@@ -237,10 +237,10 @@ void HeartbeatMonitor::Loop() {
       p.step = r.step();
       p.collectives_started = r.collectives_started();
       if (r.incarnation() != peer.incarnation) {
-        fail(peer.rank, absl::UnavailableError(absl::StrCat(
-            peer.name, " was restarted (incarnation ", r.incarnation(), ", joined as ",
-            peer.incarnation, "): its state is lost; ", self_name_, " at step ",
-            progress_->step())));
+        fail(peer.rank, absl::UnavailableError(
+                            absl::StrCat(peer.name, " was restarted (incarnation ", r.incarnation(),
+                                         ", joined as ", peer.incarnation, "): its state is lost; ",
+                                         self_name_, " at step ", progress_->step())));
       } else if (r.error_code() != 0) {
         // The peer's first error, root cause first (it may name a third worker).
         fail(-1, absl::Status(static_cast<absl::StatusCode>(r.error_code()),
@@ -248,8 +248,8 @@ void HeartbeatMonitor::Loop() {
                                            " in its heartbeat reply)")));
       }
     } else {
-      p.last_error = absl::StrCat("gRPC code ", static_cast<int>(call->status.error_code()),
-                                  ": ", call->status.error_message());
+      p.last_error = absl::StrCat("gRPC code ", static_cast<int>(call->status.error_code()), ": ",
+                                  call->status.error_message());
     }
     delete call;
   }

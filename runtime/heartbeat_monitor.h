@@ -22,18 +22,18 @@
 #ifndef RINGWORK_RUNTIME_HEARTBEAT_MONITOR_H_
 #define RINGWORK_RUNTIME_HEARTBEAT_MONITOR_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "runtime/clock_offset.h"
@@ -61,9 +61,8 @@ class HeartbeatMonitor {
     std::vector<std::pair<std::string, std::string>> metadata;
   };
 
-  HeartbeatMonitor(HeartbeatOptions options, int rank, uint64_t incarnation,
-                   std::string self_name, std::vector<Peer> peers,
-                   const Progress* progress /* not owned */,
+  HeartbeatMonitor(HeartbeatOptions options, int rank, uint64_t incarnation, std::string self_name,
+                   std::vector<Peer> peers, const Progress* progress /* not owned */,
                    grpc::CompletionQueue* cq /* not owned; driven by its loop */,
                    std::function<void(int failed_rank, const absl::Status&)> on_failure);
   ~HeartbeatMonitor();  // Stops.

@@ -65,8 +65,9 @@ namespace {
 // One round at `generation`: who is there, the quorum, and the ring of exactly them.
 // `views_differ`: the ring did not form (a retry at the next generation may agree).
 // `joining`: this worker is not in the running ring; it waits for its members.
-absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& previous, int generation,
-                                                         RuntimeOptions round, const RegroupOptions& regroup,
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& previous,
+                                                         int generation, RuntimeOptions round,
+                                                         const RegroupOptions& regroup,
                                                          bool joining, bool* views_differ) {
   *views_differ = false;
   // 1. Who is there: any worker of TF_CONFIG's ring at this generation (not only
@@ -81,16 +82,18 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& pr
   {
     absl::StatusOr<std::unique_ptr<WorkerRuntime>> discovery = ListenAgain(candidates, round);
     if (!discovery.ok()) {
-      return absl::UnavailableError(absl::StrCat("generation ", generation, ": cannot listen for the "
-                                                 "membership round: ", discovery.status().message()));
+      return absl::UnavailableError(absl::StrCat("generation ", generation,
+                                                 ": cannot listen for the "
+                                                 "membership round: ",
+                                                 discovery.status().message()));
     }
     absl::StatusOr<WorkerRuntime::Discovered> present =
         (*discovery)->Discover(regroup.discovery_s, joining ? regroup.join_wait_s : 0);
     RW_RETURN_IF_ERROR((*discovery)->Shutdown());
     if (!present.ok()) {
-      return absl::UnavailableError(absl::StrCat("generation ", generation,
-                                                 ": the membership round failed: ",
-                                                 present.status().message()));
+      return absl::UnavailableError(
+          absl::StrCat("generation ", generation,
+                       ": the membership round failed: ", present.status().message()));
     }
     const std::vector<int> originals = candidates.OriginalRanks();
     for (int r : present->present) present_original.push_back(originals[static_cast<size_t>(r)]);
@@ -174,10 +177,10 @@ absl::StatusOr<int> AskToJoin(const ClusterConfig& configured, const RuntimeOpti
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerRuntime>> JoinRunningJob(const ClusterConfig& configured,
-                                                               int running_generation,
-                                                               const RuntimeOptions& options,
-                                                               const RegroupOptions& regroup,
-                                                               double timeout_s) {
+                                                              int running_generation,
+                                                              const RuntimeOptions& options,
+                                                              const RegroupOptions& regroup,
+                                                              double timeout_s) {
   RuntimeOptions round = options;
   round.timeline_path.clear();  // Only a worker's first runtime writes the timeline.
   const Deadline deadline = Deadline::AfterSeconds(timeout_s);
@@ -186,9 +189,11 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> JoinRunningJob(const ClusterConfi
     // Ask to be let in (the members count it and grow at their next step), then
     // wait for them in the next generation's membership round.
     absl::StatusOr<int> running =
-        AskToJoin(configured, round, std::max(2.0, std::min(regroup.join_wait_s, deadline.RemainingSeconds())));
+        AskToJoin(configured, round,
+                  std::max(2.0, std::min(regroup.join_wait_s, deadline.RemainingSeconds())));
     if (!running.ok()) {
-      return absl::UnavailableError(absl::StrCat("the job this worker was to join (at generation ", generation,
+      return absl::UnavailableError(absl::StrCat("the job this worker was to join (at generation ",
+                                                 generation,
                                                  ") is gone: ", running.status().message()));
     }
     generation = *running;
@@ -197,8 +202,8 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> JoinRunningJob(const ClusterConfi
         RegroupAt(configured, generation + 1, round, regroup, /*joining=*/true, &views_differ);
     if (runtime.ok()) return runtime;
     if (deadline.Expired()) {
-      return absl::UnavailableError(absl::StrCat("could not join the running job within ", timeout_s,
-                                                 " s: ", runtime.status().message()));
+      return absl::UnavailableError(absl::StrCat("could not join the running job within ",
+                                                 timeout_s, " s: ", runtime.status().message()));
     }
     RW_LOG(INFO) << "joining the running job: " << runtime.status().message() << "; asking again";
   }

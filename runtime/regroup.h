@@ -62,10 +62,10 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> Regroup(const ClusterConfig& prev
 // asks again whenever that round fails. UNAVAILABLE (exit 3) when no member
 // answers any more (the job ended) or after `timeout_s`.
 absl::StatusOr<std::unique_ptr<WorkerRuntime>> JoinRunningJob(const ClusterConfig& configured,
-                                                               int running_generation,
-                                                               const RuntimeOptions& options,
-                                                               const RegroupOptions& regroup,
-                                                               double timeout_s);
+                                                              int running_generation,
+                                                              const RuntimeOptions& options,
+                                                              const RegroupOptions& regroup,
+                                                              double timeout_s);
 
 // WorkerRuntime::Start on the task's address, which a runtime has just left
 // (retried for 2 s while the port is still taken).

@@ -17,8 +17,9 @@ absl::Status ParseTimelineSteps(const std::string& text, Timeline::Options* opti
   if (text.empty()) return absl::OkStatus();
   const size_t colon = text.find(':');
   auto invalid = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--timeline_steps=", text, ": expected A:B, A: or :B with steps counted from 1 and A <= B"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--timeline_steps=", text,
+                     ": expected A:B, A: or :B with steps counted from 1 and A <= B"));
   };
   if (colon == std::string::npos) return invalid();
   const std::string first = text.substr(0, colon), last = text.substr(colon + 1);
@@ -96,13 +97,14 @@ void RuntimeOptions::Register(FlagSet* flags) {
               "keep freed large blocks in the process (faster gRPC receives); "
               "changes malloc settings for the whole process",
               "RINGWORK_TUNE_MALLOC");
-  flags->Double("shutdown_timeout_s", &shutdown_timeout_s,
-                "how long an orderly shutdown may take", "RINGWORK_SHUTDOWN_TIMEOUT_S");
+  flags->Double("shutdown_timeout_s", &shutdown_timeout_s, "how long an orderly shutdown may take",
+                "RINGWORK_SHUTDOWN_TIMEOUT_S");
   flags->String("cluster_token_file", &cluster_token_file,
                 "a file holding the secret every task of the job shares; every RPC is "
                 "authenticated with it (or set env RINGWORK_CLUSTER_TOKEN; launch makes one)",
                 "RINGWORK_CLUSTER_TOKEN_FILE");
-  flags->String("tls_ca", &tls_files.ca, "mutual TLS: the CA certificate (PEM) that signs every worker's",
+  flags->String("tls_ca", &tls_files.ca,
+                "mutual TLS: the CA certificate (PEM) that signs every worker's",
                 "RINGWORK_TLS_CA");
   flags->String("tls_cert", &tls_files.cert, "mutual TLS: this worker's certificate (PEM)",
                 "RINGWORK_TLS_CERT");
@@ -130,9 +132,9 @@ absl::Status RuntimeOptions::ApplyEnvironmentAndFinish() {
 absl::Status RuntimeOptions::Finish() {
   if (finished_) return absl::OkStatus();
   if (!ParseAllReduceAlgorithm(allreduce_algorithm_, &collectives.allreduce_algorithm)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--allreduce_algorithm=", allreduce_algorithm_,
-        ": expected auto, ring, recursive_doubling or hierarchical"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--allreduce_algorithm=", allreduce_algorithm_,
+                     ": expected auto, ring, recursive_doubling or hierarchical"));
   }
   if (transport_kind != "auto" && transport_kind != "grpc") {
     return absl::InvalidArgumentError(
@@ -140,28 +142,28 @@ absl::Status RuntimeOptions::Finish() {
   }
   if (segment_bytes_ != 0 &&
       (segment_bytes_ < 64 || segment_bytes_ > static_cast<int64_t>(grpc.max_payload_bytes))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--segment_bytes=", segment_bytes_, ": expected 0 (automatic) or 64..",
-        grpc.max_payload_bytes));
+    return absl::InvalidArgumentError(absl::StrCat("--segment_bytes=", segment_bytes_,
+                                                   ": expected 0 (automatic) or 64..",
+                                                   grpc.max_payload_bytes));
   }
   collectives.segment_bytes = static_cast<size_t>(segment_bytes_);
   RW_RETURN_IF_ERROR(ParseTimelineSteps(timeline_steps_, &timeline));
   if (timeline.max_events < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--timeline_max_events=", timeline.max_events,
-                                                   ": expected at least 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--timeline_max_events=", timeline.max_events, ": expected at least 1"));
   }
   if (shm_ring_bytes < (64 << 10) || shm_ring_bytes > (1 << 30) ||
       (shm_ring_bytes & (shm_ring_bytes - 1)) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--shm_ring_bytes=", shm_ring_bytes, ": expected a power of two from 65536 to 2^30"));
+    return absl::InvalidArgumentError(absl::StrCat("--shm_ring_bytes=", shm_ring_bytes,
+                                                   ": expected a power of two from 65536 to 2^30"));
   }
-  for (auto [name, value] : {std::pair<const char*, double>{"startup_timeout_s",
-                                                            rendezvous.startup_timeout_s},
-                             {"first_step_timeout_s", first_step_timeout_s},
-                             {"collective_timeout_s", collectives.timeout_s},
-                             {"heartbeat_interval_s", heartbeat.interval_s},
-                             {"stall_warning_s", heartbeat.stall_warning_s},
-                             {"shutdown_timeout_s", shutdown_timeout_s}}) {
+  for (auto [name, value] :
+       {std::pair<const char*, double>{"startup_timeout_s", rendezvous.startup_timeout_s},
+        {"first_step_timeout_s", first_step_timeout_s},
+        {"collective_timeout_s", collectives.timeout_s},
+        {"heartbeat_interval_s", heartbeat.interval_s},
+        {"stall_warning_s", heartbeat.stall_warning_s},
+        {"shutdown_timeout_s", shutdown_timeout_s}}) {
     if (!(value > 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", name, "=", value, ": expected a positive number of seconds"));
@@ -180,9 +182,9 @@ absl::Status RuntimeOptions::Finish() {
     if (!token.ok()) return token.status();
     cluster_token = *token;
   } else if (cluster_token.size() < kMinClusterTokenBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the cluster token set in code has ", cluster_token.size(), " characters; use at least ",
-        kMinClusterTokenBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the cluster token set in code has ", cluster_token.size(),
+                     " characters; use at least ", kMinClusterTokenBytes));
   }
   if (tls.server != nullptr || tls.channel != nullptr) {
     // Credentials made in code win over files named by flags or the environment.

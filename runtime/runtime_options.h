@@ -34,14 +34,14 @@
 namespace ringwork {
 
 struct RuntimeOptions {
-  RendezvousOptions rendezvous;      // --startup_timeout_s
+  RendezvousOptions rendezvous;  // --startup_timeout_s
   // Deadline of each collective until the first training step has ended (the
   // chief's initial broadcast, the first step's all-reduces: peers may still be
   // loading data). Flag --first_step_timeout_s, env RINGWORK_FIRST_STEP_TIMEOUT_S.
   double first_step_timeout_s = 600;
-  CollectiveOptions collectives;     // --collective_timeout_s (steady state), ...
-  HeartbeatOptions heartbeat;        // --heartbeat_interval_s, --heartbeat_misses, ...
-  Transport::Options transport;      // --spin_us
+  CollectiveOptions collectives;  // --collective_timeout_s (steady state), ...
+  HeartbeatOptions heartbeat;     // --heartbeat_interval_s, --heartbeat_misses, ...
+  Transport::Options transport;   // --spin_us
   GrpcLink::Options grpc;
   // "auto": shared memory between workers on one host, gRPC otherwise; "grpc":
   // gRPC for every peer. Flag --transport, env RINGWORK_TRANSPORT.

@@ -2,10 +2,9 @@
 // set in code, a flag, the environment and the default.
 #include "runtime/runtime_options.h"
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <limits>
-
-#include <catch2/catch.hpp>
 
 namespace ringwork {
 namespace {
@@ -16,7 +15,8 @@ struct ScopedEnv {
   const char* name;
 };
 
-TEST_CASE("an embedded app's options take the environment where the code left defaults", "[options]") {
+TEST_CASE("an embedded app's options take the environment where the code left defaults",
+          "[options]") {
   ScopedEnv timeout("RINGWORK_COLLECTIVE_TIMEOUT_S", "7");
   ScopedEnv misses("RINGWORK_HEARTBEAT_MISSES", "9");
   ScopedEnv algorithm("RINGWORK_ALLREDUCE_ALGORITHM", "ring");
@@ -25,8 +25,8 @@ TEST_CASE("an embedded app's options take the environment where the code left de
   ScopedEnv probe("RINGWORK_GRPC_BDP_PROBE", "1");
   ScopedEnv token("RINGWORK_CLUSTER_TOKEN", "0123456789abcdef0123456789abcdef");
   RuntimeOptions options;
-  options.heartbeat.misses = 3;                    // Set by the code: it wins.
-  options.collectives.segment_bytes = 1 << 20;     // Likewise.
+  options.heartbeat.misses = 3;                 // Set by the code: it wins.
+  options.collectives.segment_bytes = 1 << 20;  // Likewise.
   REQUIRE(options.ApplyEnvironmentAndFinish().ok());
   CHECK(options.finished());
   CHECK(options.collectives.timeout_s == 7);
@@ -77,7 +77,8 @@ TEST_CASE("timeline settings: a step window counted from 1, bounds checked", "[o
   CHECK(options.ApplyEnvironmentAndFinish().code() == absl::StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("a token set in code is kept; options a flag parser finished are left alone", "[options]") {
+TEST_CASE("a token set in code is kept; options a flag parser finished are left alone",
+          "[options]") {
   ScopedEnv token("RINGWORK_CLUSTER_TOKEN", "0123456789abcdef0123456789abcdef");
   ScopedEnv timeout("RINGWORK_STARTUP_TIMEOUT_S", "11");
   {

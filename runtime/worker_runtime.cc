@@ -32,10 +32,9 @@ namespace {
 
 uint64_t NewIncarnation() {
   std::random_device device;
-  std::mt19937_64 generator((static_cast<uint64_t>(device()) << 32) ^ device() ^
-                            static_cast<uint64_t>(::getpid()) ^
-                            static_cast<uint64_t>(
-                                std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::mt19937_64 generator(
+      (static_cast<uint64_t>(device()) << 32) ^ device() ^ static_cast<uint64_t>(::getpid()) ^
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
   uint64_t value = 0;
   while (value == 0) value = generator();
   return value;
@@ -45,9 +44,9 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const RuntimeOption
   return options.tls.channel != nullptr ? options.tls.channel : grpc::InsecureChannelCredentials();
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const HostPort& address, size_t max_message,
-                                           const std::shared_ptr<grpc::ChannelCredentials>& credentials,
-                                           bool bdp_probe) {
+std::shared_ptr<grpc::Channel> MakeChannel(
+    const HostPort& address, size_t max_message,
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials, bool bdp_probe) {
   grpc::ChannelArguments args;
   for (const auto& [key, value] : DataStreamChannelSettings(bdp_probe)) args.SetInt(key, value);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -85,8 +84,8 @@ WorkerRuntime::WorkerRuntime(const ClusterConfig& config, const RuntimeOptions& 
 
 WorkerRuntime::~WorkerRuntime() { (void)Shutdown(); }
 
-absl::StatusOr<std::unique_ptr<WorkerRuntime>> WorkerRuntime::Start(
-    const ClusterConfig& config, const RuntimeOptions& options) {
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> WorkerRuntime::Start(const ClusterConfig& config,
+                                                                    const RuntimeOptions& options) {
   RW_ASSIGN_OR_RETURN(std::unique_ptr<WorkerRuntime> runtime, Listen(config, options));
   RW_RETURN_IF_ERROR(runtime->Connect());
   return runtime;
@@ -149,12 +148,14 @@ absl::Status WorkerRuntime::StartServer() {
     proto::JoinRequest request;
     grpc::Status parsed = ParseSmallMessage(raw, kMaxControlMessageBytes, &request);
     if (!parsed.ok()) return Refuse(context, "a Join", FromGrpcStatus(parsed));
-    absl::Status signed_body = auth_->VerifyBody(context->client_metadata(), SignedJoinFields(request));
+    absl::Status signed_body =
+        auth_->VerifyBody(context->client_metadata(), SignedJoinFields(request));
     if (!signed_body.ok()) return Refuse(context, "a Join", signed_body);
     if (who->rank != request.from_rank() || who->incarnation != request.incarnation() ||
         who->fingerprint != request.cluster_fingerprint()) {
-      return Refuse(context, "a Join",
-                    absl::UnauthenticatedError("the call's identity does not match its Join request"));
+      return Refuse(
+          context, "a Join",
+          absl::UnauthenticatedError("the call's identity does not match its Join request"));
     }
     proto::JoinResponse response;
     grpc::Status status = HandleJoin(context, request, &response);
@@ -216,9 +217,9 @@ absl::Status WorkerRuntime::StartServer() {
   };
   const HostPort address = *config_.address();
   const size_t max_message = options_.grpc.max_payload_bytes + kFrameHeaderBytes + 4096;
-  RW_ASSIGN_OR_RETURN(server_, WorkerServer::Start(address, config_.task().ToString(),
-                                                   std::move(handlers), max_message,
-                                                   options_.tls.server, options_.grpc_bdp_probe));
+  RW_ASSIGN_OR_RETURN(
+      server_, WorkerServer::Start(address, config_.task().ToString(), std::move(handlers),
+                                   max_message, options_.tls.server, options_.grpc_bdp_probe));
   bound_port_ = server_->port();
   config_.SetAddress(config_.task(), HostPort{address.host, bound_port_});
 
@@ -304,7 +305,7 @@ absl::StatusOr<std::vector<JoinedPeer>> WorkerRuntime::RunJoins(
   for (int peer = 0; peer < world; ++peer) {
     if (peer == rank) continue;
     (*channels)[peer] = MakeChannel(ring[peer].address, max_message, ChannelCredentials(options_),
-                                   options_.grpc_bdp_probe);
+                                    options_.grpc_bdp_probe);
     stubs[peer] = proto::Worker::NewStub((*channels)[peer]);
     stub_pointers[peer] = stubs[peer].get();
   }
@@ -331,9 +332,8 @@ absl::StatusOr<std::vector<JoinedPeer>> WorkerRuntime::RunJoins(
                                   SignedJoinFields(make_request(peer)));
   };
   TimelineSpan rendezvous("startup", "rendezvous");
-  absl::StatusOr<std::vector<JoinedPeer>> peers =
-      RunRendezvous(config_, stub_pointers, make_request, join_metadata, *inbound_joins_,
-                    rendezvous_options);
+  absl::StatusOr<std::vector<JoinedPeer>> peers = RunRendezvous(
+      config_, stub_pointers, make_request, join_metadata, *inbound_joins_, rendezvous_options);
   rendezvous.End();
   if (shm_ != nullptr) shm_->Unlink();  // Every peer that will map it has.
   return peers;
@@ -413,11 +413,11 @@ absl::Status WorkerRuntime::JoinRing() {
         // went silent: its cause is the root one.
         const absl::Status told =
             failed_rank >= 0 ? liveness_[failed_rank]->cause() : absl::OkStatus();
-        transport_->Abort(told.ok() ? cause
-                                    : absl::Status(told.code(),
-                                                   absl::StrCat(told.message(), " (reported by ",
-                                                                config_.DescribeRank(failed_rank),
-                                                                ", which then exited)")));
+        transport_->Abort(
+            told.ok() ? cause
+                      : absl::Status(told.code(), absl::StrCat(told.message(), " (reported by ",
+                                                               config_.DescribeRank(failed_rank),
+                                                               ", which then exited)")));
       });
   heartbeat_->Start();
   RW_RETURN_IF_ERROR(communicator_->AgreeOnSegmentBytes());
@@ -433,19 +433,19 @@ absl::Status WorkerRuntime::JoinRing() {
                       << " degenerates to a flat ring (it pays with 2+ hosts of 2+ workers)";
     }
   }
-  RW_LOG(INFO) << "joined the ring: rank " << rank << " of " << world << "; links: "
-               << absl::StrJoin(kinds, ", ") << "; " << topology.ToString() << "; segment "
-               << communicator_->segment_bytes() << " bytes; "
+  RW_LOG(INFO) << "joined the ring: rank " << rank << " of " << world
+               << "; links: " << absl::StrJoin(kinds, ", ") << "; " << topology.ToString()
+               << "; segment " << communicator_->segment_bytes() << " bytes; "
                << (options_.collectives.allreduce_algorithm == AllReduceAlgorithm::kAuto
                        ? absl::StrCat("recursive doubling below ",
                                       RecursiveDoublingBelow(world, options_.collectives,
                                                              communicator_->network_links()),
                                       " bytes")
-                       : absl::StrCat("all-reduces by ",
-                                      AllReduceAlgorithmName(options_.collectives.allreduce_algorithm),
-                                      " (forced)"))
-               << (options_.grpc_bdp_probe ? "; gRPC bandwidth-delay probe on" : "")
-               << "; calls "
+                       : absl::StrCat(
+                             "all-reduces by ",
+                             AllReduceAlgorithmName(options_.collectives.allreduce_algorithm),
+                             " (forced)"))
+               << (options_.grpc_bdp_probe ? "; gRPC bandwidth-delay probe on" : "") << "; calls "
                << (auth_->enabled() ? "authenticated by the cluster token" : "NOT authenticated")
                << (options_.tls.enabled ? ", mutual TLS" : ", plaintext");
   return absl::OkStatus();
@@ -473,9 +473,9 @@ absl::Status WorkerRuntime::StartTimeline() {
   {
     std::ofstream out(probe, std::ios::trunc);
     if (!out) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--timeline=", options_.timeline_path, ": cannot write ", probe, ": ",
-                       std::strerror(errno)));
+      return absl::InvalidArgumentError(absl::StrCat("--timeline=", options_.timeline_path,
+                                                     ": cannot write ", probe, ": ",
+                                                     std::strerror(errno)));
     }
   }
   std::remove(probe.c_str());

@@ -29,13 +29,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "observability/timeline.h"
 #include "runtime/auth/refusal_log.h"
 #include "runtime/auth/rpc_auth.h"
 #include "runtime/collectives/communicator.h"
 #include "runtime/collectives/progress.h"
-#include "observability/timeline.h"
-#include "runtime/heartbeat_monitor.h"
 #include "runtime/config/cluster_config.h"
+#include "runtime/heartbeat_monitor.h"
 #include "runtime/runtime_options.h"
 #include "runtime/transport/grpc/rendezvous.h"
 #include "runtime/transport/transport.h"
@@ -56,10 +56,10 @@ class JoinResponse;
 class WorkerRuntime {
  public:
   static absl::StatusOr<std::unique_ptr<WorkerRuntime>> Start(const ClusterConfig& config,
-                                                               const RuntimeOptions& options);
+                                                              const RuntimeOptions& options);
   // The two halves of Start.
   static absl::StatusOr<std::unique_ptr<WorkerRuntime>> Listen(const ClusterConfig& config,
-                                                                const RuntimeOptions& options);
+                                                               const RuntimeOptions& options);
   absl::Status Connect();
   // Instead of Connect, for elastic training's membership round (runtime/regroup.h):
   // Joins every peer for `seconds` (or until all answered) and returns the ranks
@@ -118,7 +118,7 @@ class WorkerRuntime {
   // --timeline: installs this process's timeline (when no other is), and writes it
   // with the clock offset to the chief that the heartbeats estimated.
   absl::Status StartTimeline();  // Fails when --timeline cannot be written.
-  void WriteTimeline();  // Logs, never fails the run: the training went as it went.
+  void WriteTimeline();          // Logs, never fails the run: the training went as it went.
   // The loud warning of a cluster that is reachable from other hosts and has no token.
   void WarnIfUnprotected() const;
   grpc::Status HandleJoin(grpc::ServerContextBase* context, const proto::JoinRequest& request,
@@ -143,11 +143,11 @@ class WorkerRuntime {
   std::atomic<bool> accepting_joins_{false};
   mutable std::mutex joiners_mu_;
   std::set<std::pair<int, uint64_t>> joiners_;  // (original rank, incarnation); joiners_mu_.
-  std::string configured_fingerprint_;  // TF_CONFIG's ring at generation 0.
-  std::string fingerprint_;  // Fixed when Connect starts.
-  std::unique_ptr<RpcAuth> auth_;  // Made when Connect starts; then read-only.
+  std::string configured_fingerprint_;          // TF_CONFIG's ring at generation 0.
+  std::string fingerprint_;                     // Fixed when Connect starts.
+  std::unique_ptr<RpcAuth> auth_;               // Made when Connect starts; then read-only.
   RefusalLog refusals_;
-  Progress progress_;        // Read by the Heartbeat handler on gRPC's threads.
+  Progress progress_;  // Read by the Heartbeat handler on gRPC's threads.
 
   // Destroyed in reverse order: the communicator and transport before the links
   // they use, the links before the loop and server whose queue they use.

@@ -8,7 +8,7 @@
 namespace ringwork {
 
 absl::StatusOr<WorkerRuntime::Discovered> WorkerRuntime::Discover(double seconds,
-                                                                   double first_contact_wait_s) {
+                                                                  double first_contact_wait_s) {
   Discovered found;
   if (config_.world_size() == 1) {
     found.present = {config_.rank()};

@@ -19,8 +19,8 @@ grpc::Status WorkerRuntime::Refuse(grpc::ServerContextBase* context, const std::
   // A genuine call meant for another incarnation learns this one's (a first Join
   // asks for it that way: expected, not logged). Only a caller that could sign the
   // call gets it; a replay learns nothing it could use without the token.
-  const bool first_join = stale_callee && what == "a Join" &&
-                          RpcAuth::AsksForChallenge(context->client_metadata());
+  const bool first_join =
+      stale_callee && what == "a Join" && RpcAuth::AsksForChallenge(context->client_metadata());
   if (!first_join) refusals_.Refused(context->peer(), what, why);
   if (stale_callee) context->AddTrailingMetadata(kChallengeMetadataKey, auth_->challenge());
   return ToGrpcStatus(why);
@@ -38,7 +38,8 @@ grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
     if (request.asks_to_join() && !config_.discovery()) {
       std::lock_guard<std::mutex> lock(joiners_mu_);
       if (joiners_.insert({request.from_rank(), request.incarnation()}).second) {
-        RW_LOG(INFO) << who << " starts again and asks to join; the ring lets it in at its next step";
+        RW_LOG(INFO) << who
+                     << " starts again and asks to join; the ring lets it in at its next step";
       }
     }
     context->AddTrailingMetadata(kRunningGenerationKey, std::to_string(running));
@@ -55,9 +56,9 @@ grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
         config_.DescribeRank(config_.rank()), " is starting; it will join the running job")));
   }
   if (request.asks_to_join()) {  // Never admitted: this worker runs no job to join.
-    return ToGrpcStatus(absl::UnavailableError(absl::StrCat(
-        config_.DescribeRank(config_.rank()), " runs no job that ",
-        config_.DescribeOriginalRank(request.from_rank()), " could join (yet)")));
+    return ToGrpcStatus(absl::UnavailableError(
+        absl::StrCat(config_.DescribeRank(config_.rank()), " runs no job that ",
+                     config_.DescribeOriginalRank(request.from_rank()), " could join (yet)")));
   }
   absl::Status valid = ValidateJoin(config_, request, context->peer());
   if (!valid.ok()) {
@@ -74,7 +75,8 @@ grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
         if (shm_ == nullptr || request.shm_segment().empty()) return;
         absl::Status status = shm_->MapPeer(request.from_rank(), request.shm_segment());
         mapped = status.ok();
-        if (!mapped) RW_VLOG(1) << "no shared memory with " << request.from_task() << ": " << status;
+        if (!mapped)
+          RW_VLOG(1) << "no shared memory with " << request.from_task() << ": " << status;
       });
   if (!admitted.ok()) return Refuse(context, "a Join", admitted);
   response->set_protocol_version(kProtocolVersion);

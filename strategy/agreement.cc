@@ -23,8 +23,7 @@ std::string Quoted(const std::vector<absl::string_view>& lines, size_t i) {
 }  // namespace
 
 absl::Status CheckSameOnEveryWorker(Communicator* comm, const ClusterConfig& cluster,
-                                    absl::string_view what,
-                                    const std::vector<std::string>& lines) {
+                                    absl::string_view what, const std::vector<std::string>& lines) {
   const int world = comm->world_size();
   if (world == 1) return absl::OkStatus();
   std::string text = absl::StrJoin(lines, "\n");
@@ -43,8 +42,8 @@ absl::Status CheckSameOnEveryWorker(Communicator* comm, const ClusterConfig& clu
   mine[0] = static_cast<int64_t>(text.size());
   std::memcpy(mine.data() + 1, text.data(), text.size());
   std::vector<int64_t> all(static_cast<size_t>(most) * world);
-  RW_RETURN_IF_ERROR(comm->AllGather(mine.data(), all.data(), static_cast<size_t>(most),
-                                     DataType::kInt64));
+  RW_RETURN_IF_ERROR(
+      comm->AllGather(mine.data(), all.data(), static_cast<size_t>(most), DataType::kInt64));
   auto text_of = [&](int rank) {
     const int64_t* base = all.data() + static_cast<size_t>(rank) * most;
     const size_t size = std::min<size_t>(static_cast<size_t>(base[0]), (most - 1) * 8);
@@ -63,15 +62,15 @@ absl::Status CheckSameOnEveryWorker(Communicator* comm, const ClusterConfig& clu
   size_t i = 0;
   while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
   if (text == theirs) {
-    return MismatchError(absl::StrCat(
-        "the ", what, " differs between workers, refusing to train (",
-        cluster.DescribeRank(me), " has the same as ", cluster.DescribeRank(other),
-        "; the others' errors show the difference)"));
+    return MismatchError(absl::StrCat("the ", what, " differs between workers, refusing to train (",
+                                      cluster.DescribeRank(me), " has the same as ",
+                                      cluster.DescribeRank(other),
+                                      "; the others' errors show the difference)"));
   }
-  return MismatchError(absl::StrCat(
-      "the ", what, " differs between workers, refusing to train: at line ", i + 1, ", ",
-      cluster.DescribeRank(me), " has ", Quoted(a, i), " but ", cluster.DescribeRank(other),
-      " has ", Quoted(b, i)));
+  return MismatchError(absl::StrCat("the ", what,
+                                    " differs between workers, refusing to train: at line ", i + 1,
+                                    ", ", cluster.DescribeRank(me), " has ", Quoted(a, i), " but ",
+                                    cluster.DescribeRank(other), " has ", Quoted(b, i)));
 }
 
 }  // namespace ringwork

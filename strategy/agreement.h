@@ -22,8 +22,7 @@
 namespace ringwork {
 
 absl::Status CheckSameOnEveryWorker(Communicator* comm, const ClusterConfig& cluster,
-                                    absl::string_view what,
-                                    const std::vector<std::string>& lines);
+                                    absl::string_view what, const std::vector<std::string>& lines);
 
 }  // namespace ringwork
 

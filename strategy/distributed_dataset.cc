@@ -91,9 +91,9 @@ absl::StatusOr<DistributedDataset> DistributedDataset::Regrouped(int new_replica
   const int64_t pass_examples = common.examples_per_pass();
   if (new_replicas < 1 || new_rank < 0 || new_rank >= new_replicas || global_batch < new_replicas ||
       at.pass < 0 || at.offset < 0 || at.offset >= pass_examples) {
-    return absl::InternalError(absl::StrCat("elastic re-shard: rank ", new_rank, " of ", new_replicas,
-                                            ", global batch ", global_batch, ", at example ", at.offset,
-                                            " of pass ", at.pass, " (", pass_examples, " per pass)"));
+    return absl::InternalError(absl::StrCat(
+        "elastic re-shard: rank ", new_rank, " of ", new_replicas, ", global batch ", global_batch,
+        ", at example ", at.offset, " of pass ", at.pass, " (", pass_examples, " per pass)"));
   }
   DistributedDataset d = *this;
   d.block_replicas = new_replicas;
@@ -149,16 +149,17 @@ bool StepIterator::NextBlock(Batch* batch) {
     order_ = data_.common.Order(pass_);
   }
   const int64_t pass_examples = static_cast<int64_t>(order_.size());
-  const Block step{position_.offset,
-                   std::clamp<int64_t>(pass_examples - position_.offset, 0, data_.global_batch_size)};
+  const Block step{position_.offset, std::clamp<int64_t>(pass_examples - position_.offset, 0,
+                                                         data_.global_batch_size)};
   const Block mine = ReplicaBlock(step, data_.block_replicas, data_.rank);
   GatherBatch(data_.common.examples(), order_, static_cast<size_t>(mine.begin),
               static_cast<size_t>(mine.begin + mine.count), batch);
   // As GradientWeightAt: exactly 1 when every replica has as many as the others.
   const int64_t n = data_.block_replicas;
-  weight_ = step.count == 0            ? 0.0
-            : mine.count * n == step.count ? 1.0
-                                           : static_cast<double>(mine.count * n) / static_cast<double>(step.count);
+  weight_ = step.count == 0 ? 0.0
+            : mine.count * n == step.count
+                ? 1.0
+                : static_cast<double>(mine.count * n) / static_cast<double>(step.count);
   position_.offset += step.count;
   if (position_.offset >= pass_examples) position_ = {position_.pass + 1, 0};
   ++step_;
@@ -182,8 +183,8 @@ bool StepIterator::Next(Batch* batch) {
   } else {
     if (!batches_->Next(batch)) {
       status_ = batches_->status().ok()
-                    ? absl::InternalError(absl::StrCat("pass ", pass, " ended before step ", in_pass,
-                                                       " of its ", data_.steps_per_pass))
+                    ? absl::InternalError(absl::StrCat("pass ", pass, " ended before step ",
+                                                       in_pass, " of its ", data_.steps_per_pass))
                     : batches_->status();
       return false;
     }

@@ -2,12 +2,11 @@
 // example reached, each step training on the same examples as before (only
 // which replica takes which changes), every example once per pass.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <numeric>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "strategy/distributed_dataset.h"
 
@@ -39,11 +38,13 @@ DistributedDataset Strided(const Dataset& data, int replicas, int rank) {
   d.seed = 7;
   d.common = one_pass;
   for (int r = 0; r < replicas; ++r) {
-    d.shard_examples.push_back(one_pass.Shard(replicas, r, AutoShardPolicy::kData)->examples_per_pass());
+    d.shard_examples.push_back(
+        one_pass.Shard(replicas, r, AutoShardPolicy::kData)->examples_per_pass());
   }
   d.local = one_pass.Shard(replicas, rank, AutoShardPolicy::kData)->Batch(d.per_replica_batch_size);
   for (int64_t n : d.shard_examples) {
-    d.steps_per_pass = std::max(d.steps_per_pass, (n + d.per_replica_batch_size - 1) / d.per_replica_batch_size);
+    d.steps_per_pass =
+        std::max(d.steps_per_pass, (n + d.per_replica_batch_size - 1) / d.per_replica_batch_size);
   }
   d.steps_per_epoch = d.steps_per_pass;
   return d;
@@ -78,8 +79,8 @@ std::vector<DistributedDataset> Regrouped(const std::vector<DistributedDataset>&
                                           int replicas, int64_t steps_done) {
   std::vector<DistributedDataset> group;
   for (int r = 0; r < replicas; ++r) {
-    absl::StatusOr<DistributedDataset> d =
-        before.front().Regrouped(replicas, r, before.front().PositionAfter(steps_done), kGlobalBatch);
+    absl::StatusOr<DistributedDataset> d = before.front().Regrouped(
+        replicas, r, before.front().PositionAfter(steps_done), kGlobalBatch);
     REQUIRE(d.ok());
     group.push_back(*d);
   }
@@ -122,7 +123,8 @@ TEST_CASE("elastic data: every example once per pass after a regroup", "[elastic
     INFO("regroup after " << done << " steps");
     std::multiset<int> seen;
     for (const auto& step : Steps(four, 0, done)) seen.insert(step.begin(), step.end());
-    for (const auto& step : Steps(Regrouped(four, 3, done), done, 26)) seen.insert(step.begin(), step.end());
+    for (const auto& step : Steps(Regrouped(four, 3, done), done, 26))
+      seen.insert(step.begin(), step.end());
     std::multiset<int> all;
     for (int i = 0; i < kExamples; ++i) all.insert(i);
     CHECK(seen == all);
@@ -133,7 +135,8 @@ TEST_CASE("elastic data: every example once per pass after a regroup", "[elastic
 // global batch follows the ring (40 in strided shards, then 30 and 40 in blocks)
 // and a pass takes as many steps as that needs; every example is still trained
 // on once per pass, and each replica's gradient weight follows its count.
-TEST_CASE("elastic data: a per-replica batch re-shards from the exact example reached", "[elastic]") {
+TEST_CASE("elastic data: a per-replica batch re-shards from the exact example reached",
+          "[elastic]") {
   const Dataset data = Numbered();
   const std::vector<DistributedDataset> four = Group(data, 4);
   std::multiset<int> pass0, pass1;
@@ -145,13 +148,15 @@ TEST_CASE("elastic data: a per-replica batch re-shards from the exact example re
     if (at.offset > 0 || at.pass > 0) {
       ring.clear();
       for (int r = 0; r < replicas; ++r) {
-        absl::StatusOr<DistributedDataset> d = four.front().Regrouped(replicas, r, at, 10 * replicas);
+        absl::StatusOr<DistributedDataset> d =
+            four.front().Regrouped(replicas, r, at, 10 * replicas);
         REQUIRE(d.ok());
         ring.push_back(*d);
       }
     }
     std::vector<std::unique_ptr<StepIterator>> its;
-    for (const DistributedDataset& d : ring) its.push_back(d.block_replicas > 0 ? d.IterateFrom(at) : d.Iterate(0));
+    for (const DistributedDataset& d : ring)
+      its.push_back(d.block_replicas > 0 ? d.IterateFrom(at) : d.Iterate(0));
     for (int s = 0; s < steps; ++s) {
       const DataPosition step_at = its.front()->position();
       const int64_t expected = std::min<int64_t>(10 * replicas, kExamples - step_at.offset);
@@ -169,7 +174,8 @@ TEST_CASE("elastic data: a per-replica batch re-shards from the exact example re
       for (int r = 0; r < replicas; ++r) {
         INFO("step at " << step_at.offset << ", replica " << r);
         CHECK(its[static_cast<size_t>(r)]->gradient_weight() ==
-              Approx(static_cast<double>(replicas * sizes[static_cast<size_t>(r)]) / static_cast<double>(expected)));
+              Approx(static_cast<double>(replicas * sizes[static_cast<size_t>(r)]) /
+                     static_cast<double>(expected)));
       }
     }
     at = its.front()->position();
@@ -190,7 +196,8 @@ TEST_CASE("elastic data: a per-replica batch re-shards from the exact example re
 TEST_CASE("elastic data: FILE and OFF cannot be re-sharded", "[elastic]") {
   DistributedDataset off = Strided(Numbered(), 2, 0);
   off.common = Dataset();
-  absl::StatusOr<DistributedDataset> refused = off.Regrouped(1, 0, off.PositionAfter(3), kGlobalBatch);
+  absl::StatusOr<DistributedDataset> refused =
+      off.Regrouped(1, 0, off.PositionAfter(3), kGlobalBatch);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(std::string(refused.status().message()).find("DATA shard policy") != std::string::npos);

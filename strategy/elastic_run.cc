@@ -40,8 +40,8 @@ absl::Status ElasticRun::SurvivePeerFailure(const absl::Status& failure, int64_t
 }
 
 absl::Status ElasticRun::LetJoinersIn(int64_t* slowest, std::vector<double>* carried) {
-  RW_LOG(INFO) << "elastic training: letting the workers that asked to join in, after "
-               << progress_ << " operations of fit";
+  RW_LOG(INFO) << "elastic training: letting the workers that asked to join in, after " << progress_
+               << " operations of fit";
   replica_->LeaveRing();  // Idle between steps; made anew over the next ring.
   RW_RETURN_IF_ERROR(strategy_->Grow());
   CrashPoint("grow");  // Tests: a member dies before the joiners have the state.
@@ -49,8 +49,7 @@ absl::Status ElasticRun::LetJoinersIn(int64_t* slowest, std::vector<double>* car
 }
 
 absl::Status ElasticRun::JoinRunningJob(int64_t* slowest, std::vector<double>* carried) {
-  RW_LOG(INFO)
-      << "elastic training: waiting for the running job's next step boundary to join it";
+  RW_LOG(INFO) << "elastic training: waiting for the running job's next step boundary to join it";
   replica_->LeaveRing();
   RW_RETURN_IF_ERROR(strategy_->JoinRunningJob());
   progress_ = -1;  // Behind every member: it takes their state.
@@ -75,14 +74,26 @@ absl::Status ElasticRun::AgreeAfterRegroup(int64_t* slowest, std::vector<double>
   // model and data alone). Compared: the first 9; taken: the rest.
   constexpr int kCompared = 9, kWords = 16;
   FitShape& s = shape_;
-  const int64_t mine[kCompared] = {s.steps,          s.epochs,
-                                   s.steps_per_pass, s.examples_per_pass,
-                                   s.data_seed,      s.model,
-                                   s.replica_check_steps, s.per_replica_batch ? 1 : 0,
-                                   s.global_batch};
-  int64_t words[kWords] = {0, 0, 0, 0, 0, 0, 0, 0, 0,
-                           s.decide_per_batch ? 1 : 0, s.start_epoch, s.start_step_in_epoch,
-                           s.data_pass, s.data_offset, s.epoch_first_step, s.epoch_steps};
+  const int64_t mine[kCompared] = {
+      s.steps,       s.epochs, s.steps_per_pass,      s.examples_per_pass,
+      s.data_seed,   s.model,  s.replica_check_steps, s.per_replica_batch ? 1 : 0,
+      s.global_batch};
+  int64_t words[kWords] = {0,
+                           0,
+                           0,
+                           0,
+                           0,
+                           0,
+                           0,
+                           0,
+                           0,
+                           s.decide_per_batch ? 1 : 0,
+                           s.start_epoch,
+                           s.start_step_in_epoch,
+                           s.data_pass,
+                           s.data_offset,
+                           s.epoch_first_step,
+                           s.epoch_steps};
   std::copy(mine, mine + kCompared, words);
   RW_RETURN_IF_ERROR(comm->Broadcast(words, kWords, DataType::kInt64, root));
   if (!std::equal(mine, mine + kCompared, words)) {
@@ -94,8 +105,7 @@ absl::Status ElasticRun::AgreeAfterRegroup(int64_t* slowest, std::vector<double>
         " there; every worker must run the same program with the same flags"));
   }
   RW_RETURN_IF_ERROR(replica_->AdoptStateOf(root));
-  RW_RETURN_IF_ERROR(
-      comm->Broadcast(carried->data(), carried->size(), DataType::kFloat64, root));
+  RW_RETURN_IF_ERROR(comm->Broadcast(carried->data(), carried->size(), DataType::kFloat64, root));
   // The progress changes only now that the state is taken: a failure before
   // leaves this worker where it was.
   s.decide_per_batch = words[9] != 0;

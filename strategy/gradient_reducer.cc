@@ -10,8 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "base/check.h"
 #include "base/status_macros.h"
-#include "tensor/reduce.h"
 #include "observability/timeline.h"
+#include "tensor/reduce.h"
 
 namespace ringwork {
 namespace {
@@ -35,9 +35,12 @@ absl::StatusOr<GradientCompression> ParseGradientCompression(absl::string_view n
 
 absl::string_view SparseReductionName(SparseReduction reduction) {
   switch (reduction) {
-    case SparseReduction::kSparse: return "sparse";
-    case SparseReduction::kDense: return "dense";
-    case SparseReduction::kAuto: break;
+    case SparseReduction::kSparse:
+      return "sparse";
+    case SparseReduction::kDense:
+      return "dense";
+    case SparseReduction::kAuto:
+      break;
   }
   return "auto";
 }
@@ -70,7 +73,8 @@ GradientReducer::GradientReducer(Communicator* comm, std::vector<Variable*> all_
   for (auto it = variables.rbegin(); it != variables.rend(); ++it) {
     Variable* v = *it;
     // Close the open pack before it would outgrow the target.
-    if (packs_.empty() || (packs_.back().count > 0 && packs_.back().count + v->size() > pack_floats)) {
+    if (packs_.empty() ||
+        (packs_.back().count > 0 && packs_.back().count + v->size() > pack_floats)) {
       packs_.push_back(Pack{offset, 0, 0, 0, {}});
     }
     Pack& pack = packs_.back();
@@ -199,8 +203,8 @@ void GradientReducer::RunPacks() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     // Wait for the next pack in order (every worker reduces packs in this order).
-    while (!stopping_ && !(in_step_ && next_to_reduce_ < num_packs() &&
-                           packs_[next_to_reduce_].waiting == 0)) {
+    while (!stopping_ &&
+           !(in_step_ && next_to_reduce_ < num_packs() && packs_[next_to_reduce_].waiting == 0)) {
       cv_.wait_for(lock, std::chrono::milliseconds(100));
     }
     if (stopping_) return;
@@ -275,7 +279,8 @@ absl::Status GradientReducer::ReduceSparse(Variable* v, size_t index) {
   }
   gathered_ids_.resize(static_cast<size_t>(world * most));
   gathered_rows_.resize(static_cast<size_t>(world * most * width));
-  RW_RETURN_IF_ERROR(comm_->AllGather(ids.data(), gathered_ids_.data(), ids.size(), DataType::kInt64));
+  RW_RETURN_IF_ERROR(
+      comm_->AllGather(ids.data(), gathered_ids_.data(), ids.size(), DataType::kInt64));
   RW_RETURN_IF_ERROR(
       comm_->AllGather(values.data(), gathered_rows_.data(), values.size(), DataType::kFloat32));
   // Summed in rank order on every replica: the same bits everywhere. The layer
@@ -288,8 +293,9 @@ absl::Status GradientReducer::ReduceSparse(Variable* v, size_t index) {
   for (int64_t k = 0; k < world * most; ++k) {
     const int64_t id = gathered_ids_[k];
     if (id < 0) continue;
-    if (id >= rows) return absl::DataLossError(absl::StrCat("sparse gradient of ", v->name, ": row ", id,
-                                                            " from a peer is outside the table's ", rows));
+    if (id >= rows)
+      return absl::DataLossError(absl::StrCat("sparse gradient of ", v->name, ": row ", id,
+                                              " from a peer is outside the table's ", rows));
     float* row = grad + id * width;
     const float* add = gathered_rows_.data() + k * width;
     for (int64_t d = 0; d < width; ++d) row[d] += add[d];
@@ -327,9 +333,9 @@ absl::Status GradientReducer::FinishDense() {
   while (next_to_reduce_ < num_packs()) {
     if (cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
         next_to_reduce_ < num_packs()) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "gradient all-reduce did not finish within ", options_.finish_timeout_s, " s (",
-          next_to_reduce_, " of ", num_packs(), " packs done)"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("gradient all-reduce did not finish within ", options_.finish_timeout_s,
+                       " s (", next_to_reduce_, " of ", num_packs(), " packs done)"));
     }
   }
   in_step_ = false;
@@ -348,12 +354,13 @@ std::string GradientReducer::DebugString() const {
   std::vector<std::string> parts;
   for (const Pack& p : packs_) {
     const int64_t bytes = p.count * 4;
-    parts.push_back(absl::StrCat(bytes < 1024 ? bytes : bytes / 1024, bytes < 1024 ? " B [" : " KiB [",
-                                 absl::StrJoin(p.names, ", "), "]"));
+    parts.push_back(absl::StrCat(bytes < 1024 ? bytes : bytes / 1024,
+                                 bytes < 1024 ? " B [" : " KiB [", absl::StrJoin(p.names, ", "),
+                                 "]"));
   }
-  return absl::StrCat(packs_.size(), " pack", packs_.size() == 1 ? "" : "s", ": ",
-                      absl::StrJoin(parts, "; "),
-                      options_.compression == GradientCompression::kBFloat16 ? " (bfloat16 on the wire)" : "");
+  return absl::StrCat(
+      packs_.size(), " pack", packs_.size() == 1 ? "" : "s", ": ", absl::StrJoin(parts, "; "),
+      options_.compression == GradientCompression::kBFloat16 ? " (bfloat16 on the wire)" : "");
 }
 
 }  // namespace ringwork

@@ -125,7 +125,7 @@ class GradientReducer {
   struct Pack {
     int64_t offset = 0;  // In floats, into the arena.
     int64_t count = 0;
-    int waiting = 0;     // Gradients not yet ready this step.
+    int waiting = 0;  // Gradients not yet ready this step.
     int total = 0;
     std::vector<std::string> names;
   };
@@ -161,11 +161,11 @@ class GradientReducer {
   mutable std::mutex mu_;
   Packing packing_ = Packing::kUnknown;  // Guarded by mu_; set once by the reducing thread.
   std::condition_variable cv_;
-  int next_to_reduce_ = 0;   // Guarded by mu_: packs reduced so far this step.
-  bool in_step_ = false;     // Guarded by mu_.
-  bool stopping_ = false;    // Guarded by mu_.
-  absl::Status error_;       // Guarded by mu_: the first error of this step.
-  Timing timing_;            // Guarded by mu_.
+  int next_to_reduce_ = 0;  // Guarded by mu_: packs reduced so far this step.
+  bool in_step_ = false;    // Guarded by mu_.
+  bool stopping_ = false;   // Guarded by mu_.
+  absl::Status error_;      // Guarded by mu_: the first error of this step.
+  Timing timing_;           // Guarded by mu_.
   std::thread thread_;
 };
 

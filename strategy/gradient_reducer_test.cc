@@ -1,10 +1,9 @@
 #include "strategy/gradient_reducer.h"
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <memory>
-
-#include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -60,7 +59,8 @@ TEST_CASE("gradients are averaged over the replicas, with and without overlap", 
         reducer.BeginStep();
         // Backward: last variable first, each gradient rank * 100 + step + index.
         for (int i = static_cast<int>(raw.size()) - 1; i >= 0; --i) {
-          for (int64_t j = 0; j < raw[i]->size(); ++j) raw[i]->grad[j] = rank * 100.f + step + j % 3;
+          for (int64_t j = 0; j < raw[i]->size(); ++j)
+            raw[i]->grad[j] = rank * 100.f + step + j % 3;
           reducer.Ready(raw[i]);
         }
         absl::Status st = reducer.FinishStep();
@@ -74,7 +74,8 @@ TEST_CASE("gradients are averaged over the replicas, with and without overlap", 
         }
       }
       // Where the time went: packs reduced, the caller blocked no longer than it ran.
-      const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double wall_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const GradientReducer::Timing timing = reducer.TakeTiming();
       if (!(timing.communication_s > 0 && timing.exposed_s >= 0 && timing.exposed_s <= wall_s &&
             timing.communication_s <= wall_s)) {
@@ -85,7 +86,8 @@ TEST_CASE("gradients are averaged over the replicas, with and without overlap", 
         return absl::InternalError("without overlap every reduction is exposed");
       }
       const GradientReducer::Timing again = reducer.TakeTiming();
-      if (again.communication_s != 0 || again.exposed_s != 0) return absl::InternalError("not reset");
+      if (again.communication_s != 0 || again.exposed_s != 0)
+        return absl::InternalError("not reset");
       return absl::OkStatus();
     });
     for (int r = 0; r < p; ++r) {
@@ -112,14 +114,16 @@ TEST_CASE("without overlap anywhere a step is one all-reduce; one overlapping wo
         const uint64_t before = comm.collectives_started();
         reducer.BeginStep(rank == 1 ? 0.5f : 1.f);
         for (int i = static_cast<int>(raw.size()) - 1; i >= 0; --i) {
-          for (int64_t j = 0; j < raw[i]->size(); ++j) raw[i]->grad[j] = rank * 100.f + step + j % 3;
+          for (int64_t j = 0; j < raw[i]->size(); ++j)
+            raw[i]->grad[j] = rank * 100.f + step + j % 3;
           reducer.Ready(raw[i]);
         }
         RW_RETURN_IF_ERROR(reducer.FinishStep());
         // The first step also agrees (one all-reduce).
         const uint64_t expected = (in_one ? 1 : reducer.num_packs()) + (step == 0 ? 1 : 0);
         if (comm.collectives_started() - before != expected) {
-          return absl::InternalError(absl::StrCat("step ", step, ": ", comm.collectives_started() - before,
+          return absl::InternalError(absl::StrCat("step ", step, ": ",
+                                                  comm.collectives_started() - before,
                                                   " collectives, expected ", expected));
         }
         if (reducer.reduces_in_one() != in_one) return absl::InternalError("packing not agreed");
@@ -128,7 +132,8 @@ TEST_CASE("without overlap anywhere a step is one all-reduce; one overlapping wo
             // (0 + 0.5 * 100 + 200) / 3 + step + j % 3, rank 1 weighted by a half.
             const float want = (0.5f * (100.f + step + j % 3) + 2 * (step + j % 3) + 200.f) / 3;
             if (std::fabs(v->grad[j] - want) > 1e-4f) {
-              return absl::InternalError(absl::StrCat(v->name, "[", j, "] = ", v->grad[j], ", expected ", want));
+              return absl::InternalError(
+                  absl::StrCat(v->name, "[", j, "] = ", v->grad[j], ", expected ", want));
             }
           }
         }
@@ -136,7 +141,8 @@ TEST_CASE("without overlap anywhere a step is one all-reduce; one overlapping wo
       return absl::OkStatus();
     });
     for (int r = 0; r < p; ++r) {
-      INFO("overlapping rank " << overlapping_rank << ", rank " << r << ": " << results[r].message());
+      INFO("overlapping rank " << overlapping_rank << ", rank " << r << ": "
+                               << results[r].message());
       CHECK(results[r].ok());
     }
   }
@@ -150,8 +156,9 @@ TEST_CASE("no agreement where every worker decides alike: no dense gradients, on
     int collectives_per_step;
   };
   // 1024-byte packs: {7, 30} is one.
-  for (const Case& c : {Case{{}, GradientCompression::kNone, 0}, Case{{7, 30}, GradientCompression::kNone, 1},
-                        Case{{7, 30}, GradientCompression::kBFloat16, 1}}) {
+  for (const Case& c :
+       {Case{{}, GradientCompression::kNone, 0}, Case{{7, 30}, GradientCompression::kNone, 1},
+        Case{{7, 30}, GradientCompression::kBFloat16, 1}}) {
     INFO(c.sizes.size() << " variables, compression " << GradientCompressionName(c.compression));
     const int p = 3;
     InMemoryNetwork network(p);
@@ -173,12 +180,14 @@ TEST_CASE("no agreement where every worker decides alike: no dense gradients, on
         }
         RW_RETURN_IF_ERROR(reducer.FinishStep());
         if (comm.collectives_started() - before != static_cast<uint64_t>(c.collectives_per_step)) {
-          return absl::InternalError(absl::StrCat("step ", step, ": ", comm.collectives_started() - before,
-                                                  " collectives, expected ", c.collectives_per_step));
+          return absl::InternalError(
+              absl::StrCat("step ", step, ": ", comm.collectives_started() - before,
+                           " collectives, expected ", c.collectives_per_step));
         }
         for (Variable* v : raw) {
           for (int64_t j = 0; j < v->size(); ++j) {
-            if (v->grad[j] != 2.f) return absl::InternalError(absl::StrCat(v->name, " = ", v->grad[j]));
+            if (v->grad[j] != 2.f)
+              return absl::InternalError(absl::StrCat(v->name, " = ", v->grad[j]));
           }
         }
       }
@@ -213,20 +222,23 @@ TEST_CASE("compressed gradients too go in one all-reduce when no worker overlaps
         reducer.BeginStep();
         for (int i = static_cast<int>(raw.size()) - 1; i >= 0; --i) {
           // Mean 2 + step/4 + (j % 3)/8: exact in bfloat16 at every hop.
-          for (int64_t j = 0; j < raw[i]->size(); ++j) raw[i]->grad[j] = rank + 1.f + step * 0.25f + (j % 3) * 0.125f;
+          for (int64_t j = 0; j < raw[i]->size(); ++j)
+            raw[i]->grad[j] = rank + 1.f + step * 0.25f + (j % 3) * 0.125f;
           reducer.Ready(raw[i]);
         }
         RW_RETURN_IF_ERROR(reducer.FinishStep());
         const uint64_t expected = (in_one ? 1 : reducer.num_packs()) + (step == 0 ? 1 : 0);
         if (comm.collectives_started() - before != expected) {
-          return absl::InternalError(absl::StrCat("step ", step, ": ", comm.collectives_started() - before,
+          return absl::InternalError(absl::StrCat("step ", step, ": ",
+                                                  comm.collectives_started() - before,
                                                   " collectives, expected ", expected));
         }
         for (Variable* v : raw) {
           for (int64_t j = 0; j < v->size(); ++j) {
             const float want = 2.f + step * 0.25f + (j % 3) * 0.125f;
             if (v->grad[j] != want) {
-              return absl::InternalError(absl::StrCat(v->name, "[", j, "] = ", v->grad[j], ", expected ", want));
+              return absl::InternalError(
+                  absl::StrCat(v->name, "[", j, "] = ", v->grad[j], ", expected ", want));
             }
           }
         }
@@ -234,7 +246,8 @@ TEST_CASE("compressed gradients too go in one all-reduce when no worker overlaps
       if (reducer.reduces_in_one() != in_one) return absl::InternalError("packing not agreed");
       // The staging buffer: the whole arena (4417 gradients) in one, else the largest pack (4096).
       const int64_t wire = (reducer.arena_bytes() - 4417 * 4) / 2;
-      if (wire != (in_one ? 4417 : 4096)) return absl::InternalError(absl::StrCat("staging buffer of ", wire));
+      if (wire != (in_one ? 4417 : 4096))
+        return absl::InternalError(absl::StrCat("staging buffer of ", wire));
       return absl::OkStatus();
     });
     for (int r = 0; r < p; ++r) {
@@ -251,7 +264,8 @@ TEST_CASE("bfloat16 compression: sums in float32 per hop, the same result on eve
   CHECK(ParseGradientCompression("fp16").status().message() ==
         "gradient compression \"fp16\": expected none or bf16");
   for (const int p : {3, 4}) {
-    for (const AllReduceAlgorithm algorithm : {AllReduceAlgorithm::kRing, AllReduceAlgorithm::kRecursiveDoubling}) {
+    for (const AllReduceAlgorithm algorithm :
+         {AllReduceAlgorithm::kRing, AllReduceAlgorithm::kRecursiveDoubling}) {
       INFO(p << " ranks, " << AllReduceAlgorithmName(algorithm));
       InMemoryNetwork network(p);
       std::vector<std::vector<float>> got(p);
@@ -268,12 +282,14 @@ TEST_CASE("bfloat16 compression: sums in float32 per hop, the same result on eve
         reducer.BeginStep();
         for (int i = 1; i >= 0; --i) {
           for (int64_t j = 0; j < raw[i]->size(); ++j) {
-            raw[i]->grad[j] = (rank + 1) * 0.37f + static_cast<float>(j) * 1e-3f - (i == 1 ? 2.f : 0.f);
+            raw[i]->grad[j] =
+                (rank + 1) * 0.37f + static_cast<float>(j) * 1e-3f - (i == 1 ? 2.f : 0.f);
           }
           reducer.Ready(raw[i]);
         }
         RW_RETURN_IF_ERROR(reducer.FinishStep());
-        if (comm.last_allreduce_algorithm() != algorithm) return absl::InternalError("another algorithm ran");
+        if (comm.last_allreduce_algorithm() != algorithm)
+          return absl::InternalError("another algorithm ran");
         for (Variable* v : raw) got[rank].insert(got[rank].end(), v->grad, v->grad + v->size());
         return absl::OkStatus();
       });

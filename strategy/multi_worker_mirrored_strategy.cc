@@ -7,12 +7,12 @@
 #include "base/cpu_cores.h"
 #include "base/exit_code.h"
 #include "base/fnv1a.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
 #include "observability/timeline.h"
 #include "runtime/regroup.h"
 #include "runtime/transport/grpc/rendezvous.h"
 #include "strategy/agreement.h"
-#include "base/logging.h"
-#include "base/status_macros.h"
 
 namespace ringwork {
 namespace {
@@ -40,14 +40,16 @@ absl::StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirrored
     const ClusterConfig& cluster, const Options& options) {
   if (options.communication.implementation != "auto" &&
       options.communication.implementation != "ring") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "communication implementation \"", options.communication.implementation,
-        "\": expected auto or ring (NCCL is for GPUs)"));
+    return absl::InvalidArgumentError(absl::StrCat("communication implementation \"",
+                                                   options.communication.implementation,
+                                                   "\": expected auto or ring (NCCL is for GPUs)"));
   }
   RuntimeOptions runtime_options = WithCommunication(options.runtime, options.communication);
-  const bool elastic = options.min_workers >= 1 && options.min_workers < cluster.configured_world_size();
+  const bool elastic =
+      options.min_workers >= 1 && options.min_workers < cluster.configured_world_size();
   runtime_options.rendezvous.elastic = elastic;
-  absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime = WorkerRuntime::Start(cluster, runtime_options);
+  absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
+      WorkerRuntime::Start(cluster, runtime_options);
   const int running_generation = runtime.ok() ? -1 : RunningGenerationOf(runtime.status());
   if (!elastic || running_generation < 0) {
     RW_RETURN_IF_ERROR(runtime.status());
@@ -110,7 +112,9 @@ int DefaultInterOpThreads(int cores_per_worker) { return cores_per_worker >= 2 ?
 
 int DefaultPrefetchBatches(int cores_per_worker) { return cores_per_worker >= 2 ? 2 : 0; }
 
-int MultiWorkerMirroredStrategy::cores_per_worker() const { return CoresPerWorker(workers_on_this_host()); }
+int MultiWorkerMirroredStrategy::cores_per_worker() const {
+  return CoresPerWorker(workers_on_this_host());
+}
 
 int MultiWorkerMirroredStrategy::inter_op_threads() const {
   if (options_.inter_op_threads > 0) return options_.inter_op_threads;
@@ -195,29 +199,33 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
   // The data settings must match too: pairs (x, -x) whose MIN shows a difference.
   const int64_t settings = static_cast<int64_t>(policy) * 1000000 +
                            (dataset.repeat_count() + 1) * 2 + (drop_remainder ? 1 : 0);
-  int64_t agreed[7] = {static_cast<int64_t>(shuffle_seed), dataset.examples().count(),
-                       -dataset.examples().count(), global_batch_size, -global_batch_size,
-                       settings, -settings};
+  int64_t agreed[7] = {static_cast<int64_t>(shuffle_seed),
+                       dataset.examples().count(),
+                       -dataset.examples().count(),
+                       global_batch_size,
+                       -global_batch_size,
+                       settings,
+                       -settings};
   RW_RETURN_IF_ERROR(comm()->Broadcast(agreed, 1, DataType::kInt64, /*root=*/0));
   RW_RETURN_IF_ERROR(comm()->AllReduce(agreed + 1, 6, DataType::kInt64, ReduceOp::kMin));
   if (agreed[5] != -agreed[6]) {
     return MismatchError(absl::StrCat(
         "the workers distribute their data differently: shard policy, Repeat count or "
-        "drop_remainder differ (this worker, rank ", rank(), ", has policy ",
-        AutoShardPolicyName(policy), ", repeat ", dataset.repeat_count(), ", drop_remainder ",
-        drop_remainder, "): every worker must make the same calls"));
+        "drop_remainder differ (this worker, rank ",
+        rank(), ", has policy ", AutoShardPolicyName(policy), ", repeat ", dataset.repeat_count(),
+        ", drop_remainder ", drop_remainder, "): every worker must make the same calls"));
   }
   if (agreed[3] != -agreed[4]) {
-    return MismatchError(absl::StrCat(
-        "the workers' global batch sizes differ (", agreed[3], " to ", -agreed[4],
-        "; this worker, rank ", rank(), ", has ", global_batch_size,
-        "): every worker must pass the same global batch size"));
+    return MismatchError(absl::StrCat("the workers' global batch sizes differ (", agreed[3], " to ",
+                                      -agreed[4], "; this worker, rank ", rank(), ", has ",
+                                      global_batch_size,
+                                      "): every worker must pass the same global batch size"));
   }
   if (policy != AutoShardPolicy::kOff && agreed[1] != -agreed[2]) {
-    return MismatchError(absl::StrCat(
-        "the workers' datasets differ in size (", agreed[1], " to ", -agreed[2],
-        " examples; this worker, rank ", rank(), ", has ", dataset.examples().count(),
-        "): every worker must load the same data set, which is then sharded"));
+    return MismatchError(
+        absl::StrCat("the workers' datasets differ in size (", agreed[1], " to ", -agreed[2],
+                     " examples; this worker, rank ", rank(), ", has ", dataset.examples().count(),
+                     "): every worker must load the same data set, which is then sharded"));
   }
   d.seed = static_cast<uint64_t>(agreed[0]);
   uint64_t seed = d.seed;
@@ -242,10 +250,10 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
                                       : std::max(d.steps_per_pass, (examples + b - 1) / b);
   }
   if (d.steps_per_pass == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the dataset (", dataset.examples().count(), " examples) has no ",
-        drop_remainder ? "full " : "", "global batch of ", global_batch_size, " for ", replicas,
-        " replicas"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the dataset (", dataset.examples().count(), " examples) has no ",
+                     drop_remainder ? "full " : "", "global batch of ", global_batch_size, " for ",
+                     replicas, " replicas"));
   }
   d.steps_per_epoch = d.steps_per_pass;
   return d;
@@ -322,7 +330,8 @@ absl::Status MultiWorkerMirroredStrategy::ReplaceRuntime(
     const ClusterConfig& previous, absl::StatusOr<std::unique_ptr<WorkerRuntime>> next,
     const std::string& after) {
   if (!next.ok()) {
-    return absl::Status(next.status().code(), absl::StrCat(next.status().message(), " (after: ", after, ")"));
+    return absl::Status(next.status().code(),
+                        absl::StrCat(next.status().message(), " (after: ", after, ")"));
   }
   owned_runtime_ = std::move(*next);
   runtime_ = owned_runtime_.get();
@@ -341,7 +350,8 @@ absl::Status MultiWorkerMirroredStrategy::Regroup(const absl::Status& cause) {
   // Shut down but kept until a new ring replaces it: after a failed regroup the
   // strategy still answers Abort and Shutdown (it has no communicator).
   (void)owned_runtime_->Shutdown();
-  return ReplaceRuntime(previous, ::ringwork::Regroup(previous, elastic_runtime_options(), regroup_options()),
+  return ReplaceRuntime(previous,
+                        ::ringwork::Regroup(previous, elastic_runtime_options(), regroup_options()),
                         std::string(cause.message()));
 }
 
@@ -350,27 +360,30 @@ int MultiWorkerMirroredStrategy::joiners_waiting() const {
 }
 
 absl::Status MultiWorkerMirroredStrategy::Grow() {
-  if (!elastic() || joining()) return absl::FailedPreconditionError("Grow: not a member of an elastic ring");
+  if (!elastic() || joining())
+    return absl::FailedPreconditionError("Grow: not a member of an elastic ring");
   const ClusterConfig previous = runtime_->config();
   TimelineSpan span("elastic", "let workers join");
   // Every member is here (the count of joiners was all-reduced at the same step):
   // after the barrier nothing of this ring travels any more.
   RW_RETURN_IF_ERROR(comm()->Barrier());
   (void)owned_runtime_->Shutdown();
-  return ReplaceRuntime(previous, ::ringwork::Regroup(previous, elastic_runtime_options(), regroup_options()),
+  return ReplaceRuntime(previous,
+                        ::ringwork::Regroup(previous, elastic_runtime_options(), regroup_options()),
                         "letting workers join");
 }
 
 absl::Status MultiWorkerMirroredStrategy::JoinRunningJob() {
-  if (!joining()) return absl::FailedPreconditionError("JoinRunningJob: this worker is a member already");
+  if (!joining())
+    return absl::FailedPreconditionError("JoinRunningJob: this worker is a member already");
   const ClusterConfig alone = runtime_->config();
   TimelineSpan span("elastic", "join the running job");
   (void)owned_runtime_->Shutdown();
   const ClusterConfig configured = alone.Configured();
   RW_RETURN_IF_ERROR(ReplaceRuntime(
       alone,
-      ::ringwork::JoinRunningJob(configured, joining_generation_, elastic_runtime_options(), regroup_options(),
-                                 options_.runtime.rendezvous.startup_timeout_s),
+      ::ringwork::JoinRunningJob(configured, joining_generation_, elastic_runtime_options(),
+                                 regroup_options(), options_.runtime.rendezvous.startup_timeout_s),
       "starting while the job ran"));
   joining_generation_ = -1;
   departed_.clear();

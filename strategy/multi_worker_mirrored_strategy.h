@@ -172,12 +172,10 @@ class MultiWorkerMirroredStrategy {
   // gives the passes. `drop_remainder`: only full global batches (fixed shapes).
   // `prefetch_batches`: batches assembled ahead on a thread; -1 chooses
   // (DefaultPrefetchBatches).
-  absl::StatusOr<DistributedDataset> DistributeDataset(const Dataset& dataset,
-                                                       int64_t global_batch_size,
-                                                       AutoShardPolicy policy = AutoShardPolicy::kData,
-                                                       uint64_t shuffle_seed = 0,
-                                                       int64_t prefetch_batches = -1,
-                                                       bool drop_remainder = false);
+  absl::StatusOr<DistributedDataset> DistributeDataset(
+      const Dataset& dataset, int64_t global_batch_size,
+      AutoShardPolicy policy = AutoShardPolicy::kData, uint64_t shuffle_seed = 0,
+      int64_t prefetch_batches = -1, bool drop_remainder = false);
   // Marks the start of training step `step` (counted from 0 over the whole run):
   // heartbeats report it to peers, failure messages name it, and once step 1
   // begins, collectives switch from --first_step_timeout_s to
@@ -191,7 +189,9 @@ class MultiWorkerMirroredStrategy {
   // strategy owns its runtime (a cluster made by Create).
   bool elastic() const;
   // Elastic training that keeps each replica's batch (ElasticBatch::kPerReplica).
-  bool per_replica_batch() const { return elastic() && options().elastic_batch == ElasticBatch::kPerReplica; }
+  bool per_replica_batch() const {
+    return elastic() && options().elastic_batch == ElasticBatch::kPerReplica;
+  }
   // The ring failed (its transport was aborted: a peer failure or a collective's
   // deadline), as opposed to an error of this worker's own.
   bool ring_failed() const;
@@ -237,7 +237,8 @@ class MultiWorkerMirroredStrategy {
   RuntimeOptions elastic_runtime_options() const;
   // Takes `next` (the result of a regroup from `previous`) as the runtime.
   absl::Status ReplaceRuntime(const ClusterConfig& previous,
-                              absl::StatusOr<std::unique_ptr<WorkerRuntime>> next, const std::string& after);
+                              absl::StatusOr<std::unique_ptr<WorkerRuntime>> next,
+                              const std::string& after);
 
   std::unique_ptr<WorkerRuntime> owned_runtime_;
   WorkerRuntime* runtime_;  // Not owned (or owned_runtime_).

@@ -8,18 +8,16 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
 #include <thread>
 
-#include <catch2/catch.hpp>
-
+#include "absl/strings/str_cat.h"
 #include "base/exit_code.h"
-
 #include "base/status_macros.h"
 #include "runtime/config/tf_config.h"
 #include "testing/local_cluster.h"
-#include "absl/strings/str_cat.h"
 
 namespace ringwork {
 namespace {
@@ -62,7 +60,8 @@ TEST_CASE("replica counts, chief, reductions and broadcast", "[strategy]") {
       v.name = "v";
       v.value = Tensor({4}, {1.f * w.rank, 2, 3, 4});
       RW_RETURN_IF_ERROR(s.BroadcastVariables({&v}));
-      if (v.value[0] != 0.f) return absl::InternalError("broadcast did not take the chief's values");
+      if (v.value[0] != 0.f)
+        return absl::InternalError("broadcast did not take the chief's values");
       return absl::OkStatus();
     }));
   }
@@ -89,7 +88,7 @@ TEST_CASE("the overlap and prefetch threads are on by default only with a core o
   struct RestoreAffinity {
     cpu_set_t mask;
     ~RestoreAffinity() { sched_setaffinity(0, sizeof(mask), &mask); }
-  } restore{all};  // Also when an assertion below fails.
+  } restore{all};                                         // Also when an assertion below fails.
   REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);  // Workers' threads inherit it.
   for (int explicit_threads : {0, 3}) {
     LocalCluster::Options options;
@@ -97,20 +96,25 @@ TEST_CASE("the overlap and prefetch threads are on by default only with a core o
     options.strategy.inter_op_threads = explicit_threads;
     CheckAllOk(LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
       const int expected = explicit_threads > 0 ? explicit_threads : 1;
-      if (w.strategy->workers_on_this_host() != 2) return absl::InternalError("workers on this host");
+      if (w.strategy->workers_on_this_host() != 2)
+        return absl::InternalError("workers on this host");
       if (w.strategy->cores_per_worker() != 1) return absl::InternalError("cores per worker");
       if (w.strategy->inter_op_threads() != expected) {
-        return absl::InternalError(absl::StrCat("inter_op_threads ", w.strategy->inter_op_threads()));
+        return absl::InternalError(
+            absl::StrCat("inter_op_threads ", w.strategy->inter_op_threads()));
       }
       return absl::OkStatus();
     }));
   }
   REQUIRE(sched_setaffinity(0, sizeof(all), &all) == 0);
-  if (CPU_COUNT(&all) >= 4 && CPU_COUNT(&all) == sysconf(_SC_NPROCESSORS_ONLN)) {  // Two cores per worker: the overlap thread has one.
+  if (CPU_COUNT(&all) >= 4 &&
+      CPU_COUNT(&all) ==
+          sysconf(_SC_NPROCESSORS_ONLN)) {  // Two cores per worker: the overlap thread has one.
     LocalCluster::Options options;
     options.num_workers = 2;
     CheckAllOk(LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
-      return w.strategy->inter_op_threads() == 2 ? absl::OkStatus() : absl::InternalError("expected 2");
+      return w.strategy->inter_op_threads() == 2 ? absl::OkStatus()
+                                                 : absl::InternalError("expected 2");
     }));
   }
 }
@@ -125,8 +129,10 @@ std::string NonLoopbackAddress() {
     if ((a->ifa_flags & IFF_UP) == 0 || (a->ifa_flags & IFF_LOOPBACK) != 0) continue;
     char text[INET_ADDRSTRLEN] = {0};
     const auto* in = reinterpret_cast<const struct sockaddr_in*>(a->ifa_addr);
-    const bool loopback_net = (ntohl(in->sin_addr.s_addr) >> 24) == 127;  // 127.x on another interface.
-    if (!loopback_net && inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text)) != nullptr) found = text;
+    const bool loopback_net =
+        (ntohl(in->sin_addr.s_addr) >> 24) == 127;  // 127.x on another interface.
+    if (!loopback_net && inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text)) != nullptr)
+      found = text;
   }
   freeifaddrs(list);
   return found;
@@ -144,18 +150,22 @@ TEST_CASE("workers that share memory are on one host whatever TF_CONFIG calls it
   options.num_workers = 2;
   options.hosts = {"127.0.0.1", address};
   CheckAllOk(LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
-    if (WorkersOnThisHost(w.runtime->config()) != 1) return absl::InternalError("expected TF_CONFIG to name 1 worker here");
+    if (WorkersOnThisHost(w.runtime->config()) != 1)
+      return absl::InternalError("expected TF_CONFIG to name 1 worker here");
     if (w.communicator()->topology().hosts() != 1) {
-      return absl::InternalError(absl::StrCat("topology ", w.communicator()->topology().ToString()));
+      return absl::InternalError(
+          absl::StrCat("topology ", w.communicator()->topology().ToString()));
     }
     if (w.strategy->workers_on_this_host() != 2) {
-      return absl::InternalError(absl::StrCat("workers on this host: ", w.strategy->workers_on_this_host()));
+      return absl::InternalError(
+          absl::StrCat("workers on this host: ", w.strategy->workers_on_this_host()));
     }
     return absl::OkStatus();
   }));
 }
 
-TEST_CASE("workers on this host: by TF_CONFIG host, every loopback address one machine", "[strategy]") {
+TEST_CASE("workers on this host: by TF_CONFIG host, every loopback address one machine",
+          "[strategy]") {
   absl::StatusOr<ClusterConfig> config = ParseTfConfig(
       R"({"cluster": {"worker": ["localhost:2222", "127.0.0.1:2223", "10.1.2.3:2222", "10.1.2.3:2223",)"
       R"( "10.1.2.4:2222"]}, "task": {"type": "worker", "index": 0}})");
@@ -183,26 +193,29 @@ TEST_CASE("distributed input: global batch, DATA and FILE sharding, agreed steps
     }
     // 33 full global batches and a short one of 10 (4, 3, 3 per replica).
     RW_ASSIGN_OR_RETURN(DistributedDataset d, s.DistributeDataset(data, 30));
-    if (d.per_replica_batch_size != 10 || d.steps_per_epoch != 34 ||
-        d.ExamplesAt(0, 33) != 4 || d.ExamplesAt(2, 33) != 3 || d.GlobalExamplesAt(33) != 10 ||
-        d.ExamplesPerPass() != 1000) {
-      return absl::InternalError(absl::StrCat("data: ", d.per_replica_batch_size, " ", d.steps_per_epoch));
+    if (d.per_replica_batch_size != 10 || d.steps_per_epoch != 34 || d.ExamplesAt(0, 33) != 4 ||
+        d.ExamplesAt(2, 33) != 3 || d.GlobalExamplesAt(33) != 10 || d.ExamplesPerPass() != 1000) {
+      return absl::InternalError(
+          absl::StrCat("data: ", d.per_replica_batch_size, " ", d.steps_per_epoch));
     }
     // With drop_remainder only the full ones.
-    RW_ASSIGN_OR_RETURN(DistributedDataset full, s.DistributeDataset(data, 30, AutoShardPolicy::kData,
-                                                                     0, 2, /*drop_remainder=*/true));
+    RW_ASSIGN_OR_RETURN(
+        DistributedDataset full,
+        s.DistributeDataset(data, 30, AutoShardPolicy::kData, 0, 2, /*drop_remainder=*/true));
     if (full.steps_per_epoch != 33 || full.ExamplesPerPass() != 990) {
       return absl::InternalError(absl::StrCat("drop_remainder: ", full.steps_per_epoch));
     }
     // FILE sharding with uneven files: every worker goes on until the largest shard
     // is done; the others take part with empty batches.
-    RW_ASSIGN_OR_RETURN(DistributedDataset f, s.DistributeDataset(data, 30, AutoShardPolicy::kFile));
+    RW_ASSIGN_OR_RETURN(DistributedDataset f,
+                        s.DistributeDataset(data, 30, AutoShardPolicy::kFile));
     const int64_t local_batches = f.local.batches_per_epoch();
     int64_t most = local_batches;
     RW_RETURN_IF_ERROR(s.communicator()->AllReduce(&most, 1, DataType::kInt64, ReduceOp::kMax));
     if (most != f.steps_per_epoch || f.ExamplesPerPass() != 1000 ||
         f.ExamplesAt(w.rank, local_batches) != 0) {
-      return absl::InternalError(absl::StrCat("file: steps ", f.steps_per_epoch, " local ", local_batches));
+      return absl::InternalError(
+          absl::StrCat("file: steps ", f.steps_per_epoch, " local ", local_batches));
     }
     return absl::OkStatus();
   }));
@@ -221,18 +234,21 @@ TEST_CASE("distributed input: shards partition the data even when seeded by rank
     auto it = d.local.Iterate(0);
     Batch batch;
     while (it->Next(&batch)) {
-      for (int64_t i = 0; i < batch.size(); ++i) seen[static_cast<size_t>(batch.features[i])] += 1.f;
+      for (int64_t i = 0; i < batch.size(); ++i)
+        seen[static_cast<size_t>(batch.features[i])] += 1.f;
     }
     RW_RETURN_IF_ERROR(it->status());
     RW_RETURN_IF_ERROR(s.communicator()->AllReduce(absl::MakeSpan(seen), ReduceOp::kSum));
     for (size_t i = 0; i < seen.size(); ++i) {
-      if (seen[i] != 1.f) return absl::InternalError(absl::StrCat("example ", i, " seen ", seen[i], " times"));
+      if (seen[i] != 1.f)
+        return absl::InternalError(absl::StrCat("example ", i, " seen ", seen[i], " times"));
     }
     return absl::OkStatus();
   }));
 }
 
-TEST_CASE("distributed input: datasets of different sizes are refused on every worker", "[strategy]") {
+TEST_CASE("distributed input: datasets of different sizes are refused on every worker",
+          "[strategy]") {
   LocalCluster::Options options;
   options.num_workers = 2;
   auto results = LocalCluster::Run(options, [](LocalCluster::Worker& w) -> absl::Status {
@@ -266,7 +282,8 @@ TEST_CASE("collectives use the first-step timeout until step 1 begins, then the 
     INFO(results[0].message());
     CHECK(results[0].code() == absl::StatusCode::kDeadlineExceeded);
     CHECK_THAT(std::string(results[0].message()),
-               Catch::Contains(after_first_step ? "set --collective_timeout_s" : "set --first_step_timeout_s"));
+               Catch::Contains(after_first_step ? "set --collective_timeout_s"
+                                                : "set --first_step_timeout_s"));
     CHECK(!results[1].ok());
   }
 }

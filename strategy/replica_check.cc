@@ -23,8 +23,8 @@ absl::Status CheckReplicasIdentical(MultiWorkerMirroredStrategy* strategy,
     ends[i] = static_cast<int64_t>(mine[i]);
     ends[n + i] = ~static_cast<int64_t>(mine[i]);
   }
-  RW_RETURN_IF_ERROR(strategy->communicator()->AllReduce(ends.data(), ends.size(),
-                                                          DataType::kInt64, ReduceOp::kMin));
+  RW_RETURN_IF_ERROR(strategy->communicator()->AllReduce(ends.data(), ends.size(), DataType::kInt64,
+                                                         ReduceOp::kMin));
   for (size_t i = 0; i < n; ++i) {
     const uint64_t low = static_cast<uint64_t>(ends[i]);
     const uint64_t high = static_cast<uint64_t>(~ends[n + i]);

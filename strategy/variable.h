@@ -13,7 +13,7 @@
 namespace ringwork {
 
 struct Variable {
-  std::string name;       // "dense_1/kernel"
+  std::string name;  // "dense_1/kernel"
   Tensor value;
   float* grad = nullptr;  // size() floats in the gradient arena. Not owned.
   // A table whose gradient touches only some rows each step (Embedding): the

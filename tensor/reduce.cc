@@ -9,19 +9,27 @@ namespace {
 
 struct SumOp {
   template <typename T>
-  static T Apply(T a, T b) { return a + b; }
+  static T Apply(T a, T b) {
+    return a + b;
+  }
 };
 struct MinOp {
   template <typename T>
-  static T Apply(T a, T b) { return b < a ? b : a; }
+  static T Apply(T a, T b) {
+    return b < a ? b : a;
+  }
 };
 struct MaxOp {
   template <typename T>
-  static T Apply(T a, T b) { return a < b ? b : a; }
+  static T Apply(T a, T b) {
+    return a < b ? b : a;
+  }
 };
 struct ProductOp {
   template <typename T>
-  static T Apply(T a, T b) { return a * b; }
+  static T Apply(T a, T b) {
+    return a * b;
+  }
 };
 
 // The hot loops. __restrict lets the compiler vectorise; the AVX-512 and AVX2 clones
@@ -49,9 +57,7 @@ void LoopBFloat16(uint16_t* __restrict dst, const uint16_t* __restrict src, size
 
 RW_CLONES void SumF32(float* d, const float* s, size_t n) { Loop<float, SumOp>(d, s, n); }
 RW_CLONES void SumF64(double* d, const double* s, size_t n) { Loop<double, SumOp>(d, s, n); }
-RW_CLONES void SumBF16(uint16_t* d, const uint16_t* s, size_t n) {
-  LoopBFloat16<SumOp>(d, s, n);
-}
+RW_CLONES void SumBF16(uint16_t* d, const uint16_t* s, size_t n) { LoopBFloat16<SumOp>(d, s, n); }
 RW_CLONES void DivideBF16(uint16_t* data, size_t count, float divisor) {
   for (size_t i = 0; i < count; ++i) {
     data[i] = BFloat16::FromFloat(BFloat16{data[i]}.ToFloat() / divisor).bits;
@@ -63,12 +69,8 @@ RW_CLONES void ToBFloat16(const float* __restrict src, uint16_t* __restrict dst,
 RW_CLONES void FromBFloat16(const uint16_t* __restrict src, float* __restrict dst, size_t count) {
   for (size_t i = 0; i < count; ++i) dst[i] = BFloat16{src[i]}.ToFloat();
 }
-RW_CLONES void SumI32(int32_t* d, const int32_t* s, size_t n) {
-  Loop<int32_t, SumOp>(d, s, n);
-}
-RW_CLONES void SumI64(int64_t* d, const int64_t* s, size_t n) {
-  Loop<int64_t, SumOp>(d, s, n);
-}
+RW_CLONES void SumI32(int32_t* d, const int32_t* s, size_t n) { Loop<int32_t, SumOp>(d, s, n); }
+RW_CLONES void SumI64(int64_t* d, const int64_t* s, size_t n) { Loop<int64_t, SumOp>(d, s, n); }
 
 template <typename Op>
 void Generic(DataType dtype, void* dst, const void* src, size_t count) {
@@ -80,16 +82,13 @@ void Generic(DataType dtype, void* dst, const void* src, size_t count) {
       Loop<double, Op>(static_cast<double*>(dst), static_cast<const double*>(src), count);
       return;
     case DataType::kBFloat16:
-      LoopBFloat16<Op>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src),
-                       count);
+      LoopBFloat16<Op>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count);
       return;
     case DataType::kInt32:
-      Loop<int32_t, Op>(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src),
-                        count);
+      Loop<int32_t, Op>(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count);
       return;
     case DataType::kInt64:
-      Loop<int64_t, Op>(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src),
-                        count);
+      Loop<int64_t, Op>(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count);
       return;
   }
   RW_CHECK(false) << "invalid dtype " << static_cast<int>(dtype);
@@ -131,14 +130,11 @@ void Accumulate(DataType dtype, ReduceOp op, void* dst, const void* src, size_t 
         case DataType::kFloat64:
           return SumF64(static_cast<double*>(dst), static_cast<const double*>(src), count);
         case DataType::kBFloat16:
-          return SumBF16(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src),
-                         count);
+          return SumBF16(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count);
         case DataType::kInt32:
-          return SumI32(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src),
-                        count);
+          return SumI32(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count);
         case DataType::kInt64:
-          return SumI64(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src),
-                        count);
+          return SumI64(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count);
       }
       break;
     case ReduceOp::kMin:

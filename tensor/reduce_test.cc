@@ -1,11 +1,10 @@
 #include "tensor/reduce.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 namespace ringwork {
 namespace {
@@ -29,8 +28,8 @@ T Reference(ReduceOp op, T a, T b) {
 
 template <typename T>
 void CheckAgainstReference(DataType dtype) {
-  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
-                      ReduceOp::kProduct}) {
+  for (ReduceOp op :
+       {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
     for (size_t n : {0, 1, 7, 16, 33, 1000, 4099}) {
       std::vector<T> dst(n), src(n), expected(n);
       for (size_t i = 0; i < n; ++i) {
@@ -53,11 +52,9 @@ TEST_CASE("accumulate matches the reference for every dtype and op", "[reduce]")
 }
 
 TEST_CASE("bfloat16 reduces through float32 with round-to-nearest-even", "[reduce]") {
-  std::vector<uint16_t> dst = {BFloat16::FromFloat(1.0f).bits,
-                               BFloat16::FromFloat(-2.5f).bits,
+  std::vector<uint16_t> dst = {BFloat16::FromFloat(1.0f).bits, BFloat16::FromFloat(-2.5f).bits,
                                BFloat16::FromFloat(256.0f).bits};
-  std::vector<uint16_t> src = {BFloat16::FromFloat(2.0f).bits,
-                               BFloat16::FromFloat(0.5f).bits,
+  std::vector<uint16_t> src = {BFloat16::FromFloat(2.0f).bits, BFloat16::FromFloat(0.5f).bits,
                                BFloat16::FromFloat(1.0f).bits};
   Accumulate(DataType::kBFloat16, ReduceOp::kSum, dst.data(), src.data(), 3);
   CHECK(BFloat16{dst[0]}.ToFloat() == 3.0f);
@@ -83,7 +80,8 @@ TEST_CASE("bulk bfloat16 conversion rounds to nearest even, for every kind of fl
   for (uint32_t base : {0x3f800000u, 0x3f810000u, 0x7f7f0000u, 0x00010000u, 0xbf800000u}) {
     for (uint32_t low : {0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x0u}) patterns.push_back(base | low);
   }
-  for (uint32_t special : {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xff800001u, 0x7f7fffffu}) {
+  for (uint32_t special :
+       {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xff800001u, 0x7f7fffffu}) {
     patterns.push_back(special);
   }
   std::vector<float> in(patterns.size());
@@ -111,7 +109,8 @@ TEST_CASE("bulk bfloat16 conversion rounds to nearest even, for every kind of fl
   for (size_t i = 0; i < bf.size(); ++i) {
     uint32_t bits;
     std::memcpy(&bits, &back[i], sizeof(bits));
-    CHECK(bits == static_cast<uint32_t>(bf[i].bits) << 16);  // Exact: bfloat16 is a float's top half.
+    CHECK(bits == static_cast<uint32_t>(bf[i].bits)
+                      << 16);  // Exact: bfloat16 is a float's top half.
   }
 }
 

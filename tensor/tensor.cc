@@ -9,7 +9,8 @@ namespace ringwork {
 namespace {
 
 float* Allocate(int64_t count) {
-  const size_t bytes = ((static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float) + 63) / 64) * 64;
+  const size_t bytes =
+      ((static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float) + 63) / 64) * 64;
   void* p = std::aligned_alloc(64, bytes);
   RW_CHECK(p != nullptr) << "out of memory allocating " << bytes << " bytes";
   return static_cast<float*>(p);
@@ -23,9 +24,7 @@ int64_t NumElements(const Shape& shape) {
   return n;
 }
 
-std::string ShapeString(const Shape& shape) {
-  return "[" + absl::StrJoin(shape, ", ") + "]";
-}
+std::string ShapeString(const Shape& shape) { return "[" + absl::StrJoin(shape, ", ") + "]"; }
 
 Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
   for (int64_t d : shape_) RW_CHECK_GE(d, 0);
@@ -59,8 +58,8 @@ Tensor& Tensor::operator=(const Tensor& other) {
 }
 
 void Tensor::Reshape(Shape shape) {
-  RW_CHECK_EQ(NumElements(shape), size_) << "reshape " << ShapeString(shape_) << " to "
-                                         << ShapeString(shape);
+  RW_CHECK_EQ(NumElements(shape), size_)
+      << "reshape " << ShapeString(shape_) << " to " << ShapeString(shape);
   shape_ = std::move(shape);
 }
 

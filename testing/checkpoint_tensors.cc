@@ -52,7 +52,8 @@ absl::Status MakeBackupOf(const std::string& checkpoint_file, const std::string&
   const std::string name = std::filesystem::path(checkpoint_file).filename().string();
   std::filesystem::copy_file(checkpoint_file, backup_dir + "/" + name,
                              std::filesystem::copy_options::overwrite_existing, error);
-  if (error) return absl::InternalError(absl::StrCat("copying ", checkpoint_file, ": ", error.message()));
+  if (error)
+    return absl::InternalError(absl::StrCat("copying ", checkpoint_file, ": ", error.message()));
   std::ofstream(backup_dir + "/latest") << name << "\n";
   return absl::OkStatus();
 }

@@ -47,7 +47,8 @@ std::vector<absl::Status> LocalCluster::Run(const Options& options,
     runtimes[i] = std::move(*runtime);
   }
   for (auto& runtime : runtimes) {
-    for (int j = 0; j < n; ++j) runtime->SetAddress(tasks[j], {host(static_cast<size_t>(j)), runtimes[j]->bound_port()});
+    for (int j = 0; j < n; ++j)
+      runtime->SetAddress(tasks[j], {host(static_cast<size_t>(j)), runtimes[j]->bound_port()});
   }
   std::vector<std::thread> threads;
   for (int i = 0; i < n; ++i) {

@@ -42,8 +42,8 @@ class LocalCluster {
   };
 
   struct Worker {
-    int rank = 0;                                 // 0 is the chief.
-    WorkerRuntime* runtime = nullptr;             // Not owned.
+    int rank = 0;                                     // 0 is the chief.
+    WorkerRuntime* runtime = nullptr;                 // Not owned.
     MultiWorkerMirroredStrategy* strategy = nullptr;  // Not owned.
     Communicator* communicator() { return runtime->communicator(); }
     // Simulates this worker's death: closes its links; its peers see it gone.

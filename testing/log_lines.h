@@ -16,7 +16,8 @@ namespace ringwork {
 
 // Seconds since midnight of the first log line whose text matches the regular
 // expression `what`, or -1; with `task`, only lines `launch` prefixed "[task] ".
-double LogLineTime(const std::string& output, const std::string& what, const std::string& task = "");
+double LogLineTime(const std::string& output, const std::string& what,
+                   const std::string& task = "");
 
 // Now, as log lines print it (seconds since midnight, local time).
 double LogClockNow();

@@ -12,8 +12,7 @@
 namespace ringwork {
 
 ProcessCluster::ProcessCluster(Options options) : options_(std::move(options)) {
-  absl::StatusOr<ClusterSpec> spec =
-      LocalhostClusterSpec(options_.num_workers, options_.chief);
+  absl::StatusOr<ClusterSpec> spec = LocalhostClusterSpec(options_.num_workers, options_.chief);
   if (!spec.ok()) {
     std::fprintf(stderr, "ProcessCluster: %s\n", std::string(spec.status().message()).c_str());
     std::abort();
@@ -55,7 +54,8 @@ std::vector<SubprocessResult> ProcessCluster::Run() {
     std::vector<std::string> argv = {options_.binary};
     argv.insert(argv.end(), options_.args.begin(), options_.args.end());
     auto extra = extra_args_.find(i);
-    if (extra != extra_args_.end()) argv.insert(argv.end(), extra->second.begin(), extra->second.end());
+    if (extra != extra_args_.end())
+      argv.insert(argv.end(), extra->second.begin(), extra->second.end());
     processes[i] = std::make_unique<Subprocess>(Subprocess::Start(argv, options));
   }
   // Each on its own thread, so that no task blocks on a full output pipe.

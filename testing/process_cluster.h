@@ -26,9 +26,9 @@ class ProcessCluster {
     std::string binary;
     int num_workers = 2;
     bool chief = false;
-    std::vector<std::string> args;             // For every task.
-    std::map<std::string, std::string> env;    // For every task.
-    double timeout_s = 120;                    // Per process.
+    std::vector<std::string> args;           // For every task.
+    std::map<std::string, std::string> env;  // For every task.
+    double timeout_s = 120;                  // Per process.
   };
 
   explicit ProcessCluster(Options options);

@@ -15,8 +15,8 @@
 
 namespace ringwork {
 
-inline std::vector<absl::Status> RunOnRanks(
-    int world_size, const std::function<absl::Status(int rank)>& fn) {
+inline std::vector<absl::Status> RunOnRanks(int world_size,
+                                            const std::function<absl::Status(int rank)>& fn) {
   std::vector<absl::Status> results(world_size);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world_size; ++rank) {

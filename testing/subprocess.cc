@@ -22,8 +22,7 @@ double MonotonicSeconds() {
   return now.tv_sec + now.tv_nsec * 1e-9;
 }
 
-Subprocess Subprocess::Start(const std::vector<std::string>& argv,
-                             const Options& options) {
+Subprocess Subprocess::Start(const std::vector<std::string>& argv, const Options& options) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     std::perror("pipe2");

@@ -23,9 +23,9 @@
 namespace ringwork {
 
 struct SubprocessResult {
-  int exit_code = -1;       // The exit status, or 128 + signal when killed.
-  bool timed_out = false;   // Killed because the deadline passed.
-  std::string output;       // stdout and stderr, interleaved as written.
+  int exit_code = -1;      // The exit status, or 128 + signal when killed.
+  bool timed_out = false;  // Killed because the deadline passed.
+  std::string output;      // stdout and stderr, interleaved as written.
   double elapsed_s = 0;
 };
 

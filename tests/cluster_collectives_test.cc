@@ -2,9 +2,8 @@
 // element over gRPC and over shared memory, for world sizes 1, 2, 3, 4 and 7, with
 // workers started in reverse and in random order.
 #include <algorithm>
-#include <random>
-
 #include <catch2/catch.hpp>
+#include <random>
 
 #include "testing/process_cluster.h"
 
@@ -29,7 +28,8 @@ TEST_CASE("every collective over gRPC, worlds 2, 3, 4", "[cluster]") {
     const std::vector<SubprocessResult> results = cluster.Run();
     CheckAllPassed(results, " grpc");
     // Every link is gRPC: every rank agreed on the network threshold.
-    const std::string below = n == 3 ? "recursive doubling below 78643 bytes" : "recursive doubling below 1048576 bytes";
+    const std::string below =
+        n == 3 ? "recursive doubling below 78643 bytes" : "recursive doubling below 1048576 bytes";
     for (const SubprocessResult& r : results) CHECK(r.output.find(below) != std::string::npos);
   }
 }
@@ -94,7 +94,8 @@ TEST_CASE("world 7 over gRPC and shared memory", "[cluster]") {
     const std::vector<SubprocessResult> results = cluster.Run();
     CheckAllPassed(results, grpc ? " grpc" : " shm");
     // Shared memory: 64 KiB x 2(p-1) / (2 ceil(log2 p)) = 128 KiB; gRPC: 448 KiB.
-    const std::string below = grpc ? "recursive doubling below 458752 bytes" : "recursive doubling below 131072 bytes";
+    const std::string below =
+        grpc ? "recursive doubling below 458752 bytes" : "recursive doubling below 131072 bytes";
     for (const SubprocessResult& r : results) CHECK(r.output.find(below) != std::string::npos);
   }
 }

@@ -35,8 +35,7 @@ TEST_CASE("the startup wait reports who is missing while it waits", "[cluster][f
   std::vector<SubprocessResult> results = cluster.Run();
   INFO(results[0].output);
   CHECK(results[0].exit_code == 4);
-  CHECK(results[0].output.find("startup: waiting for 1 of 1 peers after 5 s") !=
-        std::string::npos);
+  CHECK(results[0].output.find("startup: waiting for 1 of 1 peers after 5 s") != std::string::npos);
 }
 
 TEST_CASE("a killed worker makes every other worker exit 3 promptly", "[cluster][failures]") {
@@ -51,8 +50,7 @@ TEST_CASE("a killed worker makes every other worker exit 3 promptly", "[cluster]
       CHECK(results[i].exit_code == 3);
       // Far below the 60 s collective timeout: the closed connection is noticed.
       CHECK(results[i].elapsed_s < results[1].elapsed_s + 10);
-      CHECK(results[i].output.find("worker:1 (" + cluster.address(1) + ")") !=
-            std::string::npos);
+      CHECK(results[i].output.find("worker:1 (" + cluster.address(1) + ")") != std::string::npos);
     }
   }
 }
@@ -85,7 +83,8 @@ TEST_CASE("workers with different clusters refuse each other with exit 2", "[clu
   ProcessCluster cluster({kWorker, 2, false, {"--startup_timeout_s=20"}});
   // Task 1 believes there is a third worker.
   cluster.SetTfConfig(1, "{\"cluster\": {\"worker\": [\"" + cluster.address(0) + "\", \"" +
-                             cluster.address(1) + "\", \"127.0.0.1:1\"]}, \"task\": "
+                             cluster.address(1) +
+                             "\", \"127.0.0.1:1\"]}, \"task\": "
                              "{\"type\": \"worker\", \"index\": 1}}");
   std::vector<SubprocessResult> results = cluster.Run();
   for (int i = 0; i < 2; ++i) {

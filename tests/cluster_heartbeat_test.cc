@@ -2,10 +2,9 @@
 // (SIGSTOP: its sockets stay open, only heartbeats can tell) is found within the
 // heartbeat budget; a slow step under the collective timeout trips nothing; a
 // stalled collective is reported with the task that has not reached it.
+#include <catch2/catch.hpp>
 #include <regex>
 #include <string>
-
-#include <catch2/catch.hpp>
 
 #include "testing/process_cluster.h"
 
@@ -18,9 +17,11 @@ TEST_CASE("a stopped worker is found by heartbeats within interval x misses + 1 
           "[cluster][heartbeat]") {
   for (const char* transport : {"--transport=auto", "--transport=grpc"}) {
     INFO(transport);
-    ProcessCluster cluster({kWorker, 3, false,
-                            {transport, "--collective_timeout_s=120",
-                             "--heartbeat_interval_s=0.5", "--heartbeat_misses=4"}});
+    ProcessCluster cluster({kWorker,
+                            3,
+                            false,
+                            {transport, "--collective_timeout_s=120", "--heartbeat_interval_s=0.5",
+                             "--heartbeat_misses=4"}});
     cluster.AddArgs(1, {"--stop_after=30"});
     cluster.SetTimeout(1, 30);  // Stopped: killed by the test harness at its deadline.
     std::vector<SubprocessResult> results = cluster.Run();
@@ -35,9 +36,10 @@ TEST_CASE("a stopped worker is found by heartbeats within interval x misses + 1 
       // told this one (its heartbeat reply carries its error).
       CHECK(results[i].output.find(line) != std::string::npos);
       std::smatch m;
-      REQUIRE(std::regex_search(results[i].output, m,
-                                std::regex("no reply for ([0-9.]+) s \\(4 missed at 0.5 s intervals; "
-                                           "--heartbeat_interval_s, --heartbeat_misses\\)")));
+      REQUIRE(
+          std::regex_search(results[i].output, m,
+                            std::regex("no reply for ([0-9.]+) s \\(4 missed at 0.5 s intervals; "
+                                       "--heartbeat_interval_s, --heartbeat_misses\\)")));
       CHECK(std::stod(m[1]) <= 2.0 + 1.0);
       CHECK(std::regex_search(results[i].output, std::regex("at step -?[0-9]+")));
     }
@@ -47,7 +49,9 @@ TEST_CASE("a stopped worker is found by heartbeats within interval x misses + 1 
 TEST_CASE("a slow step under the collective timeout trips no heartbeat, and is reported",
           "[cluster][heartbeat]") {
   // Heartbeat budget 1 s, collective timeout 60 s; worker 2 sleeps 3 s in a step.
-  ProcessCluster cluster({kWorker, 3, false,
+  ProcessCluster cluster({kWorker,
+                          3,
+                          false,
                           {"--collective_timeout_s=60", "--heartbeat_interval_s=0.25",
                            "--heartbeat_misses=4", "--stall_warning_s=1"}});
   cluster.AddArgs(2, {"--pause_after=20", "--pause_ms=3000"});
@@ -66,9 +70,11 @@ TEST_CASE("a slow step under the collective timeout trips no heartbeat, and is r
 
 TEST_CASE("a hung worker that still answers heartbeats ends in the collective timeout",
           "[cluster][heartbeat]") {
-  ProcessCluster cluster({kWorker, 2, false,
-                          {"--collective_timeout_s=3", "--heartbeat_interval_s=0.25",
-                           "--heartbeat_misses=4"}});
+  ProcessCluster cluster(
+      {kWorker,
+       2,
+       false,
+       {"--collective_timeout_s=3", "--heartbeat_interval_s=0.25", "--heartbeat_misses=4"}});
   cluster.AddArgs(1, {"--hang_after=10"});
   cluster.SetTimeout(1, 30);
   std::vector<SubprocessResult> results = cluster.Run();

@@ -24,13 +24,13 @@ namespace ringwork {
 namespace {
 
 struct Faults {
-  int64_t die_after = -1;        // SIGKILL itself after this many collectives.
-  int64_t hang_after = -1;       // Stop calling collectives (sleep) after this many.
-  bool wrong_count = false;      // Call the first all-reduce with one element fewer.
-  int64_t start_delay_ms = 0;    // Sleep before starting (start order tests).
-  int64_t stop_after = -1;       // SIGSTOP itself after this many collectives.
-  int64_t pause_after = -1;      // Sleep pause_ms once after this many collectives
-  int64_t pause_ms = 0;          // (a slow step), then go on.
+  int64_t die_after = -1;      // SIGKILL itself after this many collectives.
+  int64_t hang_after = -1;     // Stop calling collectives (sleep) after this many.
+  bool wrong_count = false;    // Call the first all-reduce with one element fewer.
+  int64_t start_delay_ms = 0;  // Sleep before starting (start order tests).
+  int64_t stop_after = -1;     // SIGSTOP itself after this many collectives.
+  int64_t pause_after = -1;    // Sleep pause_ms once after this many collectives
+  int64_t pause_ms = 0;        // (a slow step), then go on.
 };
 
 class Checker {
@@ -39,13 +39,12 @@ class Checker {
 
   absl::Status Sweep(bool large) {
     const int p = comm_->world_size();
-    std::vector<size_t> counts = {0, 1, size_t(p > 1 ? p - 1 : 2), size_t(p + 1), 97, 1009,
-                                  65537};
+    std::vector<size_t> counts = {0, 1, size_t(p > 1 ? p - 1 : 2), size_t(p + 1), 97, 1009, 65537};
     if (large) counts.push_back((5 << 20) / 4 + 3);  // A little over 5 MiB of float32.
     for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16,
                            DataType::kInt32, DataType::kInt64}) {
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
-                          ReduceOp::kProduct}) {
+      for (ReduceOp op :
+           {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
         for (size_t n : counts) {
           if (n > 100000 && !(dtype == DataType::kFloat32 && op == ReduceOp::kSum)) continue;
           RW_RETURN_IF_ERROR(AllReduce(dtype, op, n));
@@ -104,8 +103,7 @@ class Checker {
     const auto want = ExpectedAllReduce(dtype, op, n, p);
     checked_ += n;
     if (size_t wrong = CountWrong(dtype, data.data(), want.data(), n)) {
-      return Wrong(absl::StrCat("allreduce ", DataTypeName(dtype), " ", ReduceOpName(op),
-                                " x ", n),
+      return Wrong(absl::StrCat("allreduce ", DataTypeName(dtype), " ", ReduceOpName(op), " x ", n),
                    wrong);
     }
     return absl::OkStatus();
@@ -150,7 +148,8 @@ class Checker {
     RW_RETURN_IF_ERROR(comm_->ReduceScatter(blocks.data(), mine.data(), n, dtype, op));
     const auto full = ExpectedAllReduce(dtype, op, n * p, p);
     checked_ += n;
-    if (size_t wrong = CountWrong(dtype, mine.data(), full.data() + comm_->rank() * n * element, n)) {
+    if (size_t wrong =
+            CountWrong(dtype, mine.data(), full.data() + comm_->rank() * n * element, n)) {
       return Wrong(absl::StrCat("reducescatter x ", n), wrong);
     }
     return absl::OkStatus();

@@ -6,19 +6,18 @@
 // stops (exit 3) instead of training apart.
 #include <signal.h>
 
-#include <chrono>
 #include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_directory.h"
@@ -44,8 +43,13 @@ constexpr double kDetectionS = 5.1;
 // --inter_op_threads=1: one gradient all-reduce per step on any machine (with an
 // overlap thread they go pack by pack), so RINGWORK_CRASH_AT counts land alike.
 std::vector<std::string> TrainArgs(int64_t epochs, int min_workers) {
-  return {"--dataset=synthetic", "--synthetic_examples=4096", "--global_batch_size=120",
-          absl::StrCat("--epochs=", epochs), "--verbose=0", "--intra_op_threads=1", "--inter_op_threads=1",
+  return {"--dataset=synthetic",
+          "--synthetic_examples=4096",
+          "--global_batch_size=120",
+          absl::StrCat("--epochs=", epochs),
+          "--verbose=0",
+          "--intra_op_threads=1",
+          "--inter_op_threads=1",
           absl::StrCat("--min_workers=", min_workers)};
 }
 
@@ -55,8 +59,10 @@ nlohmann::json ReadJson(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-TEST_CASE("4 workers; worker 2 killed in an all-reduce: 3 go on at once and finish alike; "
-          "every example trained once per epoch", "[elastic]") {
+TEST_CASE(
+    "4 workers; worker 2 killed in an all-reduce: 3 go on at once and finish alike; "
+    "every example trained once per epoch",
+    "[elastic]") {
   const std::string dir = FreshTestDir("elastic_kill");
   std::vector<std::string> argv = {kLaunch, "--num_workers=4", "--elastic", "--", kTrain};
   for (const std::string& a : TrainArgs(4, 2)) argv.push_back(a);
@@ -72,7 +78,8 @@ TEST_CASE("4 workers; worker 2 killed in an all-reduce: 3 go on at once and fini
   REQUIRE(crashed >= 0);
   for (const std::string task : {"worker:0", "worker:1", "worker:3"}) {
     INFO(task);
-    const double resumed = LogLineTime(r.output, "generation 1: worker:2 \\(127\\.0\\.0\\.1:[0-9]+\\) left", task);
+    const double resumed =
+        LogLineTime(r.output, "generation 1: worker:2 \\(127\\.0\\.0\\.1:[0-9]+\\) left", task);
     REQUIRE(resumed >= 0);
     CHECK(resumed - crashed <= kRegroupBoundS);
   }
@@ -88,15 +95,18 @@ TEST_CASE("4 workers; worker 2 killed in an all-reduce: 3 go on at once and fini
   CHECK(metrics["train_examples_per_epoch"] == 4096);
 }
 
-TEST_CASE("3 workers; the chief killed (in an all-reduce or writing a checkpoint): worker 1 "
-          "takes over the checkpoints, the CSV log and the metrics", "[elastic]") {
+TEST_CASE(
+    "3 workers; the chief killed (in an all-reduce or writing a checkpoint): worker 1 "
+    "takes over the checkpoints, the CSV log and the metrics",
+    "[elastic]") {
   for (const std::string crash_at : {"allreduce#30@worker:0", "checkpoint_write#2@worker:0"}) {
     INFO(crash_at);
     const std::string dir = FreshTestDir("elastic_chief");
     std::vector<std::string> argv = {kLaunch, "--num_workers=3", "--elastic", "--", kTrain};
     for (const std::string& a : TrainArgs(3, 2)) argv.push_back(a);
-    argv.insert(argv.end(), {"--metrics_json=" + dir + "/metrics.json", "--checkpoint_dir=" + dir + "/ckpt",
-                             "--checkpoint_freq_steps=8", "--csv_log=" + dir + "/log.csv"});
+    argv.insert(argv.end(),
+                {"--metrics_json=" + dir + "/metrics.json", "--checkpoint_dir=" + dir + "/ckpt",
+                 "--checkpoint_freq_steps=8", "--csv_log=" + dir + "/log.csv"});
     Subprocess::Options options;
     options.env["RINGWORK_CRASH_AT"] = crash_at;
     options.timeout_s = kGuardS;
@@ -137,7 +147,8 @@ Job StartJob(int n, int64_t epochs, int min_workers, const std::vector<std::stri
   Job job;
   std::vector<std::string> args = TrainArgs(epochs, min_workers);
   args.insert(args.end(), extra.begin(), extra.end());
-  job.cluster = std::make_unique<ProcessCluster>(ProcessCluster::Options{kTrain, n, false, args, {}, kGuardS});
+  job.cluster = std::make_unique<ProcessCluster>(
+      ProcessCluster::Options{kTrain, n, false, args, {}, kGuardS});
   for (int i = 0; i < n; ++i) {
     Subprocess::Options options;
     options.env["TF_CONFIG"] = job.cluster->tf_config(i);
@@ -161,8 +172,10 @@ SubprocessResult Launch(int workers, bool elastic, const std::vector<std::string
   return Subprocess::Start(argv, options).Wait();
 }
 
-TEST_CASE("a worker dies in the small all-reduce that ends an epoch's begin or end: the one "
-          "left behind takes the state of one further on and all finish alike", "[elastic]") {
+TEST_CASE(
+    "a worker dies in the small all-reduce that ends an epoch's begin or end: the one "
+    "left behind takes the state of one further on and all finish alike",
+    "[elastic]") {
   // allreduce_round#K: worker 3 dies after the first round of its K-th recursive-
   // doubling all-reduce (4 ranks: 0 and 2 complete it, 1 does not). With these
   // flags K = 7 is epoch 1's begin (the chief's decisions), 45 the end's decisions,
@@ -180,11 +193,12 @@ TEST_CASE("a worker dies in the small all-reduce that ends an epoch's begin or e
     const std::string dir = FreshTestDir("elastic_behind");
     std::vector<std::string> args = TrainArgs(3, 2);
     args.push_back("--metrics_json=" + dir + "/metrics.json");
-    const SubprocessResult r =
-        Launch(4, true, args, {{"RINGWORK_CRASH_AT", absl::StrCat("allreduce_round#", c.k, "@worker:3")}});
+    const SubprocessResult r = Launch(
+        4, true, args, {{"RINGWORK_CRASH_AT", absl::StrCat("allreduce_round#", c.k, "@worker:3")}});
     INFO(r.output);
     CHECK(r.exit_code == 0);
-    CHECK(r.output.find(c.at + "; this worker takes the state of one further on)") != std::string::npos);
+    CHECK(r.output.find(c.at + "; this worker takes the state of one further on)") !=
+          std::string::npos);
     const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
     REQUIRE(fingerprints.size() == 3);
     CHECK(std::set<std::string>(fingerprints.begin(), fingerprints.end()).size() == 1);
@@ -225,13 +239,16 @@ double LargestDifferenceOfLatest(const std::string& dir_a, const std::string& di
   return LargestDifference(*a, *b);
 }
 
-TEST_CASE("a run that shrank from 4 workers to 3 equals (up to summation order) one resumed "
-          "on 3 workers from a checkpoint at the same step", "[elastic]") {
+TEST_CASE(
+    "a run that shrank from 4 workers to 3 equals (up to summation order) one resumed "
+    "on 3 workers from a checkpoint at the same step",
+    "[elastic]") {
   const std::string dir = FreshTestDir("elastic_equal");
   // A: worker 3 dies; the others go on after D steps.
   std::vector<std::string> args = TrainArgs(2, 2);
   args.push_back("--checkpoint_dir=" + dir + "/a");
-  const SubprocessResult a = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#20@worker:3"}});
+  const SubprocessResult a =
+      Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#20@worker:3"}});
   INFO(a.output);
   REQUIRE(a.exit_code == 0);
   std::smatch m;
@@ -258,28 +275,32 @@ TEST_CASE("a run that shrank from 4 workers to 3 equals (up to summation order) 
 // worker 3 dies the global batch is 90 and the learning rate x 3/4 (the linear
 // scaling rule), and the epoch takes the steps 90 a step needs.
 std::vector<std::string> PerReplicaArgs(int global_batch, const std::string& dir) {
-  return {"--dataset=synthetic", "--synthetic_examples=4096", absl::StrCat("--global_batch_size=", global_batch),
-          "--epochs=2", "--verbose=0", "--intra_op_threads=1", "--inter_op_threads=1", "--min_workers=2",
-          "--elastic_batch=per_replica",
-          "--checkpoint_dir=" + dir, "--keep_checkpoints=100",
+  return {"--dataset=synthetic", "--synthetic_examples=4096",
+          absl::StrCat("--global_batch_size=", global_batch), "--epochs=2", "--verbose=0",
+          "--intra_op_threads=1", "--inter_op_threads=1", "--min_workers=2",
+          "--elastic_batch=per_replica", "--checkpoint_dir=" + dir, "--keep_checkpoints=100",
           // A constant rate that checkpoints do not keep (a schedule sets it), so
           // that the resumed run below can start at 3/4 of it.
           "--lr_schedule=exponential", "--lr_decay_rate=1"};
 }
 
-TEST_CASE("with a per-replica batch a run that shrank from 4 workers to 3 trains every example "
-          "once per epoch and equals one resumed on 3 workers of batch 30 at the same example",
-          "[elastic]") {
+TEST_CASE(
+    "with a per-replica batch a run that shrank from 4 workers to 3 trains every example "
+    "once per epoch and equals one resumed on 3 workers of batch 30 at the same example",
+    "[elastic]") {
   const std::string dir = FreshTestDir("elastic_per_replica");
   // A: worker 3 dies in epoch 1; the others go on with a global batch of 90.
   std::vector<std::string> args = PerReplicaArgs(120, dir + "/a");
   args.insert(args.end(), {"--metrics_json=" + dir + "/a.json", "--checkpoint_freq_steps=25"});
-  const SubprocessResult a = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#20@worker:3"}});
+  const SubprocessResult a =
+      Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#20@worker:3"}});
   INFO(a.output);
   REQUIRE(a.exit_code == 0);
   std::smatch m;
-  REQUIRE(std::regex_search(a.output, m, std::regex("generation 1: [^\n]*\\(([0-9]+) steps done\\); global "
-                                                    "batch 90, learning rate x 3/4, ([0-9]+) steps in this epoch")));
+  REQUIRE(
+      std::regex_search(a.output, m,
+                        std::regex("generation 1: [^\n]*\\(([0-9]+) steps done\\); global "
+                                   "batch 90, learning rate x 3/4, ([0-9]+) steps in this epoch")));
   const int64_t d = std::stoll(m[1]);
   REQUIRE(d > 0);
   REQUIRE(d < 34);  // Inside epoch 1 (35 steps of 120).
@@ -312,7 +333,8 @@ TEST_CASE("with a per-replica batch a run that shrank from 4 workers to 3 trains
   CHECK(refused.exit_code == 7);
   CHECK(refused.output.find("resume it with --elastic_batch=per_replica") != std::string::npos);
   args = PerReplicaArgs(120, dir + "/c");
-  args.insert(args.end(), {"--backup_dir=" + dir + "/backup25", "--metrics_json=" + dir + "/c.json"});
+  args.insert(args.end(),
+              {"--backup_dir=" + dir + "/backup25", "--metrics_json=" + dir + "/c.json"});
   const SubprocessResult resumed = Launch(4, false, args);
   INFO(resumed.output);
   CHECK(resumed.exit_code == 0);
@@ -342,17 +364,22 @@ std::vector<std::string> CsvColumn(const std::string& path, const std::string& n
   return values;
 }
 
-TEST_CASE("with a per-replica batch a learning rate schedule follows the data: after a shrink "
-          "each epoch ends at the rate of an uninterrupted run", "[elastic]") {
+TEST_CASE(
+    "with a per-replica batch a learning rate schedule follows the data: after a shrink "
+    "each epoch ends at the rate of an uninterrupted run",
+    "[elastic]") {
   const std::string dir = FreshTestDir("elastic_per_replica_schedule");
   std::vector<std::string> args = TrainArgs(2, 2);
-  args.insert(args.end(), {"--elastic_batch=per_replica", "--lr_schedule=cosine", "--csv_log=" + dir + "/shrunk.csv"});
-  const SubprocessResult shrunk = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#20@worker:3"}});
+  args.insert(args.end(), {"--elastic_batch=per_replica", "--lr_schedule=cosine",
+                           "--csv_log=" + dir + "/shrunk.csv"});
+  const SubprocessResult shrunk =
+      Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce#20@worker:3"}});
   INFO(shrunk.output);
   REQUIRE(shrunk.exit_code == 0);
   REQUIRE(shrunk.output.find("steps in this epoch") != std::string::npos);
   args = TrainArgs(2, 2);
-  args.insert(args.end(), {"--elastic_batch=per_replica", "--lr_schedule=cosine", "--csv_log=" + dir + "/whole.csv"});
+  args.insert(args.end(), {"--elastic_batch=per_replica", "--lr_schedule=cosine",
+                           "--csv_log=" + dir + "/whole.csv"});
   const SubprocessResult whole = Launch(4, true, args);
   INFO(whole.output);
   REQUIRE(whole.exit_code == 0);
@@ -363,8 +390,10 @@ TEST_CASE("with a per-replica batch a learning rate schedule follows the data: a
   CHECK(rates == CsvColumn(dir + "/whole.csv", "learning_rate"));
 }
 
-TEST_CASE("the chief stopped while it keeps checkpoints: the new chief skips saves while the "
-          "old one holds the directory's lock and writes once it exits (fenced)", "[elastic]") {
+TEST_CASE(
+    "the chief stopped while it keeps checkpoints: the new chief skips saves while the "
+    "old one holds the directory's lock and writes once it exits (fenced)",
+    "[elastic]") {
   const std::string dir = FreshTestDir("elastic_stopped_chief");
   std::vector<std::string> extra = {"--checkpoint_dir=" + dir, "--checkpoint_freq_steps=50"};
   // Long enough that the survivors still train when the old chief resumes (they
@@ -395,8 +424,10 @@ TEST_CASE("the chief stopped while it keeps checkpoints: the new chief skips sav
   CHECK(*latest == dir + "/" + CheckpointFileName(kEpochs * 35));
 }
 
-TEST_CASE("3 workers; worker 1 stopped past the detection bound: 2 go on; resumed it "
-          "is fenced and exits 3", "[elastic]") {
+TEST_CASE(
+    "3 workers; worker 1 stopped past the detection bound: 2 go on; resumed it "
+    "is fenced and exits 3",
+    "[elastic]") {
   Job job = StartJob(3, 120, 2);
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const double stopped = LogClockNow();
@@ -436,7 +467,8 @@ TEST_CASE("2 of 4 workers killed: the other 2 are no majority and exit 3; 2 of 5
       CHECK_FALSE(r.timed_out);
       if (n == 4) {
         CHECK(r.exit_code == 3);
-        CHECK(r.output.find("lost the quorum: at generation 1 only 2 of the 4 workers") != std::string::npos);
+        CHECK(r.output.find("lost the quorum: at generation 1 only 2 of the 4 workers") !=
+              std::string::npos);
         CHECK(WeightsFingerprints(r.output).empty());
       } else {
         CHECK(r.exit_code == 0);
@@ -448,19 +480,23 @@ TEST_CASE("2 of 4 workers killed: the other 2 are no majority and exit 3; 2 of 5
   }
 }
 
-TEST_CASE("4 workers; worker 1 dies as the evaluation after training starts: the other 3 "
-          "evaluate again and the job succeeds", "[elastic]") {
+TEST_CASE(
+    "4 workers; worker 1 dies as the evaluation after training starts: the other 3 "
+    "evaluate again and the job succeeds",
+    "[elastic]") {
   const std::string dir = FreshTestDir("elastic_evaluate");
   std::vector<std::string> args = TrainArgs(2, 2);
   args.push_back("--metrics_json=" + dir + "/metrics.json");
-  const SubprocessResult r = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "final_evaluate@worker:1"}});
+  const SubprocessResult r =
+      Launch(4, true, args, {{"RINGWORK_CRASH_AT", "final_evaluate@worker:1"}});
   INFO(r.output);
   CHECK(r.exit_code == 0);
   REQUIRE(LogLineTime(r.output, "crash point final_evaluate", "worker:1") >= 0);
   for (const std::string task : {"worker:0", "worker:2", "worker:3"}) {
     INFO(task);
-    CHECK(LogLineTime(r.output, "generation 1: worker:1 \\(127\\.0\\.0\\.1:[0-9]+\\) left: .*; 3 of 4 "
-                                "workers evaluate again",
+    CHECK(LogLineTime(r.output,
+                      "generation 1: worker:1 \\(127\\.0\\.0\\.1:[0-9]+\\) left: .*; 3 of 4 "
+                      "workers evaluate again",
                       task) >= 0);
   }
   const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
@@ -472,8 +508,10 @@ TEST_CASE("4 workers; worker 1 dies as the evaluation after training starts: the
   CHECK(metrics["train_examples"] == 2 * 4096);  // Training had ended, with 4.
 }
 
-TEST_CASE("a worker dies in the all-reduce that ends fit: the two that got through it evaluate, "
-          "the one that did not learns that training ended, and all three evaluate again", "[elastic]") {
+TEST_CASE(
+    "a worker dies in the all-reduce that ends fit: the two that got through it evaluate, "
+    "the one that did not learns that training ended, and all three evaluate again",
+    "[elastic]") {
   // allreduce_round#84: with these flags (2 epochs: 6 small all-reduces open fit,
   // 38 per epoch, one more in the first step) the agreement that training ended;
   // worker 3 dies after its first
@@ -481,7 +519,8 @@ TEST_CASE("a worker dies in the all-reduce that ends fit: the two that got throu
   const std::string dir = FreshTestDir("elastic_fit_end");
   std::vector<std::string> args = TrainArgs(2, 2);
   args.push_back("--metrics_json=" + dir + "/metrics.json");
-  const SubprocessResult r = Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce_round#84@worker:3"}});
+  const SubprocessResult r =
+      Launch(4, true, args, {{"RINGWORK_CRASH_AT", "allreduce_round#84@worker:3"}});
   INFO(r.output);
   CHECK(r.exit_code == 0);
   REQUIRE(LogLineTime(r.output, "crash point allreduce_round", "worker:3") >= 0);

@@ -4,16 +4,15 @@
 // with every worker alike and every example trained once per epoch; a member that
 // dies while a worker joins leaves the others (the joiner too) going on.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <regex>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_directory.h"
@@ -43,11 +42,21 @@ struct GrowRun {
 GrowRun RunGrowing(const std::string& name, const std::string& crash_at,
                    const std::vector<std::string>& extra = {}) {
   const std::string dir = FreshTestDir(name);
-  std::vector<std::string> argv = {kLaunch, "--num_workers=4", "--elastic", "--max_restarts=1", "--",
-                                   kTrain, "--dataset=synthetic", absl::StrCat("--synthetic_examples=", kExamples),
-                                   "--global_batch_size=120", absl::StrCat("--epochs=", kEpochs),
-                                   "--verbose=0", "--intra_op_threads=1", "--inter_op_threads=1",
-                                   "--min_workers=2", "--metrics_json=" + dir + "/metrics.json"};
+  std::vector<std::string> argv = {kLaunch,
+                                   "--num_workers=4",
+                                   "--elastic",
+                                   "--max_restarts=1",
+                                   "--",
+                                   kTrain,
+                                   "--dataset=synthetic",
+                                   absl::StrCat("--synthetic_examples=", kExamples),
+                                   "--global_batch_size=120",
+                                   absl::StrCat("--epochs=", kEpochs),
+                                   "--verbose=0",
+                                   "--intra_op_threads=1",
+                                   "--inter_op_threads=1",
+                                   "--min_workers=2",
+                                   "--metrics_json=" + dir + "/metrics.json"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   Subprocess::Options options;
   options.env["RINGWORK_CRASH_AT"] = crash_at;
@@ -58,8 +67,10 @@ GrowRun RunGrowing(const std::string& name, const std::string& crash_at,
   return run;
 }
 
-TEST_CASE("the chief killed; launch starts it again; it joins the running job at a step and "
-          "the job ends with 4 workers alike (worker 1 stays the chief)", "[elastic]") {
+TEST_CASE(
+    "the chief killed; launch starts it again; it joins the running job at a step and "
+    "the job ends with 4 workers alike (worker 1 stays the chief)",
+    "[elastic]") {
   const GrowRun run = RunGrowing("elastic_grow", "allreduce#30@worker:0");
   const SubprocessResult& r = run.result;
   INFO(r.output);
@@ -71,14 +82,17 @@ TEST_CASE("the chief killed; launch starts it again; it joins the running job at
   CHECK(LogLineTime(r.output, "runs the job already", "worker:0") >= 0);
   for (const std::string task : {"worker:1", "worker:2", "worker:3"}) {
     INFO(task);
-    CHECK(LogLineTime(r.output, "generation 1: worker:0 \\(127\\.0\\.0\\.1:[0-9]+\\) left", task) >= 0);
-    CHECK(LogLineTime(r.output, "generation 2: worker:0 \\(127\\.0\\.0\\.1:[0-9]+\\) joined; 4 workers go on "
-                                // After an epoch's last step the epoch's end is next.
-                                "\\(3 before, 4 in the cluster\\), at epoch [0-9]+, (step [0-9]+|its end)",
+    CHECK(LogLineTime(r.output, "generation 1: worker:0 \\(127\\.0\\.0\\.1:[0-9]+\\) left", task) >=
+          0);
+    CHECK(LogLineTime(r.output,
+                      "generation 2: worker:0 \\(127\\.0\\.0\\.1:[0-9]+\\) joined; 4 workers go on "
+                      // After an epoch's last step the epoch's end is next.
+                      "\\(3 before, 4 in the cluster\\), at epoch [0-9]+, (step [0-9]+|its end)",
                       task) >= 0);
   }
-  CHECK(LogLineTime(r.output, "generation 2: worker:0 \\(127\\.0\\.0\\.1:[0-9]+\\) joined; 4 workers go on "
-                              "\\(4 in the cluster\\)",
+  CHECK(LogLineTime(r.output,
+                    "generation 2: worker:0 \\(127\\.0\\.0\\.1:[0-9]+\\) joined; 4 workers go on "
+                    "\\(4 in the cluster\\)",
                     "worker:0") >= 0);
   // Worker 1 took the chief's part when worker 0 died, and kept it: a worker
   // joining never takes it over. The chief alone prints the summary.
@@ -96,8 +110,10 @@ TEST_CASE("the chief killed; launch starts it again; it joins the running job at
   CHECK(run.metrics["test_accuracy"].get<double>() > 0.5);
 }
 
-TEST_CASE("a member dies while a restarted worker joins: the others and the joiner go on "
-          "without it and finish alike", "[elastic]") {
+TEST_CASE(
+    "a member dies while a restarted worker joins: the others and the joiner go on "
+    "without it and finish alike",
+    "[elastic]") {
   // worker:2 dies in an all-reduce and comes back; when it joins, worker:1 dies
   // right after the ring grew, before the state reached the joiner.
   const GrowRun run = RunGrowing("elastic_grow_crash", "allreduce#30@worker:2,grow@worker:1");
@@ -108,7 +124,8 @@ TEST_CASE("a member dies while a restarted worker joins: the others and the join
   REQUIRE(LogLineTime(r.output, "crash point", "worker:1") >= 0);
   for (const std::string task : {"worker:0", "worker:2", "worker:3"}) {
     INFO(task);
-    CHECK(LogLineTime(r.output, "generation 3: worker:1 \\(127\\.0\\.0\\.1:[0-9]+\\) left", task) >= 0);
+    CHECK(LogLineTime(r.output, "generation 3: worker:1 \\(127\\.0\\.0\\.1:[0-9]+\\) left", task) >=
+          0);
   }
   const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
   REQUIRE(fingerprints.size() == 3);
@@ -119,20 +136,26 @@ TEST_CASE("a member dies while a restarted worker joins: the others and the join
   CHECK(run.metrics["train_examples"] == kEpochs * kExamples);
 }
 
-TEST_CASE("with a per-replica batch a worker that comes back joins at the exact example "
-          "reached: the global batch goes 120, 90, 120 and every example is trained once per epoch",
-          "[elastic]") {
-  const GrowRun run = RunGrowing("elastic_grow_per_replica", "allreduce#30@worker:2", {"--elastic_batch=per_replica"});
+TEST_CASE(
+    "with a per-replica batch a worker that comes back joins at the exact example "
+    "reached: the global batch goes 120, 90, 120 and every example is trained once per epoch",
+    "[elastic]") {
+  const GrowRun run = RunGrowing("elastic_grow_per_replica", "allreduce#30@worker:2",
+                                 {"--elastic_batch=per_replica"});
   const SubprocessResult& r = run.result;
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_FALSE(r.timed_out);
   for (const std::string task : {"worker:0", "worker:1", "worker:3"}) {
     INFO(task);
-    CHECK(LogLineTime(r.output, "generation 1: worker:2 [^\n]* left[^\n]*; global batch 90, learning rate x 3/4",
-                      task) >= 0);
-    CHECK(LogLineTime(r.output, "generation 2: worker:2 [^\n]* joined[^\n]*; global batch 120, learning rate x 4/4",
-                      task) >= 0);
+    CHECK(LogLineTime(
+              r.output,
+              "generation 1: worker:2 [^\n]* left[^\n]*; global batch 90, learning rate x 3/4",
+              task) >= 0);
+    CHECK(LogLineTime(
+              r.output,
+              "generation 2: worker:2 [^\n]* joined[^\n]*; global batch 120, learning rate x 4/4",
+              task) >= 0);
   }
   const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
   REQUIRE(fingerprints.size() == 4);
@@ -145,14 +168,15 @@ TEST_CASE("with a per-replica batch a worker that comes back joins at the exact 
 }
 
 // `train` on the synthetic images under launch: `launch_flags` then the train flags.
-SubprocessResult LaunchTrain(int workers, const std::vector<std::string>& launch_flags, int64_t epochs,
-                             const std::vector<std::string>& train_flags,
+SubprocessResult LaunchTrain(int workers, const std::vector<std::string>& launch_flags,
+                             int64_t epochs, const std::vector<std::string>& train_flags,
                              const std::map<std::string, std::string>& env = {}) {
   std::vector<std::string> argv = {kLaunch, absl::StrCat("--num_workers=", workers)};
   argv.insert(argv.end(), launch_flags.begin(), launch_flags.end());
-  argv.insert(argv.end(), {"--", kTrain, "--dataset=synthetic", absl::StrCat("--synthetic_examples=", kExamples),
-                           "--global_batch_size=120", absl::StrCat("--epochs=", epochs), "--verbose=0",
-                           "--intra_op_threads=1", "--inter_op_threads=1"});
+  argv.insert(argv.end(), {"--", kTrain, "--dataset=synthetic",
+                           absl::StrCat("--synthetic_examples=", kExamples),
+                           "--global_batch_size=120", absl::StrCat("--epochs=", epochs),
+                           "--verbose=0", "--intra_op_threads=1", "--inter_op_threads=1"});
   argv.insert(argv.end(), train_flags.begin(), train_flags.end());
   Subprocess::Options options;
   options.env = env;
@@ -162,12 +186,15 @@ SubprocessResult LaunchTrain(int workers, const std::vector<std::string>& launch
 
 int64_t StepsDone(const std::string& output, const std::string& line_pattern) {
   std::smatch m;
-  if (!std::regex_search(output, m, std::regex(line_pattern + "[^\n]*\\(([0-9]+) steps done"))) return -1;
+  if (!std::regex_search(output, m, std::regex(line_pattern + "[^\n]*\\(([0-9]+) steps done")))
+    return -1;
   return std::stoll(m[1]);
 }
 
-TEST_CASE("a run that shrank from 4 workers to 3 and grew back equals (up to summation order) "
-          "runs resumed from checkpoints at the same steps with 4, 3 and 4 workers", "[elastic]") {
+TEST_CASE(
+    "a run that shrank from 4 workers to 3 and grew back equals (up to summation order) "
+    "runs resumed from checkpoints at the same steps with 4, 3 and 4 workers",
+    "[elastic]") {
   constexpr int64_t kSteps = 35;  // Per epoch.
   const std::string dir = FreshTestDir("elastic_grow_equal");
   // A: worker 3 dies after D1 steps and is back after D2.
@@ -185,9 +212,10 @@ TEST_CASE("a run that shrank from 4 workers to 3 and grew back equals (up to sum
   REQUIRE(d2 < kEpochs * kSteps);
   // B: 4 workers to D1, 3 from D1 to D2, 4 from D2 on; each stage keeps the
   // checkpoint the next resumes from (a stage stops at the end of that epoch).
-  const SubprocessResult b1 = LaunchTrain(4, {}, d1 / kSteps + 1,
-                                          {"--checkpoint_dir=" + dir + "/b1", absl::StrCat("--checkpoint_freq_steps=", d1),
-                                           "--keep_checkpoints=100"});
+  const SubprocessResult b1 =
+      LaunchTrain(4, {}, d1 / kSteps + 1,
+                  {"--checkpoint_dir=" + dir + "/b1", absl::StrCat("--checkpoint_freq_steps=", d1),
+                   "--keep_checkpoints=100"});
   INFO(b1.output);
   REQUIRE(b1.exit_code == 0);
   REQUIRE(MakeBackupOf(dir + "/b1/" + CheckpointFileName(d1), dir + "/backup1").ok());
@@ -201,7 +229,8 @@ TEST_CASE("a run that shrank from 4 workers to 3 and grew back equals (up to sum
   REQUIRE(MakeBackupOf(dir + "/b2/" + CheckpointFileName(d2), dir + "/backup2").ok());
   const SubprocessResult b3 =
       LaunchTrain(4, {}, kEpochs,
-                  {"--backup_dir=" + dir + "/backup2", "--checkpoint_dir=" + dir + "/b3", "--keep_checkpoints=100"});
+                  {"--backup_dir=" + dir + "/backup2", "--checkpoint_dir=" + dir + "/b3",
+                   "--keep_checkpoints=100"});
   INFO(b3.output);
   REQUIRE(b3.exit_code == 0);
   REQUIRE(b3.output.find(absl::StrCat("(", d2, " steps done)")) != std::string::npos);

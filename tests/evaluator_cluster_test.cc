@@ -1,20 +1,19 @@
 // The sidecar evaluator (`train` as a TF_CONFIG task of type evaluator) beside real
 // training processes: it evaluates the chief's checkpoints as they appear, ends
 // with the final one, gives up after its timeout, and training never waits for it.
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
-
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "observability/event_file.h"
-#include "testing/temp_dir.h"
 #include "testing/process_cluster.h"
+#include "testing/temp_dir.h"
 
 namespace ringwork {
 namespace {
@@ -25,9 +24,9 @@ constexpr char kTrain[] = "tools/train";
 constexpr char kLaunch[] = "tools/launch/launch";
 constexpr double kGuardS = 90;
 
-const std::vector<std::string> kArgs = {"--dataset=synthetic", "--synthetic_examples=4096",
-                                        "--global_batch_size=128", "--epochs=3", "--verbose=1",
-                                        "--intra_op_threads=1"};
+const std::vector<std::string> kArgs = {
+    "--dataset=synthetic", "--synthetic_examples=4096", "--global_batch_size=128", "--epochs=3",
+    "--verbose=1",         "--intra_op_threads=1"};
 
 // Every record's CRCs checked; one file per directory (one writer each).
 ScalarCurves Scalars(const std::string& dir) {
@@ -38,15 +37,17 @@ ScalarCurves Scalars(const std::string& dir) {
   return *curves;
 }
 
-TEST_CASE("the evaluator scores each new checkpoint and stops after the final one; with "
-          "TensorBoard's curves beside the chief's", "[evaluator]") {
+TEST_CASE(
+    "the evaluator scores each new checkpoint and stops after the final one; with "
+    "TensorBoard's curves beside the chief's",
+    "[evaluator]") {
   const std::string dir = FreshTestDir("eval_ckpt");
   const std::string logs = FreshTestDir("eval_tensorboard");
   std::vector<std::string> argv = {kLaunch, "--num_workers=2", "--evaluator", "--", kTrain};
   argv.insert(argv.end(), kArgs.begin(), kArgs.end());
-  argv.insert(argv.end(), {"--checkpoint_dir=" + dir, "--checkpoint_freq_steps=16",
-                           "--evaluator_poll_s=0.05", "--tensorboard_dir=" + logs,
-                           "--metrics_json=" + dir + "/metrics.json"});
+  argv.insert(argv.end(),
+              {"--checkpoint_dir=" + dir, "--checkpoint_freq_steps=16", "--evaluator_poll_s=0.05",
+               "--tensorboard_dir=" + logs, "--metrics_json=" + dir + "/metrics.json"});
   Subprocess::Options options;
   options.timeout_s = kGuardS;
   SubprocessResult r = RunSubprocess(argv, options);
@@ -62,7 +63,8 @@ TEST_CASE("the evaluator scores each new checkpoint and stops after the final on
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   REQUIRE(!lines.empty());
   CHECK(lines.back().find("\"final\":true") != std::string::npos);
-  for (size_t i = 0; i + 1 < lines.size(); ++i) CHECK(lines[i].find("\"final\":false") != std::string::npos);
+  for (size_t i = 0; i + 1 < lines.size(); ++i)
+    CHECK(lines[i].find("\"final\":false") != std::string::npos);
   std::smatch m;
   REQUIRE(std::regex_search(lines.back(), m, std::regex("\"accuracy\":([0-9.]+)")));
   const double evaluated = std::stod(m[1]);

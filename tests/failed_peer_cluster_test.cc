@@ -3,12 +3,11 @@
 // --heartbeat_interval_s x --heartbeat_misses + 1 s of the failure (nothing waits
 // for the failed peer at shutdown) and names the failed worker, not a survivor
 // that left because of it.
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <regex>
 #include <string>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 #include "testing/process_cluster.h"
 
@@ -31,9 +30,9 @@ struct Survivor {
 // its own). Returns the survivors' results and the time of the signal.
 std::vector<Survivor> FailOne(int n, int victim, int signal, const std::vector<std::string>& extra,
                               double* signalled_s, std::string* victim_address) {
-  std::vector<std::string> args = {"--model=mlp", "--dataset=synthetic", "--epochs=1000",
-                                   "--global_batch_size=192", "--intra_op_threads=1",
-                                   "--verbose=0"};
+  std::vector<std::string> args = {"--model=mlp",          "--dataset=synthetic",
+                                   "--epochs=1000",        "--global_batch_size=192",
+                                   "--intra_op_threads=1", "--verbose=0"};
   args.insert(args.end(), extra.begin(), extra.end());
   ProcessCluster cluster({kTrain, n, false, args, {}, 120});
   *victim_address = cluster.address(victim);
@@ -93,13 +92,15 @@ void CheckSurvivors(const std::vector<Survivor>& survivors, int victim, double s
     INFO("error line: " << error);
     const size_t first = error.find("worker:");
     REQUIRE(first != std::string::npos);
-    CHECK(error.compare(first, victim_name.size() + 1 + cause.size(),
-                        victim_name + " " + cause) == 0);
+    CHECK(error.compare(first, victim_name.size() + 1 + cause.size(), victim_name + " " + cause) ==
+          0);
   }
 }
 
-TEST_CASE("three workers, defaults, worker 1 stopped: both others exit 3 within the bound, "
-          "naming it", "[failed_peer]") {
+TEST_CASE(
+    "three workers, defaults, worker 1 stopped: both others exit 3 within the bound, "
+    "naming it",
+    "[failed_peer]") {
   double signalled_s = 0;
   std::string address;
   std::vector<Survivor> survivors = FailOne(3, 1, SIGSTOP, {}, &signalled_s, &address);
@@ -108,7 +109,8 @@ TEST_CASE("three workers, defaults, worker 1 stopped: both others exit 3 within 
   for (int i : {0, 2}) {
     std::smatch m;
     const std::string& output = survivors[i].result.output;
-    REQUIRE(std::regex_search(output, m, std::regex("no reply for ([0-9.]+) s \\(5 missed at 1 s")));
+    REQUIRE(
+        std::regex_search(output, m, std::regex("no reply for ([0-9.]+) s \\(5 missed at 1 s")));
     CHECK(std::stod(m[1]) <= 5.2);
   }
 }

@@ -6,10 +6,9 @@
 // (40 MiB, more than gRPC's window) arrive whole and in order; an idle worker
 // reads the frames a peer sent before the peer shut down (a reset stream would drop
 // them); an orderly shutdown sees each peer's end of stream at once.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -78,15 +77,17 @@ TEST_CASE("over gRPC, frames sent ahead of their receives arrive in order; shutd
         for (int round = 1; round <= kSmallRounds; ++round) {
           RW_RETURN_IF_ERROR(SmallAllReduce(comm, w.rank, round));
         }
-        const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                   Clock::now().time_since_epoch()).count();
+        const int64_t now_us =
+            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
+                .count();
         int64_t seen = last_return_us.load();
         while (seen < now_us && !last_return_us.compare_exchange_weak(seen, now_us)) {
         }
         return absl::OkStatus();
       });
-  const int64_t end_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                             Clock::now().time_since_epoch()).count();
+  const int64_t end_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
+          .count();
   CheckAllOk(results);
   // Both shut down after their last collective: each owes a Read then.
   const double shutdown_s = static_cast<double>(end_us - last_return_us.load()) / 1e6;
@@ -107,7 +108,8 @@ TEST_CASE("over gRPC, an idle worker reads the frames its peer sent before shutt
   CheckAllOk(LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
     Communicator* comm = w.communicator();
     // In step: the last frames reach collectives that wait, so Reads are owed.
-    for (int round = 0; round < 20; ++round) RW_RETURN_IF_ERROR(SmallAllReduce(comm, w.rank, round));
+    for (int round = 0; round < 20; ++round)
+      RW_RETURN_IF_ERROR(SmallAllReduce(comm, w.rank, round));
     std::vector<float> data(kCount, 0.f);
     if (w.rank == 1) {
       for (size_t i = 0; i < kCount; ++i) data[i] = Pattern(i);

@@ -13,14 +13,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "testing/log_lines.h"
 #include "testing/subprocess.h"
@@ -29,7 +28,7 @@ namespace ringwork {
 namespace {
 
 constexpr int kHosts = 3;
-constexpr char kPort[] = "2222";  // Every namespace has its own port space.
+constexpr char kPort[] = "2222";   // Every namespace has its own port space.
 constexpr char kIp[] = "/bin/ip";  // Debian's iproute2 (scripts/setup.sh installs it).
 
 std::string Address(int host) { return "10.211.0." + std::to_string(host + 1); }
@@ -61,7 +60,8 @@ class EmulatedHosts {
       const std::string ns = host(i), port = "v" + std::to_string(i);
       Ip({"netns", "add", ns});
       created_.push_back(ns);
-      Ip({"link", "add", port, "netns", hub(), "type", "veth", "peer", "name", "eth0", "netns", ns});
+      Ip({"link", "add", port, "netns", hub(), "type", "veth", "peer", "name", "eth0", "netns",
+          ns});
       Ip({"-n", hub(), "link", "set", port, "master", "br0", "up"});
       Ip({"-n", ns, "addr", "add", Address(i) + "/24", "dev", "eth0"});
       Ip({"-n", ns, "link", "set", "eth0", "up"});
@@ -127,11 +127,11 @@ TEST_CASE("train runs across three network namespaces with their own addresses",
     options.env["TF_CONFIG"] = TfConfig(i);
     options.unset_env = {"RINGWORK_CLUSTER_TOKEN"};
     options.timeout_s = 120;
-    workers.push_back(Subprocess::Start(
-        {kIp, "netns", "exec", hosts.host(i), "tools/train", "--epochs=1",
-         "--steps_per_epoch=40", "--global_batch_size=96", "--transport=grpc",
-         "--startup_timeout_s=60", "--collective_timeout_s=60", "--verbose=0"},
-        options));
+    workers.push_back(
+        Subprocess::Start({kIp, "netns", "exec", hosts.host(i), "tools/train", "--epochs=1",
+                           "--steps_per_epoch=40", "--global_batch_size=96", "--transport=grpc",
+                           "--startup_timeout_s=60", "--collective_timeout_s=60", "--verbose=0"},
+                          options));
   }
   std::set<std::string> fingerprints;
   int found = 0;
@@ -159,8 +159,9 @@ TEST_CASE("train runs across three network namespaces with their own addresses",
 // Starts a worker on every host (default heartbeats, 1 s x 5 misses; gRPC
 // between the namespaces), pulls host 1's cable after 8 s, and waits for all.
 // `cut_s` and `cut_clock`: the cut on the monotonic and on the log lines' clock.
-std::vector<SubprocessResult> CutHostOne(const EmulatedHosts& hosts, const std::vector<std::string>& extra,
-                                         double* cut_s, double* cut_clock, std::vector<double>* exited_s) {
+std::vector<SubprocessResult> CutHostOne(const EmulatedHosts& hosts,
+                                         const std::vector<std::string>& extra, double* cut_s,
+                                         double* cut_clock, std::vector<double>* exited_s) {
   std::vector<std::unique_ptr<Subprocess>> workers(kHosts);
   std::vector<double> started(kHosts);
   for (int i = 0; i < kHosts; ++i) {
@@ -169,10 +170,17 @@ std::vector<SubprocessResult> CutHostOne(const EmulatedHosts& hosts, const std::
     options.unset_env = {"RINGWORK_CLUSTER_TOKEN"};
     options.timeout_s = 120;
     started[i] = MonotonicSeconds();
-    std::vector<std::string> argv = {kIp, "netns", "exec", hosts.host(i), "tools/train",
-                                     "--dataset=synthetic", "--global_batch_size=96",
-                                     "--transport=grpc", "--intra_op_threads=1",
-                                     "--startup_timeout_s=60", "--verbose=0"};
+    std::vector<std::string> argv = {kIp,
+                                     "netns",
+                                     "exec",
+                                     hosts.host(i),
+                                     "tools/train",
+                                     "--dataset=synthetic",
+                                     "--global_batch_size=96",
+                                     "--transport=grpc",
+                                     "--intra_op_threads=1",
+                                     "--startup_timeout_s=60",
+                                     "--verbose=0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     workers[i] = std::make_unique<Subprocess>(Subprocess::Start(argv, options));
   }
@@ -191,8 +199,10 @@ std::vector<SubprocessResult> CutHostOne(const EmulatedHosts& hosts, const std::
   return results;
 }
 
-TEST_CASE("a host cut off from the others: the survivors exit 3 within the heartbeat bound "
-          "+ 1 s, naming it", "[netns]") {
+TEST_CASE(
+    "a host cut off from the others: the survivors exit 3 within the heartbeat bound "
+    "+ 1 s, naming it",
+    "[netns]") {
   if (SkippedWithoutRoot()) return;
   EmulatedHosts hosts;
   double cut_s = 0, cut_clock = 0;
@@ -218,8 +228,10 @@ TEST_CASE("a host cut off from the others: the survivors exit 3 within the heart
   CHECK(results[1].exit_code == 3);
 }
 
-TEST_CASE("elastic training, a host cut off: the other two go on and finish, the one cut off "
-          "exits 3 for lost quorum, both within 7 s of the cut", "[netns]") {
+TEST_CASE(
+    "elastic training, a host cut off: the other two go on and finish, the one cut off "
+    "exits 3 for lost quorum, both within 7 s of the cut",
+    "[netns]") {
   if (SkippedWithoutRoot()) return;
   EmulatedHosts hosts;
   double cut_s = 0, cut_clock = 0;
@@ -231,7 +243,8 @@ TEST_CASE("elastic training, a host cut off: the other two go on and finish, the
   for (int i : {0, 2}) {
     INFO("worker " << i << ": " << results[i].output);
     CHECK(results[i].exit_code == 0);
-    const double resumed = LogLineTime(results[i].output, "generation 1: worker:1 \\(" + Address(1));
+    const double resumed =
+        LogLineTime(results[i].output, "generation 1: worker:1 \\(" + Address(1));
     REQUIRE(resumed >= 0);
     CHECK(resumed - cut_clock <= 7.0);  // The issue's bar.
     CHECK(results[i].output.find("2 of 3 workers go on") != std::string::npos);

@@ -8,20 +8,19 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <thread>
 
-#include <catch2/catch.hpp>
-
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_directory.h"
 #include "checkpoint/checkpoint_file.h"
-#include "testing/temp_dir.h"
 #include "testing/log_lines.h"
 #include "testing/process_cluster.h"
+#include "testing/temp_dir.h"
 
 namespace ringwork {
 namespace {
@@ -36,8 +35,13 @@ constexpr double kGuardS = 90;  // Per process; reaching it is a failure.
 // --inter_op_threads=1: one gradient all-reduce per step on any machine (with an
 // overlap thread they go pack by pack), so RINGWORK_CRASH_AT counts land alike.
 std::vector<std::string> TrainArgs(int64_t epochs) {
-  return {"--dataset=synthetic", "--synthetic_examples=4096", "--global_batch_size=128",
-          absl::StrCat("--epochs=", epochs), "--verbose=0", "--intra_op_threads=1", "--inter_op_threads=1"};
+  return {"--dataset=synthetic",
+          "--synthetic_examples=4096",
+          "--global_batch_size=128",
+          absl::StrCat("--epochs=", epochs),
+          "--verbose=0",
+          "--intra_op_threads=1",
+          "--inter_op_threads=1"};
 }
 
 // Every tensor of the checkpoint `latest` names reads back and verifies.
@@ -73,11 +77,11 @@ TEST_CASE("each of 4 workers killed at each moment: the others exit 3 or 4, nami
       INFO(moment.crash_at << " @" << task);
       const std::string dir = FreshTestDir("crash_ckpt");
       std::vector<std::string> args = TrainArgs(2);
-      args.insert(args.end(), {"--checkpoint_dir=" + dir, "--checkpoint_freq_steps=4",
-                               "--startup_timeout_s=6", "--heartbeat_interval_s=0.5",
-                               "--heartbeat_misses=4"});
-      ProcessCluster cluster({kTrain, 4, false, args,
-                              {{"RINGWORK_CRASH_AT", moment.crash_at + "@" + task}}, kGuardS});
+      args.insert(args.end(),
+                  {"--checkpoint_dir=" + dir, "--checkpoint_freq_steps=4", "--startup_timeout_s=6",
+                   "--heartbeat_interval_s=0.5", "--heartbeat_misses=4"});
+      ProcessCluster cluster(
+          {kTrain, 4, false, args, {{"RINGWORK_CRASH_AT", moment.crash_at + "@" + task}}, kGuardS});
       const double start = MonotonicSeconds();
       std::vector<SubprocessResult> results = cluster.Run();
       const std::string victim_name = absl::StrCat(task, " (", cluster.address(victim), ")");
@@ -102,7 +106,8 @@ TEST_CASE("each of 4 workers killed at each moment: the others exit 3 or 4, nami
         if (victim == 0) {
           CHECK(latest == dir + "/" + CheckpointFileName(4));
         } else {  // The chief may have finished the write the victim died during.
-          CHECK((latest == dir + "/" + CheckpointFileName(4) || latest == dir + "/" + CheckpointFileName(8)));
+          CHECK((latest == dir + "/" + CheckpointFileName(4) ||
+                 latest == dir + "/" + CheckpointFileName(8)));
         }
       }
     }
@@ -125,7 +130,8 @@ std::string Uninterrupted(int64_t epochs) {
   return prints[0];
 }
 
-TEST_CASE("launch --max_restarts resumes from the backup to the uninterrupted weights", "[restart]") {
+TEST_CASE("launch --max_restarts resumes from the backup to the uninterrupted weights",
+          "[restart]") {
   const std::string expected = Uninterrupted(3);
   // A worker dies mid all-reduce; the chief dies while writing its second backup.
   for (const std::string crash_at : {"allreduce#20@worker:2", "checkpoint_write#2@worker:0"}) {
@@ -153,7 +159,7 @@ TEST_CASE("launch --max_restarts resumes from the backup to the uninterrupted we
 
 TEST_CASE("launch does not restart what a restart cannot fix", "[restart]") {
   std::vector<std::string> argv = {kLaunch, "--num_workers=2", "--max_restarts=3", "--",
-                                   kTrain, "--model=rnn"};
+                                   kTrain,  "--model=rnn"};
   Subprocess::Options options;
   options.timeout_s = kGuardS;
   SubprocessResult r = RunSubprocess(argv, options);
@@ -195,7 +201,8 @@ TEST_CASE("SIGTERM to one worker: all save a backup and exit 143; a rerun resume
   }
   CHECK(MonotonicSeconds() - signalled < 15);
   CheckLatestIsWhole(backup);
-  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader = CheckpointReader::Open(*LatestCheckpoint(backup));
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+      CheckpointReader::Open(*LatestCheckpoint(backup));
   REQUIRE(reader.ok());
   const int64_t stopped_at = (*reader)->manifest().step;
   CHECK(stopped_at % 100 != 0);  // Saved at the stop, not a periodic backup.

@@ -5,11 +5,13 @@
 // run; a worker with another token is refused with exit 6; a worker listens only on
 // its own address; mutual TLS admits only certificates of the cluster's CA.
 #include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -17,16 +19,13 @@
 #include <regex>
 #include <thread>
 
-#include <catch2/catch.hpp>
-#include <grpcpp/grpcpp.h>
-
 #include "absl/strings/str_cat.h"
 #include "proto/worker.grpc.pb.h"
 #include "runtime/auth/rpc_auth.h"
 #include "runtime/config/cluster_config.h"
 #include "runtime/transport/grpc/rendezvous.h"
-#include "testing/temp_dir.h"
 #include "testing/process_cluster.h"
+#include "testing/temp_dir.h"
 
 namespace ringwork {
 namespace {
@@ -74,9 +73,9 @@ bool SendRaw(const std::string& host, int port, const std::string& bytes) {
   return true;
 }
 
-std::unique_ptr<proto::Worker::Stub> Stub(const std::string& address,
-                                          std::shared_ptr<grpc::ChannelCredentials> credentials =
-                                              grpc::InsecureChannelCredentials()) {
+std::unique_ptr<proto::Worker::Stub> Stub(
+    const std::string& address,
+    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials()) {
   // Retry connecting often: the worker may not be listening yet.
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
@@ -144,9 +143,9 @@ std::string ClusterFingerprint(const ProcessCluster& cluster) {
   return ClusterConfig(cluster.spec(), cluster.task(0), "test").Fingerprint();
 }
 
-const std::vector<std::string> kTrainArgs = {"--dataset=synthetic", "--synthetic_examples=4096",
-                                             "--global_batch_size=128", "--epochs=150",
-                                             "--verbose=0", "--intra_op_threads=1"};
+const std::vector<std::string> kTrainArgs = {
+    "--dataset=synthetic", "--synthetic_examples=4096", "--global_batch_size=128", "--epochs=150",
+    "--verbose=0",         "--intra_op_threads=1"};
 
 TEST_CASE("refused calls leave a training run to the weights of an undisturbed one", "[security]") {
   const std::map<std::string, std::string> env = {{"RINGWORK_CLUSTER_TOKEN", kToken}};
@@ -187,9 +186,10 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
   // open right after the rendezvous), once it trains a few steps.
   const double until = MonotonicSeconds() + 30;
   proto::HeartbeatResponse w0_reply;
-  while (MonotonicSeconds() < until &&
-         Heartbeat(*worker0, insider.CallMetadataFor(RpcMethod::kHeartbeat, 0, w0), &w0_reply).ok() &&
-         w0_reply.step() < 3) {
+  while (
+      MonotonicSeconds() < until &&
+      Heartbeat(*worker0, insider.CallMetadataFor(RpcMethod::kHeartbeat, 0, w0), &w0_reply).ok() &&
+      w0_reply.step() < 3) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   REQUIRE(w0_reply.step() >= 3);
@@ -197,15 +197,17 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
   // No token (twice: logged once), no identity, a wrong token, the right one for
   // another cluster.
   for (int i = 0; i < 2; ++i) {
-    CHECK(Heartbeat(*worker0, RpcAuth("", fingerprint, 1, 5).CallMetadataFor(RpcMethod::kHeartbeat, 0, w0))
+    CHECK(Heartbeat(*worker0,
+                    RpcAuth("", fingerprint, 1, 5).CallMetadataFor(RpcMethod::kHeartbeat, 0, w0))
               .error_code() == grpc::StatusCode::UNAUTHENTICATED);
   }
   CHECK(Heartbeat(*worker0, {}).error_code() == grpc::StatusCode::UNAUTHENTICATED);
   CHECK(Heartbeat(*worker0, RpcAuth("a-token-of-another-job-0000", fingerprint, 1, 5)
                                 .CallMetadataFor(RpcMethod::kHeartbeat, 0, w0))
             .error_code() == grpc::StatusCode::UNAUTHENTICATED);
-  CHECK(Heartbeat(*worker0, RpcAuth(kToken, "another-cluster", 1, 5)
-                                .CallMetadataFor(RpcMethod::kHeartbeat, 0, w0))
+  CHECK(Heartbeat(
+            *worker0,
+            RpcAuth(kToken, "another-cluster", 1, 5).CallMetadataFor(RpcMethod::kHeartbeat, 0, w0))
             .error_code() == grpc::StatusCode::PERMISSION_DENIED);
   // A call of an earlier run of this job (same token, cluster and rank; the worker
   // then had another incarnation), replayed now.
@@ -218,7 +220,8 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
     proto::JoinRequest join;
     join.set_from_rank(1);
     proto::JoinResponse response;
-    CHECK(worker0->Join(&context, join, &response).error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(worker0->Join(&context, join, &response).error_code() ==
+          grpc::StatusCode::UNAUTHENTICATED);
   }
   // A Join for a member of the running job (rank 1, as another process), signed
   // and bound right: refused (ALREADY_EXISTS). The same Join with its segment
@@ -235,16 +238,17 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
     join.set_shm_segment("/ringwork-1-1");
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
-    for (const auto& [k, v] : RpcAuth(kToken, fingerprint, 1, intruder)
-                                  .CallMetadataFor(RpcMethod::kJoin, 0, w0, SignedJoinFields(join))) {
+    for (const auto& [k, v] :
+         RpcAuth(kToken, fingerprint, 1, intruder)
+             .CallMetadataFor(RpcMethod::kJoin, 0, w0, SignedJoinFields(join))) {
       context.AddMetadata(k, v);
     }
     if (tampered) join.set_shm_segment("/ringwork-2-2");
     proto::JoinResponse response;
     const grpc::Status status = worker0->Join(&context, join, &response);
     INFO(status.error_message());
-    CHECK(status.error_code() == (tampered ? grpc::StatusCode::UNAUTHENTICATED
-                                           : grpc::StatusCode::ALREADY_EXISTS));
+    CHECK(status.error_code() ==
+          (tampered ? grpc::StatusCode::UNAUTHENTICATED : grpc::StatusCode::ALREADY_EXISTS));
   }
   // Data streams with the right token: one claiming worker:1 (which already has its
   // stream), one with an incarnation that never joined, one with a Heartbeat's
@@ -310,18 +314,31 @@ TEST_CASE("refused calls leave a training run to the weights of an undisturbed o
   }
   const std::string& log = results[0].output;
   INFO(log);
-  CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call carries no cluster token") == 1);
+  CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call carries no cluster token") ==
+        1);
   CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call does not identify") == 1);
-  CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call's cluster token is wrong") == 1);
-  CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the caller (rank 1) belongs to cluster another-cluster") == 1);
-  CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call is meant for rank 0 incarnation " +
-                       std::to_string(w0 ^ 0x5a5a)) == 1);
+  CHECK(Count(log, "refused a Heartbeat from ipv4:127.0.0.1: the call's cluster token is wrong") ==
+        1);
+  CHECK(Count(log,
+              "refused a Heartbeat from ipv4:127.0.0.1: the caller (rank 1) belongs to cluster "
+              "another-cluster") == 1);
+  CHECK(Count(log,
+              "refused a Heartbeat from ipv4:127.0.0.1: the call is meant for rank 0 incarnation " +
+                  std::to_string(w0 ^ 0x5a5a)) == 1);
   CHECK(Count(log, "refused a Join from ipv4:127.0.0.1: the call does not identify") == 1);
-  CHECK(Count(log, "refused a Join from ipv4:127.0.0.1: rank 1 is a member of this running job already") == 1);
+  CHECK(
+      Count(log,
+            "refused a Join from ipv4:127.0.0.1: rank 1 is a member of this running job already") ==
+      1);
   CHECK(Count(log, "refused a Join from ipv4:127.0.0.1: a ringwork.proto.JoinRequest of") == 1);
-  CHECK(Count(log, "refused a Join from ipv4:127.0.0.1: the request is not the one its caller signed") == 1);
-  CHECK(Count(log, "refused a data stream from ipv4:127.0.0.1: it did not identify as a joined peer") == 1);
-  CHECK(Count(log, "refused a data stream from ipv4:127.0.0.1: the call's cluster token is wrong") == 1);
+  CHECK(Count(log,
+              "refused a Join from ipv4:127.0.0.1: the request is not the one its caller signed") ==
+        1);
+  CHECK(Count(log,
+              "refused a data stream from ipv4:127.0.0.1: it did not identify as a joined peer") ==
+        1);
+  CHECK(Count(log,
+              "refused a data stream from ipv4:127.0.0.1: the call's cluster token is wrong") == 1);
   CHECK(Count(log, "refused a data stream from ipv4:127.0.0.1: the call is meant for rank 0") == 1);
   CHECK(Count(log, "refused a second data stream from worker:1") == 1);
 }
@@ -395,11 +412,13 @@ TEST_CASE("a worker with another token, or none, is refused with exit 6", "[secu
 }
 
 TEST_CASE("a worker listens only on its own address", "[security]") {
-  ProcessCluster cluster({kTrain, 2, false, {"--dataset=synthetic", "--startup_timeout_s=4"}, {}, kGuardS});
+  ProcessCluster cluster(
+      {kTrain, 2, false, {"--dataset=synthetic", "--startup_timeout_s=4"}, {}, kGuardS});
   Subprocess::Options options;
   options.env["TF_CONFIG"] = cluster.tf_config(0);
   options.timeout_s = kGuardS;
-  Subprocess worker = Subprocess::Start({kTrain, "--dataset=synthetic", "--startup_timeout_s=4"}, options);
+  Subprocess worker =
+      Subprocess::Start({kTrain, "--dataset=synthetic", "--startup_timeout_s=4"}, options);
   const int port = std::stoi(cluster.address(0).substr(cluster.address(0).rfind(':') + 1));
   bool listening = false;
   for (int i = 0; i < 100 && !listening; ++i) {
@@ -453,7 +472,8 @@ std::string Read(const std::string& path) {
   return text.str();
 }
 
-TEST_CASE("mutual TLS: workers train over it; no or a foreign certificate cannot connect", "[security][tls]") {
+TEST_CASE("mutual TLS: workers train over it; no or a foreign certificate cannot connect",
+          "[security][tls]") {
   const Pki pki = MakePki();
   const std::vector<std::string> tls = {"--tls_ca=" + pki.ca, "--tls_cert=" + pki.cert,
                                         "--tls_key=" + pki.key, "--transport=grpc"};
@@ -511,7 +531,7 @@ TEST_CASE("mutual TLS: workers train over it; no or a foreign certificate cannot
   for (auto* name : {"plaintext", "no client certificate", "another CA"}) {
     INFO(name);
     std::unique_ptr<proto::Worker::Stub> stub =
-        std::string(name) == "plaintext"     ? Stub(cluster.address(0))
+        std::string(name) == "plaintext"    ? Stub(cluster.address(0))
         : std::string(name) == "another CA" ? with(pki.other_ca_key, pki.other_ca_cert)
                                             : with("", "");
     // Fail fast: these connections never become ready.

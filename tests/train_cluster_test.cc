@@ -3,18 +3,17 @@
 // job quickly, bad flags fail at once.
 #include <signal.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
-
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "testing/process_cluster.h"
 
@@ -40,8 +39,8 @@ std::set<std::string> Fingerprints(const std::vector<SubprocessResult>& results)
 
 TEST_CASE("two workers train on Fashion-MNIST and agree bit for bit", "[train]") {
   const std::string metrics = TempPath("metrics.json");
-  ProcessCluster cluster({kTrain, 2, false,
-                          {"--epochs=2", "--steps_per_epoch=60", "--metrics_json=" + metrics}});
+  ProcessCluster cluster(
+      {kTrain, 2, false, {"--epochs=2", "--steps_per_epoch=60", "--metrics_json=" + metrics}});
   std::vector<SubprocessResult> results = cluster.Run();
   for (const auto& r : results) {
     INFO(r.output);
@@ -82,15 +81,18 @@ TEST_CASE("two workers train on Fashion-MNIST and agree bit for bit", "[train]")
     CHECK((slowest == 0 || slowest == 1));
     CHECK(parsed["slowest_worker"]["others_waited_ms_per_step"].get<double>() >= 0.05);
   }
-  CHECK(std::regex_search(results[0].output,
-                          std::regex("60/60 .* - step: [0-9]+% compute, [0-9]+% hidden comm, [0-9]+% "
-                                     "exposed comm, [0-9]+% data wait")));
+  CHECK(
+      std::regex_search(results[0].output,
+                        std::regex("60/60 .* - step: [0-9]+% compute, [0-9]+% hidden comm, [0-9]+% "
+                                   "exposed comm, [0-9]+% data wait")));
 }
 
 TEST_CASE("one epoch trains on every one of Fashion-MNIST's 60000 examples", "[train]") {
   // 60000 = 117 x 512 + 96: the last global batch is short, and kept (as Keras).
   const std::string metrics = TempPath("metrics_examples.json");
-  ProcessCluster cluster({kTrain, 2, false,
+  ProcessCluster cluster({kTrain,
+                          2,
+                          false,
                           {"--model=mlp", "--global_batch_size=512", "--epochs=1", "--verbose=0",
                            "--metrics_json=" + metrics}});
   for (const auto& r : cluster.Run()) {
@@ -106,9 +108,11 @@ TEST_CASE("one epoch trains on every one of Fashion-MNIST's 60000 examples", "[t
 }
 
 TEST_CASE("bfloat16 training runs and stays in sync", "[train]") {
-  ProcessCluster cluster({kTrain, 2, false,
-                          {"--epochs=1", "--steps_per_epoch=30", "--precision=bfloat16",
-                           "--verbose=0"}});
+  ProcessCluster cluster(
+      {kTrain,
+       2,
+       false,
+       {"--epochs=1", "--steps_per_epoch=30", "--precision=bfloat16", "--verbose=0"}});
   std::vector<SubprocessResult> results = cluster.Run();
   for (const auto& r : results) {
     INFO(r.output);
@@ -124,12 +128,15 @@ double TestAccuracy(const std::string& metrics_path) {
   return metrics["test_accuracy"].get<double>();
 }
 
-TEST_CASE("gradients compressed to bfloat16 train as well as float32, replicas identical", "[train]") {
+TEST_CASE("gradients compressed to bfloat16 train as well as float32, replicas identical",
+          "[train]") {
   // The issue's bar: MLP on Fashion-MNIST, 10 epochs, within 0.5 points of float32.
   std::map<std::string, double> accuracy;
   for (const std::string compression : {"none", "bf16"}) {
     const std::string metrics = TempPath("metrics_" + compression + ".json");
-    ProcessCluster cluster({kTrain, 2, false,
+    ProcessCluster cluster({kTrain,
+                            2,
+                            false,
                             {"--epochs=10", "--verbose=0", "--allreduce_compression=" + compression,
                              "--metrics_json=" + metrics}});
     std::vector<SubprocessResult> results = cluster.Run();
@@ -140,18 +147,23 @@ TEST_CASE("gradients compressed to bfloat16 train as well as float32, replicas i
     CHECK(Fingerprints(results).size() == 1);  // Bit-identical weights on both workers.
     accuracy[compression] = TestAccuracy(metrics);
   }
-  INFO("test accuracy: float32 " << accuracy["none"] << ", bfloat16 gradients " << accuracy["bf16"]);
+  INFO("test accuracy: float32 " << accuracy["none"] << ", bfloat16 gradients "
+                                 << accuracy["bf16"]);
   CHECK(accuracy["none"] > 0.85);
   CHECK(std::fabs(accuracy["bf16"] - accuracy["none"]) <= 0.005);
 }
 
-TEST_CASE("a schedule, clipping, early stopping and a CSV log from flags, replicas identical", "[train]") {
+TEST_CASE("a schedule, clipping, early stopping and a CSV log from flags, replicas identical",
+          "[train]") {
   const std::string csv = TempPath("train_log.csv");
   std::remove(csv.c_str());
-  ProcessCluster cluster({kTrain, 2, false,
-                          {"--epochs=8", "--steps_per_epoch=20", "--validate_each_epoch",
-                           "--lr_schedule=cosine", "--lr_warmup_steps=30", "--global_clipnorm=1",
-                           "--early_stopping_patience=0", "--terminate_on_nan", "--csv_log=" + csv}});
+  ProcessCluster cluster(
+      {kTrain,
+       2,
+       false,
+       {"--epochs=8", "--steps_per_epoch=20", "--validate_each_epoch", "--lr_schedule=cosine",
+        "--lr_warmup_steps=30", "--global_clipnorm=1", "--early_stopping_patience=0",
+        "--terminate_on_nan", "--csv_log=" + csv}});
   std::vector<SubprocessResult> results = cluster.Run();
   for (const auto& r : results) {
     INFO(r.output);
@@ -159,7 +171,8 @@ TEST_CASE("a schedule, clipping, early stopping and a CSV log from flags, replic
   }
   CHECK(Fingerprints(results).size() == 1);
   int epochs = 0;
-  for (int e = 1; e <= 8; ++e) epochs += results[0].output.find("Epoch " + std::to_string(e) + "/8") != std::string::npos;
+  for (int e = 1; e <= 8; ++e)
+    epochs += results[0].output.find("Epoch " + std::to_string(e) + "/8") != std::string::npos;
   std::ifstream in(csv);
   std::vector<std::string> rows;
   for (std::string line; std::getline(in, line);) rows.push_back(line);
@@ -170,14 +183,17 @@ TEST_CASE("a schedule, clipping, early stopping and a CSV log from flags, replic
   CHECK(rows[1].find(",0.00066666") != std::string::npos);
 }
 
-TEST_CASE("the residual network with SyncBatchNormalization trains on 2 workers, replicas identical",
-          "[train]") {
+TEST_CASE(
+    "the residual network with SyncBatchNormalization trains on 2 workers, replicas identical",
+    "[train]") {
   const std::string csv = TempPath("resnet_log.csv");
   std::remove(csv.c_str());
-  ProcessCluster cluster({kTrain, 2, false,
-                          {"--model=resnet", "--sync_batch_norm", "--dataset=synthetic", "--synthetic_examples=1000",
-                           "--epochs=2", "--steps_per_epoch=3", "--global_batch_size=64", "--verbose=0",
-                           "--csv_log=" + csv}});
+  ProcessCluster cluster({kTrain,
+                          2,
+                          false,
+                          {"--model=resnet", "--sync_batch_norm", "--dataset=synthetic",
+                           "--synthetic_examples=1000", "--epochs=2", "--steps_per_epoch=3",
+                           "--global_batch_size=64", "--verbose=0", "--csv_log=" + csv}});
   std::vector<SubprocessResult> results = cluster.Run();
   for (const auto& r : results) {
     INFO(r.output);
@@ -195,12 +211,16 @@ TEST_CASE("the residual network with SyncBatchNormalization trains on 2 workers,
   CHECK(rows[1].find(",0.002") == std::string::npos);
 }
 
-TEST_CASE("Wide & Deep on the synthetic click log: AUC next to the best achievable, replicas identical",
-          "[train]") {
+TEST_CASE(
+    "Wide & Deep on the synthetic click log: AUC next to the best achievable, replicas identical",
+    "[train]") {
   const std::string metrics = TempPath("wide_deep.json");
-  ProcessCluster cluster({kTrain, 2, false,
-                          {"--model=wide_deep", "--dataset=synthetic_clicks", "--clicks_examples=40000",
-                           "--epochs=3", "--verbose=0", "--metrics_json=" + metrics}});
+  ProcessCluster cluster(
+      {kTrain,
+       2,
+       false,
+       {"--model=wide_deep", "--dataset=synthetic_clicks", "--clicks_examples=40000", "--epochs=3",
+        "--verbose=0", "--metrics_json=" + metrics}});
   std::vector<SubprocessResult> results = cluster.Run();
   for (const auto& r : results) {
     INFO(r.output);
@@ -213,18 +233,21 @@ TEST_CASE("Wide & Deep on the synthetic click log: AUC next to the best achievab
   INFO(j.dump());
   const double auc = j.value("test_auc", -1.0), best = j.value("bayes_auc", -1.0);
   CHECK(best > 0.75);
-  CHECK(auc > 0.65);           // Learned the clicks...
-  CHECK(auc < best + 0.02);    // ...not better than the truth (up to AUC's thresholds).
+  CHECK(auc > 0.65);         // Learned the clicks...
+  CHECK(auc < best + 0.02);  // ...not better than the truth (up to AUC's thresholds).
 }
 
-TEST_CASE("workers that disagree on the gradient compression or the collective algorithm stop before "
-          "training (exit 7)", "[train]") {
+TEST_CASE(
+    "workers that disagree on the gradient compression or the collective algorithm stop before "
+    "training (exit 7)",
+    "[train]") {
   const std::pair<std::string, std::string> cases[] = {
       {"--allreduce_compression=bf16", "gradient all-reduce compression: "},
       {"--allreduce_algorithm=recursive_doubling", "collective algorithm: "},
   };
   for (const auto& [flag, line] : cases) {
-    ProcessCluster cluster({kTrain, 2, false, {"--epochs=1", "--steps_per_epoch=5", "--verbose=0"}});
+    ProcessCluster cluster(
+        {kTrain, 2, false, {"--epochs=1", "--steps_per_epoch=5", "--verbose=0"}});
     cluster.AddArgs(1, {flag});
     std::vector<SubprocessResult> results = cluster.Run();
     for (const auto& r : results) {
@@ -267,22 +290,30 @@ TEST_CASE("bad flags fail at once with exit 2", "[train]") {
   };
   const std::vector<Case> cases = {
       {{"--model=rnn"}, "--model=rnn: expected mlp, cnn, resnet or wide_deep"},
-      {{"--dataset=imagenet"}, "--dataset=imagenet: expected fashion_mnist, synthetic or synthetic_clicks"},
-      {{"--data_dir=/nope"}, "--data_dir=/nope does not exist; install Debian's dataset-fashion-mnist"},
+      {{"--dataset=imagenet"},
+       "--dataset=imagenet: expected fashion_mnist, synthetic or synthetic_clicks"},
+      {{"--data_dir=/nope"},
+       "--data_dir=/nope does not exist; install Debian's dataset-fashion-mnist"},
       {{"--optimizer=lamb"}, "unknown optimizer \"lamb\""},
       {{"--precision=fp8"}, "--precision=fp8: expected float32 or bfloat16"},
-      {{"--inter_op_threads=-1"}, "--inter_op_threads=-1: expected 0 (choose from the cores), 1, or 2 and more"},
-      {{"--allreduce_compression=fp16"}, "--allreduce_compression=fp16: gradient compression \"fp16\": expected none or bf16"},
+      {{"--inter_op_threads=-1"},
+       "--inter_op_threads=-1: expected 0 (choose from the cores), 1, or 2 and more"},
+      {{"--allreduce_compression=fp16"},
+       "--allreduce_compression=fp16: gradient compression \"fp16\": expected none or bf16"},
       {{"--epochs=many"}, "flag --epochs: expected an integer, got \"many\""},
       {{"--sync_batch_norm"}, "--sync_batch_norm is for --model=resnet, not mlp"},
-      {{"--model=wide_deep"}, "--model=wide_deep with --dataset=fashion_mnist: wide_deep trains on synthetic_clicks"},
-      {{"--lr_schedule=step"}, "--lr_schedule=step: expected none, exponential, cosine or piecewise"},
+      {{"--model=wide_deep"},
+       "--model=wide_deep with --dataset=fashion_mnist: wide_deep trains on synthetic_clicks"},
+      {{"--lr_schedule=step"},
+       "--lr_schedule=step: expected none, exponential, cosine or piecewise"},
       {{"--lr_schedule=piecewise", "--lr_boundaries=100", "--lr_values=0.01"},
        "--lr_schedule=piecewise: PiecewiseConstantDecay: 1 boundaries need 2 values, got 1"},
-      {{"--lr_schedule=piecewise", "--lr_boundaries=1x"}, "--lr_boundaries=1x: \"1x\" is not a number"},
+      {{"--lr_schedule=piecewise", "--lr_boundaries=1x"},
+       "--lr_boundaries=1x: \"1x\" is not a number"},
       {{"--lr_schedule=cosine", "--reduce_lr_patience=2"},
        "--reduce_lr_patience=2 changes the learning rate, but --lr_schedule=cosine sets it"},
-      {{"--clipnorm=1", "--global_clipnorm=1"}, "clipnorm, global_clipnorm and clipvalue cannot be combined"},
+      {{"--clipnorm=1", "--global_clipnorm=1"},
+       "clipnorm, global_clipnorm and clipvalue cannot be combined"},
   };
   for (const Case& c : cases) {
     Subprocess::Options options;
@@ -301,8 +332,9 @@ TEST_CASE("bad flags fail at once with exit 2", "[train]") {
   for (const auto& r : results) {
     INFO(r.output);
     CHECK(r.exit_code == 2);
-    CHECK(r.output.find("the global batch size 256 must be a positive multiple of the 3 replicas") !=
-          std::string::npos);
+    CHECK(
+        r.output.find("the global batch size 256 must be a positive multiple of the 3 replicas") !=
+        std::string::npos);
   }
 }
 

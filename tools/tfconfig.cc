@@ -76,8 +76,8 @@ int Main(int argc, char** argv) {
     std::cout << ToTfConfigJson(*config) << "\n";
     return kOk;
   }
-  ExitWithStatus(absl::InvalidArgumentError(
-      "unknown command \"" + command + "\"; expected validate, localhost or from-slurm"));
+  ExitWithStatus(absl::InvalidArgumentError("unknown command \"" + command +
+                                            "\"; expected validate, localhost or from-slurm"));
 }
 
 }  // namespace

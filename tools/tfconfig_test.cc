@@ -1,8 +1,7 @@
 // Runs the real tfconfig binary: exit codes, output and the one-second bound on
 // config errors.
-#include <sstream>
-
 #include <catch2/catch.hpp>
+#include <sstream>
 
 #include "testing/subprocess.h"
 
@@ -11,20 +10,17 @@ namespace {
 
 const char* kBinary = "tools/tfconfig";
 
-SubprocessResult Run(std::vector<std::string> args,
-                     std::map<std::string, std::string> env = {}) {
+SubprocessResult Run(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
   Subprocess::Options options;
   options.env = std::move(env);
-  options.unset_env = {"TF_CONFIG", "SLURM_PROCID", "SLURM_NTASKS",
-                       "SLURM_STEP_NODELIST"};
+  options.unset_env = {"TF_CONFIG", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NODELIST"};
   options.timeout_s = 20;
   args.insert(args.begin(), kBinary);
   return RunSubprocess(args, options);
 }
 
 TEST_CASE("validate prints the role table", "[tfconfig]") {
-  auto r = Run({"validate"},
-               {{"TF_CONFIG", R"({"cluster": {"chief": ["127.0.0.1:2000"],
+  auto r = Run({"validate"}, {{"TF_CONFIG", R"({"cluster": {"chief": ["127.0.0.1:2000"],
                    "worker": ["127.0.0.1:2001"]}, "task": {"type": "worker", "index": 0}})"}});
   INFO(r.output);
   CHECK(r.exit_code == 0);
@@ -37,8 +33,7 @@ TEST_CASE("validate without TF_CONFIG reports local mode", "[tfconfig]") {
   auto r = Run({"validate"});
   INFO(r.output);
   CHECK(r.exit_code == 0);
-  CHECK(r.output.find("no TF_CONFIG: running in single-worker local mode") !=
-        std::string::npos);
+  CHECK(r.output.find("no TF_CONFIG: running in single-worker local mode") != std::string::npos);
 }
 
 TEST_CASE("config errors exit 2 within a second, naming the JSON path", "[tfconfig]") {
@@ -86,10 +81,9 @@ TEST_CASE("localhost prints one valid TF_CONFIG per task", "[tfconfig]") {
 }
 
 TEST_CASE("from-slurm converts a Slurm task", "[tfconfig]") {
-  auto r = Run({"from-slurm", "--slurm_base_port=9000"},
-               {{"SLURM_PROCID", "1"},
-                {"SLURM_NTASKS", "2"},
-                {"SLURM_STEP_NODELIST", "node[7-8]"}});
+  auto r =
+      Run({"from-slurm", "--slurm_base_port=9000"},
+          {{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "node[7-8]"}});
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output ==

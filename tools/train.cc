@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -34,13 +33,14 @@
 namespace ringwork {
 namespace {
 
-absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const StrategyOptions& options) {
+absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
+                 const StrategyOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   RW_ASSIGN_OR_RETURN(CompileOptions compile, MakeCompileOptions(f));
   AutoShardPolicy policy;
   if (!ParseAutoShardPolicy(f.shard_policy, &policy)) {
-    return absl::InvalidArgumentError(absl::StrCat("--shard_policy=", f.shard_policy,
-                                                   ": expected data, file or off"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shard_policy=", f.shard_policy, ": expected data, file or off"));
   }
   if (f.epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   ResumePolicy resume_policy = ResumePolicy::kExact;
@@ -75,9 +75,9 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
         "changes size without it)");
   }
   if (f.regroup_discovery_s <= 0 || f.regroup_timeout_s <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--regroup_discovery_s=", f.regroup_discovery_s, ", --regroup_timeout_s=",
-        f.regroup_timeout_s, ": each must be more than 0 seconds"));
+    return absl::InvalidArgumentError(absl::StrCat("--regroup_discovery_s=", f.regroup_discovery_s,
+                                                   ", --regroup_timeout_s=", f.regroup_timeout_s,
+                                                   ": each must be more than 0 seconds"));
   }
   if (f.min_workers > 0 && cluster.is_chief()) {
     if (f.min_workers == cluster.world_size()) {
@@ -97,19 +97,20 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
         f.tensorboard_histogram_freq, ": each must be 0 (off) or more"));
   }
   RW_ASSIGN_OR_RETURN(Model model, BuildModel(f));  // Validates --model early.
-  double bayes_auc = -1;  // Known for synthetic_clicks only.
+  double bayes_auc = -1;                            // Known for synthetic_clicks only.
   RW_ASSIGN_OR_RETURN(TrainTest data, LoadData(f, &bayes_auc));
   if (LearningRateScheduleName(f) != "none" && f.reduce_lr_patience >= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--reduce_lr_patience=", f.reduce_lr_patience, " changes the learning rate, but --lr_schedule=",
-        LearningRateScheduleName(f), " sets it: use one of them"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--reduce_lr_patience=", f.reduce_lr_patience,
+                     " changes the learning rate, but --lr_schedule=", LearningRateScheduleName(f),
+                     " sets it: use one of them"));
   }
   {
     // A schedule's default length is the whole run: every epoch's steps.
     const int64_t examples = data.train.count();
-    const int64_t steps_per_epoch = f.steps_per_epoch > 0
-                                        ? f.steps_per_epoch
-                                        : (examples + f.global_batch_size - 1) / f.global_batch_size;
+    const int64_t steps_per_epoch =
+        f.steps_per_epoch > 0 ? f.steps_per_epoch
+                              : (examples + f.global_batch_size - 1) / f.global_batch_size;
     RW_ASSIGN_OR_RETURN(compile.optimizer.learning_rate_schedule,
                         MakeLearningRateSchedule(f, steps_per_epoch * f.epochs));
   }
@@ -135,19 +136,21 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
     int workers = strategy->num_replicas_in_sync();
     if (chief && f.verbose > 0) {
       std::printf("%s", model.Summary().c_str());
-      std::printf("Training on %d worker%s (%s), global batch %lld (%lld per worker), %s, %s, "
-                  "%d intra-op thread%s per worker\n",
-                  workers, workers == 1 ? "" : "s",
-                  strategy->communicator()->world_size() > 1 ? "MultiWorkerMirroredStrategy" : "local",
-                  static_cast<long long>(f.global_batch_size),
-                  static_cast<long long>(f.global_batch_size / std::max(1, workers)),
-                  f.optimizer.c_str(), f.precision.c_str(), model.kernel_context()->threads(),
-                  model.kernel_context()->threads() == 1 ? "" : "s");
+      std::printf(
+          "Training on %d worker%s (%s), global batch %lld (%lld per worker), %s, %s, "
+          "%d intra-op thread%s per worker\n",
+          workers, workers == 1 ? "" : "s",
+          strategy->communicator()->world_size() > 1 ? "MultiWorkerMirroredStrategy" : "local",
+          static_cast<long long>(f.global_batch_size),
+          static_cast<long long>(f.global_batch_size / std::max(1, workers)), f.optimizer.c_str(),
+          f.precision.c_str(), model.kernel_context()->threads(),
+          model.kernel_context()->threads() == 1 ? "" : "s");
       std::fflush(stdout);
     }
     // With steps_per_epoch an epoch is a stretch of one endless stream (Keras with a
     // repeated dataset); without it, one pass.
-    Dataset train = Dataset::FromExamples(std::move(data.train)).Repeat(f.steps_per_epoch > 0 ? -1 : 1);
+    Dataset train =
+        Dataset::FromExamples(std::move(data.train)).Repeat(f.steps_per_epoch > 0 ? -1 : 1);
     Dataset test = Dataset::FromExamples(std::move(data.test));
     FitOptions fit;
     fit.epochs = f.epochs;
@@ -160,10 +163,10 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
     // Backup first: it restores before ModelCheckpoint's first save.
     std::unique_ptr<BackupAndRestore> backup;
     if (!f.backup_dir.empty()) {
-      backup = std::make_unique<BackupAndRestore>(
-          BackupOptions{.backup_dir = f.backup_dir,
-                        .save_freq_steps = f.backup_freq_steps,
-                        .resume_policy = resume_policy});
+      backup =
+          std::make_unique<BackupAndRestore>(BackupOptions{.backup_dir = f.backup_dir,
+                                                           .save_freq_steps = f.backup_freq_steps,
+                                                           .resume_policy = resume_policy});
       fit.callbacks.push_back(backup.get());
     }
     std::unique_ptr<ModelCheckpoint> checkpoints;
@@ -181,11 +184,13 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
     }
     // Early stopping, the rate on a plateau, the CSV log (fit runs the checkpoints'
     // epoch ends after these, so checkpoints keep their decisions).
-    const std::vector<std::unique_ptr<Callback>> controls = MakeControlCallbacks(f, f.validate_each_epoch);
+    const std::vector<std::unique_ptr<Callback>> controls =
+        MakeControlCallbacks(f, f.validate_each_epoch);
     for (const auto& c : controls) fit.callbacks.push_back(c.get());
     const auto train_start = std::chrono::steady_clock::now();
     RW_ASSIGN_OR_RETURN(History history, model.Fit(train, fit));
-    const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
+    const double train_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
     // Elastic training may have lost workers, and the chief with them.
     chief = strategy->is_chief();
     workers = strategy->num_replicas_in_sync();
@@ -201,47 +206,54 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster, const Strate
     const int64_t last_epoch_examples =
         history.examples_per_epoch().empty() ? 0 : history.examples_per_epoch().back();
     const uint64_t fingerprint = WeightsFingerprint(model);
-    RW_LOG(INFO) << absl::StrFormat("test accuracy %.4f, test loss %.4f, %.0f train samples/s, "
-                                    "weights fingerprint %016x",
-                                    result.metrics["accuracy"], result.loss, samples_per_s, fingerprint);
+    RW_LOG(INFO) << absl::StrFormat(
+        "test accuracy %.4f, test loss %.4f, %.0f train samples/s, "
+        "weights fingerprint %016x",
+        result.metrics["accuracy"], result.loss, samples_per_s, fingerprint);
     if (chief) {
       std::printf("Test accuracy: %.4f - test loss: %.4f - %.0f samples/s over %d worker%s\n",
                   result.metrics["accuracy"], result.loss, samples_per_s, workers,
                   workers == 1 ? "" : "s");
       if (result.metrics.count("auc")) {
-        std::printf("Test AUC: %.4f (best achievable on this data: %.4f)\n", result.metrics["auc"], bayes_auc);
+        std::printf("Test AUC: %.4f (best achievable on this data: %.4f)\n", result.metrics["auc"],
+                    bayes_auc);
       }
       std::fflush(stdout);
     }
-    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    const double wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     if (chief && !f.metrics_json.empty()) {
-      nlohmann::json j = {{"test_accuracy", result.metrics["accuracy"]},
-                          {"test_loss", result.loss},
-                          {"train_samples_per_second", samples_per_s},
-                          {"wall_seconds", wall_s},
-                          {"num_workers", workers},
-                          {"model", f.model},
-                          {"epochs", f.epochs},
-                          {"global_batch_size", f.global_batch_size},
-                          {"precision", f.precision},
-                          {"allreduce_compression", f.allreduce_compression},
-                          {"final_train_loss", history["loss"].empty() ? 0.0 : history["loss"].back()},
-                          {"final_train_accuracy", history["accuracy"].empty() ? 0.0 : history["accuracy"].back()},
-                          {"resumed_from_step", backup != nullptr && backup->restored() ? backup->restored_at().step : -1},
-                          {"train_examples_per_epoch", last_epoch_examples},
-                          {"train_examples", trained},
-                          {"weights_fingerprint", absl::StrFormat("%016x", fingerprint)},
-                          {"generations", strategy->generation()},
-                          {"steps_lost", model.steps_rerun()}};
+      nlohmann::json j = {
+          {"test_accuracy", result.metrics["accuracy"]},
+          {"test_loss", result.loss},
+          {"train_samples_per_second", samples_per_s},
+          {"wall_seconds", wall_s},
+          {"num_workers", workers},
+          {"model", f.model},
+          {"epochs", f.epochs},
+          {"global_batch_size", f.global_batch_size},
+          {"precision", f.precision},
+          {"allreduce_compression", f.allreduce_compression},
+          {"final_train_loss", history["loss"].empty() ? 0.0 : history["loss"].back()},
+          {"final_train_accuracy", history["accuracy"].empty() ? 0.0 : history["accuracy"].back()},
+          {"resumed_from_step",
+           backup != nullptr && backup->restored() ? backup->restored_at().step : -1},
+          {"train_examples_per_epoch", last_epoch_examples},
+          {"train_examples", trained},
+          {"weights_fingerprint", absl::StrFormat("%016x", fingerprint)},
+          {"generations", strategy->generation()},
+          {"steps_lost", model.steps_rerun()}};
       if (result.metrics.count("auc")) j["test_auc"] = result.metrics["auc"];
       if (bayes_auc >= 0) j["bayes_auc"] = bayes_auc;
       // Where the steps' time went: each epoch of this run weighted by its
       // examples (a resumed epoch counts for what it ran); omitted when none ran.
       const std::vector<int64_t>& weights = history.examples_per_epoch();
-      if (!history[kBreakdownCompute].empty() && history[kBreakdownCompute].size() == weights.size()) {
+      if (!history[kBreakdownCompute].empty() &&
+          history[kBreakdownCompute].size() == weights.size()) {
         nlohmann::json& breakdown = j["step_breakdown"];
         j["step_breakdown_per_epoch"] = nlohmann::json::array();
-        for (size_t e = 0; e < weights.size(); ++e) j["step_breakdown_per_epoch"].push_back(nlohmann::json::object());
+        for (size_t e = 0; e < weights.size(); ++e)
+          j["step_breakdown_per_epoch"].push_back(nlohmann::json::object());
         double total_weight = 0;
         for (int64_t w : weights) total_weight += static_cast<double>(w);
         for (const auto& [key, name] : {std::pair{"compute", kBreakdownCompute},
@@ -291,20 +303,24 @@ int Main(int argc, char** argv) {
   }
   if (!args.ok()) ExitWithStatus(args.status());
   if (!args->empty()) {
-    ExitWithStatus(absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", (*args)[0], "\"")));
+    ExitWithStatus(
+        absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", (*args)[0], "\"")));
   }
   absl::Status status = options.runtime.Finish();
   if (!status.ok()) ExitWithStatus(status);
   if (f.inter_op_threads < 0) {
-    ExitWithStatus(absl::InvalidArgumentError(absl::StrCat(
-        "--inter_op_threads=", f.inter_op_threads, ": expected 0 (choose from the cores), 1, or 2 and more")));
+    ExitWithStatus(absl::InvalidArgumentError(
+        absl::StrCat("--inter_op_threads=", f.inter_op_threads,
+                     ": expected 0 (choose from the cores), 1, or 2 and more")));
   }
   options.inter_op_threads = static_cast<int>(f.inter_op_threads);
   options.communication.bytes_per_pack = f.bytes_per_pack;
-  absl::StatusOr<GradientCompression> compression = ParseGradientCompression(f.allreduce_compression);
+  absl::StatusOr<GradientCompression> compression =
+      ParseGradientCompression(f.allreduce_compression);
   if (!compression.ok()) {
-    ExitWithStatus(absl::InvalidArgumentError(
-        absl::StrCat("--allreduce_compression=", f.allreduce_compression, ": ", compression.status().message())));
+    ExitWithStatus(
+        absl::InvalidArgumentError(absl::StrCat("--allreduce_compression=", f.allreduce_compression,
+                                                ": ", compression.status().message())));
   }
   options.communication.compression = *compression;
   absl::StatusOr<ClusterConfig> cluster = ResolveCluster(source, EnvFromProcess());

@@ -14,10 +14,11 @@
 namespace ringwork {
 
 void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
-  flags->String("model", &f->model,
-                "mlp (784-256-128-10, ReLU), cnn (a small conv net), resnet (a residual network "
-                "with batch normalization: a stem and three stages of two blocks, 16/32/64 filters) "
-                "or wide_deep (Wide & Deep over --dataset=synthetic_clicks)");
+  flags->String(
+      "model", &f->model,
+      "mlp (784-256-128-10, ReLU), cnn (a small conv net), resnet (a residual network "
+      "with batch normalization: a stem and three stages of two blocks, 16/32/64 filters) "
+      "or wide_deep (Wide & Deep over --dataset=synthetic_clicks)");
   flags->String("dataset", &f->dataset,
                 "fashion_mnist, synthetic (images) or synthetic_clicks (a seeded click log of "
                 "user and item ids and 3 numbers with a known best AUC; for --model=wide_deep)");
@@ -26,8 +27,9 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->Int("global_batch_size", &f->global_batch_size,
              "examples per step over all workers (each takes global / workers)");
   flags->String("optimizer", &f->optimizer, "sgd, adam or adamw");
-  flags->Double("learning_rate", &f->learning_rate,
-                "the optimizer's learning rate (0: the model's: 0.001; resnet 0.002, wide_deep 0.003)");
+  flags->Double(
+      "learning_rate", &f->learning_rate,
+      "the optimizer's learning rate (0: the model's: 0.001; resnet 0.002, wide_deep 0.003)");
   flags->Int("seed", &f->seed, "initialisation, shuffling and dropout seed");
   flags->Int("intra_op_threads", &f->intra_op_threads,
              "threads per kernel (0: this process's cores / workers on this host)",
@@ -57,8 +59,7 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "RINGWORK_REGROUP_TIMEOUT_S");
   flags->String("precision", &f->precision, "float32 or bfloat16 (float32 master weights)");
   flags->String("shard_policy", &f->shard_policy, "auto-shard policy: data, file or off");
-  flags->String("metrics_json", &f->metrics_json,
-                "the chief writes its results here");
+  flags->String("metrics_json", &f->metrics_json, "the chief writes its results here");
   flags->Int("steps_per_epoch", &f->steps_per_epoch,
              "epochs of this many steps of one stream over the data, pass after pass "
              "(Keras' steps_per_epoch); 0: an epoch is one pass");
@@ -69,7 +70,8 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->String("resume_policy", &f->resume_policy,
                 "a backup written with another global batch, steps per epoch, or (file, off) "
                 "shard policy or worker count: exact refuses it (exit 7), epoch resumes at "
-                "the next epoch boundary", "RINGWORK_RESUME_POLICY");
+                "the next epoch boundary",
+                "RINGWORK_RESUME_POLICY");
   flags->Int("synthetic_examples", &f->synthetic_examples,
              "training examples of --dataset=synthetic (test: a quarter)");
   flags->Bool("sync_batch_norm", &f->sync_batch_norm,
@@ -78,10 +80,12 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->Bool("random_flip", &f->random_flip,
               "resnet on fashion_mnist: mirror each training image left-right with probability "
               "1/2 (Keras' RandomFlip(\"horizontal\"))");
-  flags->Int("clicks_examples", &f->clicks_examples, "synthetic_clicks: training examples (test: a quarter)");
+  flags->Int("clicks_examples", &f->clicks_examples,
+             "synthetic_clicks: training examples (test: a quarter)");
   flags->Int("clicks_users", &f->clicks_users, "synthetic_clicks: distinct user ids");
   flags->Int("clicks_items", &f->clicks_items, "synthetic_clicks: distinct item ids");
-  flags->Int("bytes_per_pack", &f->bytes_per_pack, "gradient pack size for the all-reduce (0: auto)");
+  flags->Int("bytes_per_pack", &f->bytes_per_pack,
+             "gradient pack size for the all-reduce (0: auto)");
   flags->String("allreduce_compression", &f->allreduce_compression,
                 "none, or bf16: gradients travel as bfloat16 (half the bytes; float32 sums at "
                 "every hop; replicas stay identical)",
@@ -96,7 +100,8 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->Int("keep_checkpoints", &f->keep_checkpoints, "how many checkpoints to keep");
   flags->String("backup_dir", &f->backup_dir,
                 "BackupAndRestore: resume from the backup here after a failure; removed when "
-                "training completes", "RINGWORK_BACKUP_DIR");
+                "training completes",
+                "RINGWORK_BACKUP_DIR");
   flags->Int("backup_freq_steps", &f->backup_freq_steps, "back up every N steps (0: every epoch)");
   flags->String("evaluator_metrics", &f->evaluator_metrics,
                 "an evaluator task appends one JSON line per checkpoint here "
@@ -104,7 +109,8 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->Double("evaluator_timeout_s", &f->evaluator_timeout_s,
                 "an evaluator task fails (exit 4) when no new checkpoint appears for this long",
                 "RINGWORK_EVALUATOR_TIMEOUT_S");
-  flags->Double("evaluator_poll_s", &f->evaluator_poll_s, "how often an evaluator looks for checkpoints");
+  flags->Double("evaluator_poll_s", &f->evaluator_poll_s,
+                "how often an evaluator looks for checkpoints");
   flags->String("tensorboard_dir", &f->tensorboard_dir,
                 "TensorBoard event files: the chief writes DIR/train (and DIR/validation with "
                 "--validate_each_epoch), an evaluator task DIR/validation",
@@ -122,13 +128,17 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
              "exponential: steps per decay by --lr_decay_rate; cosine: steps of the decay "
              "(0: every step of the run)");
   flags->Double("lr_decay_rate", &f->lr_decay_rate, "exponential: the factor per --lr_decay_steps");
-  flags->Int("lr_warmup_steps", &f->lr_warmup_steps, "cosine: steps of linear warmup to --learning_rate");
-  flags->String("lr_boundaries", &f->lr_boundaries, "piecewise: steps where the rate changes, \"1000,2000\"");
+  flags->Int("lr_warmup_steps", &f->lr_warmup_steps,
+             "cosine: steps of linear warmup to --learning_rate");
+  flags->String("lr_boundaries", &f->lr_boundaries,
+                "piecewise: steps where the rate changes, \"1000,2000\"");
   flags->String("lr_values", &f->lr_values, "piecewise: the rates, one more than boundaries");
-  flags->Double("clipnorm", &f->clipnorm, "clip each variable's averaged gradient to this norm (0: off)");
+  flags->Double("clipnorm", &f->clipnorm,
+                "clip each variable's averaged gradient to this norm (0: off)");
   flags->Double("global_clipnorm", &f->global_clipnorm,
                 "clip all averaged gradients together to this global norm (0: off)");
-  flags->Double("clipvalue", &f->clipvalue, "clamp every averaged gradient element to [-c, c] (0: off)");
+  flags->Double("clipvalue", &f->clipvalue,
+                "clamp every averaged gradient element to [-c, c] (0: off)");
   flags->Int("early_stopping_patience", &f->early_stopping_patience,
              "EarlyStopping: stop after this many epochs without improvement of val_loss "
              "(loss without --validate_each_epoch) and restore the best weights; -1: off");
@@ -167,8 +177,8 @@ absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> WithFlag(
     absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> schedule, const TrainFlags& f) {
   if (schedule.ok()) return schedule;
   return absl::InvalidArgumentError(absl::StrCat("--lr_schedule=", LearningRateScheduleName(f),
-                                                 f.lr_schedule.empty() ? " (the model's)" : "", ": ",
-                                                 schedule.status().message()));
+                                                 f.lr_schedule.empty() ? " (the model's)" : "",
+                                                 ": ", schedule.status().message()));
 }
 
 }  // namespace
@@ -188,7 +198,8 @@ std::string LearningRateScheduleName(const TrainFlags& f) {
 
 absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> MakeLearningRateSchedule(
     const TrainFlags& f, int64_t run_steps) {
-  const int64_t decay_steps = f.lr_decay_steps > 0 ? f.lr_decay_steps : std::max<int64_t>(1, run_steps);
+  const int64_t decay_steps =
+      f.lr_decay_steps > 0 ? f.lr_decay_steps : std::max<int64_t>(1, run_steps);
   const std::string name = LearningRateScheduleName(f);
   if (name == "none") return std::shared_ptr<const LearningRateSchedule>();
   if (name == "exponential") {
@@ -203,17 +214,19 @@ absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> MakeLearningRateSche
       cosine.initial_learning_rate = 0;
       cosine.warmup_target = LearningRate(f);
       cosine.warmup_steps = f.lr_warmup_steps;
-      if (f.lr_decay_steps <= 0) cosine.decay_steps = std::max<int64_t>(1, run_steps - f.lr_warmup_steps);
+      if (f.lr_decay_steps <= 0)
+        cosine.decay_steps = std::max<int64_t>(1, run_steps - f.lr_warmup_steps);
     }
     return WithFlag(CosineDecay(cosine), f);
   }
   if (name == "piecewise") {
-    RW_ASSIGN_OR_RETURN(std::vector<int64_t> boundaries, ParseList<int64_t>("lr_boundaries", f.lr_boundaries));
+    RW_ASSIGN_OR_RETURN(std::vector<int64_t> boundaries,
+                        ParseList<int64_t>("lr_boundaries", f.lr_boundaries));
     RW_ASSIGN_OR_RETURN(std::vector<double> values, ParseList<double>("lr_values", f.lr_values));
     return WithFlag(PiecewiseConstantDecay(std::move(boundaries), std::move(values)), f);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--lr_schedule=", name, ": expected none, exponential, cosine or piecewise"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--lr_schedule=", name, ": expected none, exponential, cosine or piecewise"));
 }
 
 std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f, bool validating) {
@@ -229,7 +242,8 @@ std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f,
   }
   if (f.terminate_on_nan) callbacks.push_back(std::make_unique<TerminateOnNaN>());
   if (!f.csv_log.empty()) {
-    callbacks.push_back(std::make_unique<CSVLogger>(CSVLoggerOptions{.filename = f.csv_log, .append = true}));
+    callbacks.push_back(
+        std::make_unique<CSVLogger>(CSVLoggerOptions{.filename = f.csv_log, .append = true}));
   }
   return callbacks;
 }
@@ -238,7 +252,8 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f) {
   const std::string& name = f.model;
   const bool clicks = f.dataset == "synthetic_clicks";
   if (name != "mlp" && name != "cnn" && name != "resnet" && name != "wide_deep") {
-    return absl::InvalidArgumentError(absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));
   }
   if ((name == "wide_deep") != clicks) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -246,17 +261,19 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f) {
         ": wide_deep trains on synthetic_clicks (ids and numbers), the others on images"));
   }
   if (f.sync_batch_norm && name != "resnet") {
-    return absl::InvalidArgumentError(absl::StrCat("--sync_batch_norm is for --model=resnet, not ", name));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sync_batch_norm is for --model=resnet, not ", name));
   }
   if (name == "resnet") {
     // A mirrored garment is the same garment; --dataset=synthetic's labels are
     // not mirror-symmetric, so its images are not flipped.
-    return SmallResNet(
-        {28, 28, 1}, 10,
-        {.sync_batch_norm = f.sync_batch_norm, .random_flip = f.random_flip && f.dataset == "fashion_mnist"});
+    return SmallResNet({28, 28, 1}, 10,
+                       {.sync_batch_norm = f.sync_batch_norm,
+                        .random_flip = f.random_flip && f.dataset == "fashion_mnist"});
   }
   if (name == "wide_deep") {
-    return WideAndDeep(f.clicks_users + f.clicks_items, ClickLog::kIdColumns, ClickLog::kNumericColumns);
+    return WideAndDeep(f.clicks_users + f.clicks_items, ClickLog::kIdColumns,
+                       ClickLog::kNumericColumns);
   }
   Sequential model;
   if (name == "mlp") {
@@ -273,7 +290,8 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f) {
     model.Add(Dense(128, {.activation = "relu"}));
     model.Add(Dense(10));
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));
   }
   return Model(std::move(model));  // A Sequential adds nothing to the Model it is.
 }
@@ -284,12 +302,13 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {
   if (f.model == "wide_deep") compile.loss = {"binary_crossentropy"};  // Its sigmoid's probability.
   compile.optimizer.name = f.optimizer;
   compile.optimizer.learning_rate = static_cast<float>(LearningRate(f));
-  compile.optimizer.clipping = {static_cast<float>(f.clipnorm), static_cast<float>(f.global_clipnorm),
+  compile.optimizer.clipping = {static_cast<float>(f.clipnorm),
+                                static_cast<float>(f.global_clipnorm),
                                 static_cast<float>(f.clipvalue)};
   if (absl::Status valid = compile.optimizer.clipping.Validate(); !valid.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--clipnorm=", f.clipnorm, ", --global_clipnorm=",
-                                                   f.global_clipnorm, ", --clipvalue=", f.clipvalue,
-                                                   ": ", valid.message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--clipnorm=", f.clipnorm, ", --global_clipnorm=", f.global_clipnorm,
+                     ", --clipvalue=", f.clipvalue, ": ", valid.message()));
   }
   compile.metrics = {"accuracy"};
   if (f.model == "wide_deep") compile.metrics = {"accuracy", "auc"};
@@ -298,8 +317,8 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {
   if (f.precision == "bfloat16") {
     compile.precision = Precision::kBFloat16;
   } else if (f.precision != "float32") {
-    return absl::InvalidArgumentError(absl::StrCat("--precision=", f.precision,
-                                                   ": expected float32 or bfloat16"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--precision=", f.precision, ": expected float32 or bfloat16"));
   }
   return compile;
 }
@@ -308,19 +327,24 @@ absl::StatusOr<TrainTest> LoadData(const TrainFlags& f, double* bayes_auc) {
   if (f.dataset == "synthetic_clicks") {
     if (f.clicks_users <= 0 || f.clicks_items <= 0 || f.clicks_examples < 4 ||
         f.clicks_users + f.clicks_items > (int64_t{1} << 24)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--clicks_users=", f.clicks_users, ", --clicks_items=", f.clicks_items, ", --clicks_examples=",
-          f.clicks_examples, ": users and items must be positive and together at most 2^24 (ids travel as floats), examples at least 4"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--clicks_users=", f.clicks_users, ", --clicks_items=", f.clicks_items,
+                       ", --clicks_examples=", f.clicks_examples,
+                       ": users and items must be positive and together at most 2^24 (ids travel "
+                       "as floats), examples at least 4"));
     }
-    ClickLog log = SyntheticClicks({.train = f.clicks_examples, .test = f.clicks_examples / 4,
-                                    .users = f.clicks_users, .items = f.clicks_items});
+    ClickLog log = SyntheticClicks({.train = f.clicks_examples,
+                                    .test = f.clicks_examples / 4,
+                                    .users = f.clicks_users,
+                                    .items = f.clicks_items});
     if (bayes_auc != nullptr) *bayes_auc = log.bayes_auc;
     return std::move(log.data);
   }
   if (f.dataset == "fashion_mnist") return LoadFashionMnist(f.data_dir);
-  if (f.dataset == "synthetic") return SyntheticImages(f.synthetic_examples, f.synthetic_examples / 4, 1234);
-  return absl::InvalidArgumentError(
-      absl::StrCat("--dataset=", f.dataset, ": expected fashion_mnist, synthetic or synthetic_clicks"));
+  if (f.dataset == "synthetic")
+    return SyntheticImages(f.synthetic_examples, f.synthetic_examples / 4, 1234);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--dataset=", f.dataset, ": expected fashion_mnist, synthetic or synthetic_clicks"));
 }
 
 }  // namespace ringwork

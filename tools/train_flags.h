@@ -27,7 +27,7 @@ struct TrainFlags {
   int64_t seed = 42;
   int64_t intra_op_threads = 0;
   int64_t inter_op_threads = 0;
-  int64_t min_workers = 0;  // Elastic training: 0 (every worker needed) or 1..workers.
+  int64_t min_workers = 0;               // Elastic training: 0 (every worker needed) or 1..workers.
   std::string elastic_batch = "global";  // Or per_replica.
   double regroup_discovery_s = 1.0;
   double regroup_timeout_s = 5;
@@ -40,8 +40,8 @@ struct TrainFlags {
   int64_t synthetic_examples = 8192;
   int64_t clicks_users = 200, clicks_items = 100;  // --dataset=synthetic_clicks
   int64_t clicks_examples = 300000;
-  bool sync_batch_norm = false;                      // --model=resnet
-  bool random_flip = true;                           // --model=resnet on fashion_mnist
+  bool sync_batch_norm = false;  // --model=resnet
+  bool random_flip = true;       // --model=resnet on fashion_mnist
   int64_t bytes_per_pack = 0;
   std::string allreduce_compression = "none";
   int64_t verbose = 1;
@@ -60,7 +60,7 @@ struct TrainFlags {
   int64_t tensorboard_update_freq = 0;
   int64_t tensorboard_histogram_freq = 0;
   // What steers training (keras/learning_rate_schedule.h, training_callbacks.h).
-  std::string lr_schedule;  // Empty: the model's (LearningRateScheduleName).
+  std::string lr_schedule;     // Empty: the model's (LearningRateScheduleName).
   int64_t lr_decay_steps = 0;  // 0: every step of the run.
   double lr_decay_rate = 0.96;
   int64_t lr_warmup_steps = 0;

@@ -74,9 +74,9 @@ int main(int argc, char** argv) {
     MPI_Allreduce(&blocks[runs - 1], &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
       const double algbw = count * 4 / (mean_median * 1e-6) / 1e9;
-      printf("%s,%d,%zu,%zu,mpi,%ld,%.2f,%.2f,%.2f,%.3f,%.3f,%ld\n", label, size, count * 4,
-             count, iterations, mean_median, fastest, slowest, algbw,
-             algbw * 2.0 * (size - 1) / size, total_wrong);
+      printf("%s,%d,%zu,%zu,mpi,%ld,%.2f,%.2f,%.2f,%.3f,%.3f,%ld\n", label, size, count * 4, count,
+             iterations, mean_median, fastest, slowest, algbw, algbw * 2.0 * (size - 1) / size,
+             total_wrong);
       fflush(stdout);
     }
     free(pristine);

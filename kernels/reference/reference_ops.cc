@@ -7,8 +7,8 @@
 namespace ringwork {
 namespace reference {
 
-void DenseForward(const float* x, const float* w, const float* bias, float* y, int64_t m,
-                  int64_t k, int64_t n) {
+void DenseForward(const float* x, const float* w, const float* bias, float* y, int64_t m, int64_t k,
+                  int64_t n) {
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double acc = bias[j];
@@ -85,16 +85,16 @@ void Conv2DForward(const Conv2DShape& s, const float* x, const float* w, const f
                    float* y) {
   const ConvIndex at{s, s.rows().out, s.cols().out};
   std::vector<double> acc(static_cast<size_t>(s.batch * at.oh * at.ow * s.out_channels), 0.0);
-  ForEachTap(s, [&](int64_t b, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t kh,
-                    int64_t kw) {
-    for (int64_t f = 0; f < s.out_channels; ++f) {
-      double sum = 0;
-      for (int64_t c = 0; c < s.in_channels; ++c) {
-        sum += static_cast<double>(x[at.X(b, iy, ix, c)]) * w[at.W(kh, kw, c, f)];
-      }
-      acc[at.Y(b, oy, ox, f)] += sum;
-    }
-  });
+  ForEachTap(
+      s, [&](int64_t b, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t kh, int64_t kw) {
+        for (int64_t f = 0; f < s.out_channels; ++f) {
+          double sum = 0;
+          for (int64_t c = 0; c < s.in_channels; ++c) {
+            sum += static_cast<double>(x[at.X(b, iy, ix, c)]) * w[at.W(kh, kw, c, f)];
+          }
+          acc[at.Y(b, oy, ox, f)] += sum;
+        }
+      });
   for (size_t i = 0; i < acc.size(); ++i) {
     y[i] = static_cast<float>(acc[i] + bias[i % s.out_channels]);
   }
@@ -103,16 +103,16 @@ void Conv2DForward(const Conv2DShape& s, const float* x, const float* w, const f
 void Conv2DBackwardData(const Conv2DShape& s, const float* dy, const float* w, float* dx) {
   const ConvIndex at{s, s.rows().out, s.cols().out};
   std::vector<double> acc(static_cast<size_t>(s.batch * s.height * s.width * s.in_channels), 0.0);
-  ForEachTap(s, [&](int64_t b, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t kh,
-                    int64_t kw) {
-    for (int64_t c = 0; c < s.in_channels; ++c) {
-      double sum = 0;
-      for (int64_t f = 0; f < s.out_channels; ++f) {
-        sum += static_cast<double>(dy[at.Y(b, oy, ox, f)]) * w[at.W(kh, kw, c, f)];
-      }
-      acc[at.X(b, iy, ix, c)] += sum;
-    }
-  });
+  ForEachTap(
+      s, [&](int64_t b, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t kh, int64_t kw) {
+        for (int64_t c = 0; c < s.in_channels; ++c) {
+          double sum = 0;
+          for (int64_t f = 0; f < s.out_channels; ++f) {
+            sum += static_cast<double>(dy[at.Y(b, oy, ox, f)]) * w[at.W(kh, kw, c, f)];
+          }
+          acc[at.X(b, iy, ix, c)] += sum;
+        }
+      });
   for (size_t i = 0; i < acc.size(); ++i) dx[i] = static_cast<float>(acc[i]);
 }
 
@@ -121,12 +121,13 @@ void Conv2DBackwardWeights(const Conv2DShape& s, const float* x, const float* dy
   const ConvIndex at{s, s.rows().out, s.cols().out};
   std::vector<double> acc(
       static_cast<size_t>(s.kernel_h * s.kernel_w * s.in_channels * s.out_channels), 0.0);
-  ForEachTap(s, [&](int64_t b, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t kh,
-                    int64_t kw) {
-    for (int64_t c = 0; c < s.in_channels; ++c)
-      for (int64_t f = 0; f < s.out_channels; ++f)
-        acc[at.W(kh, kw, c, f)] += static_cast<double>(x[at.X(b, iy, ix, c)]) * dy[at.Y(b, oy, ox, f)];
-  });
+  ForEachTap(
+      s, [&](int64_t b, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t kh, int64_t kw) {
+        for (int64_t c = 0; c < s.in_channels; ++c)
+          for (int64_t f = 0; f < s.out_channels; ++f)
+            acc[at.W(kh, kw, c, f)] +=
+                static_cast<double>(x[at.X(b, iy, ix, c)]) * dy[at.Y(b, oy, ox, f)];
+      });
   for (size_t i = 0; i < acc.size(); ++i) dw[i] = static_cast<float>(acc[i]);
   for (int64_t f = 0; f < s.out_channels; ++f) {
     double sum = 0;
@@ -231,7 +232,8 @@ void ActivationBackward(Activation a, const float* x, const float* dy, float* dx
         break;
       }
       case Activation::kGelu:
-        d = 0.5 * (1 + std::erf(v / std::sqrt(2.0))) + v * std::exp(-v * v / 2) / std::sqrt(2 * kPi);
+        d = 0.5 * (1 + std::erf(v / std::sqrt(2.0))) +
+            v * std::exp(-v * v / 2) / std::sqrt(2 * kPi);
         break;
       case Activation::kLinear:
         break;
@@ -255,7 +257,8 @@ void SoftmaxForward(const float* x, float* y, int64_t rows, int64_t cols) {
 void SoftmaxBackward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     double dot = 0;
-    for (int64_t c = 0; c < cols; ++c) dot += static_cast<double>(y[r * cols + c]) * dy[r * cols + c];
+    for (int64_t c = 0; c < cols; ++c)
+      dot += static_cast<double>(y[r * cols + c]) * dy[r * cols + c];
     for (int64_t c = 0; c < cols; ++c) {
       dx[r * cols + c] = static_cast<float>(y[r * cols + c] * (dy[r * cols + c] - dot));
     }
@@ -274,11 +277,11 @@ void SgdUpdate(const SgdOptions& o, double* param, const double* grad, double* v
   }
 }
 
-void AdamUpdate(const AdamOptions& o, int64_t step, double* param, const double* grad,
-                double* m, double* v, int64_t n) {
+void AdamUpdate(const AdamOptions& o, int64_t step, double* param, const double* grad, double* m,
+                double* v, int64_t n) {
   const double t = static_cast<double>(step);
-  const double lr_t = o.learning_rate * std::sqrt(1 - std::pow(o.beta2, t)) /
-                      (1 - std::pow(o.beta1, t));
+  const double lr_t =
+      o.learning_rate * std::sqrt(1 - std::pow(o.beta2, t)) / (1 - std::pow(o.beta1, t));
   for (int64_t i = 0; i < n; ++i) {
     param[i] -= o.learning_rate * o.weight_decay * param[i];
     m[i] = o.beta1 * m[i] + (1 - o.beta1) * grad[i];

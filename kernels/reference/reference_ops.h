@@ -13,10 +13,9 @@
 namespace ringwork {
 namespace reference {
 
-void DenseForward(const float* x, const float* w, const float* bias, float* y, int64_t m,
-                  int64_t k, int64_t n);
-void DenseBackwardData(const float* dy, const float* w, float* dx, int64_t m, int64_t k,
-                       int64_t n);
+void DenseForward(const float* x, const float* w, const float* bias, float* y, int64_t m, int64_t k,
+                  int64_t n);
+void DenseBackwardData(const float* dy, const float* w, float* dx, int64_t m, int64_t k, int64_t n);
 void DenseBackwardWeights(const float* x, const float* dy, float* dw, float* dbias, int64_t m,
                           int64_t k, int64_t n);
 
@@ -36,10 +35,9 @@ void ActivationBackward(Activation a, const float* x, const float* dy, float* dx
 void SoftmaxForward(const float* x, float* y, int64_t rows, int64_t cols);
 void SoftmaxBackward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols);
 
-void SgdUpdate(const SgdOptions& o, double* param, const double* grad, double* velocity,
-               int64_t n);
-void AdamUpdate(const AdamOptions& o, int64_t step, double* param, const double* grad,
-                double* m, double* v, int64_t n);
+void SgdUpdate(const SgdOptions& o, double* param, const double* grad, double* velocity, int64_t n);
+void AdamUpdate(const AdamOptions& o, int64_t step, double* param, const double* grad, double* m,
+                double* v, int64_t n);
 
 }  // namespace reference
 }  // namespace ringwork

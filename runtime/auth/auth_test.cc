@@ -1,13 +1,12 @@
 // The cluster token, the RPC HMAC and the TLS flag checks, without a network.
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 
-#include <catch2/catch.hpp>
-
-#include "runtime/auth/cluster_token.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/auth/cluster_token.h"
 #include "runtime/auth/refusal_log.h"
 #include "runtime/auth/rpc_auth.h"
 #include "runtime/auth/tls_credentials.h"
@@ -121,17 +120,20 @@ TEST_CASE("a call binds to its method and to the callee's process", "[auth]") {
     Call second(peer.CallMetadataFor(RpcMethod::kJoin, 0, std::stoull(server.challenge())));
     CHECK(server.Verify(second.metadata, RpcMethod::kJoin).ok());
   }
-  SECTION("after an elastic regroup, Joins (only) addressed to the original rank are this worker's") {
+  SECTION(
+      "after an elastic regroup, Joins (only) addressed to the original rank are this worker's") {
     RpcAuth regrouped(kToken, "cluster-b", 0, 7);  // Was rank 2 of TF_CONFIG's ring.
     regrouped.AlsoAnswerJoinsAs(2);
     Call join(peer.CallMetadataFor(RpcMethod::kJoin, 2, 0));
     bool stale = false;
-    CHECK(absl::IsUnauthenticated(regrouped.Verify(join.metadata, RpcMethod::kJoin, &stale).status()));
+    CHECK(absl::IsUnauthenticated(
+        regrouped.Verify(join.metadata, RpcMethod::kJoin, &stale).status()));
     CHECK(stale);  // Challenged like a first Join to rank 0.
     Call signed_join(peer.CallMetadataFor(RpcMethod::kJoin, 2, 7));
     CHECK(regrouped.Verify(signed_join.metadata, RpcMethod::kJoin).ok());
     Call heartbeat(peer.CallMetadataFor(RpcMethod::kHeartbeat, 2, 7));
-    CHECK(absl::IsUnauthenticated(regrouped.Verify(heartbeat.metadata, RpcMethod::kHeartbeat).status()));
+    CHECK(absl::IsUnauthenticated(
+        regrouped.Verify(heartbeat.metadata, RpcMethod::kHeartbeat).status()));
     Call other(peer.CallMetadataFor(RpcMethod::kJoin, 1, 7));
     CHECK(absl::IsUnauthenticated(regrouped.Verify(other.metadata, RpcMethod::kJoin).status()));
   }
@@ -191,7 +193,8 @@ TEST_CASE("refusals are logged once per host and kind, and bounded", "[auth]") {
   CHECK(log.size() == 3);
   RefusalLog reasons;
   reasons.Refused("ipv4:10.0.0.5:1000", "Join", bad);
-  reasons.Refused("ipv4:10.0.0.5:1000", "Join", absl::UnauthenticatedError("y"));  // Another reason.
+  reasons.Refused("ipv4:10.0.0.5:1000", "Join",
+                  absl::UnauthenticatedError("y"));  // Another reason.
   CHECK(reasons.size() == 2);
 }
 
@@ -203,7 +206,9 @@ TEST_CASE("refusals are rate-limited, and caller-chosen text is cut and escaped"
   int logged = 0;
   for (int i = 0; i < 50; ++i) {
     logged += log.Refused(absl::StrCat("ipv4:10.0.0.", i, ":1"), "a Join",
-                          absl::InvalidArgumentError("x")) ? 1 : 0;
+                          absl::InvalidArgumentError("x"))
+                  ? 1
+                  : 0;
   }
   CHECK(logged == 2);
   // One host cannot use the log up with reasons of its own choosing.
@@ -211,7 +216,9 @@ TEST_CASE("refusals are rate-limited, and caller-chosen text is cut and escaped"
   int from_one = 0;
   for (int i = 0; i < 50; ++i) {
     from_one += per_host.Refused("ipv4:10.0.0.9:1", "a Join",
-                                 absl::InvalidArgumentError(absl::StrCat("reason ", i))) ? 1 : 0;
+                                 absl::InvalidArgumentError(absl::StrCat("reason ", i)))
+                    ? 1
+                    : 0;
   }
   CHECK(from_one == 8);
   CHECK(per_host.Refused("ipv4:10.0.0.10:1", "a Join", absl::InvalidArgumentError("x")));
@@ -230,7 +237,8 @@ std::string TempFile(const std::string& name, const std::string& text, mode_t mo
 TEST_CASE("the token comes from a file or the environment, and must be long enough", "[auth]") {
   CHECK(*LoadClusterToken("", nullptr) == "");
   CHECK(*LoadClusterToken("", kToken.c_str()) == kToken);
-  CHECK(*LoadClusterToken(TempFile("token", kToken + "\n"), "ignored-when-a-file-is-given") == kToken);
+  CHECK(*LoadClusterToken(TempFile("token", kToken + "\n"), "ignored-when-a-file-is-given") ==
+        kToken);
   absl::Status short_token = LoadClusterToken("", "abc").status();
   CHECK(absl::IsInvalidArgument(short_token));
   CHECK(short_token.message().find("RINGWORK_CLUSTER_TOKEN: the cluster token has 3 characters") !=

@@ -40,9 +40,9 @@ absl::StatusOr<std::string> LoadClusterToken(const std::string& token_file, cons
   }
   token = std::string(absl::StripAsciiWhitespace(token));
   if (token.size() < kMinClusterTokenBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": the cluster token has ", token.size(), " characters; use at least ",
-        kMinClusterTokenBytes, " (e.g. `openssl rand -hex 32`)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": the cluster token has ", token.size(), " characters; use at least ",
+                     kMinClusterTokenBytes, " (e.g. `openssl rand -hex 32`)"));
   }
   return token;
 }

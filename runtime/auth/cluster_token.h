@@ -4,7 +4,8 @@
 // RINGWORK_CLUSTER_TOKEN; never from a command line, and never printed. `launch`
 // makes one per run.
 //
-//   RW_ASSIGN_OR_RETURN(std::string token, LoadClusterToken(flag_value, std::getenv(kClusterTokenEnv)));
+//   RW_ASSIGN_OR_RETURN(std::string token, LoadClusterToken(flag_value,
+//   std::getenv(kClusterTokenEnv)));
 #ifndef RINGWORK_RUNTIME_AUTH_CLUSTER_TOKEN_H_
 #define RINGWORK_RUNTIME_AUTH_CLUSTER_TOKEN_H_
 

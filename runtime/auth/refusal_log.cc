@@ -11,8 +11,7 @@ namespace ringwork {
 namespace {
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -71,8 +70,8 @@ bool RefusalLog::Refused(const std::string& peer, const std::string& what,
   }
   if (!log_line) {
     if (suppressed > 0) {
-      RW_LOG(WARNING) << suppressed << " refused calls not logged (too many; the last from "
-                      << host << ")";
+      RW_LOG(WARNING) << suppressed << " refused calls not logged (too many; the last from " << host
+                      << ")";
     }
     return false;
   }

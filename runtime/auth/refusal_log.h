@@ -12,8 +12,8 @@
 #define RINGWORK_RUNTIME_AUTH_REFUSAL_LOG_H_
 
 #include <cstdint>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 

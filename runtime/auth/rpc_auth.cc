@@ -85,18 +85,19 @@ CallMetadata RpcAuth::CallMetadataFor(RpcMethod method, int64_t to_rank, uint64_
         Mac(token_, method, fingerprint_, rank_, incarnation_, to_rank, to_incarnation);
     metadata.push_back({kMacKey, mac});
     if (!body.empty()) {
-      metadata.push_back({kBodyMacKey, Hmac(token_, absl::StrCat("ringwork-body-v2\n", mac, "\n", body))});
+      metadata.push_back(
+          {kBodyMacKey, Hmac(token_, absl::StrCat("ringwork-body-v2\n", mac, "\n", body))});
     }
   }
   return metadata;
 }
 
-std::string RpcAuth::Mac(const std::string& token, RpcMethod method,
-                         const std::string& fingerprint, int64_t rank, uint64_t incarnation,
-                         int64_t to_rank, uint64_t to_incarnation) {
-  return Hmac(token, absl::StrCat("ringwork-rpc-v2\n", RpcMethodName(method), "\n", fingerprint,
-                                  "\n", rank, "\n", incarnation, "\n", to_rank, "\n",
-                                  to_incarnation));
+std::string RpcAuth::Mac(const std::string& token, RpcMethod method, const std::string& fingerprint,
+                         int64_t rank, uint64_t incarnation, int64_t to_rank,
+                         uint64_t to_incarnation) {
+  return Hmac(
+      token, absl::StrCat("ringwork-rpc-v2\n", RpcMethodName(method), "\n", fingerprint, "\n", rank,
+                          "\n", incarnation, "\n", to_rank, "\n", to_incarnation));
 }
 
 absl::Status RpcAuth::VerifyBody(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
@@ -153,15 +154,16 @@ absl::StatusOr<RpcIdentity> RpcAuth::Verify(
     }
   }
   const bool to_this_rank =
-      to_rank == rank_ || (method == RpcMethod::kJoin && join_alias_rank_ >= 0 && to_rank == join_alias_rank_);
+      to_rank == rank_ ||
+      (method == RpcMethod::kJoin && join_alias_rank_ >= 0 && to_rank == join_alias_rank_);
   if (!to_this_rank || to_incarnation != incarnation_) {
     // Genuine (signed, or no token), but for another process: the caller may learn
     // this one's incarnation (the challenge) and call again.
     if (stale_callee != nullptr) *stale_callee = to_this_rank;
-    return absl::UnauthenticatedError(absl::StrCat(
-        "the call is meant for rank ", to_rank, " incarnation ", to_incarnation,
-        ", not this worker (rank ", rank_, " incarnation ", incarnation_,
-        "): a call of an earlier run, or one made before learning this incarnation"));
+    return absl::UnauthenticatedError(
+        absl::StrCat("the call is meant for rank ", to_rank, " incarnation ", to_incarnation,
+                     ", not this worker (rank ", rank_, " incarnation ", incarnation_,
+                     "): a call of an earlier run, or one made before learning this incarnation"));
   }
   return who;
 }
@@ -178,16 +180,15 @@ absl::Status RpcAuth::SameCluster(const RpcIdentity& who) const {
 }
 
 absl::Status RpcAuth::VerifyPeer(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
-                                RpcMethod method, int64_t rank, uint64_t incarnation) const {
+                                 RpcMethod method, int64_t rank, uint64_t incarnation) const {
   absl::StatusOr<RpcIdentity> who = Verify(metadata, method);
   if (!who.ok()) return who.status();
   absl::Status same = SameCluster(*who);
   if (!same.ok()) return same;
   if (who->rank != rank || who->incarnation != incarnation) {
-    return absl::PermissionDeniedError(absl::StrCat("it answered as rank ", who->rank,
-                                                    " incarnation ", who->incarnation,
-                                                    ", not rank ", rank, " incarnation ",
-                                                    incarnation));
+    return absl::PermissionDeniedError(
+        absl::StrCat("it answered as rank ", who->rank, " incarnation ", who->incarnation,
+                     ", not rank ", rank, " incarnation ", incarnation));
   }
   return absl::OkStatus();
 }

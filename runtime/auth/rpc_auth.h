@@ -30,13 +30,13 @@
 #ifndef RINGWORK_RUNTIME_AUTH_RPC_AUTH_H_
 #define RINGWORK_RUNTIME_AUTH_RPC_AUTH_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 
@@ -78,8 +78,9 @@ class RpcAuth {
   // `*stale_callee` (optional) is set when the call is genuine but meant for
   // another incarnation of this worker (answer it with challenge()). The
   // fingerprint is the caller's; compare it (SameCluster).
-  absl::StatusOr<RpcIdentity> Verify(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
-                                     RpcMethod method, bool* stale_callee = nullptr) const;
+  absl::StatusOr<RpcIdentity> Verify(
+      const std::multimap<grpc::string_ref, grpc::string_ref>& metadata, RpcMethod method,
+      bool* stale_callee = nullptr) const;
   // After Verify and parsing: UNAUTHENTICATED unless `body` is what the caller
   // signed (always OK without a token).
   absl::Status VerifyBody(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,

@@ -34,9 +34,10 @@ absl::StatusOr<TlsCredentials> LoadTlsCredentials(const TlsFiles& files) {
     tls.channel = grpc::InsecureChannelCredentials();
     return tls;
   }
-  for (const auto& [flag, value] : {std::pair<const char*, const std::string*>{"--tls_ca", &files.ca},
-                                    {"--tls_cert", &files.cert},
-                                    {"--tls_key", &files.key}}) {
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string*>{"--tls_ca", &files.ca},
+        {"--tls_cert", &files.cert},
+        {"--tls_key", &files.key}}) {
     if (value->empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "mutual TLS needs --tls_ca, --tls_cert and --tls_key; ", flag, " is missing"));
@@ -49,7 +50,8 @@ absl::StatusOr<TlsCredentials> LoadTlsCredentials(const TlsFiles& files) {
   absl::StatusOr<std::string> key = ReadPem("--tls_key", files.key);
   if (!key.ok()) return key.status();
 
-  grpc::SslServerCredentialsOptions server(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions server(
+      GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   server.pem_root_certs = *ca;
   server.pem_key_cert_pairs.push_back({*key, *cert});
   tls.server = grpc::SslServerCredentials(server);

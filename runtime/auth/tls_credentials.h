@@ -11,10 +11,10 @@
 #ifndef RINGWORK_RUNTIME_AUTH_TLS_CREDENTIALS_H_
 #define RINGWORK_RUNTIME_AUTH_TLS_CREDENTIALS_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 

@@ -19,9 +19,9 @@ absl::string_view AllReduceAlgorithmName(AllReduceAlgorithm algorithm) {
 }
 
 bool ParseAllReduceAlgorithm(absl::string_view text, AllReduceAlgorithm* out) {
-  for (AllReduceAlgorithm a : {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing,
-                               AllReduceAlgorithm::kRecursiveDoubling,
-                               AllReduceAlgorithm::kHierarchical}) {
+  for (AllReduceAlgorithm a :
+       {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing,
+        AllReduceAlgorithm::kRecursiveDoubling, AllReduceAlgorithm::kHierarchical}) {
     if (text == AllReduceAlgorithmName(a)) {
       *out = a;
       return true;
@@ -50,7 +50,8 @@ AllReduceAlgorithm ChooseAllReduce(size_t bytes, int world_size, size_t max_fram
   return flat;
 }
 
-size_t RecursiveDoublingBelow(int world_size, const CollectiveOptions& options, bool network_links) {
+size_t RecursiveDoublingBelow(int world_size, const CollectiveOptions& options,
+                              bool network_links) {
   // The ring needs 2(p-1) message latencies but moves only 2(p-1)/p of the buffer
   // per rank and spreads the reduction; recursive doubling needs log2(p) latencies
   // but moves and reduces the whole buffer each round. Small buffers are latency
@@ -73,15 +74,15 @@ size_t RecursiveDoublingBelow(int world_size, const CollectiveOptions& options, 
   const size_t cap = options.small_allreduce_bytes_network;
   if (m >= 2 * (p - 1)) return 0;
   if (m * p <= 2 * (p - 1)) return cap;
-  return std::min(cap, options.network_message_bytes * (2 * (p - 1) - m) * p / (m * p - 2 * (p - 1)));
+  return std::min(cap,
+                  options.network_message_bytes * (2 * (p - 1) - m) * p / (m * p - 2 * (p - 1)));
 }
 
 AllReduceAlgorithm ChooseFlatAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
                                        const CollectiveOptions& options, bool network_links) {
   // Recursive doubling moves the whole buffer in one frame per round.
   const bool fits_one_frame = bytes <= max_frame_bytes;
-  if (options.allreduce_algorithm == AllReduceAlgorithm::kRecursiveDoubling &&
-      fits_one_frame) {
+  if (options.allreduce_algorithm == AllReduceAlgorithm::kRecursiveDoubling && fits_one_frame) {
     return AllReduceAlgorithm::kRecursiveDoubling;
   }
   if (options.allreduce_algorithm == AllReduceAlgorithm::kRing) {
@@ -94,8 +95,7 @@ AllReduceAlgorithm ChooseFlatAllReduce(size_t bytes, int world_size, size_t max_
   return AllReduceAlgorithm::kRing;
 }
 
-BroadcastShape ChooseBroadcast(size_t bytes, int world_size,
-                               const CollectiveOptions& options) {
+BroadcastShape ChooseBroadcast(size_t bytes, int world_size, const CollectiveOptions& options) {
   if (world_size <= 2 || bytes < options.chain_broadcast_bytes) {
     return BroadcastShape::kBinomialTree;
   }

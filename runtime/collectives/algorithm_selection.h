@@ -19,17 +19,18 @@ namespace ringwork {
 // that all its links are network links (Communicator::network_links()).
 AllReduceAlgorithm ChooseAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
                                    const CollectiveOptions& options,
-                                   const HostTopology* topology = nullptr, bool network_links = false);
+                                   const HostTopology* topology = nullptr,
+                                   bool network_links = false);
 // The choice between the ring and recursive doubling alone.
 AllReduceAlgorithm ChooseFlatAllReduce(size_t bytes, int world_size, size_t max_frame_bytes,
-                                       const CollectiveOptions& options, bool network_links = false);
+                                       const CollectiveOptions& options,
+                                       bool network_links = false);
 // In kAuto mode, all-reduces below this many bytes (that fit one frame) run by
 // recursive doubling: the option for the links, grown with the world size.
 size_t RecursiveDoublingBelow(int world_size, const CollectiveOptions& options, bool network_links);
 
 enum class BroadcastShape { kBinomialTree, kChain };
-BroadcastShape ChooseBroadcast(size_t bytes, int world_size,
-                               const CollectiveOptions& options);
+BroadcastShape ChooseBroadcast(size_t bytes, int world_size, const CollectiveOptions& options);
 
 }  // namespace ringwork
 

@@ -33,7 +33,8 @@ TEST_CASE("over network links recursive doubling runs up to 1 MiB at a power of 
   for (int p : {2, 4, 8, 16, 32}) {
     INFO(p << " ranks");
     CHECK(RecursiveDoublingBelow(p, options, /*network_links=*/true) == (1u << 20));
-    CHECK(ChooseAllReduce(918 << 10, p, frame, options, nullptr, true) == AllReduceAlgorithm::kRecursiveDoubling);
+    CHECK(ChooseAllReduce(918 << 10, p, frame, options, nullptr, true) ==
+          AllReduceAlgorithm::kRecursiveDoubling);
     CHECK(ChooseAllReduce(1 << 20, p, frame, options, nullptr, true) == AllReduceAlgorithm::kRing);
   }
   // Two more whole-buffer messages: break-even with a message worth 128 KiB.

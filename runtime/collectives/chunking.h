@@ -27,9 +27,7 @@ namespace ringwork {
 struct ElementRange {
   size_t offset = 0;  // In elements.
   size_t count = 0;
-  bool operator==(const ElementRange& o) const {
-    return offset == o.offset && count == o.count;
-  }
+  bool operator==(const ElementRange& o) const { return offset == o.offset && count == o.count; }
 };
 
 // Chunk c of `count` elements split over p ranks as evenly as possible: the first
@@ -58,9 +56,9 @@ RingStep AllGatherStep(int rank, int p, int k);
 // first 2*rem ranks pair up; the even rank of each pair hands its data to the odd
 // one before the doubling and gets the result back after it.
 struct RecursiveDoublingPlan {
-  int rounds = 0;          // log2(q): the same on every rank.
-  int pre_send_to = -1;    // Even rank of a pair: sends its data here, then waits.
-  int pre_recv_from = -1;  // Odd rank of a pair: receives and reduces this.
+  int rounds = 0;             // log2(q): the same on every rank.
+  int pre_send_to = -1;       // Even rank of a pair: sends its data here, then waits.
+  int pre_recv_from = -1;     // Odd rank of a pair: receives and reduces this.
   std::vector<int> partners;  // Doubling rounds: exchange-and-reduce with each.
   int post_send_to = -1;      // Odd rank: sends the result back here.
   int post_recv_from = -1;    // Even rank: receives the result from here.

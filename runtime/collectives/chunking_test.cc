@@ -1,17 +1,15 @@
 #include "runtime/collectives/chunking.h"
 
-#include <set>
-
 #include <catch2/catch.hpp>
+#include <set>
 
 namespace ringwork {
 namespace {
 
-TEST_CASE("balanced chunks tile the buffer exactly, for every world and size",
-          "[chunking]") {
+TEST_CASE("balanced chunks tile the buffer exactly, for every world and size", "[chunking]") {
   for (int p = 1; p <= 8; ++p) {
-    for (size_t n : {size_t{0}, size_t{1}, size_t(p - 1), size_t(p), size_t(p + 1),
-                     size_t{13}, size_t{97}, size_t{1000003}}) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t(p - 1), size_t(p), size_t(p + 1), size_t{13},
+                     size_t{97}, size_t{1000003}}) {
       INFO("p=" << p << " n=" << n);
       size_t next = 0, largest = 0, smallest = n;
       for (const ElementRange& c : BalancedChunks(n, p)) {

@@ -7,10 +7,10 @@
 #include <cstdint>
 
 #include "base/deadline.h"
-#include "tensor/dtype.h"
-#include "tensor/reduce.h"
 #include "runtime/transport/request.h"
 #include "runtime/transport/transport.h"
+#include "tensor/dtype.h"
+#include "tensor/reduce.h"
 
 namespace ringwork {
 
@@ -24,12 +24,8 @@ struct CollectiveContext {
   int rank() const { return transport->rank(); }
   int world_size() const { return transport->world_size(); }
   size_t element_bytes() const { return DataTypeSize(info.dtype); }
-  FrameKey Key(uint32_t step, uint32_t segment) const {
-    return FrameKey{seq, step, segment};
-  }
-  absl::Status Wait(Request* request) const {
-    return transport->Wait(request, deadline);
-  }
+  FrameKey Key(uint32_t step, uint32_t segment) const { return FrameKey{seq, step, segment}; }
+  absl::Status Wait(Request* request) const { return transport->Wait(request, deadline); }
 };
 
 // Where a receive puts its bytes: copied to `dst`, or reduced into it with `op`.

@@ -1,10 +1,9 @@
 // Fault injection on the in-memory transport: broken links, silent peers, killed
 // ranks and mismatched calls end in clear errors within their bounds, and the first
 // error is sticky.
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 #include "runtime/collectives/communicator.h"
 #include "runtime/collectives/expectations.h"
@@ -23,8 +22,7 @@ double SecondsSince(Clock::time_point start) {
 
 std::string Text(const absl::Status& status) { return std::string(status.message()); }
 
-InMemoryNetwork::LinkWrapper Fault(int self, int peer, FaultyLink::Fault fault,
-                                   int frames_before) {
+InMemoryNetwork::LinkWrapper Fault(int self, int peer, FaultyLink::Fault fault, int frames_before) {
   return [=](int s, int p, std::unique_ptr<Link> link) -> std::unique_ptr<Link> {
     if (s != self || p != peer) return link;
     return std::make_unique<FaultyLink>(std::move(link), frames_before, fault);
@@ -63,7 +61,8 @@ TEST_CASE("a broken link fails every rank, and the first error is sticky", "[fai
   // The root cause first, then who passed it on.
   const std::string passed_on = Text(results[2]);
   INFO(passed_on);
-  CHECK(passed_on.find("injected fault") < passed_on.find("(reported by rank 1, which closed its connection"));
+  CHECK(passed_on.find("injected fault") <
+        passed_on.find("(reported by rank 1, which closed its connection"));
   CHECK(passed_on.find("(reported by rank 1, which closed its connection") != std::string::npos);
 }
 
@@ -142,8 +141,7 @@ TEST_CASE("mismatched calls fail with exit-7 errors showing both sides", "[failu
     auto results = RunOnRanks(2, [&](int rank) {
       Communicator comm(network.transport(rank), CollectiveOptions());
       std::vector<float> data(12);
-      return comm.AllReduce(data.data(), rank == 0 ? 12 : 10, DataType::kFloat32,
-                            ReduceOp::kSum);
+      return comm.AllReduce(data.data(), rank == 0 ? 12 : 10, DataType::kFloat32, ReduceOp::kSum);
     });
     for (int r = 0; r < 2; ++r) {
       INFO(Text(results[r]));

@@ -1,14 +1,13 @@
 // Every collective against analytic expectations, one thread per rank over the
 // in-memory transport: world sizes 1, 2, 3, 4, 7; element counts 0, 1, p-1, p+1,
 // primes and several MiB; every dtype and reduction; every algorithm.
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -50,9 +49,9 @@ TEST_CASE("CountWrong counts the elements that differ", "[collectives]") {
 
 // Runs `body(rank, comm, failures)` on every rank of a fresh in-memory world and
 // CHECKs that every rank returned OK with no recorded failures.
-void RunWorld(int p, const CollectiveOptions& options,
-              const std::function<absl::Status(int, Communicator&,
-                                               std::vector<std::string>&)>& body) {
+void RunWorld(
+    int p, const CollectiveOptions& options,
+    const std::function<absl::Status(int, Communicator&, std::vector<std::string>&)>& body) {
   InMemoryNetwork network(p);
   std::vector<std::vector<std::string>> failures(p);
   auto results = RunOnRanks(p, [&](int rank) {
@@ -80,9 +79,8 @@ absl::Status SweepAllReduce(int rank, Communicator& comm, std::vector<std::strin
         const auto want = ExpectedAllReduce(dtype, op, n, p);
         const size_t wrong = CountWrong(dtype, data.data(), want.data(), n);
         if (wrong > 0) {
-          failures.push_back(absl::StrCat("allreduce ", DataTypeName(dtype), " ",
-                                          ReduceOpName(op), " n=", n, ": ", wrong,
-                                          " wrong, algorithm ",
+          failures.push_back(absl::StrCat("allreduce ", DataTypeName(dtype), " ", ReduceOpName(op),
+                                          " n=", n, ": ", wrong, " wrong, algorithm ",
                                           AllReduceAlgorithmName(comm.last_allreduce_algorithm())));
         }
       }
@@ -92,9 +90,8 @@ absl::Status SweepAllReduce(int rank, Communicator& comm, std::vector<std::strin
 }
 
 TEST_CASE("all-reduce: every world, size, dtype and op, each algorithm", "[allreduce]") {
-  for (AllReduceAlgorithm algorithm :
-       {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing,
-        AllReduceAlgorithm::kRecursiveDoubling}) {
+  for (AllReduceAlgorithm algorithm : {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing,
+                                       AllReduceAlgorithm::kRecursiveDoubling}) {
     for (int p : kWorlds) {
       CollectiveOptions options;
       options.allreduce_algorithm = algorithm;
@@ -106,7 +103,8 @@ TEST_CASE("all-reduce: every world, size, dtype and op, each algorithm", "[allre
 }
 
 // Hosts emulated over in-memory links: keys[r] names rank r's host.
-TEST_CASE("hierarchical all-reduce: every layout, size, dtype and op", "[allreduce][hierarchical]") {
+TEST_CASE("hierarchical all-reduce: every layout, size, dtype and op",
+          "[allreduce][hierarchical]") {
   const std::vector<std::vector<int>> layouts = {
       {0, 0, 2, 2},        // 2 hosts x 2
       {0, 0, 2, 2, 4, 4},  // 3 hosts x 2
@@ -133,8 +131,10 @@ TEST_CASE("hierarchical all-reduce: every layout, size, dtype and op", "[allredu
   }
 }
 
-TEST_CASE("hierarchical all-reduce: chosen for large buffers on 2+ hosts of 2+ workers; "
-          "forced on unequal hosts it falls back to the ring", "[allreduce][hierarchical]") {
+TEST_CASE(
+    "hierarchical all-reduce: chosen for large buffers on 2+ hosts of 2+ workers; "
+    "forced on unequal hosts it falls back to the ring",
+    "[allreduce][hierarchical]") {
   struct Case {
     std::vector<int> keys;
     AllReduceAlgorithm forced;
@@ -152,8 +152,8 @@ TEST_CASE("hierarchical all-reduce: chosen for large buffers on 2+ hosts of 2+ w
   };
   for (const Case& c : cases) {
     const HostTopology topology = HostTopology::FromHostKeys(c.keys);
-    INFO("layout " << topology.ToString() << ", " << AllReduceAlgorithmName(c.forced) << ", "
-                   << c.n << " floats");
+    INFO("layout " << topology.ToString() << ", " << AllReduceAlgorithmName(c.forced) << ", " << c.n
+                   << " floats");
     CollectiveOptions options;
     options.allreduce_algorithm = c.forced;
     RunWorld(static_cast<int>(c.keys.size()), options,
@@ -161,16 +161,18 @@ TEST_CASE("hierarchical all-reduce: chosen for large buffers on 2+ hosts of 2+ w
                comm.set_topology(topology);
                std::vector<float> data(c.n);
                FillContribution(DataType::kFloat32, ReduceOp::kMean, data.data(), c.n, rank);
-               absl::Status st = comm.AllReduce(data.data(), c.n, DataType::kFloat32, ReduceOp::kMean);
+               absl::Status st =
+                   comm.AllReduce(data.data(), c.n, DataType::kFloat32, ReduceOp::kMean);
                if (!st.ok()) return st;
-               const auto want = ExpectedAllReduce(DataType::kFloat32, ReduceOp::kMean, c.n, comm.world_size());
+               const auto want =
+                   ExpectedAllReduce(DataType::kFloat32, ReduceOp::kMean, c.n, comm.world_size());
                if (size_t wrong = CountWrong(DataType::kFloat32, data.data(), want.data(), c.n)) {
                  failures.push_back(absl::StrCat(wrong, " wrong"));
                }
                if (comm.last_allreduce_algorithm() != c.expected) {
-                 failures.push_back(absl::StrCat(
-                     "ran ", AllReduceAlgorithmName(comm.last_allreduce_algorithm()), ", expected ",
-                     AllReduceAlgorithmName(c.expected)));
+                 failures.push_back(
+                     absl::StrCat("ran ", AllReduceAlgorithmName(comm.last_allreduce_algorithm()),
+                                  ", expected ", AllReduceAlgorithmName(c.expected)));
                }
                return absl::OkStatus();
              });
@@ -243,13 +245,16 @@ absl::Status SweepAllGather(int rank, Communicator& comm, std::vector<std::strin
       RW_RETURN_IF_ERROR(comm.AllGather(input.data(), output.data(), n, dtype));
       const auto want = ExpectedAllGather(dtype, n, p);
       if (size_t wrong = CountWrong(dtype, output.data(), want.data(), n * p)) {
-        failures.push_back(absl::StrCat("allgather ", DataTypeName(dtype), " n=", n, ": ", wrong, " wrong"));
+        failures.push_back(
+            absl::StrCat("allgather ", DataTypeName(dtype), " n=", n, ": ", wrong, " wrong"));
       }
       std::vector<uint8_t> in_place(n * p * element, 0xEE);
       if (n > 0) std::memcpy(in_place.data() + rank * n * element, input.data(), n * element);
-      RW_RETURN_IF_ERROR(comm.AllGather(in_place.data() + rank * n * element, in_place.data(), n, dtype));
+      RW_RETURN_IF_ERROR(
+          comm.AllGather(in_place.data() + rank * n * element, in_place.data(), n, dtype));
       if (size_t wrong = CountWrong(dtype, in_place.data(), want.data(), n * p)) {
-        failures.push_back(absl::StrCat("in-place allgather ", DataTypeName(dtype), " n=", n, ": ", wrong, " wrong"));
+        failures.push_back(absl::StrCat("in-place allgather ", DataTypeName(dtype), " n=", n, ": ",
+                                        wrong, " wrong"));
       }
     }
   }
@@ -257,25 +262,26 @@ absl::Status SweepAllGather(int rank, Communicator& comm, std::vector<std::strin
 }
 
 // Hosts emulated over in-memory links, as for the hierarchical all-reduce.
-TEST_CASE("hierarchical all-gather: every layout, size and dtype; flat where it cannot run or is forced",
-          "[allgather][hierarchical]") {
+TEST_CASE(
+    "hierarchical all-gather: every layout, size and dtype; flat where it cannot run or is forced",
+    "[allgather][hierarchical]") {
   struct Case {
     std::vector<int> keys;
     AllReduceAlgorithm algorithm;
     bool hierarchical;
   };
   const std::vector<Case> cases = {
-      {{0, 0, 2, 2}, AllReduceAlgorithm::kAuto, true},         // 2 hosts x 2
-      {{0, 0, 2, 2, 4, 4}, AllReduceAlgorithm::kAuto, true},   // 3 hosts x 2
-      {{0, 0, 0, 3, 3, 3}, AllReduceAlgorithm::kAuto, true},   // 2 hosts x 3
-      {{0, 1, 0, 1}, AllReduceAlgorithm::kHierarchical, true},  // interleaved ranks
-      {{0, 1, 1, 0}, AllReduceAlgorithm::kAuto, true},          // interleaved, not in order
+      {{0, 0, 2, 2}, AllReduceAlgorithm::kAuto, true},                 // 2 hosts x 2
+      {{0, 0, 2, 2, 4, 4}, AllReduceAlgorithm::kAuto, true},           // 3 hosts x 2
+      {{0, 0, 0, 3, 3, 3}, AllReduceAlgorithm::kAuto, true},           // 2 hosts x 3
+      {{0, 1, 0, 1}, AllReduceAlgorithm::kHierarchical, true},         // interleaved ranks
+      {{0, 1, 1, 0}, AllReduceAlgorithm::kAuto, true},                 // interleaved, not in order
       {{0, 0, 0, 3, 3, 3, 6, 6, 6}, AllReduceAlgorithm::kAuto, true},  // 3 hosts x 3
-      {{0, 0, 2, 2}, AllReduceAlgorithm::kRecursiveDoubling, false},  // the other flat one
-      {{0, 0, 2, 2}, AllReduceAlgorithm::kRing, false},        // a flat algorithm forced
-      {{0, 0, 0, 3}, AllReduceAlgorithm::kAuto, false},        // unequal hosts
-      {{0, 1, 2, 3}, AllReduceAlgorithm::kAuto, false},        // one rank per host
-      {{0, 0, 0}, AllReduceAlgorithm::kAuto, false},           // one host
+      {{0, 0, 2, 2}, AllReduceAlgorithm::kRecursiveDoubling, false},   // the other flat one
+      {{0, 0, 2, 2}, AllReduceAlgorithm::kRing, false},                // a flat algorithm forced
+      {{0, 0, 0, 3}, AllReduceAlgorithm::kAuto, false},                // unequal hosts
+      {{0, 1, 2, 3}, AllReduceAlgorithm::kAuto, false},                // one rank per host
+      {{0, 0, 0}, AllReduceAlgorithm::kAuto, false},                   // one host
   };
   for (const Case& c : cases) {
     const int p = static_cast<int>(c.keys.size());
@@ -315,7 +321,8 @@ std::vector<PhaseSpan> HierarchicalPhases(const std::vector<int>& host_keys) {
   RunWorld(p, options, [&](int rank, Communicator& comm, std::vector<std::string>& failures) {
     comm.set_topology(topology);
     std::vector<float> data(1000, static_cast<float>(rank));
-    RW_RETURN_IF_ERROR(comm.AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum));
+    RW_RETURN_IF_ERROR(
+        comm.AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum));
     if (data[999] != p * (p - 1) / 2.0f) failures.push_back(absl::StrCat("sum ", data[999]));
     std::vector<float> mine(10, static_cast<float>(rank)), all(10 * p);
     return comm.AllGather(mine.data(), all.data(), mine.size(), DataType::kFloat32);
@@ -324,7 +331,9 @@ std::vector<PhaseSpan> HierarchicalPhases(const std::vector<int>& host_keys) {
   REQUIRE(timeline.WriteJson(dir + "/timeline.json", {}).ok());
   std::ifstream in(dir + "/timeline.json");
   const nlohmann::json trace = nlohmann::json::parse(in);
-  auto end = [](const nlohmann::json& e) { return e["ts"].get<int64_t>() + e["dur"].get<int64_t>(); };
+  auto end = [](const nlohmann::json& e) {
+    return e["ts"].get<int64_t>() + e["dur"].get<int64_t>();
+  };
   std::vector<PhaseSpan> phases;
   for (const auto& e : trace["traceEvents"]) {
     if (e.value("ph", "") != "X" || e.value("cat", "") != "collective phase") continue;
@@ -341,13 +350,15 @@ std::vector<PhaseSpan> HierarchicalPhases(const std::vector<int>& host_keys) {
   return phases;
 }
 
-int Count(const std::vector<PhaseSpan>& phases, const std::string& name, const std::string& parent) {
+int Count(const std::vector<PhaseSpan>& phases, const std::string& name,
+          const std::string& parent) {
   int n = 0;
   for (const PhaseSpan& phase : phases) n += phase.name == name && phase.parent == parent;
   return n;
 }
 
-TEST_CASE("hierarchical collectives record each phase in the timeline", "[hierarchical][timeline]") {
+TEST_CASE("hierarchical collectives record each phase in the timeline",
+          "[hierarchical][timeline]") {
   SECTION("2 hosts x 2 workers: every phase, once per rank, inside its collective") {
     const std::vector<PhaseSpan> phases = HierarchicalPhases({0, 0, 2, 2});
     CHECK(phases.size() == 20);
@@ -388,7 +399,8 @@ TEST_CASE("all-gather and reduce-scatter", "[allgather][reducescatter]") {
             std::vector<uint8_t> mine(n * element + 1, 0x11);
             RW_RETURN_IF_ERROR(comm.ReduceScatter(blocks.data(), mine.data(), n, dtype, op));
             const auto full = ExpectedAllReduce(dtype, op, n * p, p);
-            if (size_t wrong = CountWrong(dtype, mine.data(), full.data() + rank * n * element, n)) {
+            if (size_t wrong =
+                    CountWrong(dtype, mine.data(), full.data() + rank * n * element, n)) {
               failures.push_back(absl::StrCat("reducescatter ", DataTypeName(dtype), " ",
                                               ReduceOpName(op), " n=", n, ": ", wrong, " wrong"));
             }
@@ -423,25 +435,26 @@ TEST_CASE("no rank leaves a barrier before every rank has entered it", "[barrier
 }
 
 TEST_CASE("a long mixed sequence keeps ranks in step", "[sequence]") {
-  RunWorld(4, CollectiveOptions(), [](int rank, Communicator& comm, std::vector<std::string>& failures) {
-    for (int i = 0; i < 200; ++i) {
-      const size_t n = 1 + (i * 37) % 300;
-      std::vector<int64_t> data(n);
-      FillContribution(DataType::kInt64, ReduceOp::kSum, data.data(), n, rank);
-      absl::Status st = comm.AllReduce(data.data(), n, DataType::kInt64, ReduceOp::kSum);
-      if (!st.ok()) return st;
-      const auto want = ExpectedAllReduce(DataType::kInt64, ReduceOp::kSum, n, 4);
-      if (CountWrong(DataType::kInt64, data.data(), want.data(), n) > 0) {
-        failures.push_back(absl::StrCat("iteration ", i));
-      }
-      if (i % 10 == 0) {
-        st = comm.Barrier();
-        if (!st.ok()) return st;
-      }
-    }
-    if (comm.collectives_started() != 220) failures.push_back("sequence numbers");
-    return absl::OkStatus();
-  });
+  RunWorld(4, CollectiveOptions(),
+           [](int rank, Communicator& comm, std::vector<std::string>& failures) {
+             for (int i = 0; i < 200; ++i) {
+               const size_t n = 1 + (i * 37) % 300;
+               std::vector<int64_t> data(n);
+               FillContribution(DataType::kInt64, ReduceOp::kSum, data.data(), n, rank);
+               absl::Status st = comm.AllReduce(data.data(), n, DataType::kInt64, ReduceOp::kSum);
+               if (!st.ok()) return st;
+               const auto want = ExpectedAllReduce(DataType::kInt64, ReduceOp::kSum, n, 4);
+               if (CountWrong(DataType::kInt64, data.data(), want.data(), n) > 0) {
+                 failures.push_back(absl::StrCat("iteration ", i));
+               }
+               if (i % 10 == 0) {
+                 st = comm.Barrier();
+                 if (!st.ok()) return st;
+               }
+             }
+             if (comm.collectives_started() != 220) failures.push_back("sequence numbers");
+             return absl::OkStatus();
+           });
 }
 
 }  // namespace

@@ -83,8 +83,9 @@ absl::Status Communicator::LearnTopology() {
                     << "links) disagree; each counts as its own host for the choice of "
                     << "all-reduce algorithm";
   }
-  topology_ = consistent == 1 ? HostTopology::FromHostKeys(std::vector<int>(keys.begin(), keys.end()))
-                              : HostTopology::OnePerRank(p);
+  topology_ = consistent == 1
+                  ? HostTopology::FromHostKeys(std::vector<int>(keys.begin(), keys.end()))
+                  : HostTopology::OnePerRank(p);
   return absl::OkStatus();
 }
 
@@ -119,17 +120,17 @@ absl::Status Communicator::Run(const CollectiveInfo& info, const Body& body) {
       timeline == nullptr ? body(ctx) : RunRecorded(timeline, info, seq, body, ctx);
   if (status.ok()) return status;
   if (!transport_->aborted()) {
-    const std::string what = absl::StrCat(info.ToString(), " (collective #", seq, ") on ",
-                                          transport_->self_name());
+    const std::string what =
+        absl::StrCat(info.ToString(), " (collective #", seq, ") on ", transport_->self_name());
     if (absl::IsDeadlineExceeded(status)) {
       std::string timeout_flag;
       {
         std::lock_guard<std::mutex> lock(timeout_mu_);
         timeout_flag = timeout_flag_;
       }
-      transport_->Abort(absl::DeadlineExceededError(absl::StrCat(
-          what, " timed out after ", timeout_s, " s: ", status.message(), "; set ",
-          timeout_flag, " to wait longer")));
+      transport_->Abort(absl::DeadlineExceededError(
+          absl::StrCat(what, " timed out after ", timeout_s, " s: ", status.message(), "; set ",
+                       timeout_flag, " to wait longer")));
     } else {
       transport_->Abort(
           absl::Status(status.code(), absl::StrCat(what, " failed: ", status.message())));
@@ -168,7 +169,8 @@ absl::Status Communicator::RunRecorded(Timeline* timeline, const CollectiveInfo&
     args.Add("algorithm", last_allgather_hierarchical_ ? "hierarchical" : "ring");
   }
   args.Add("links", LinkKinds()).Add("waited_us", waits.waited_us);
-  if (waits.longest_peer >= 0) args.Add("waited_longest_for", transport_->PeerName(waits.longest_peer));
+  if (waits.longest_peer >= 0)
+    args.Add("waited_longest_for", transport_->PeerName(waits.longest_peer));
   if (!status.ok()) args.Add("error", status.message());
   timeline->Complete("collective", std::string(CollectiveKindName(info.kind)), start_us, end_us,
                      args.Take());
@@ -176,19 +178,21 @@ absl::Status Communicator::RunRecorded(Timeline* timeline, const CollectiveInfo&
   if (waits.longest_peer >= 0 && waits.longest_us >= kTimelineWaitMinUs) {
     timeline->Complete("wait", absl::StrCat("wait for ", transport_->PeerName(waits.longest_peer)),
                        waits.longest_start_us, waits.longest_start_us + waits.longest_us,
-                       TimelineArgs().Add("peer", waits.longest_peer).Add("seq", static_cast<int64_t>(seq)).Take());
+                       TimelineArgs()
+                           .Add("peer", waits.longest_peer)
+                           .Add("seq", static_cast<int64_t>(seq))
+                           .Take());
   }
   return status;
 }
 
-absl::Status Communicator::AllReduce(void* data, size_t count, DataType dtype,
-                                     ReduceOp op) {
+absl::Status Communicator::AllReduce(void* data, size_t count, DataType dtype, ReduceOp op) {
   CollectiveInfo info{CollectiveKind::kAllReduce, dtype, op, count, -1};
   return Run(info, [&](const CollectiveContext& ctx) -> absl::Status {
     if (world_size() == 1 || count == 0) return absl::OkStatus();
     const size_t bytes = count * DataTypeSize(dtype);
-    last_allreduce_ =
-        ChooseAllReduce(bytes, world_size(), max_frame_bytes_, options_, &topology_, network_links_);
+    last_allreduce_ = ChooseAllReduce(bytes, world_size(), max_frame_bytes_, options_, &topology_,
+                                      network_links_);
     if (last_allreduce_ == AllReduceAlgorithm::kRecursiveDoubling) {
       return doubling_.Run(ctx, static_cast<uint8_t*>(data));
     }
@@ -205,16 +209,15 @@ absl::Status Communicator::Broadcast(void* data, size_t count, DataType dtype, i
   CollectiveInfo info{CollectiveKind::kBroadcast, dtype, ReduceOp::kSum, count, root};
   return Run(info, [&](const CollectiveContext& ctx) -> absl::Status {
     if (root < 0 || root >= world_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "broadcast root ", root, " is not a rank (world size ", world_size(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("broadcast root ", root, " is not a rank (world size ", world_size(), ")"));
     }
     if (world_size() == 1 || count == 0) return absl::OkStatus();
     CrashPoint("broadcast");
     const size_t bytes = count * DataTypeSize(dtype);
-    const TreeNode node =
-        ChooseBroadcast(bytes, world_size(), options_) == BroadcastShape::kChain
-            ? ChainNode(rank(), world_size(), root)
-            : BinomialTreeNode(rank(), world_size(), root);
+    const TreeNode node = ChooseBroadcast(bytes, world_size(), options_) == BroadcastShape::kChain
+                              ? ChainNode(rank(), world_size(), root)
+                              : BinomialTreeNode(rank(), world_size(), root);
     return broadcast_.Run(ctx, node, static_cast<uint8_t*>(data));
   });
 }

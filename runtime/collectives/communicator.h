@@ -23,8 +23,6 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "tensor/dtype.h"
-#include "tensor/reduce.h"
 #include "observability/timeline.h"
 #include "runtime/collectives/collective_options.h"
 #include "runtime/collectives/dissemination_barrier.h"
@@ -36,6 +34,8 @@
 #include "runtime/collectives/recursive_doubling_allreduce.h"
 #include "runtime/collectives/ring_pipeline.h"
 #include "runtime/transport/transport.h"
+#include "tensor/dtype.h"
+#include "tensor/reduce.h"
 
 namespace ringwork {
 
@@ -65,8 +65,8 @@ class Communicator {
   absl::Status AllGather(const void* input, void* output, size_t count, DataType dtype);
   // `input` holds world_size * count elements; `output` (count elements) receives
   // the reduction of block `rank` over all ranks.
-  absl::Status ReduceScatter(const void* input, void* output, size_t count,
-                             DataType dtype, ReduceOp op);
+  absl::Status ReduceScatter(const void* input, void* output, size_t count, DataType dtype,
+                             ReduceOp op);
   // Returns when every rank has called Barrier.
   absl::Status Barrier();
 

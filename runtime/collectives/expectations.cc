@@ -49,8 +49,8 @@ void FillContribution(DataType dtype, ReduceOp op, void* data, size_t count, int
   }
 }
 
-std::vector<uint8_t> ExpectedAllReduce(DataType dtype, ReduceOp op, size_t count,
-                                       int world_size, size_t first_index) {
+std::vector<uint8_t> ExpectedAllReduce(DataType dtype, ReduceOp op, size_t count, int world_size,
+                                       size_t first_index) {
   std::vector<uint8_t> out(count * DataTypeSize(dtype));
   for (size_t i = 0; i < count; ++i) {
     int64_t acc = Contribution(op, 0, first_index + i);

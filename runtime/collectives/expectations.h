@@ -27,8 +27,8 @@ void FillContribution(DataType dtype, ReduceOp op, void* data, size_t count, int
                       size_t first_index = 0);
 
 // Expected results, as bytes of `dtype`.
-std::vector<uint8_t> ExpectedAllReduce(DataType dtype, ReduceOp op, size_t count,
-                                       int world_size, size_t first_index = 0);
+std::vector<uint8_t> ExpectedAllReduce(DataType dtype, ReduceOp op, size_t count, int world_size,
+                                       size_t first_index = 0);
 std::vector<uint8_t> ExpectedAllGather(DataType dtype, size_t count, int world_size);
 
 // Elements of `got` whose bytes differ from `expected`.

@@ -28,8 +28,8 @@ absl::Status HierarchicalAllReduce::Run(const CollectiveContext& ctx, const Host
   {
     std::optional<TimelineSpan> span;
     if (l > 1) span.emplace("collective phase", "within the host: reduce-scatter");
-    RW_RETURN_IF_ERROR(ring_.Run(ctx, buffer, local_chunks, RingSteps(i, l, true, false, false),
-                                 within));
+    RW_RETURN_IF_ERROR(
+        ring_.Run(ctx, buffer, local_chunks, RingSteps(i, l, true, false, false), within));
   }
 
   // Phase 2, across hosts: chunk i all-reduced by the ranks with local index i.

@@ -45,8 +45,7 @@ bool HostTopology::uniform() const {
 std::string HostTopology::ToString() const {
   if (members_.empty()) return "no hosts";
   if (uniform()) {
-    return absl::StrCat(hosts(), hosts() == 1 ? " host" : " hosts", " x ",
-                        members_.front().size(),
+    return absl::StrCat(hosts(), hosts() == 1 ? " host" : " hosts", " x ", members_.front().size(),
                         members_.front().size() == 1 ? " worker" : " workers");
   }
   std::vector<size_t> sizes;

@@ -8,10 +8,9 @@
 
 namespace ringwork {
 
-absl::Status RecursiveDoublingAllReduce::Exchange(const CollectiveContext& ctx,
-                                                  uint32_t step, int peer,
-                                                  uint8_t* data, size_t bytes,
-                                                  bool send, bool recv) {
+absl::Status RecursiveDoublingAllReduce::Exchange(const CollectiveContext& ctx, uint32_t step,
+                                                  int peer, uint8_t* data, size_t bytes, bool send,
+                                                  bool recv) {
   if (recv) {
     target_ = SinkTarget{scratch_.data(), ctx.info.dtype, ctx.info.op, false};
     recv_.PrepareRecv(peer, ctx.Key(step, 0), ctx.info, bytes, MakeSink(&target_));
@@ -48,8 +47,7 @@ absl::Status RecursiveDoublingAllReduce::Run(const CollectiveContext& ctx, uint8
 
   if (plan.pre_send_to >= 0) {
     RW_RETURN_IF_ERROR(Exchange(ctx, 0, plan.pre_send_to, data, bytes, true, false));
-    RW_RETURN_IF_ERROR(
-        Exchange(ctx, post_step, plan.post_recv_from, data, bytes, false, true));
+    RW_RETURN_IF_ERROR(Exchange(ctx, post_step, plan.post_recv_from, data, bytes, false, true));
     std::memcpy(data, scratch_.data(), bytes);
     return absl::OkStatus();
   }
@@ -59,8 +57,7 @@ absl::Status RecursiveDoublingAllReduce::Run(const CollectiveContext& ctx, uint8
   }
   for (size_t i = 0; i < plan.partners.size(); ++i) {
     const int peer = plan.partners[i];
-    RW_RETURN_IF_ERROR(
-        Exchange(ctx, static_cast<uint32_t>(i + 1), peer, data, bytes, true, true));
+    RW_RETURN_IF_ERROR(Exchange(ctx, static_cast<uint32_t>(i + 1), peer, data, bytes, true, true));
     combine(peer);
     // Tests: a worker dies after its first round, so that some ranks complete this
     // all-reduce (those its data reached) and others do not.

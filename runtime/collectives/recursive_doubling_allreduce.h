@@ -20,8 +20,8 @@ class RecursiveDoublingAllReduce {
   absl::Status Run(const CollectiveContext& ctx, uint8_t* data);
 
  private:
-  absl::Status Exchange(const CollectiveContext& ctx, uint32_t step, int peer,
-                        uint8_t* data, size_t bytes, bool send, bool recv);
+  absl::Status Exchange(const CollectiveContext& ctx, uint32_t step, int peer, uint8_t* data,
+                        size_t bytes, bool send, bool recv);
   std::vector<uint8_t> scratch_;
   Request send_;
   Request recv_;

@@ -6,8 +6,8 @@
 
 namespace ringwork {
 
-std::vector<PipelineStep> RingSteps(int rank, int p, bool reduce_scatter,
-                                    bool all_gather, bool mean) {
+std::vector<PipelineStep> RingSteps(int rank, int p, bool reduce_scatter, bool all_gather,
+                                    bool mean) {
   std::vector<PipelineStep> steps;
   if (reduce_scatter) {
     for (int k = 0; k + 1 < p; ++k) {
@@ -26,8 +26,7 @@ std::vector<PipelineStep> RingSteps(int rank, int p, bool reduce_scatter,
 
 absl::Status RingPipeline::Run(const CollectiveContext& ctx, uint8_t* buffer,
                                const std::vector<ElementRange>& chunks,
-                               const std::vector<PipelineStep>& steps,
-                               const RingGroup& group) {
+                               const std::vector<PipelineStep>& steps, const RingGroup& group) {
   const bool whole_world = group.members.empty();
   const int p = whole_world ? ctx.world_size() : static_cast<int>(group.members.size());
   const int position = whole_world ? ctx.rank() : group.position;
@@ -50,7 +49,8 @@ absl::Status RingPipeline::Run(const CollectiveContext& ctx, uint8_t* buffer,
   recvs_.Reserve(recv_base[steps_count]);
   sends_.Reserve(send_base[steps_count]);
   std::vector<size_t> chunk_base(p + 1, 0);
-  for (int c = 0; c < p; ++c) chunk_base[c + 1] = chunk_base[c] + SegmentCount(chunks[c].count, seg);
+  for (int c = 0; c < p; ++c)
+    chunk_base[c + 1] = chunk_base[c] + SegmentCount(chunks[c].count, seg);
   last_send_.assign(chunk_base[p], nullptr);
 
   auto segment_of = [&](int chunk, size_t j) {
@@ -66,10 +66,10 @@ absl::Status RingPipeline::Run(const CollectiveContext& ctx, uint8_t* buffer,
     const ElementRange s = segment_of(chunk, j);
     const size_t index = recv_base[k] + j;
     SinkTarget& target = recvs_.target(index);
-    target = SinkTarget{buffer + s.offset * element, ctx.info.dtype, ctx.info.op,
-                        steps[k].reduce};
+    target = SinkTarget{buffer + s.offset * element, ctx.info.dtype, ctx.info.op, steps[k].reduce};
     Request& request = recvs_.request(index);
-    request.PrepareRecv(left, ctx.Key(first_step + static_cast<uint32_t>(k), static_cast<uint32_t>(j)),
+    request.PrepareRecv(left,
+                        ctx.Key(first_step + static_cast<uint32_t>(k), static_cast<uint32_t>(j)),
                         ctx.info, s.count * element, MakeSink(&target));
     ctx.transport->PostRecv(&request);
     return absl::OkStatus();
@@ -78,7 +78,8 @@ absl::Status RingPipeline::Run(const CollectiveContext& ctx, uint8_t* buffer,
     const int chunk = steps[k].send_chunk;
     const ElementRange s = segment_of(chunk, j);
     Request& request = sends_.request(send_base[k] + j);
-    request.PrepareSend(right, ctx.Key(first_step + static_cast<uint32_t>(k), static_cast<uint32_t>(j)),
+    request.PrepareSend(right,
+                        ctx.Key(first_step + static_cast<uint32_t>(k), static_cast<uint32_t>(j)),
                         ctx.info, buffer + s.offset * element, s.count * element);
     ctx.transport->PostSend(&request);
     last_send_[chunk_base[chunk] + j] = &request;

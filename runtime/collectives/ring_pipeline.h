@@ -46,8 +46,8 @@ class RingPipeline {
   // With a `group`, the chunks and steps are those of a ring of its size, at its
   // position.
   absl::Status Run(const CollectiveContext& ctx, uint8_t* buffer,
-                   const std::vector<ElementRange>& chunks,
-                   const std::vector<PipelineStep>& steps, const RingGroup& group = RingGroup());
+                   const std::vector<ElementRange>& chunks, const std::vector<PipelineStep>& steps,
+                   const RingGroup& group = RingGroup());
 
  private:
   RequestPool sends_;

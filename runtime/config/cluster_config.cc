@@ -12,9 +12,7 @@
 #include "base/fnv1a.h"
 
 namespace ringwork {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 absl::string_view TaskTypeName(TaskType type) {
   switch (type) {
@@ -28,9 +26,7 @@ absl::string_view TaskTypeName(TaskType type) {
   return "?";
 }
 
-std::string TaskId::ToString() const {
-  return absl::StrCat(TaskTypeName(type), ":", index);
-}
+std::string TaskId::ToString() const { return absl::StrCat(TaskTypeName(type), ":", index); }
 
 const std::vector<HostPort>& ClusterSpec::Job(TaskType type) const {
   switch (type) {
@@ -45,8 +41,7 @@ const std::vector<HostPort>& ClusterSpec::Job(TaskType type) const {
 }
 
 std::vector<HostPort>& ClusterSpec::Job(TaskType type) {
-  return const_cast<std::vector<HostPort>&>(
-      static_cast<const ClusterSpec*>(this)->Job(type));
+  return const_cast<std::vector<HostPort>&>(static_cast<const ClusterSpec*>(this)->Job(type));
 }
 
 ClusterConfig ClusterConfig::Local(std::string source_description) {
@@ -89,13 +84,14 @@ ClusterConfig ClusterConfig::Regrouped(std::vector<int> original_ranks, int gene
   member_since.resize(original_ranks.size(), 0);
   // Members since longest first (the chief is among them), then TF_CONFIG's order.
   std::vector<std::pair<int, int>> order;  // (member since, original rank)
-  for (size_t i = 0; i < original_ranks.size(); ++i) order.emplace_back(member_since[i], original_ranks[i]);
+  for (size_t i = 0; i < original_ranks.size(); ++i)
+    order.emplace_back(member_since[i], original_ranks[i]);
   std::sort(order.begin(), order.end());
   original_ranks.clear();
   member_since.clear();
   for (const auto& [since, rank] : order) {
-    if (!original_ranks.empty() && std::find(original_ranks.begin(), original_ranks.end(), rank) !=
-                                       original_ranks.end()) {
+    if (!original_ranks.empty() &&
+        std::find(original_ranks.begin(), original_ranks.end(), rank) != original_ranks.end()) {
       continue;
     }
     original_ranks.push_back(rank);
@@ -188,12 +184,12 @@ std::vector<RingMember> ClusterConfig::ConfiguredRing() const {
   std::vector<RingMember> ring;
   if (local_mode_) return ring;
   for (size_t i = 0; i < spec_.chief.size(); ++i) {
-    ring.push_back({static_cast<int>(ring.size()),
-                    TaskId{TaskType::kChief, static_cast<int>(i)}, spec_.chief[i]});
+    ring.push_back({static_cast<int>(ring.size()), TaskId{TaskType::kChief, static_cast<int>(i)},
+                    spec_.chief[i]});
   }
   for (size_t i = 0; i < spec_.worker.size(); ++i) {
-    ring.push_back({static_cast<int>(ring.size()),
-                    TaskId{TaskType::kWorker, static_cast<int>(i)}, spec_.worker[i]});
+    ring.push_back({static_cast<int>(ring.size()), TaskId{TaskType::kWorker, static_cast<int>(i)},
+                    spec_.worker[i]});
   }
   return ring;
 }
@@ -213,8 +209,7 @@ std::string ClusterConfig::DescribeRank(int rank) const {
   if (rank < 0 || rank >= static_cast<int>(ring.size())) {
     return absl::StrCat("rank ", rank, " (not in the ring)");
   }
-  return absl::StrCat(ring[rank].task.ToString(), " (", ring[rank].address.ToString(),
-                      ")");
+  return absl::StrCat(ring[rank].task.ToString(), " (", ring[rank].address.ToString(), ")");
 }
 
 std::string ClusterConfig::NormalizedRing() const {
@@ -224,8 +219,8 @@ std::string ClusterConfig::NormalizedRing() const {
     return absl::StrJoin(parts, ",");
   };
   if (local_mode_) return "v1;local";
-  std::string ring = absl::StrCat("v1;chief=", addresses(spec_.chief),
-                                  ";worker=", addresses(spec_.worker));
+  std::string ring =
+      absl::StrCat("v1;chief=", addresses(spec_.chief), ";worker=", addresses(spec_.worker));
   if (generation_ > 0 || !members_.empty()) {
     absl::StrAppend(&ring, ";generation=", generation_, discovery_ ? ";discovery" : "",
                     alone_ ? ";alone" : "", ";members=", absl::StrJoin(members_, ","));
@@ -256,8 +251,8 @@ std::string ClusterConfig::RoleTable() const {
     const bool chief = members_.empty() ? (m.task.type == TaskType::kChief ||
                                            (spec_.chief.empty() && m.task.index == 0))
                                         : m.rank == 0;
-    rows.push_back({m.task, m.address.ToString(), std::to_string(m.rank),
-                    chief ? "yes" : "no", "yes"});
+    rows.push_back(
+        {m.task, m.address.ToString(), std::to_string(m.rank), chief ? "yes" : "no", "yes"});
   }
   for (size_t i = 0; i < spec_.evaluator.size(); ++i) {
     rows.push_back({TaskId{TaskType::kEvaluator, static_cast<int>(i)},
@@ -270,9 +265,9 @@ std::string ClusterConfig::RoleTable() const {
   for (const Row& r : rows) address_width = std::max(address_width, r.address.size());
   auto line = [&](absl::string_view a, absl::string_view b, absl::string_view c,
                   absl::string_view d, absl::string_view e, absl::string_view f) {
-    out << std::left << std::setw(13) << a << ' ' << std::setw(address_width) << b
-        << ' ' << std::right << std::setw(5) << c << ' ' << std::left << std::setw(5)
-        << d << ' ' << std::setw(7) << e;
+    out << std::left << std::setw(13) << a << ' ' << std::setw(address_width) << b << ' '
+        << std::right << std::setw(5) << c << ' ' << std::left << std::setw(5) << d << ' '
+        << std::setw(7) << e;
     if (!f.empty()) out << ' ' << f;
     out << "\n";
   };

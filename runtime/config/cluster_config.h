@@ -41,7 +41,7 @@ struct TaskId {
 
 // The jobs of a cluster, each a dense list of addresses indexed by task index.
 struct ClusterSpec {
-  std::vector<HostPort> chief;      // At most one.
+  std::vector<HostPort> chief;  // At most one.
   std::vector<HostPort> worker;
   std::vector<HostPort> evaluator;  // At most one; may be absent even for an evaluator.
 
@@ -87,8 +87,8 @@ class ClusterConfig {
   // (0 if empty: all from the start; a worker joining, `generation`). The ring
   // orders its members by it, then by TF_CONFIG's order: a worker that joined
   // never becomes the chief while one that trained longer is there.
-  ClusterConfig Regrouped(std::vector<int> original_ranks, int generation,
-                          bool discovery = false, std::vector<int> member_since = {}) const;
+  ClusterConfig Regrouped(std::vector<int> original_ranks, int generation, bool discovery = false,
+                          std::vector<int> member_since = {}) const;
   // This task's member_since in this ring (0 unless regrouped).
   int member_since() const;
   int generation() const { return generation_; }

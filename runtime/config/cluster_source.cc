@@ -1,11 +1,11 @@
 #include "runtime/config/cluster_source.h"
 
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
@@ -31,9 +31,9 @@ absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(flag, ": not a regular file"));
   }
   if (static_cast<size_t>(info.st_size) > kMaxTfConfigBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, ": the file is ", info.st_size, " bytes; the limit is ",
-        kMaxTfConfigBytes, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": the file is ", info.st_size,
+                                                   " bytes; the limit is ", kMaxTfConfigBytes,
+                                                   " bytes"));
   }
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
@@ -69,15 +69,13 @@ void ClusterSourceFlags::Register(FlagSet* flags) {
                 "slurm or local",
                 "RINGWORK_CLUSTER_FROM");
   flags->Int("slurm_base_port", &slurm_base_port,
-             "with Slurm, task i on a node listens on this port + i",
-             "RINGWORK_SLURM_BASE_PORT");
+             "with Slurm, task i on a node listens on this port + i", "RINGWORK_SLURM_BASE_PORT");
 }
 
 absl::StatusOr<ClusterConfig> ResolveCluster(const ClusterSourceFlags& flags,
                                              const EnvLookup& env) {
   if (!flags.tf_config.empty() && !flags.tf_config_file.empty()) {
-    return absl::InvalidArgumentError(
-        "give --tf_config or --tf_config_file, not both");
+    return absl::InvalidArgumentError("give --tf_config or --tf_config_file, not both");
   }
   if (!flags.tf_config.empty()) {
     absl::StatusOr<ClusterConfig> config = ParseTfConfig(flags.tf_config, "--tf_config");
@@ -98,8 +96,8 @@ absl::StatusOr<ClusterConfig> ResolveCluster(const ClusterSourceFlags& flags,
   }
   if (from == "local") return ClusterConfig::Local("local (--cluster_from=local)");
   if (from != "auto") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--cluster_from=", from, ": expected auto, tf_config, slurm or local"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cluster_from=", from, ": expected auto, tf_config, slurm or local"));
   }
   std::optional<std::string> tf_config = env("TF_CONFIG");
   if (tf_config && !tf_config->empty()) return ParseTfConfig(*tf_config, "TF_CONFIG");

@@ -23,16 +23,15 @@
 namespace ringwork {
 
 struct ClusterSourceFlags {
-  std::string tf_config;           // --tf_config: the TF_CONFIG JSON itself.
-  std::string tf_config_file;      // --tf_config_file: a file holding it.
+  std::string tf_config;              // --tf_config: the TF_CONFIG JSON itself.
+  std::string tf_config_file;         // --tf_config_file: a file holding it.
   std::string cluster_from = "auto";  // --cluster_from: auto|tf_config|slurm|local.
-  int64_t slurm_base_port = 8470;  // --slurm_base_port: first port on each node.
+  int64_t slurm_base_port = 8470;     // --slurm_base_port: first port on each node.
 
   void Register(FlagSet* flags);
 };
 
-absl::StatusOr<ClusterConfig> ResolveCluster(const ClusterSourceFlags& flags,
-                                             const EnvLookup& env);
+absl::StatusOr<ClusterConfig> ResolveCluster(const ClusterSourceFlags& flags, const EnvLookup& env);
 
 }  // namespace ringwork
 

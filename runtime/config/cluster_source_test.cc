@@ -1,10 +1,9 @@
 #include "runtime/config/cluster_source.h"
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <map>
-
-#include <catch2/catch.hpp>
 
 namespace ringwork {
 namespace {
@@ -38,17 +37,13 @@ TEST_CASE("an explicit flag overrides TF_CONFIG in the environment", "[cluster_s
 
 TEST_CASE("a TF_CONFIG file is read and its errors name the file", "[cluster_source]") {
   const std::string path = TempPath("tf_config.json");
-  {
-    std::ofstream(path) << kWorker1;
-  }
+  { std::ofstream(path) << kWorker1; }
   ClusterSourceFlags flags;
   flags.tf_config_file = path;
   auto config = ResolveCluster(flags, FakeEnv({}));
   REQUIRE(config.ok());
   CHECK(config->rank() == 1);
-  {
-    std::ofstream(path) << R"({"cluster": {"worker": ["a"]}, "task": {"type": "worker"}})";
-  }
+  { std::ofstream(path) << R"({"cluster": {"worker": ["a"]}, "task": {"type": "worker"}})"; }
   auto bad = ResolveCluster(flags, FakeEnv({}));
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()) ==
@@ -68,8 +63,7 @@ TEST_CASE("both explicit flags at once are refused", "[cluster_source]") {
   flags.tf_config_file = "/x";
   auto result = ResolveCluster(flags, FakeEnv({}));
   REQUIRE_FALSE(result.ok());
-  CHECK(std::string(result.status().message()) ==
-        "give --tf_config or --tf_config_file, not both");
+  CHECK(std::string(result.status().message()) == "give --tf_config or --tf_config_file, not both");
 }
 
 TEST_CASE("auto: TF_CONFIG, then Slurm, then local", "[cluster_source]") {
@@ -78,9 +72,8 @@ TEST_CASE("auto: TF_CONFIG, then Slurm, then local", "[cluster_source]") {
   REQUIRE(from_env.ok());
   CHECK(from_env->source() == "TF_CONFIG");
 
-  const std::map<std::string, std::string> slurm = {{"SLURM_PROCID", "1"},
-                                                    {"SLURM_NTASKS", "2"},
-                                                    {"SLURM_STEP_NODELIST", "n[1-2]"}};
+  const std::map<std::string, std::string> slurm = {
+      {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "n[1-2]"}};
   auto from_slurm = ResolveCluster(flags, FakeEnv(slurm));
   REQUIRE(from_slurm.ok());
   CHECK(from_slurm->source() == "Slurm");

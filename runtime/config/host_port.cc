@@ -13,16 +13,14 @@ namespace ringwork {
 namespace {
 
 bool IsHostNameChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ||
-         c == '_';
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
 }
 
 bool IsIpv6Char(char c) {
   return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.';
 }
 
-absl::Status Bad(absl::string_view json_path, absl::string_view text,
-                 absl::string_view problem) {
+absl::Status Bad(absl::string_view json_path, absl::string_view text, absl::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrFormat("%s: \"%s\" %s", json_path, absl::CHexEscape(text), problem));
 }
@@ -38,8 +36,7 @@ std::string HostPort::ToString() const {
   return absl::StrCat(host, ":", port);
 }
 
-absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
-                                       absl::string_view json_path,
+absl::StatusOr<HostPort> ParseHostPort(absl::string_view text, absl::string_view json_path,
                                        bool allow_port_zero) {
   if (text.empty()) return Bad(json_path, text, "is empty; expected \"host:port\"");
   if (text.find("://") != absl::string_view::npos) {
@@ -108,16 +105,15 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
   if (port_text.empty()) return Bad(json_path, text, "has an empty port");
   for (char c : port_text) {
     if (!std::isdigit(static_cast<unsigned char>(c))) {
-      return Bad(json_path, text,
-                 absl::StrCat("has a port \"", absl::CHexEscape(port_text),
-                              "\" that is not a number"));
+      return Bad(
+          json_path, text,
+          absl::StrCat("has a port \"", absl::CHexEscape(port_text), "\" that is not a number"));
     }
   }
   int64_t port = 0;
   if (port_text.size() > 6 || !absl::SimpleAtoi(port_text, &port) || port > 65535 ||
       (port == 0 && !allow_port_zero)) {
-    return Bad(json_path, text,
-               absl::StrCat("has port ", port_text, ", outside 1..65535"));
+    return Bad(json_path, text, absl::StrCat("has port ", port_text, ", outside 1..65535"));
   }
   result.port = static_cast<int>(port);
   return result;

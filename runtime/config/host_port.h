@@ -25,14 +25,11 @@ struct HostPort {
   bool is_loopback() const;
   // "host:port", with brackets around IPv6 hosts.
   std::string ToString() const;
-  bool operator==(const HostPort& other) const {
-    return host == other.host && port == other.port;
-  }
+  bool operator==(const HostPort& other) const { return host == other.host && port == other.port; }
   bool operator!=(const HostPort& other) const { return !(*this == other); }
 };
 
-absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
-                                       absl::string_view json_path,
+absl::StatusOr<HostPort> ParseHostPort(absl::string_view text, absl::string_view json_path,
                                        bool allow_port_zero = false);
 
 }  // namespace ringwork

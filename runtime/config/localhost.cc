@@ -27,8 +27,7 @@ absl::StatusOr<std::vector<int>> PickFreePorts(int count, const std::string& hos
     address.sin_family = AF_INET;
     address.sin_port = 0;
     if (::inet_pton(AF_INET, host.c_str(), &address.sin_addr) != 1) {
-      status = absl::InvalidArgumentError(
-          absl::StrCat("\"", host, "\" is not an IPv4 address"));
+      status = absl::InvalidArgumentError(absl::StrCat("\"", host, "\" is not an IPv4 address"));
       break;
     }
     socklen_t length = sizeof(address);
@@ -49,8 +48,7 @@ absl::StatusOr<ClusterSpec> LocalhostClusterSpec(int num_workers, bool with_chie
                                                  bool with_evaluator) {
   if (num_workers < 0 || num_workers > 1024 || (num_workers == 0 && !with_chief)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--num_workers=", num_workers,
-        ": expected 1..1024 workers (or 0 with --chief)"));
+        "--num_workers=", num_workers, ": expected 1..1024 workers (or 0 with --chief)"));
   }
   const int total = num_workers + (with_chief ? 1 : 0) + (with_evaluator ? 1 : 0);
   absl::StatusOr<std::vector<int>> ports = PickFreePorts(total);

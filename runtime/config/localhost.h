@@ -19,8 +19,7 @@
 namespace ringwork {
 
 // `count` distinct ports that were free on `host` a moment ago.
-absl::StatusOr<std::vector<int>> PickFreePorts(int count,
-                                               const std::string& host = "127.0.0.1");
+absl::StatusOr<std::vector<int>> PickFreePorts(int count, const std::string& host = "127.0.0.1");
 
 absl::StatusOr<ClusterSpec> LocalhostClusterSpec(int num_workers, bool with_chief,
                                                  bool with_evaluator = false);

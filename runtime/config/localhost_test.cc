@@ -1,8 +1,7 @@
 #include "runtime/config/localhost.h"
 
-#include <set>
-
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "runtime/config/tf_config.h"
 

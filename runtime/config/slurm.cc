@@ -56,21 +56,19 @@ absl::Status ExpandItem(absl::string_view hostlist, absl::string_view item,
   const absl::string_view suffix = item.substr(close + 1);
   for (absl::string_view range : absl::StrSplit(ranges, ',')) {
     std::vector<absl::string_view> bounds = absl::StrSplit(range, '-');
-    if (bounds.size() > 2 || bounds[0].empty() ||
-        (bounds.size() == 2 && bounds[1].empty())) {
+    if (bounds.size() > 2 || bounds[0].empty() || (bounds.size() == 2 && bounds[1].empty())) {
       return HostlistError(hostlist, absl::StrCat("bad range \"", range, "\""));
     }
     for (absl::string_view b : bounds) {
       for (char c : b) {
         if (!std::isdigit(static_cast<unsigned char>(c))) {
-          return HostlistError(hostlist, absl::StrCat("bad range \"", range,
-                                                      "\": not a number"));
+          return HostlistError(hostlist, absl::StrCat("bad range \"", range, "\": not a number"));
         }
       }
     }
     uint64_t low = 0, high = 0;
-    if (!absl::SimpleAtoi(bounds[0], &low) ||
-        !absl::SimpleAtoi(bounds.back(), &high) || high < low) {
+    if (!absl::SimpleAtoi(bounds[0], &low) || !absl::SimpleAtoi(bounds.back(), &high) ||
+        high < low) {
       return HostlistError(hostlist, absl::StrCat("bad range \"", range, "\""));
     }
     if (high - low >= kMaxHosts) {
@@ -80,8 +78,7 @@ absl::Status ExpandItem(absl::string_view hostlist, absl::string_view item,
     for (uint64_t n = low; n <= high; ++n) {
       std::string number = std::to_string(n);
       if (number.size() < width) number.insert(0, width - number.size(), '0');
-      RW_RETURN_IF_ERROR(
-          ExpandItem(hostlist, absl::StrCat(prefix, number, suffix), out));
+      RW_RETURN_IF_ERROR(ExpandItem(hostlist, absl::StrCat(prefix, number, suffix), out));
       if (out->size() > kMaxHosts) {
         return HostlistError(hostlist, "expands to too many hosts");
       }
@@ -104,9 +101,8 @@ absl::StatusOr<int64_t> RequireInt(const EnvLookup& env, const std::string& name
   RW_ASSIGN_OR_RETURN(std::string text, Require(env, name));
   int64_t value = 0;
   if (!absl::SimpleAtoi(text, &value) || value < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Slurm: environment variable ", name, "=\"", text,
-        "\" is not a non-negative integer"));
+    return absl::InvalidArgumentError(absl::StrCat("Slurm: environment variable ", name, "=\"",
+                                                   text, "\" is not a non-negative integer"));
   }
   return value;
 }
@@ -132,9 +128,9 @@ absl::StatusOr<std::vector<std::string>> ExpandHostlist(absl::string_view hostli
 
 absl::StatusOr<std::vector<int>> ExpandTasksPerNode(absl::string_view text) {
   auto bad = [&](absl::string_view part) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("SLURM_STEP_TASKS_PER_NODE \"", text, "\": bad part \"", part,
-                     "\"; expected a form like \"2(x3),1\""));
+    return absl::InvalidArgumentError(absl::StrCat("SLURM_STEP_TASKS_PER_NODE \"", text,
+                                                   "\": bad part \"", part,
+                                                   "\"; expected a form like \"2(x3),1\""));
   };
   std::vector<int> counts;
   for (absl::string_view part : absl::StrSplit(text, ',')) {
@@ -178,41 +174,38 @@ absl::StatusOr<ClusterConfig> ClusterFromSlurm(const EnvLookup& env, int base_po
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "Slurm: SLURM_STEP_TASKS_PER_NODE is not set and SLURM_NTASKS=", ntasks,
-        " does not divide evenly over the ", nodes.size(), " nodes of \"", nodelist,
-        "\""));
+        " does not divide evenly over the ", nodes.size(), " nodes of \"", nodelist, "\""));
   }
   if (per_node.size() != nodes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Slurm: SLURM_STEP_TASKS_PER_NODE lists ", per_node.size(),
-        " nodes but SLURM_STEP_NODELIST \"", nodelist, "\" has ", nodes.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Slurm: SLURM_STEP_TASKS_PER_NODE lists ", per_node.size(),
+                     " nodes but SLURM_STEP_NODELIST \"", nodelist, "\" has ", nodes.size()));
   }
   int64_t total = 0;
   for (int n : per_node) total += n;
   if (total != ntasks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Slurm: SLURM_STEP_TASKS_PER_NODE adds up to ", total,
-        " tasks but SLURM_NTASKS=", ntasks));
+    return absl::InvalidArgumentError(absl::StrCat("Slurm: SLURM_STEP_TASKS_PER_NODE adds up to ",
+                                                   total, " tasks but SLURM_NTASKS=", ntasks));
   }
   if (procid >= ntasks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Slurm: SLURM_PROCID=", procid, " is out of range for SLURM_NTASKS=", ntasks));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Slurm: SLURM_PROCID=", procid, " is out of range for SLURM_NTASKS=", ntasks));
   }
   int max_per_node = 0;
   for (int n : per_node) max_per_node = std::max(max_per_node, n);
   if (base_port < 1 || base_port + max_per_node - 1 > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Slurm: base port ", base_port, " with up to ", max_per_node,
-        " tasks per node leaves 1..65535 (set --slurm_base_port)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Slurm: base port ", base_port, " with up to ", max_per_node,
+                     " tasks per node leaves 1..65535 (set --slurm_base_port)"));
   }
   ClusterSpec spec;
   std::string my_node;
   for (size_t node = 0; node < nodes.size(); ++node) {
     for (int local = 0; local < per_node[node]; ++local) {
       if (static_cast<int64_t>(spec.worker.size()) == procid) my_node = nodes[node];
-      RW_ASSIGN_OR_RETURN(
-          HostPort address,
-          ParseHostPort(absl::StrCat(nodes[node], ":", base_port + local),
-                        absl::StrCat("SLURM_STEP_NODELIST node ", nodes[node])));
+      RW_ASSIGN_OR_RETURN(HostPort address,
+                          ParseHostPort(absl::StrCat(nodes[node], ":", base_port + local),
+                                        absl::StrCat("SLURM_STEP_NODELIST node ", nodes[node])));
       spec.worker.push_back(std::move(address));
     }
   }
@@ -220,10 +213,10 @@ absl::StatusOr<ClusterConfig> ClusterFromSlurm(const EnvLookup& env, int base_po
   // another node, so say so now rather than fail to bind later.
   if (std::optional<std::string> here = env("SLURMD_NODENAME")) {
     if (!here->empty() && *here != my_node) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Slurm: SLURM_PROCID=", procid, " runs on ", *here,
-          " but block distribution places it on ", my_node,
-          "; start the step with srun --distribution=block"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Slurm: SLURM_PROCID=", procid, " runs on ", *here,
+                       " but block distribution places it on ", my_node,
+                       "; start the step with srun --distribution=block"));
     }
   }
   return ClusterConfig(std::move(spec), TaskId{TaskType::kWorker, static_cast<int>(procid)},

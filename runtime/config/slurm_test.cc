@@ -1,8 +1,7 @@
 #include "runtime/config/slurm.h"
 
-#include <map>
-
 #include <catch2/catch.hpp>
+#include <map>
 
 namespace ringwork {
 namespace {
@@ -17,8 +16,7 @@ EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
 
 TEST_CASE("hostlists expand like Slurm's", "[slurm]") {
   using V = std::vector<std::string>;
-  CHECK(*ExpandHostlist("node[01-04,07]") ==
-        V{"node01", "node02", "node03", "node04", "node07"});
+  CHECK(*ExpandHostlist("node[01-04,07]") == V{"node01", "node02", "node03", "node04", "node07"});
   CHECK(*ExpandHostlist("a,b[1-2],c") == V{"a", "b1", "b2", "c"});
   CHECK(*ExpandHostlist("r[1-2]-n[8-9]") == V{"r1-n8", "r1-n9", "r2-n8", "r2-n9"});
   CHECK(*ExpandHostlist("n[098-101]") == V{"n098", "n099", "n100", "n101"});
@@ -26,8 +24,8 @@ TEST_CASE("hostlists expand like Slurm's", "[slurm]") {
 }
 
 TEST_CASE("bad hostlists are refused with the list in the message", "[slurm]") {
-  for (const char* bad : {"", "n[1-", "n]1", "n[3-1]", "n[a-b]", "n[1-2-3]", "a,,b",
-                          "n[0-99999999]"}) {
+  for (const char* bad :
+       {"", "n[1-", "n]1", "n[3-1]", "n[a-b]", "n[1-2-3]", "a,,b", "n[0-99999999]"}) {
     INFO(bad);
     auto result = ExpandHostlist(bad);
     REQUIRE_FALSE(result.ok());
@@ -63,9 +61,8 @@ TEST_CASE("a Slurm step becomes workers with block distribution", "[slurm]") {
 }
 
 TEST_CASE("Slurm inconsistencies are named", "[slurm]") {
-  std::map<std::string, std::string> base = {{"SLURM_PROCID", "0"},
-                                             {"SLURM_NTASKS", "4"},
-                                             {"SLURM_STEP_NODELIST", "n[1-2]"}};
+  std::map<std::string, std::string> base = {
+      {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_STEP_NODELIST", "n[1-2]"}};
   {
     auto vars = base;
     vars.erase("SLURM_PROCID");
@@ -95,8 +92,7 @@ TEST_CASE("Slurm inconsistencies are named", "[slurm]") {
   {
     auto result = ClusterFromSlurm(FakeEnv(base), 65535);
     REQUIRE_FALSE(result.ok());
-    CHECK(std::string(result.status().message()).find("--slurm_base_port") !=
-          std::string::npos);
+    CHECK(std::string(result.status().message()).find("--slurm_base_port") != std::string::npos);
   }
   {
     auto vars = base;

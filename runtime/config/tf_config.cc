@@ -2,10 +2,9 @@
 
 #include <cctype>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -66,14 +65,14 @@ absl::StatusOr<int64_t> ParseIndex(const Json& value, absl::string_view path) {
   if (value.is_number_unsigned()) {
     const uint64_t v = value.get<uint64_t>();
     if (v > kMaxTasksPerJob) {
-      return Error(path, absl::StrCat(v, " is out of range (at most ", kMaxTasksPerJob,
-                                      " tasks per job)"));
+      return Error(
+          path, absl::StrCat(v, " is out of range (at most ", kMaxTasksPerJob, " tasks per job)"));
     }
     return static_cast<int64_t>(v);
   }
   if (value.is_number_integer()) {
-    return Error(path, absl::StrCat("index ", value.dump(),
-                                    " is negative; task indices start at 0"));
+    return Error(path,
+                 absl::StrCat("index ", value.dump(), " is negative; task indices start at 0"));
   }
   if (value.is_string()) {
     const std::string text = value.get<std::string>();
@@ -86,23 +85,22 @@ absl::StatusOr<int64_t> ParseIndex(const Json& value, absl::string_view path) {
                                       "\" is not a non-negative integer"));
     }
     if (v > static_cast<int64_t>(kMaxTasksPerJob)) {
-      return Error(path, absl::StrCat(v, " is out of range (at most ", kMaxTasksPerJob,
-                                      " tasks per job)"));
+      return Error(
+          path, absl::StrCat(v, " is out of range (at most ", kMaxTasksPerJob, " tasks per job)"));
     }
     return v;
   }
-  return Error(path, absl::StrCat("expected a non-negative integer task index, got ",
-                                  Describe(value)));
+  return Error(path,
+               absl::StrCat("expected a non-negative integer task index, got ", Describe(value)));
 }
 
-absl::StatusOr<std::vector<HostPort>> ParseJob(const std::string& job_name,
-                                               const Json& job,
+absl::StatusOr<std::vector<HostPort>> ParseJob(const std::string& job_name, const Json& job,
                                                const std::string& job_path) {
   std::vector<std::pair<std::string, const Json*>> entries;  // (path, address)
   if (job.is_array()) {
     if (job.size() > kMaxTasksPerJob) {
-      return Error(job_path, absl::StrCat("has ", job.size(), " tasks; at most ",
-                                          kMaxTasksPerJob, " are allowed"));
+      return Error(job_path, absl::StrCat("has ", job.size(), " tasks; at most ", kMaxTasksPerJob,
+                                          " are allowed"));
     }
     for (size_t i = 0; i < job.size(); ++i) {
       entries.emplace_back(absl::StrCat(job_path, "[", i, "]"), &job[i]);
@@ -119,19 +117,17 @@ absl::StatusOr<std::vector<HostPort>> ParseJob(const std::string& job_name,
     int64_t expected = 0;
     for (const auto& [index, entry] : by_index) {
       if (index != expected) {
-        return Error(job_path, absl::StrCat("sparse job is missing task index ",
-                                            expected, "; indices must run from 0 to ",
-                                            by_index.size() - 1,
+        return Error(job_path, absl::StrCat("sparse job is missing task index ", expected,
+                                            "; indices must run from 0 to ", by_index.size() - 1,
                                             " without gaps"));
       }
       ++expected;
       entries.push_back(entry);
     }
   } else {
-    return Error(job_path,
-                 absl::StrCat("expected a list of \"host:port\" strings or an object "
-                              "{\"0\": \"host:port\", ...}, got ",
-                              Describe(job)));
+    return Error(job_path, absl::StrCat("expected a list of \"host:port\" strings or an object "
+                                        "{\"0\": \"host:port\", ...}, got ",
+                                        Describe(job)));
   }
   if (entries.empty()) {
     return Error(job_path, absl::StrCat("job \"", job_name,
@@ -141,11 +137,9 @@ absl::StatusOr<std::vector<HostPort>> ParseJob(const std::string& job_name,
   std::vector<HostPort> addresses;
   for (const auto& [path, value] : entries) {
     if (!value->is_string()) {
-      return Error(path, absl::StrCat("expected a \"host:port\" string, got ",
-                                      Describe(*value)));
+      return Error(path, absl::StrCat("expected a \"host:port\" string, got ", Describe(*value)));
     }
-    RW_ASSIGN_OR_RETURN(HostPort address,
-                        ParseHostPort(value->get<std::string>(), path));
+    RW_ASSIGN_OR_RETURN(HostPort address, ParseHostPort(value->get<std::string>(), path));
     addresses.push_back(std::move(address));
   }
   return addresses;
@@ -166,14 +160,12 @@ absl::StatusOr<ClusterSpec> ParseCluster(const Json& cluster) {
     const std::string job_path = absl::StrCat(cluster_path, ".", name);
     std::optional<JobName> job = ClassifyJob(name);
     if (!job) {
-      return Error(job_path,
-                   absl::StrCat("unknown job \"", absl::CHexEscape(name),
-                                "\"; expected \"chief\", \"worker\" or \"evaluator\" "
-                                "(\"master\" is accepted as an alias of \"chief\")"));
+      return Error(job_path, absl::StrCat("unknown job \"", absl::CHexEscape(name),
+                                          "\"; expected \"chief\", \"worker\" or \"evaluator\" "
+                                          "(\"master\" is accepted as an alias of \"chief\")"));
     }
     if (job->is_ps) return Error(job_path, kPsRefusal);
-    RW_ASSIGN_OR_RETURN(std::vector<HostPort> addresses,
-                        ParseJob(name, it.value(), job_path));
+    RW_ASSIGN_OR_RETURN(std::vector<HostPort> addresses, ParseJob(name, it.value(), job_path));
     if (job->type == TaskType::kChief) {
       (job->is_master_alias ? has_master : has_chief) = true;
       if (has_chief && has_master) {
@@ -200,9 +192,8 @@ absl::StatusOr<ClusterSpec> ParseCluster(const Json& cluster) {
       auto [where, inserted] = address_owner.emplace(addresses[i].ToString(), owner);
       if (!inserted) {
         return Error(absl::StrCat(job_path, "[", i, "]"),
-                     absl::StrCat("address \"", addresses[i].ToString(),
-                                  "\" is also used by ", where->second,
-                                  "; every task needs its own host:port"));
+                     absl::StrCat("address \"", addresses[i].ToString(), "\" is also used by ",
+                                  where->second, "; every task needs its own host:port"));
       }
     }
     spec.Job(job->type) = std::move(addresses);
@@ -239,8 +230,7 @@ absl::StatusOr<TaskId> ParseTask(const Json& root, const ClusterSpec& spec) {
   const std::string type_name = type_json.get<std::string>();
   std::optional<JobName> job = ClassifyJob(type_name);
   if (!job) {
-    return Error(type_path, absl::StrCat("unknown task type \"",
-                                         absl::CHexEscape(type_name),
+    return Error(type_path, absl::StrCat("unknown task type \"", absl::CHexEscape(type_name),
                                          "\"; expected \"chief\", \"worker\" or "
                                          "\"evaluator\""));
   }
@@ -255,13 +245,13 @@ absl::StatusOr<TaskId> ParseTask(const Json& root, const ClusterSpec& spec) {
     // TF allows an evaluator that is not listed in the cluster.
     if (job->type == TaskType::kEvaluator) {
       if (index != 0) {
-        return Error(index_path, absl::StrCat(index, " is out of range; there is at "
-                                                     "most one evaluator (index 0)"));
+        return Error(index_path, absl::StrCat(index,
+                                              " is out of range; there is at "
+                                              "most one evaluator (index 0)"));
       }
       return TaskId{TaskType::kEvaluator, 0};
     }
-    return Error(type_path, absl::StrCat("\"", type_name,
-                                         "\" has no job in TF_CONFIG.cluster"));
+    return Error(type_path, absl::StrCat("\"", type_name, "\" has no job in TF_CONFIG.cluster"));
   }
   if (index >= static_cast<int64_t>(job_tasks.size())) {
     return Error(index_path,
@@ -274,11 +264,10 @@ absl::StatusOr<TaskId> ParseTask(const Json& root, const ClusterSpec& spec) {
 
 }  // namespace
 
-absl::StatusOr<ClusterConfig> ParseTfConfig(absl::string_view json,
-                                            absl::string_view source) {
+absl::StatusOr<ClusterConfig> ParseTfConfig(absl::string_view json, absl::string_view source) {
   if (json.size() > kMaxTfConfigBytes) {
-    return Error(kRoot, absl::StrCat("is ", json.size(), " bytes; the limit is ",
-                                     kMaxTfConfigBytes, " bytes"));
+    return Error(kRoot, absl::StrCat("is ", json.size(), " bytes; the limit is ", kMaxTfConfigBytes,
+                                     " bytes"));
   }
   if (absl::StripAsciiWhitespace(json).empty()) {
     RW_LOG(INFO) << source << " is empty: running in single-worker local mode";
@@ -292,8 +281,8 @@ absl::StatusOr<ClusterConfig> ParseTfConfig(absl::string_view json,
     std::string what = e.what();
     const size_t detail = what.find("error while parsing");
     if (detail != std::string::npos) what = what.substr(detail);
-    return Error(kRoot, absl::StrCat("is not valid JSON: syntax error at byte ",
-                                     e.byte, ": ", what));
+    return Error(kRoot,
+                 absl::StrCat("is not valid JSON: syntax error at byte ", e.byte, ": ", what));
   } catch (const Json::exception& e) {
     // Found by tests/fuzz/tf_config_fuzzer: a number too large for a double
     // ("1e999999") is an out_of_range error, not a parse_error.
@@ -306,8 +295,7 @@ absl::StatusOr<ClusterConfig> ParseTfConfig(absl::string_view json,
   }
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string& key = it.key();
-    if (key != "cluster" && key != "task" && key != "rpc_layer" &&
-        key != "environment") {
+    if (key != "cluster" && key != "task" && key != "rpc_layer" && key != "environment") {
       RW_LOG(WARNING) << kRoot << "." << key
                       << ": unknown key ignored (TF_CONFIG uses cluster, task, "
                          "rpc_layer and environment)";
@@ -325,11 +313,10 @@ absl::StatusOr<ClusterConfig> ParseTfConfig(absl::string_view json,
                                       "\"grpc\""));
     }
   }
-  const bool no_cluster = !root.contains("cluster") ||
-                          (root.at("cluster").is_object() && root.at("cluster").empty());
+  const bool no_cluster =
+      !root.contains("cluster") || (root.at("cluster").is_object() && root.at("cluster").empty());
   if (no_cluster) {
-    RW_LOG(INFO) << source
-                 << " has no cluster: running in single-worker local mode";
+    RW_LOG(INFO) << source << " has no cluster: running in single-worker local mode";
     return ClusterConfig::Local(absl::StrCat("local (", source, " has no cluster)"));
   }
   RW_ASSIGN_OR_RETURN(ClusterSpec spec, ParseCluster(root.at("cluster")));
@@ -347,10 +334,10 @@ std::string ToTfConfigJson(const ClusterConfig& config) {
     for (const HostPort& a : job) list.push_back(a.ToString());
     cluster[std::string(TaskTypeName(type))] = list;
   }
-  Json root = {{"cluster", cluster},
-               {"task",
-                {{"type", std::string(TaskTypeName(config.task().type))},
-                 {"index", config.task().index}}}};
+  Json root = {
+      {"cluster", cluster},
+      {"task",
+       {{"type", std::string(TaskTypeName(config.task().type))}, {"index", config.task().index}}}};
   return root.dump();
 }
 

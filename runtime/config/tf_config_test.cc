@@ -1,8 +1,7 @@
 #include "runtime/config/tf_config.h"
 
-#include <chrono>
-
 #include <catch2/catch.hpp>
+#include <chrono>
 
 namespace ringwork {
 namespace {
@@ -14,7 +13,8 @@ std::string Message(const absl::StatusOr<ClusterConfig>& result) {
 constexpr const char* kThree =
     R"({"cluster": {"chief": ["h0:2222"], "worker": ["h1:2222", "h2:2222"]}, )";
 
-TEST_CASE("a regrouped ring renumbers its members and has a fingerprint of its own", "[tf_config]") {
+TEST_CASE("a regrouped ring renumbers its members and has a fingerprint of its own",
+          "[tf_config]") {
   auto worker = ParseTfConfig(std::string(kThree) + R"("task": {"type": "worker", "index": 1}})");
   REQUIRE(worker.ok());
   // The chief (rank 0) left: worker:0 (rank 1) becomes the chief of generation 1.
@@ -115,8 +115,8 @@ TEST_CASE("evaluators are outside the ring, listed or not", "[tf_config]") {
   CHECK(listed->world_size() == 1);
   CHECK(listed->address()->ToString() == "e:9");
 
-  auto unlisted = ParseTfConfig(
-      R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "evaluator"}})");
+  auto unlisted =
+      ParseTfConfig(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "evaluator"}})");
   REQUIRE(unlisted.ok());
   CHECK_FALSE(unlisted->address().has_value());
   CHECK(unlisted->RoleTable().find("evaluator:0") != std::string::npos);
@@ -132,8 +132,7 @@ TEST_CASE("TF_CONFIG's looser forms are accepted as TF accepts them", "[tf_confi
   CHECK(sparse->rank() == 1);
   CHECK(sparse->spec().worker[0].ToString() == "a:1");
   // A missing index defaults to 0.
-  auto no_index = ParseTfConfig(
-      R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker"}})");
+  auto no_index = ParseTfConfig(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker"}})");
   REQUIRE(no_index.ok());
   CHECK(no_index->rank() == 0);
   // "master" is an alias of "chief".
@@ -148,7 +147,8 @@ TEST_CASE("TF_CONFIG's looser forms are accepted as TF accepts them", "[tf_confi
 
 TEST_CASE("numbers JSON cannot hold are a clear error, not a crash", "[tf_config]") {
   // Found by tests/fuzz/tf_config_fuzzer (nlohmann throws out_of_range, not parse_error).
-  for (const char* json : {"7e7166667", R"({"cluster": {"worker": ["a:1"]}, "task": {"index": 1e999}})"}) {
+  for (const char* json :
+       {"7e7166667", R"({"cluster": {"worker": ["a:1"]}, "task": {"index": 1e999}})"}) {
     INFO(json);
     absl::StatusOr<ClusterConfig> config = ParseTfConfig(json);
     REQUIRE_FALSE(config.ok());
@@ -158,8 +158,8 @@ TEST_CASE("numbers JSON cannot hold are a clear error, not a crash", "[tf_config
 }
 
 TEST_CASE("no cluster means local mode", "[tf_config]") {
-  for (const char* text : {"", "  ", "{}", R"({"task": {"type": "worker"}})",
-                           R"({"cluster": {}})"}) {
+  for (const char* text :
+       {"", "  ", "{}", R"({"task": {"type": "worker"}})", R"({"cluster": {}})"}) {
     INFO(text);
     auto config = ParseTfConfig(text);
     REQUIRE(config.ok());
@@ -200,8 +200,7 @@ TEST_CASE("the role table shows every task", "[tf_config]") {
   const std::string table = config->RoleTable();
   CHECK(table.find("TASK") != std::string::npos);
   CHECK(table.find("chief:0       h0:2222     0 yes   yes") != std::string::npos);
-  CHECK(table.find("worker:0      h1:2222     1 no    yes     <- this task") !=
-        std::string::npos);
+  CHECK(table.find("worker:0      h1:2222     1 no    yes     <- this task") != std::string::npos);
   CHECK(table.find("world size 3; this task: worker:0 (rank 1)") != std::string::npos);
 }
 

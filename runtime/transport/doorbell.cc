@@ -13,8 +13,7 @@ namespace {
 // Shared (not FUTEX_PRIVATE) futex operations, so they work across processes that
 // map the same page.
 long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
-  return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout,
-                   nullptr, 0);
+  return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
 }
 
 }  // namespace

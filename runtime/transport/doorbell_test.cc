@@ -1,10 +1,9 @@
 #include "runtime/transport/doorbell.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 namespace ringwork {
 namespace {

@@ -11,9 +11,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the frame format is little-endian; add byte swaps for this host");
 
 // Field offsets within the 64-byte header.
-constexpr size_t kMagic = 0, kVersion = 4, kHeaderSize = 6, kSender = 8, kStep = 12,
-                 kSeq = 16, kSegment = 24, kKind = 28, kDtype = 29, kOp = 30,
-                 kCount = 32, kRoot = 40, kPayload = 48;
+constexpr size_t kMagic = 0, kVersion = 4, kHeaderSize = 6, kSender = 8, kStep = 12, kSeq = 16,
+                 kSegment = 24, kKind = 28, kDtype = 29, kOp = 30, kCount = 32, kRoot = 40,
+                 kPayload = 48;
 
 template <typename T>
 void Put(uint8_t* out, size_t offset, T value) {
@@ -45,16 +45,14 @@ absl::string_view CollectiveKindName(CollectiveKind kind) {
 }
 
 bool CollectiveInfo::operator==(const CollectiveInfo& o) const {
-  const bool reduces = kind == CollectiveKind::kAllReduce ||
-                       kind == CollectiveKind::kReduceScatter;
+  const bool reduces = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter;
   return kind == o.kind && dtype == o.dtype && count == o.count && root == o.root &&
          (!reduces || op == o.op);
 }
 
 std::string CollectiveInfo::ToString() const {
   if (kind == CollectiveKind::kBarrier) return "barrier";
-  std::string text = absl::StrCat(CollectiveKindName(kind), "(", DataTypeName(dtype),
-                                  " x ", count);
+  std::string text = absl::StrCat(CollectiveKindName(kind), "(", DataTypeName(dtype), " x ", count);
   if (kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter) {
     absl::StrAppend(&text, ", ", ReduceOpName(op));
   }
@@ -96,9 +94,9 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(const uint8_t* in, size_t size,
   }
   const uint16_t version = Get<uint16_t>(in, kVersion);
   if (version != kFrameVersion) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "frame version ", version, " is not this build's version ", kFrameVersion,
-        "; run the same Ringwork build on every worker"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("frame version ", version, " is not this build's version ", kFrameVersion,
+                     "; run the same Ringwork build on every worker"));
   }
   if (Get<uint16_t>(in, kHeaderSize) != kFrameHeaderBytes) {
     return absl::InvalidArgumentError("frame header size field is not 64");
@@ -106,8 +104,8 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(const uint8_t* in, size_t size,
   const uint8_t kind = Get<uint8_t>(in, kKind), dtype = Get<uint8_t>(in, kDtype),
                 op = Get<uint8_t>(in, kOp);
   if (kind < 1 || kind > 5 || !IsValidDataType(dtype) || !IsValidReduceOp(op)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "frame header has invalid kind/dtype/op ", kind, "/", dtype, "/", op));
+    return absl::InvalidArgumentError(
+        absl::StrCat("frame header has invalid kind/dtype/op ", kind, "/", dtype, "/", op));
   }
   FrameHeader h;
   h.sender_rank = Get<uint32_t>(in, kSender);
@@ -122,13 +120,12 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(const uint8_t* in, size_t size,
   h.payload_bytes = Get<uint64_t>(in, kPayload);
   if (h.payload_bytes > max_payload_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "frame announces ", h.payload_bytes, " payload bytes; the limit is ",
-        max_payload_bytes));
+        "frame announces ", h.payload_bytes, " payload bytes; the limit is ", max_payload_bytes));
   }
   if (h.payload_bytes % DataTypeSize(h.info.dtype) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "frame payload of ", h.payload_bytes, " bytes is not a whole number of ",
-        DataTypeName(h.info.dtype), " elements"));
+    return absl::InvalidArgumentError(absl::StrCat("frame payload of ", h.payload_bytes,
+                                                   " bytes is not a whole number of ",
+                                                   DataTypeName(h.info.dtype), " elements"));
   }
   return h;
 }

@@ -9,8 +9,7 @@ TEST_CASE("frame headers round-trip", "[frame]") {
   FrameHeader h;
   h.sender_rank = 3;
   h.key = FrameKey{1234567890123ull, 7, 42};
-  h.info = CollectiveInfo{CollectiveKind::kBroadcast, DataType::kBFloat16, ReduceOp::kMax,
-                          99, 2};
+  h.info = CollectiveInfo{CollectiveKind::kBroadcast, DataType::kBFloat16, ReduceOp::kMax, 99, 2};
   h.payload_bytes = 198;
   uint8_t bytes[kFrameHeaderBytes];
   EncodeFrameHeader(h, bytes);

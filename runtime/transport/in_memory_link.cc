@@ -35,8 +35,7 @@ class InMemoryLink : public Link {
   void PostSend(Request* request) override {
     std::lock_guard<std::mutex> lock(out_->mu);
     if (out_->closed) {
-      CompleteRequest(request,
-                      absl::UnavailableError(absl::StrCat(peer_name_, " is gone")));
+      CompleteRequest(request, absl::UnavailableError(absl::StrCat(peer_name_, " is gone")));
       return;
     }
     out_->sends.push_back(request);
@@ -79,8 +78,8 @@ class InMemoryLink : public Link {
         progressed = true;
       }
       if (failure.ok() && !recvs_.empty() && in_->sends.empty() && in_->closed) {
-        failure = PeerClosedError(peer_name_, env_.self_name, recvs_.front()->key,
-                                  in_->sender_cause);
+        failure =
+            PeerClosedError(peer_name_, env_.self_name, recvs_.front()->key, in_->sender_cause);
       }
     }
     if (!failure.ok()) {
@@ -130,7 +129,7 @@ class InMemoryLink : public Link {
   Wire* in_;   // Not owned.
   const size_t max_payload_bytes_;
   RequestQueue recvs_;
-  std::atomic<int> pending_sends_{0};          // Our sends not yet consumed.
+  std::atomic<int> pending_sends_{0};               // Our sends not yet consumed.
   std::atomic<int>* peer_pending_sends_ = nullptr;  // Not owned.
 
   // A peer that aborted will never consume what we queued for it.
@@ -170,9 +169,9 @@ InMemoryNetwork::InMemoryNetwork(int world_size, Transport::Options options,
   for (int self = 0; self < world_size; ++self) {
     for (int peer = 0; peer < world_size; ++peer) {
       if (self == peer) continue;
-      auto link = std::make_unique<InMemoryLink>(wires_[self * world_size + peer].get(),
-                                                 wires_[peer * world_size + self].get(),
-                                                 max_payload_bytes);
+      auto link =
+          std::make_unique<InMemoryLink>(wires_[self * world_size + peer].get(),
+                                         wires_[peer * world_size + self].get(), max_payload_bytes);
       link->set_peer_name(absl::StrCat("rank ", peer));
       raw[self * world_size + peer] = link.get();
       made[self * world_size + peer] = std::move(link);

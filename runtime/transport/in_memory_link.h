@@ -22,10 +22,8 @@ class InMemoryNetwork {
   using LinkWrapper =
       std::function<std::unique_ptr<Link>(int self, int peer, std::unique_ptr<Link>)>;
 
-  explicit InMemoryNetwork(int world_size,
-                           Transport::Options options = Transport::Options(),
-                           size_t max_payload_bytes = 1 << 20,
-                           LinkWrapper wrap = nullptr);
+  explicit InMemoryNetwork(int world_size, Transport::Options options = Transport::Options(),
+                           size_t max_payload_bytes = 1 << 20, LinkWrapper wrap = nullptr);
   ~InMemoryNetwork();
   InMemoryNetwork(const InMemoryNetwork&) = delete;
   InMemoryNetwork& operator=(const InMemoryNetwork&) = delete;

@@ -34,7 +34,7 @@ namespace ringwork {
 // What a link needs from the Transport that owns it.
 struct LinkEnv {
   int self_rank = 0;
-  std::string self_name;  // "worker:0 (127.0.0.1:2222)"
+  std::string self_name;     // "worker:0 (127.0.0.1:2222)"
   Doorbell* bell = nullptr;  // The owning transport's doorbell. Not owned.
   // Records a fatal error (sticky; the first one wins) and wakes the waiter.
   std::function<void(const absl::Status&)> fail;

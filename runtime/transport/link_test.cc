@@ -2,9 +2,9 @@
 // used: a frame is accepted only from the link's peer, for the collective, step
 // and segment this task waits for, with the expected size; a replayed or
 // duplicated frame is refused.
-#include <catch2/catch.hpp>
-
 #include "runtime/transport/link.h"
+
+#include <catch2/catch.hpp>
 
 namespace ringwork {
 namespace {

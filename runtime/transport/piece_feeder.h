@@ -19,8 +19,7 @@ namespace ringwork {
 
 class PieceFeeder {
  public:
-  PieceFeeder(RecvSink sink, size_t element_bytes)
-      : sink_(sink), element_(element_bytes) {}
+  PieceFeeder(RecvSink sink, size_t element_bytes) : sink_(sink), element_(element_bytes) {}
 
   void Feed(const uint8_t* data, size_t size) {
     if (carry_size_ > 0) {

@@ -1,9 +1,8 @@
 #include "runtime/transport/piece_feeder.h"
 
+#include <catch2/catch.hpp>
 #include <numeric>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 namespace ringwork {
 namespace {

@@ -23,8 +23,7 @@ namespace ringwork {
 // that called Transport::Wait, never on a transport thread, so reductions run on
 // the caller's core.
 struct RecvSink {
-  using ConsumeFn = void (*)(void* context, size_t offset, const void* src,
-                             size_t bytes);
+  using ConsumeFn = void (*)(void* context, size_t offset, const void* src, size_t bytes);
   ConsumeFn consume = nullptr;
   void* context = nullptr;  // Not owned.
 };
@@ -55,11 +54,11 @@ struct Request {
 
   // --- Owned by the transport and its links while the request is pending. ---
   std::atomic<bool> done{true};
-  absl::Status status;      // Valid once done.
-  size_t progress = 0;      // Payload bytes moved so far (link-private meaning).
+  absl::Status status;                 // Valid once done.
+  size_t progress = 0;                 // Payload bytes moved so far (link-private meaning).
   std::atomic<int> pending_events{0};  // Link-private completion counter.
-  Request* next = nullptr;  // Intrusive queue link.
-  void* link_data = nullptr;  // Link-private (the gRPC link finds itself from here).
+  Request* next = nullptr;             // Intrusive queue link.
+  void* link_data = nullptr;           // Link-private (the gRPC link finds itself from here).
 
  private:
   void Reset(Kind k, int p, FrameKey frame_key, const CollectiveInfo& collective,

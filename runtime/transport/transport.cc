@@ -185,11 +185,11 @@ absl::Status Transport::Wait(Request* request, Deadline deadline) {
     polls_since_clock = 0;
     const auto now = Clock::now();
     if (now >= deadline.when()) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "timed out waiting to ",
-          request->kind == Request::Kind::kSend ? "send to " : "receive from ",
-          PeerName(request->peer), " (frame ", request->key.ToString(), ", ",
-          request->progress, " of ", request->bytes, " bytes moved)"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("timed out waiting to ",
+                       request->kind == Request::Kind::kSend ? "send to " : "receive from ",
+                       PeerName(request->peer), " (frame ", request->key.ToString(), ", ",
+                       request->progress, " of ", request->bytes, " bytes moved)"));
     }
     if (now - idle_since < spin) {
       // Spinning, but politely: other runnable threads on this core (another worker
@@ -247,8 +247,8 @@ std::string Transport::DebugString() const {
   if (aborted()) absl::StrAppend(&text, " aborted: ", status().message());
   for (int peer = 0; peer < world_size_; ++peer) {
     if (links_[peer] == nullptr) continue;
-    absl::StrAppend(&text, "\n  ", links_[peer]->kind(), " link to ",
-                    links_[peer]->peer_name(), ": ", links_[peer]->DebugString());
+    absl::StrAppend(&text, "\n  ", links_[peer]->kind(), " link to ", links_[peer]->peer_name(),
+                    ": ", links_[peer]->DebugString());
   }
   return text;
 }

@@ -19,12 +19,12 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include <mutex>
 #include "base/deadline.h"
 #include "runtime/transport/completion_source.h"
 #include "runtime/transport/doorbell.h"
@@ -124,8 +124,8 @@ class Transport {
   mutable std::mutex mu_;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> aborted_{false};
-  bool pending_failed_ = false;  // Caller thread only.
-  WaitLog* wait_log_ = nullptr;  // Caller thread only. Not owned.
+  bool pending_failed_ = false;         // Caller thread only.
+  WaitLog* wait_log_ = nullptr;         // Caller thread only. Not owned.
   CompletionSource* source_ = nullptr;  // Not owned.
 };
 

@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (ringwork::CutTail tail : {ringwork::CutTail::kRefuse, ringwork::CutTail::kIgnore}) {
     absl::StatusOr<std::vector<ringwork::EventRecord>> events = ringwork::ReadEventFile(path, tail);
     if (!events.ok()) {
-      if (events.status().message().find(path) == std::string::npos) std::abort();  // Names the file.
+      if (events.status().message().find(path) == std::string::npos)
+        std::abort();  // Names the file.
       continue;
     }
     size_t histogram_values = 0;

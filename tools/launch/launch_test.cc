@@ -1,9 +1,8 @@
 // Runs the real launch binary over /bin/sh scripts.
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <catch2/catch.hpp>
 
 #include "testing/subprocess.h"
 
@@ -25,7 +24,8 @@ TEST_CASE("every task gets its TF_CONFIG and its output prefix", "[launch]") {
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("[chief:0] \"task\":{\"index\":0,\"type\":\"chief\"}") != std::string::npos);
-  CHECK(r.output.find("[worker:1] \"task\":{\"index\":1,\"type\":\"worker\"}") != std::string::npos);
+  CHECK(r.output.find("[worker:1] \"task\":{\"index\":1,\"type\":\"worker\"}") !=
+        std::string::npos);
   CHECK(r.output.find("[worker:0] err") != std::string::npos);
 }
 
@@ -62,13 +62,14 @@ TEST_CASE("--timeline: ring tasks write parts that are merged; no part is an err
   const std::string merged = std::string(tmp != nullptr ? tmp : "/tmp") + "/launch_timeline.json";
   // Each ring task writes a minimal timeline where launch tells it to; the
   // evaluator is told nothing.
-  auto r = Launch({"--num_workers=2", "--evaluator", "--timeline=" + merged},
-                  "if [ -n \"$RINGWORK_TIMELINE\" ]; then "
-                  "r=$(echo \"$TF_CONFIG\" | grep -o '\"index\":[0-9]' | grep -o '[0-9]'); "
-                  "printf '{\"otherData\":{\"rank\":%s,\"host\":\"h\",\"clock_offset_us\":0},"
-                  "\"traceEvents\":[{\"ph\":\"X\",\"name\":\"allreduce\",\"pid\":%s,\"ts\":%s,\"dur\":1}]}' "
-                  "$r $r $((r * 100 + 100)) > \"$RINGWORK_TIMELINE\"; "
-                  "else echo \"no timeline for $TF_CONFIG\" | grep -o 'no timeline.*evaluator'; fi");
+  auto r = Launch(
+      {"--num_workers=2", "--evaluator", "--timeline=" + merged},
+      "if [ -n \"$RINGWORK_TIMELINE\" ]; then "
+      "r=$(echo \"$TF_CONFIG\" | grep -o '\"index\":[0-9]' | grep -o '[0-9]'); "
+      "printf '{\"otherData\":{\"rank\":%s,\"host\":\"h\",\"clock_offset_us\":0},"
+      "\"traceEvents\":[{\"ph\":\"X\",\"name\":\"allreduce\",\"pid\":%s,\"ts\":%s,\"dur\":1}]}' "
+      "$r $r $((r * 100 + 100)) > \"$RINGWORK_TIMELINE\"; "
+      "else echo \"no timeline for $TF_CONFIG\" | grep -o 'no timeline.*evaluator'; fi");
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("timeline of 2 tasks written to " + merged) != std::string::npos);

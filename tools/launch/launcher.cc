@@ -2,16 +2,16 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/match.h"
@@ -67,7 +67,7 @@ absl::Status Launcher::Spawn(Task& task, const std::string& tf_config, int attem
   for (const auto& [key, value] : options_.env) env[key] = value;
   env["TF_CONFIG"] = tf_config;
   env["RINGWORK_RESTART"] = std::to_string(attempt);  // As torchrun's TORCHELASTIC_RESTART_COUNT.
-  env["RINGWORK_LOG_TASK_TAG"] = "0";  // We prefix every line ourselves.
+  env["RINGWORK_LOG_TASK_TAG"] = "0";                 // We prefix every line ourselves.
   if (!options_.timeline.empty() && task.id.type != TaskType::kEvaluator) {
     env["RINGWORK_TIMELINE"] = TimelinePart(task.id);
   }
@@ -89,8 +89,8 @@ absl::Status Launcher::Spawn(Task& task, const std::string& tf_config, int attem
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
     ::execve(argv[0], argv.data(), envp.data());
-    const std::string message = std::string("launch: cannot run ") + argv[0] + ": " +
-                                std::strerror(errno) + "\n";
+    const std::string message =
+        std::string("launch: cannot run ") + argv[0] + ": " + std::strerror(errno) + "\n";
     (void)!::write(STDERR_FILENO, message.data(), message.size());
     ::_exit(kUsageOrConfig);
   }
@@ -136,11 +136,13 @@ void Launcher::Reap() {
     // Elastic: a task that failed for its peers (3, 4) or was killed is what the
     // others survive; any other failure (a bug, a config or checkpoint error, a
     // mismatch) is the job's.
-    const bool survivable = task.exit_code == kPeerFailure || task.exit_code == kTimeout ||
-                            task.exit_code > 128;
-    if (task.exit_code != 0 && !survivable && other_failure_code_ == 0) other_failure_code_ = task.exit_code;
+    const bool survivable =
+        task.exit_code == kPeerFailure || task.exit_code == kTimeout || task.exit_code > 128;
+    if (task.exit_code != 0 && !survivable && other_failure_code_ == 0)
+      other_failure_code_ = task.exit_code;
     // Not after SIGTERM's exit (143): every worker stopped together, on purpose.
-    if (options_.elastic && survivable && task.exit_code != kPreempted && task.id.type != TaskType::kEvaluator) {
+    if (options_.elastic && survivable && task.exit_code != kPreempted &&
+        task.id.type != TaskType::kEvaluator) {
       MaybeRestartLater(task);
     }
     if (task.exit_code != 0 && first_failure_task_.empty()) {
@@ -155,7 +157,8 @@ void Launcher::Reap() {
                             : absl::StrCat("); the other tasks get ", options_.grace_s,
                                            " s (--grace_s) to exit before they are stopped"));
     } else {
-      if (task.exit_code == 0 && task.id.type != TaskType::kEvaluator) a_ring_task_succeeded_ = true;
+      if (task.exit_code == 0 && task.id.type != TaskType::kEvaluator)
+        a_ring_task_succeeded_ = true;
       RW_LOG(INFO) << task.id.ToString() << " exited with code " << task.exit_code;
     }
   }
@@ -190,13 +193,15 @@ void Launcher::RestartDueTasks() {
     if (!task.restart_pending || (!job_ended && !task.restart_at.Expired())) continue;
     task.restart_pending = false;
     if (job_ended) {
-      RW_LOG(WARNING) << "--elastic: not restarting " << task.id.ToString() << ": the job no longer runs";
+      RW_LOG(WARNING) << "--elastic: not restarting " << task.id.ToString()
+                      << ": the job no longer runs";
       continue;
     }
     ::kill(-task.pid, SIGKILL);  // Whatever the failed task left running (its port).
     for (int* fd : {&task.out_fd, &task.err_fd}) {
       std::string& partial = fd == &task.out_fd ? task.out_partial : task.err_partial;
-      if (!partial.empty()) WriteAll(fd == &task.out_fd ? STDOUT_FILENO : STDERR_FILENO, task.tag + partial + "\n");
+      if (!partial.empty())
+        WriteAll(fd == &task.out_fd ? STDOUT_FILENO : STDERR_FILENO, task.tag + partial + "\n");
       partial.clear();
       if (*fd >= 0) ::close(*fd);
       *fd = -1;
@@ -205,7 +210,8 @@ void Launcher::RestartDueTasks() {
     task.exit_code = 0;
     absl::Status spawned = Spawn(task, task.tf_config, elastic_restarts_);
     if (!spawned.ok()) {
-      RW_LOG(ERROR) << "--elastic: cannot restart " << task.id.ToString() << ": " << spawned.message();
+      RW_LOG(ERROR) << "--elastic: cannot restart " << task.id.ToString() << ": "
+                    << spawned.message();
       task.exited = true;
       task.exit_code = kInternal;
       if (other_failure_code_ == 0) other_failure_code_ = kInternal;
@@ -256,16 +262,18 @@ absl::Status Launcher::MergeTimeline() const {
   }
   absl::StatusOr<TimelineMergeResult> merged = MergeTimelines(parts, options_.timeline);
   if (!merged.ok()) {
-    return absl::Status(merged.status().code(),
-                        absl::StrCat("--timeline=", options_.timeline, ": ", merged.status().message()));
+    return absl::Status(merged.status().code(), absl::StrCat("--timeline=", options_.timeline, ": ",
+                                                             merged.status().message()));
   }
   RW_LOG(INFO) << "timeline of " << merged->tasks << " tasks written to " << options_.timeline
-               << (merged->missing.empty() ? std::string()
-                                           : absl::StrCat(" (no timeline from: ",
-                                                          absl::StrJoin(merged->missing, ", "), ")"))
-               << (merged->unaligned.empty() ? std::string()
-                                             : absl::StrCat("; on an unknown clock, placed to start with the job: ",
-                                                            absl::StrJoin(merged->unaligned, ", ")));
+               << (merged->missing.empty()
+                       ? std::string()
+                       : absl::StrCat(" (no timeline from: ", absl::StrJoin(merged->missing, ", "),
+                                      ")"))
+               << (merged->unaligned.empty()
+                       ? std::string()
+                       : absl::StrCat("; on an unknown clock, placed to start with the job: ",
+                                      absl::StrJoin(merged->unaligned, ", ")));
   for (const std::string& part : parts) std::remove(part.c_str());
   ::rmdir((options_.timeline + ".parts").c_str());
   return absl::OkStatus();
@@ -275,8 +283,8 @@ absl::StatusOr<int> Launcher::Run() {
   if (!options_.timeline.empty()) {
     const std::string parts = options_.timeline + ".parts";
     if (::mkdir(parts.c_str(), 0700) != 0 && errno != EEXIST) {
-      return absl::InvalidArgumentError(absl::StrCat("--timeline=", options_.timeline, ": cannot create ",
-                                                     parts, ": ", std::strerror(errno)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--timeline=", options_.timeline, ": cannot create ", parts, ": ", std::strerror(errno)));
     }
   }
   absl::StatusOr<int> code = RunAttempts();
@@ -334,9 +342,9 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
     return absl::InvalidArgumentError("no program given: launch [flags] -- PROGRAM ARGS...");
   }
   if (::access(options_.command[0].c_str(), X_OK) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot run ", options_.command[0], ": ", std::strerror(errno),
-        " (give a path to the program, e.g. bazel-bin/tools/train)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot run ", options_.command[0], ": ", std::strerror(errno),
+                     " (give a path to the program, e.g. bazel-bin/tools/train)"));
   }
   absl::StatusOr<ClusterSpec> spec =
       LocalhostClusterSpec(options_.num_workers, options_.chief, options_.evaluator);

@@ -35,8 +35,8 @@ class Launcher {
     int num_workers = 1;
     bool chief = false;
     bool evaluator = false;
-    std::vector<std::string> command;          // Program and its arguments.
-    std::map<std::string, std::string> env;    // Added to every task's environment.
+    std::vector<std::string> command;        // Program and its arguments.
+    std::map<std::string, std::string> env;  // Added to every task's environment.
     // After the first failure, how long the other tasks may take to exit on their
     // own (they should: their peers' failure is detected) before SIGTERM; then how
     // long before SIGKILL.
@@ -99,8 +99,8 @@ class Launcher {
   int first_failure_code_ = 0;
   std::string first_failure_task_;
   bool a_ring_task_succeeded_ = false;  // Elastic: the survivors finished.
-  int other_failure_code_ = 0;  // Elastic: the first exit other than 0, 3, 4 or a signal.
-  int elastic_restarts_ = 0;    // Tasks started again so far (elastic).
+  int other_failure_code_ = 0;          // Elastic: the first exit other than 0, 3, 4 or a signal.
+  int elastic_restarts_ = 0;            // Tasks started again so far (elastic).
   double next_backoff_s_ = 1;
 };
 

@@ -24,7 +24,9 @@ double Quantile(std::vector<double> v, double q) {
 
 absl::StatusOr<nlohmann::json> ReadJson(const std::string& path, const char* what) {
   std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(what, " ", path, ": cannot open: ", std::strerror(errno)));
+  if (!in)
+    return absl::NotFoundError(
+        absl::StrCat(what, " ", path, ": cannot open: ", std::strerror(errno)));
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(what, " ", path, ": not a JSON object"));
@@ -54,7 +56,7 @@ absl::Status LoadTimeline(const std::string& path, JobSummary* job) {
   std::map<std::tuple<int64_t, std::string, std::string>, std::vector<double>> allreduce_us;
   std::map<int, TaskRow> tasks;
   std::map<int, std::vector<double>> step_ms;
-  std::map<int, std::vector<std::pair<double, double>>> steps_us;        // pid -> (start, end)
+  std::map<int, std::vector<std::pair<double, double>>> steps_us;          // pid -> (start, end)
   std::map<int, std::vector<std::pair<double, double>>> collective_waits;  // pid -> (ts, waited_us)
   for (const nlohmann::json& e : (*trace)["traceEvents"]) {
     if (!e.is_object() || !e.contains("pid") || !e["pid"].is_number_integer()) continue;
@@ -74,9 +76,11 @@ absl::Status LoadTimeline(const std::string& path, JobSummary* job) {
       step_ms[pid].push_back(dur_us / 1000);
       steps_us[pid].emplace_back(ts_us, ts_us + dur_us);
     }
-    if (cat == "collective") collective_waits[pid].emplace_back(ts_us, ArgNumber(e, "waited_us", 0));
+    if (cat == "collective")
+      collective_waits[pid].emplace_back(ts_us, ArgNumber(e, "waited_us", 0));
     if (cat == "collective" && name == "allreduce") {
-      allreduce_us[{static_cast<int64_t>(ArgNumber(e, "bytes", 0)), ArgText(e, "algorithm"), ArgText(e, "links")}]
+      allreduce_us[{static_cast<int64_t>(ArgNumber(e, "bytes", 0)), ArgText(e, "algorithm"),
+                    ArgText(e, "links")}]
           .push_back(dur_us);
     }
   }
@@ -89,7 +93,8 @@ absl::Status LoadTimeline(const std::string& path, JobSummary* job) {
       if (t.contains("task") && t["task"].is_string()) row.task = t["task"].get<std::string>();
       row.clock_offset_us = t.value("clock_offset_us", int64_t{0});
       row.clock_offset_rtt_us = t.value("clock_offset_rtt_us", int64_t{-1});
-      row.clock = t.contains("clock") && t["clock"].is_string() ? t["clock"].get<std::string>() : "";
+      row.clock =
+          t.contains("clock") && t["clock"].is_string() ? t["clock"].get<std::string>() : "";
       row.events = t.value("events", int64_t{0});
       row.dropped_events = t.value("dropped_events", int64_t{0});
     }
@@ -106,9 +111,11 @@ absl::Status LoadTimeline(const std::string& path, JobSummary* job) {
     for (const auto& [ts, waited] : collective_waits[rank]) {
       auto after = std::upper_bound(intervals.begin(), intervals.end(),
                                     std::make_pair(ts, std::numeric_limits<double>::max()));
-      if (after != intervals.begin() && ts <= std::prev(after)->second) waited_in_steps_us += waited;
+      if (after != intervals.begin() && ts <= std::prev(after)->second)
+        waited_in_steps_us += waited;
     }
-    row.wait_ms_per_step = steps.empty() ? 0 : waited_in_steps_us / 1000 / static_cast<double>(steps.size());
+    row.wait_ms_per_step =
+        steps.empty() ? 0 : waited_in_steps_us / 1000 / static_cast<double>(steps.size());
     job->tasks.push_back(row);
   }
   for (const auto& [key, durations] : allreduce_us) {
@@ -122,7 +129,8 @@ absl::Status LoadTimeline(const std::string& path, JobSummary* job) {
   }
   std::sort(job->allreduce.begin(), job->allreduce.end(),
             [](const AllReduceRow& a, const AllReduceRow& b) { return a.total_ms > b.total_ms; });
-  if (job->tasks.empty()) job->notes.push_back(absl::StrCat("the timeline ", path, " holds no task"));
+  if (job->tasks.empty())
+    job->notes.push_back(absl::StrCat("the timeline ", path, " holds no task"));
   return absl::OkStatus();
 }
 
@@ -149,7 +157,8 @@ absl::StatusOr<JobSummary> LoadJobSummaryOrThrow(const ReportInputs& inputs) {
   } else {
     absl::StatusOr<nlohmann::json> metrics = ReadJson(inputs.metrics_json, "metrics");
     if (absl::IsNotFound(metrics.status())) {
-      job.notes.push_back(absl::StrCat(metrics.status().message(), ": no summary, step breakdown or test accuracy"));
+      job.notes.push_back(absl::StrCat(metrics.status().message(),
+                                       ": no summary, step breakdown or test accuracy"));
     } else if (!metrics.ok()) {
       return metrics.status();
     } else {

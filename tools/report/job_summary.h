@@ -25,10 +25,10 @@ struct ReportInputs {
 };
 
 struct AllReduceRow {
-  int64_t bytes = 0;       // Per rank.
-  std::string algorithm;   // "ring", "recursive_doubling"
-  std::string links;       // "shm", "grpc", "shm+grpc"
-  int64_t count = 0;       // Over every task.
+  int64_t bytes = 0;      // Per rank.
+  std::string algorithm;  // "ring", "recursive_doubling"
+  std::string links;      // "shm", "grpc", "shm+grpc"
+  int64_t count = 0;      // Over every task.
   double median_us = 0;
   double p90_us = 0;
   double total_ms = 0;
@@ -39,12 +39,12 @@ struct TaskRow {
   int rank = 0;
   int64_t clock_offset_us = 0;
   int64_t clock_offset_rtt_us = -1;
-  std::string clock;             // Which clock the merge used for its events.
+  std::string clock;  // Which clock the merge used for its events.
   int64_t events = 0;
   int64_t dropped_events = 0;
-  int64_t steps = 0;             // "step" spans in the timeline.
+  int64_t steps = 0;  // "step" spans in the timeline.
   double median_step_ms = 0;
-  double wait_ms_per_step = 0;   // In collectives inside steps: waiting for peers and moving data.
+  double wait_ms_per_step = 0;  // In collectives inside steps: waiting for peers and moving data.
 };
 
 struct JobSummary {

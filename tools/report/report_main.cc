@@ -31,7 +31,8 @@ int Main(int argc, char** argv) {
   ReportInputs inputs;
   std::string output = "report.html", title = "Ringwork job";
   flags.String("metrics_json", &inputs.metrics_json, "train's --metrics_json file");
-  flags.String("tensorboard_dir", &inputs.tensorboard_dir, "train's --tensorboard_dir (DIR/train, DIR/validation)");
+  flags.String("tensorboard_dir", &inputs.tensorboard_dir,
+               "train's --tensorboard_dir (DIR/train, DIR/validation)");
   flags.String("timeline", &inputs.timeline, "a merged timeline (launch --timeline=FILE)");
   flags.String("output", &output, "the HTML file to write");
   flags.String("title", &title, "the page's title");
@@ -41,9 +42,12 @@ int Main(int argc, char** argv) {
     return kOk;
   }
   if (!args.ok()) ExitWithStatus(args.status());
-  if (!args->empty()) ExitWithStatus(absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", (*args)[0], "\"")));
+  if (!args->empty())
+    ExitWithStatus(
+        absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", (*args)[0], "\"")));
   if (inputs.metrics_json.empty() && inputs.tensorboard_dir.empty() && inputs.timeline.empty()) {
-    ExitWithStatus(absl::InvalidArgumentError("give at least one of --metrics_json, --tensorboard_dir, --timeline"));
+    ExitWithStatus(absl::InvalidArgumentError(
+        "give at least one of --metrics_json, --tensorboard_dir, --timeline"));
   }
   absl::StatusOr<JobSummary> job = LoadJobSummary(inputs);
   if (!job.ok()) ExitWithStatus(job.status());

@@ -1,10 +1,9 @@
 // The report page from files a job leaves: curves from real event files, the
 // breakdown from the metrics JSON, the all-reduce and cluster tables from a
 // timeline; text escaped; missing inputs said; broken inputs refused by name.
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <regex>
-
-#include <catch2/catch.hpp>
 
 #include "observability/event_file.h"
 #include "testing/temp_dir.h"
@@ -22,8 +21,9 @@ int Count(const std::string& text, const std::string& what) {
 }
 
 TEST_CASE("charts escape their text, skip non-finite values and say when empty", "[report]") {
-  const std::string line = LineChart({.title = "a<b & \"c\"", .x_label = "epoch", .y_label = "loss"},
-                                     {{"train<script>", "#123456", {{1, 0.5}, {2, NAN}, {3, 0.25}}}});
+  const std::string line =
+      LineChart({.title = "a<b & \"c\"", .x_label = "epoch", .y_label = "loss"},
+                {{"train<script>", "#123456", {{1, 0.5}, {2, NAN}, {3, 0.25}}}});
   CHECK(line.find("a&lt;b &amp; &quot;c&quot;") != std::string::npos);
   CHECK(line.find("<script>") == std::string::npos);
   CHECK(Count(line, "<circle") == 2);
@@ -56,7 +56,8 @@ TEST_CASE("a report from event files, metrics and a timeline", "[report]") {
       REQUIRE((*writer)->WriteScalar("epoch_samples_per_second", epoch, 1000.0f + epoch).ok());
     }
   }
-  std::ofstream(dir + "/metrics.json") << R"({"model": "mlp", "num_workers": 2, "test_accuracy": 0.8,
+  std::ofstream(dir + "/metrics.json")
+      << R"({"model": "mlp", "num_workers": 2, "test_accuracy": 0.8,
       "step_breakdown": {"compute": 0.5, "hidden_communication": 0.2, "exposed_communication": 0.25, "data_wait": 0.05},
       "step_breakdown_per_epoch": [{"compute": 0.5, "hidden_communication": 0.2, "exposed_communication": 0.25, "data_wait": 0.05}],
       "slowest_worker": {"rank": 1, "others_waited_ms_per_step": 0.3}})";
@@ -74,8 +75,9 @@ TEST_CASE("a report from event files, metrics and a timeline", "[report]") {
        "args": {"bytes": 64, "algorithm": "ring", "links": "shm", "waited_us": 800}},
       {"ph": "X", "cat": "step", "name": "step 1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000}]})";
 
-  absl::StatusOr<JobSummary> job = LoadJobSummary(
-      {.metrics_json = dir + "/metrics.json", .tensorboard_dir = dir + "/tb", .timeline = dir + "/timeline.json"});
+  absl::StatusOr<JobSummary> job = LoadJobSummary({.metrics_json = dir + "/metrics.json",
+                                                   .tensorboard_dir = dir + "/tb",
+                                                   .timeline = dir + "/timeline.json"});
   REQUIRE(job.ok());
   CHECK(job->notes.empty());
   CHECK(job->train.at("epoch_loss").size() == 3);
@@ -90,9 +92,9 @@ TEST_CASE("a report from event files, metrics and a timeline", "[report]") {
 
   const std::string html = RenderHtmlReport(*job, "job <1>");
   CHECK(html.find("<title>job &lt;1&gt;</title>") != std::string::npos);
-  CHECK(Count(html, "<svg") == 4);           // loss, accuracy, throughput, breakdown
-  CHECK(Count(html, "<circle") == 12);       // 2 curves x 2 charts x 3 epochs
-  CHECK(html.find("25.0%") != std::string::npos);   // exposed communication
+  CHECK(Count(html, "<svg") == 4);                 // loss, accuracy, throughput, breakdown
+  CHECK(Count(html, "<circle") == 12);             // 2 curves x 2 charts x 3 epochs
+  CHECK(html.find("25.0%") != std::string::npos);  // exposed communication
   CHECK(html.find("rank 1: others waited 0.30 ms/step") != std::string::npos);
   CHECK(html.find("<script") == std::string::npos);
   CHECK_FALSE(std::regex_search(html, std::regex("(src|href)=\"(https?:)?//")));
@@ -106,7 +108,8 @@ TEST_CASE("missing inputs are said; broken ones are refused by name", "[report]"
   CHECK(job.status().message().find(dir + "/none/train") != std::string::npos);
   std::ofstream(dir + "/metrics.json") << R"({"model": "mlp", "num_workers": 1})";
   // A job killed before its timeline was merged: the page shows the rest and says so.
-  job = LoadJobSummary({.metrics_json = dir + "/metrics.json", .tensorboard_dir = dir + "/none",
+  job = LoadJobSummary({.metrics_json = dir + "/metrics.json",
+                        .tensorboard_dir = dir + "/none",
                         .timeline = dir + "/absent.json"});
   REQUIRE(job.ok());
   CHECK(job->notes.size() == 3);  // two event directories, timeline

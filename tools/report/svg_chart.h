@@ -26,8 +26,8 @@ struct ChartFrame {
 
 struct Series {
   std::string name;
-  std::string color;                               // CSS color
-  std::vector<std::pair<double, double>> points;   // (x, y)
+  std::string color;                              // CSS color
+  std::vector<std::pair<double, double>> points;  // (x, y)
 };
 
 // Lines with a dot per point and a legend; the y axis starts at 0 unless values
@@ -45,7 +45,8 @@ struct StackedBar {
   std::vector<double> parts;
 };
 std::string StackedBars(const ChartFrame& frame, const std::vector<std::string>& part_names,
-                        const std::vector<std::string>& colors, const std::vector<StackedBar>& bars);
+                        const std::vector<std::string>& colors,
+                        const std::vector<StackedBar>& bars);
 
 // &, <, >, " and ' as entities.
 std::string HtmlEscape(std::string_view text);

@@ -8,10 +8,9 @@
 #include <grpcpp/alarm.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 namespace ringwork {
 namespace {

@@ -11,7 +11,9 @@ namespace ringwork {
 
 GrpcLink::GrpcLink(grpc::CompletionQueue* cq, std::shared_ptr<PeerLiveness> liveness,
                    Options options, bool opens_data_call)
-    : cq_(cq), liveness_(std::move(liveness)), options_(options),
+    : cq_(cq),
+      liveness_(std::move(liveness)),
+      options_(options),
       opens_data_call_(opens_data_call) {}
 
 GrpcLink::~GrpcLink() {
@@ -22,9 +24,9 @@ GrpcLink::~GrpcLink() {
   }
 }
 
-void GrpcLink::OpenOutbound(
-    std::shared_ptr<grpc::Channel> channel,
-    const std::vector<std::pair<std::string, std::string>>& metadata, ReplyCheck check_reply) {
+void GrpcLink::OpenOutbound(std::shared_ptr<grpc::Channel> channel,
+                            const std::vector<std::pair<std::string, std::string>>& metadata,
+                            ReplyCheck check_reply) {
   // All under mu_: an abort or close on another thread reads out_context_ and
   // out_stream_ under mu_, and must not see a call that is not started yet (gRPC
   // allows no other operation before StartCall). StartCall only queues its batch;
@@ -70,8 +72,8 @@ void GrpcLink::OnStartCall(bool ok) {
   if (watch && !opens_data_call_) out_stream_->Read(&response_, &response_tag_);
   if (!ok) MarkPeerGone(absl::OkStatus());
   if (!ok && (opens_data_call_ || no_data_call)) {
-    FailQueuedSends(absl::UnavailableError(
-        absl::StrCat("could not open the data stream to ", peer_name_)));
+    FailQueuedSends(
+        absl::UnavailableError(absl::StrCat("could not open the data stream to ", peer_name_)));
   }
   if (next != nullptr) Write(next);
   env_.bell->Ring();
@@ -85,9 +87,9 @@ void GrpcLink::PostSend(Request* request) {
     std::lock_guard<std::mutex> lock(mu_);
     // A peer that aborted and said why takes no more frames either.
     if (SendsRefused_Locked() || (liveness_->gone() && !liveness_->cause().ok())) {
-      refused = absl::UnavailableError(absl::StrCat(
-          "the data stream to ", peer_name_, " is closed; cannot send frame ",
-          request->key.ToString()));
+      refused = absl::UnavailableError(absl::StrCat("the data stream to ", peer_name_,
+                                                    " is closed; cannot send frame ",
+                                                    request->key.ToString()));
     } else {
       send_queue_.push_back(request);
       next = TakeNextWrite_Locked();
@@ -96,9 +98,9 @@ void GrpcLink::PostSend(Request* request) {
   if (!refused.ok()) {
     // A peer that aborted said why: that is the error (it may name a third worker).
     const absl::Status cause = liveness_->cause();
-    CompleteRequest(request, cause.ok() ? refused
-                                        : PeerClosedError(peer_name_, env_.self_name, request->key,
-                                                          cause));
+    CompleteRequest(
+        request,
+        cause.ok() ? refused : PeerClosedError(peer_name_, env_.self_name, request->key, cause));
     return;
   }
   if (next != nullptr) Write(next);
@@ -137,8 +139,7 @@ bool GrpcLink::DataCallNeverCame_Locked() const {
 }
 
 Request* GrpcLink::TakeNextWrite_Locked() {
-  if (write_in_flight_ != nullptr || send_queue_.empty() || no_more_ops_ ||
-      !SendsOpen_Locked()) {
+  if (write_in_flight_ != nullptr || send_queue_.empty() || no_more_ops_ || !SendsOpen_Locked()) {
     return nullptr;
   }
   write_in_flight_ = send_queue_.pop_front();
@@ -162,8 +163,7 @@ void GrpcLink::Write(Request* request) {
   // but never reads it again; a static slice makes that harmless.
   grpc::Slice slices[2] = {
       grpc::Slice(header_bytes, kFrameHeaderBytes),  // Copies 64 bytes.
-      request->bytes > 0 ? grpc::Slice(request->data, request->bytes,
-                                       grpc::Slice::STATIC_SLICE)
+      request->bytes > 0 ? grpc::Slice(request->data, request->bytes, grpc::Slice::STATIC_SLICE)
                          : grpc::Slice(),
   };
   grpc::ByteBuffer buffer(slices, request->bytes > 0 ? 2 : 1);
@@ -202,11 +202,11 @@ void GrpcLink::OnWriteDone(bool ok) {
     CompleteRequest(done, absl::OkStatus());
   } else {
     const absl::Status cause = liveness_->cause();
-    CompleteRequest(done, !cause.ok() ? PeerClosedError(peer_name_, env_.self_name, done->key, cause)
-                                      : absl::UnavailableError(absl::StrCat(
-                                            "lost the connection to ", peer_name_,
-                                            " while sending frame ", done->key.ToString(),
-                                            " (the peer failed or exited)")));
+    CompleteRequest(done, !cause.ok()
+                              ? PeerClosedError(peer_name_, env_.self_name, done->key, cause)
+                              : absl::UnavailableError(absl::StrCat(
+                                    "lost the connection to ", peer_name_, " while sending frame ",
+                                    done->key.ToString(), " (the peer failed or exited)")));
   }
   env_.bell->Ring();
   if (broke) {
@@ -228,8 +228,9 @@ void GrpcLink::FailQueuedSends(const absl::Status& status) {
   env_.bell->Ring();
 }
 
-void GrpcLink::AttachInbound(std::unique_ptr<InboundCall> call,
-                             const std::vector<std::pair<std::string, std::string>>& reply_metadata) {
+void GrpcLink::AttachInbound(
+    std::unique_ptr<InboundCall> call,
+    const std::vector<std::pair<std::string, std::string>>& reply_metadata) {
   RW_VLOG(2) << (opens_data_call_ ? "control" : "data") << " stream from " << peer_name_
              << " accepted";
   Request* next = nullptr;
@@ -301,9 +302,11 @@ void GrpcLink::OnRead(bool ok) {
   absl::Status refused;
   if (ok && opens_data_call_ && !ReplyProven(&refused)) {
     read_buffer_.Clear();
-    const absl::Status cause = absl::UnauthenticatedError(absl::StrCat(
-        "the server at the address of ", peer_name_, " answered the data stream without "
-        "proving it is that worker: ", refused.message()));
+    const absl::Status cause =
+        absl::UnauthenticatedError(absl::StrCat("the server at the address of ", peer_name_,
+                                                " answered the data stream without "
+                                                "proving it is that worker: ",
+                                                refused.message()));
     RW_LOG(ERROR) << cause.message();
     MarkPeerGone(cause);
     out_context_->TryCancel();
@@ -530,9 +533,9 @@ bool GrpcLink::Poll() {
         DecodeFrameHeader(header_bytes, have, options_.max_payload_bytes);
     absl::Status check = header.ok() ? CheckFrame(*header, *recv) : header.status();
     if (check.ok() && frame.Length() != kFrameHeaderBytes + header->payload_bytes) {
-      check = absl::InvalidArgumentError(absl::StrCat(
-          "frame from ", peer_name_, " announces ", header->payload_bytes,
-          " payload bytes but carries ", frame.Length() - kFrameHeaderBytes));
+      check = absl::InvalidArgumentError(
+          absl::StrCat("frame from ", peer_name_, " announces ", header->payload_bytes,
+                       " payload bytes but carries ", frame.Length() - kFrameHeaderBytes));
     }
     if (!check.ok()) {
       if (!header.ok()) {
@@ -558,9 +561,9 @@ bool GrpcLink::Poll() {
 
 std::string GrpcLink::DebugString() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return absl::StrCat(recvs_.size(), " receives pending, ", arrived_.size(),
-                      " frames buffered (", arrived_bytes_, " bytes), ", send_queue_.size(),
-                      " sends queued", write_in_flight_ ? ", one being written" : "",
+  return absl::StrCat(recvs_.size(), " receives pending, ", arrived_.size(), " frames buffered (",
+                      arrived_bytes_, " bytes), ", send_queue_.size(), " sends queued",
+                      write_in_flight_ ? ", one being written" : "",
                       read_owed_ ? ", next read not yet posted" : "");
 }
 

@@ -53,11 +53,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
-#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -101,8 +101,8 @@ class GrpcLink : public Link {
   // worker has the lower rank of the pair, and the call it opens carries the
   // frames (header comment). The link can take the peer's call (AttachInbound)
   // from construction on; sends wait until the data call is there.
-  GrpcLink(grpc::CompletionQueue* cq, std::shared_ptr<PeerLiveness> liveness,
-           Options options, bool opens_data_call);
+  GrpcLink(grpc::CompletionQueue* cq, std::shared_ptr<PeerLiveness> liveness, Options options,
+           bool opens_data_call);
   ~GrpcLink() override;
 
   // Starts the outbound Transfer call on `channel`; `metadata` identifies this
@@ -252,30 +252,30 @@ class GrpcLink : public Link {
   // first), so that no Read is posted after that Finish.
   std::mutex post_mu_;
   mutable std::mutex mu_;
-  std::condition_variable drained_;        // Signalled as operations finish.
-  Outbound outbound_ = Outbound::kIdle;    // Guarded by mu_.
-  Inbound inbound_ = Inbound::kNone;       // Guarded by mu_.
-  int refused_streams_ = 0;                // Guarded by mu_.
-  bool closing_ = false;                   // Guarded by mu_.
-  bool read_paused_ = false;               // Guarded by mu_.
-  bool read_owed_ = false;                 // The next Read is owed (header). Guarded by mu_.
+  std::condition_variable drained_;      // Signalled as operations finish.
+  Outbound outbound_ = Outbound::kIdle;  // Guarded by mu_.
+  Inbound inbound_ = Inbound::kNone;     // Guarded by mu_.
+  int refused_streams_ = 0;              // Guarded by mu_.
+  bool closing_ = false;                 // Guarded by mu_.
+  bool read_paused_ = false;             // Guarded by mu_.
+  bool read_owed_ = false;               // The next Read is owed (header). Guarded by mu_.
   // The outbound call's reads go on (the higher rank's watch Read is pending; the
   // lower rank reads frames there until the call ends). Guarded by mu_.
   bool watching_ = false;
-  bool replies_ended_ = false;             // The lower rank's data call ended. Guarded by mu_.
+  bool replies_ended_ = false;              // The lower rank's data call ended. Guarded by mu_.
   std::atomic<bool> reply_checked_{false};  // The outbound call's server proved itself.
-  bool sends_closed_ = false;              // BeginClose drained the sends. Guarded by mu_.
-  bool sends_broken_ = false;              // A write on the data call failed. Guarded by mu_.
-  bool inbound_finish_posted_ = false;     // Guarded by mu_.
-  bool reply_metadata_sent_ = false;       // The higher rank's proof is out. Guarded by mu_.
-  bool cause_written_ = false;             // OnAbort wrote its cause. Guarded by mu_.
-  bool no_more_ops_ = false;               // WaitClosed ended: post nothing. Guarded by mu_.
-  bool finishing_ = false;                 // Finish was called on the outbound. Guarded by mu_.
-  int outstanding_ops_ = 0;                // Guarded by mu_.
-  RequestQueue send_queue_;                // Guarded by mu_.
-  Request* write_in_flight_ = nullptr;     // Guarded by mu_.
-  std::deque<grpc::ByteBuffer> arrived_;   // Guarded by mu_.
-  size_t arrived_bytes_ = 0;               // Guarded by mu_.
+  bool sends_closed_ = false;               // BeginClose drained the sends. Guarded by mu_.
+  bool sends_broken_ = false;               // A write on the data call failed. Guarded by mu_.
+  bool inbound_finish_posted_ = false;      // Guarded by mu_.
+  bool reply_metadata_sent_ = false;        // The higher rank's proof is out. Guarded by mu_.
+  bool cause_written_ = false;              // OnAbort wrote its cause. Guarded by mu_.
+  bool no_more_ops_ = false;                // WaitClosed ended: post nothing. Guarded by mu_.
+  bool finishing_ = false;                  // Finish was called on the outbound. Guarded by mu_.
+  int outstanding_ops_ = 0;                 // Guarded by mu_.
+  RequestQueue send_queue_;                 // Guarded by mu_.
+  Request* write_in_flight_ = nullptr;      // Guarded by mu_.
+  std::deque<grpc::ByteBuffer> arrived_;    // Guarded by mu_.
+  size_t arrived_bytes_ = 0;                // Guarded by mu_.
 
   // Collective thread only.
   RequestQueue recvs_;

@@ -23,9 +23,10 @@ std::string EncodeCause(const absl::Status& cause, size_t max_message_bytes) {
 // The cause, or INVALID_ARGUMENT naming what is wrong with the message.
 absl::Status DecodeCause(const grpc::ByteBuffer& buffer, size_t max_message_bytes,
                          const std::string& peer_name) {
-  const absl::Status bad = absl::InvalidArgumentError(absl::StrCat(
-      peer_name, " sent a message on its control stream that is not an abort's cause (a "
-      "worker of another Ringwork build?)"));
+  const absl::Status bad = absl::InvalidArgumentError(
+      absl::StrCat(peer_name,
+                   " sent a message on its control stream that is not an abort's cause (a "
+                   "worker of another Ringwork build?)"));
   if (buffer.Length() > max_message_bytes + 64) return bad;
   std::vector<grpc::Slice> slices;
   if (!buffer.Dump(&slices).ok()) return bad;
@@ -76,16 +77,16 @@ void GrpcLink::OnAbort(const absl::Status& cause) {
       // The higher rank's cause: its Finish of the data call may wait behind a
       // frame that flow control holds, so it goes on the control call too (its
       // only message), which is then cancelled (OnCauseWritten).
-      write_cause = !opens_data_call_ && outbound_ == Outbound::kOpen && watching_ &&
-                    !finishing_ && !cause_written_ && !no_more_ops_;
+      write_cause = !opens_data_call_ && outbound_ == Outbound::kOpen && watching_ && !finishing_ &&
+                    !cause_written_ && !no_more_ops_;
       if (write_cause) {
         cause_written_ = true;
         ++outstanding_ops_;
       }
       // (A second OnAbort leaves the cancel to OnCauseWritten as well.)
       cancel_outbound = out_context_ != nullptr && !write_cause && !cause_written_;
-      const bool open = inbound_ == Inbound::kReading ||
-                        (inbound_ == Inbound::kEnded && !inbound_finish_posted_);
+      const bool open =
+          inbound_ == Inbound::kReading || (inbound_ == Inbound::kEnded && !inbound_finish_posted_);
       if (open && !no_more_ops_) {
         inbound_ = Inbound::kFinishing;
         inbound_finish_posted_ = true;
@@ -143,8 +144,8 @@ void GrpcLink::OnControlRead(bool ok) {
     RW_VLOG(1) << peer_name_ << " gave up: " << cause.message();
     MarkPeerGone(cause);
     FailQueuedSends(absl::Status(
-        cause.code(), absl::StrCat(cause.message(), " (reported by ", peer_name_, " to ",
-                                   env_.self_name, ")")));
+        cause.code(),
+        absl::StrCat(cause.message(), " (reported by ", peer_name_, " to ", env_.self_name, ")")));
   } else {
     MarkPeerGone(absl::OkStatus());  // The peer closed (orderly), or died.
   }
@@ -265,8 +266,8 @@ void GrpcLink::OnOutboundFinish(bool) {
     RW_VLOG(1) << "data stream to " << peer_name_ << " ended by the peer: "
                << (cause.ok() ? finish_status_.error_message() : std::string(cause.message()));
     MarkPeerGone(cause);
-    const std::string ended = absl::StrCat(peer_name_, " ended the data stream from ",
-                                           env_.self_name);
+    const std::string ended =
+        absl::StrCat(peer_name_, " ended the data stream from ", env_.self_name);
     FailQueuedSends(cause.ok()
                         ? absl::UnavailableError(absl::StrCat(ended, " (it failed or exited)"))
                         : absl::Status(cause.code(), absl::StrCat(cause.message(), " (reported by ",

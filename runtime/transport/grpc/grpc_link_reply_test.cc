@@ -5,11 +5,11 @@
 // a real gRPC server playing the peer, which answers with one frame after various
 // proofs, or ends the call with an abort's cause (believed only from the proven
 // peer, on the lower rank's data call and the higher rank's control call alike).
-#include <catch2/catch.hpp>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -202,8 +202,9 @@ TEST_CASE("a server that does not prove to be the peer gets no frame taken", "[g
        RpcAuth(kToken, kFingerprint, 1, kPeerIncarnation + 1)
            .CallMetadataFor(RpcMethod::kTransferReply, 0, kOwnIncarnation),
        "answered as rank 1 incarnation 78, not rank 1 incarnation 77"},
-      {"another rank", RpcAuth(kToken, kFingerprint, 2, kPeerIncarnation)
-                           .CallMetadataFor(RpcMethod::kTransferReply, 0, kOwnIncarnation),
+      {"another rank",
+       RpcAuth(kToken, kFingerprint, 2, kPeerIncarnation)
+           .CallMetadataFor(RpcMethod::kTransferReply, 0, kOwnIncarnation),
        "answered as rank 2"},
   };
   for (const Case& c : cases) {

@@ -19,19 +19,17 @@ inline std::chrono::system_clock::time_point ToSystemTime(const Deadline& deadli
     return std::chrono::system_clock::now() + std::chrono::hours(24 * 365);
   }
   return std::chrono::system_clock::now() +
-         std::chrono::duration_cast<std::chrono::system_clock::duration>(
-             deadline.when() - Deadline::Clock::now());
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(deadline.when() -
+                                                                         Deadline::Clock::now());
 }
 
 // The same code and message (gRPC's codes are absl's).
 inline absl::Status FromGrpcStatus(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
 inline grpc::Status ToGrpcStatus(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 // HTTP/2 settings for the long-lived data streams, on the servers (which receive

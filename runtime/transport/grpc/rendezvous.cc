@@ -40,13 +40,14 @@ absl::Status InboundJoins::AdmitAndRecord(int rank, uint64_t incarnation, int me
     std::lock_guard<std::mutex> lock(mu_);
     // After startup: the same process again (its answer was lost, it retried)
     // changes nothing; a new one only replaces a member declared failed.
-    const bool admitted = !sealed_ || (joined_[rank] && incarnation == incarnation_[rank]) ||
-                          failed_[rank];
+    const bool admitted =
+        !sealed_ || (joined_[rank] && incarnation == incarnation_[rank]) || failed_[rank];
     if (!admitted) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "rank ", rank, " is a member of this running job already (incarnation ",
-          incarnation_[rank], "); a Join for it is accepted only after that worker was declared "
-          "failed"));
+      return absl::AlreadyExistsError(
+          absl::StrCat("rank ", rank, " is a member of this running job already (incarnation ",
+                       incarnation_[rank],
+                       "); a Join for it is accepted only after that worker was declared "
+                       "failed"));
     }
   }
   accept();
@@ -117,29 +118,28 @@ std::string SignedJoinFields(const proto::JoinRequest& r) {
 absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest& request,
                           const std::string& caller_address) {
   const std::string self = config.DescribeRank(config.rank());
-  const std::string caller = absl::StrCat(request.from_task(), " (connecting from ",
-                                          caller_address, ")");
+  const std::string caller =
+      absl::StrCat(request.from_task(), " (connecting from ", caller_address, ")");
   if (request.protocol_version() != kProtocolVersion) {
     return absl::InvalidArgumentError(absl::StrCat(
-        caller, " speaks Ringwork protocol version ", request.protocol_version(),
-        " but ", self, " speaks version ", kProtocolVersion,
-        "; run the same Ringwork build on every worker"));
+        caller, " speaks Ringwork protocol version ", request.protocol_version(), " but ", self,
+        " speaks version ", kProtocolVersion, "; run the same Ringwork build on every worker"));
   }
   if (request.cluster_fingerprint() != config.Fingerprint()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cluster mismatch: ", caller, " has cluster ", request.cluster_fingerprint(), " [",
-        request.cluster_ring(), "] but ", self, " has cluster ", config.Fingerprint(), " [",
-        config.NormalizedRing(),
-        "]; give every task the same TF_CONFIG \"cluster\" (only \"task\" differs)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster mismatch: ", caller, " has cluster ", request.cluster_fingerprint(),
+                     " [", request.cluster_ring(), "] but ", self, " has cluster ",
+                     config.Fingerprint(), " [", config.NormalizedRing(),
+                     "]; give every task the same TF_CONFIG \"cluster\" (only \"task\" differs)"));
   }
   if (request.to_rank() != config.rank()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        caller, " expected rank ", request.to_rank(), " at this address, but it is ", self));
+    return absl::InvalidArgumentError(absl::StrCat(caller, " expected rank ", request.to_rank(),
+                                                   " at this address, but it is ", self));
   }
   if (request.from_rank() < 0 || request.from_rank() >= config.world_size() ||
       request.from_rank() == config.rank()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        caller, " claims rank ", request.from_rank(), ", which is not a peer of ", self));
+    return absl::InvalidArgumentError(absl::StrCat(caller, " claims rank ", request.from_rank(),
+                                                   ", which is not a peer of ", self));
   }
   return absl::OkStatus();
 }
@@ -166,8 +166,7 @@ struct Attempt {
 };
 
 bool IsRetryable(grpc::StatusCode code) {
-  return code == grpc::StatusCode::UNAVAILABLE ||
-         code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
          code == grpc::StatusCode::CANCELLED || code == grpc::StatusCode::UNKNOWN ||
          code == grpc::StatusCode::RESOURCE_EXHAUSTED;
 }
@@ -183,8 +182,8 @@ std::string Reason(const Attempt& a, const InboundJoins& inbound) {
 absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     const ClusterConfig& config, const std::vector<proto::Worker::Stub*>& stubs,
     const std::function<proto::JoinRequest(int rank)>& make_request,
-    const std::function<std::vector<std::pair<std::string, std::string>>(
-        int rank, uint64_t incarnation)>& metadata,
+    const std::function<
+        std::vector<std::pair<std::string, std::string>>(int rank, uint64_t incarnation)>& metadata,
     const InboundJoins& inbound, const RendezvousOptions& options) {
   const int world = config.world_size();
   const bool wait_for_contact = options.discovery && options.first_contact_wait_s > 0;
@@ -225,8 +224,9 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
       result = inbound.rejection();
       if (!result.ok()) break;
       if (options.elastic && inbound.running_generation() >= 0) {
-        result = JobRunningError(inbound.running_generation(),
-                                 "a worker of a later generation of this cluster called: the job runs");
+        result =
+            JobRunningError(inbound.running_generation(),
+                            "a worker of a later generation of this cluster called: the job runs");
         break;
       }
     }
@@ -243,15 +243,15 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     if (deadline.Expired()) {
       // A timeout (exit 4), like every other deadline: the peer may only be slow.
       result = absl::DeadlineExceededError(absl::StrCat(
-          "startup: gave up after ", options.startup_timeout_s, " s waiting for ",
-          waiting.size(), " of ", world - 1, " peers of ", config.DescribeRank(config.rank()),
-          ": ", describe_missing(waiting), ". Start the missing tasks, or set ",
-          options.timeout_flag, " to wait longer"));
+          "startup: gave up after ", options.startup_timeout_s, " s waiting for ", waiting.size(),
+          " of ", world - 1, " peers of ", config.DescribeRank(config.rank()), ": ",
+          describe_missing(waiting), ". Start the missing tasks, or set ", options.timeout_flag,
+          " to wait longer"));
       break;
     }
     if (next_log.Expired()) {
-      const double waited = std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - start).count();
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       RW_LOG(INFO) << "startup: waiting for " << waiting.size() << " of " << world - 1
                    << " peers after " << static_cast<int>(waited) << " s (deadline "
                    << options.startup_timeout_s << " s): " << describe_missing(waiting);
@@ -268,8 +268,8 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
       Attempt& a = attempts[r];
       if (a.joined || a.in_flight || !a.next_try.Expired()) continue;
       a.context = std::make_unique<grpc::ClientContext>();
-      a.context->set_deadline(ToSystemTime(
-          Deadline::AfterSeconds(options.attempt_timeout_s).Min(deadline)));
+      a.context->set_deadline(
+          ToSystemTime(Deadline::AfterSeconds(options.attempt_timeout_s).Min(deadline)));
       a.context->set_wait_for_ready(false);
       for (const auto& [key, value] : metadata(r, a.challenge)) a.context->AddMetadata(key, value);
       a.sent_challenge = a.challenge;
@@ -317,17 +317,18 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
       if (it != trailing.end() &&
           absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &generation) &&
           generation >= 0) {
-        result = JobRunningError(generation, absl::StrCat(config.DescribeRank(a.rank), " runs the job already: ",
-                                                          a.status.error_message()));
+        result = JobRunningError(generation,
+                                 absl::StrCat(config.DescribeRank(a.rank),
+                                              " runs the job already: ", a.status.error_message()));
         break;
       }
     }
     if (!IsRetryable(a.status.error_code()) && !options.regroup) {
       // The peer refused us: another cluster, protocol or identity. Not transient.
-      result = absl::Status(static_cast<absl::StatusCode>(a.status.error_code()),
-                            absl::StrCat(config.DescribeRank(a.rank), " refused to join ",
-                                         config.DescribeRank(config.rank()), ": ",
-                                         a.status.error_message()));
+      result = absl::Status(
+          static_cast<absl::StatusCode>(a.status.error_code()),
+          absl::StrCat(config.DescribeRank(a.rank), " refused to join ",
+                       config.DescribeRank(config.rank()), ": ", a.status.error_message()));
       break;
     }
     a.last_error = FromGrpcStatus(a.status);

@@ -32,8 +32,8 @@ inline constexpr uint32_t kProtocolVersion = 4;
 struct RendezvousOptions {
   // Flag --startup_timeout_s, env RINGWORK_STARTUP_TIMEOUT_S.
   double startup_timeout_s = 300;
-  double log_interval_s = 5;      // How often to report missing tasks.
-  double attempt_timeout_s = 2;   // Deadline of one Join call.
+  double log_interval_s = 5;     // How often to report missing tasks.
+  double attempt_timeout_s = 2;  // Deadline of one Join call.
   double initial_backoff_s = 0.05;
   double max_backoff_s = 1;
   std::string timeout_flag = "--startup_timeout_s (env RINGWORK_STARTUP_TIMEOUT_S)";
@@ -81,7 +81,9 @@ struct JoinedPeer {
 class InboundJoins {
  public:
   explicit InboundJoins(int world_size)
-      : incarnation_(world_size, 0), joined_(world_size), failed_(world_size),
+      : incarnation_(world_size, 0),
+        joined_(world_size),
+        failed_(world_size),
         member_since_(world_size, 0) {}
   // Admits a Join from `rank` (process `incarnation`), runs `accept` (which maps
   // its shared memory) and records it, as one step that Seal() cannot interleave
@@ -140,8 +142,8 @@ absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest&
 absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     const ClusterConfig& config, const std::vector<proto::Worker::Stub*>& stubs,
     const std::function<proto::JoinRequest(int rank)>& make_request,
-    const std::function<std::vector<std::pair<std::string, std::string>>(
-        int rank, uint64_t incarnation)>& metadata,
+    const std::function<
+        std::vector<std::pair<std::string, std::string>>(int rank, uint64_t incarnation)>& metadata,
     const InboundJoins& inbound, const RendezvousOptions& options);
 
 }  // namespace ringwork

@@ -1,9 +1,9 @@
 #include "runtime/transport/grpc/worker_server.h"
 
-#include <chrono>
-
 #include <grpcpp/support/proto_buffer_reader.h>
 #include <grpcpp/support/proto_buffer_writer.h>
+
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
@@ -12,9 +12,8 @@
 namespace ringwork {
 
 class WorkerServer::Service final
-    : public proto::Worker::WithRawMethod_Join<
-          proto::Worker::WithRawMethod_Heartbeat<
-              proto::Worker::WithRawMethod_Transfer<proto::Worker::Service>>> {};
+    : public proto::Worker::WithRawMethod_Join<proto::Worker::WithRawMethod_Heartbeat<
+          proto::Worker::WithRawMethod_Transfer<proto::Worker::Service>>> {};
 
 // One Join or Heartbeat call, served on the completion queue: requested, handled
 // on the thread that delivers its arrival (the queue's loop thread, or a collective
@@ -100,8 +99,8 @@ grpc::Status ParseSmallMessage(const grpc::ByteBuffer& request, size_t max_bytes
 grpc::Status SerializeMessage(const google::protobuf::Message& message,
                               grpc::ByteBuffer* response) {
   bool own = false;
-  return grpc::GenericSerialize<grpc::ProtoBufferWriter, google::protobuf::Message>(
-      message, response, &own);
+  return grpc::GenericSerialize<grpc::ProtoBufferWriter, google::protobuf::Message>(message,
+                                                                                    response, &own);
 }
 
 // Keeps one RequestTransfer outstanding; hands every accepted call on.
@@ -142,8 +141,8 @@ class WorkerServer::Acceptor : public CqTag {
   }
 
  private:
-  Service* service_;                   // Not owned.
-  grpc::ServerCompletionQueue* cq_;    // Not owned.
+  Service* service_;                 // Not owned.
+  grpc::ServerCompletionQueue* cq_;  // Not owned.
   Handlers handlers_;
   std::mutex mu_;
   std::condition_variable done_;
@@ -187,9 +186,9 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     bool ok;
     while (server->cq_->Next(&tag, &ok)) {
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot listen on ", address.ToString(), " (the TF_CONFIG address of ", task_name,
-        "): the port is in use, or the address is not one of this host's"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot listen on ", address.ToString(), " (the TF_CONFIG address of ",
+                     task_name, "): the port is in use, or the address is not one of this host's"));
   }
   server->port_ = port;
   server->acceptor_ =

@@ -49,12 +49,10 @@ class WorkerServer {
   // Binds `address` (port 0 picks a free port). Fails with INVALID_ARGUMENT (exit 2)
   // naming the address and `task_name` when it cannot listen there. `bdp_probe`:
   // the flow-control windows it announces (DataStreamChannelSettings).
-  static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(const HostPort& address,
-                                                             const std::string& task_name,
-                                                             Handlers handlers,
-                                                             size_t max_message_bytes,
-                                                             std::shared_ptr<grpc::ServerCredentials> credentials,
-                                                             bool bdp_probe = false);
+  static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(
+      const HostPort& address, const std::string& task_name, Handlers handlers,
+      size_t max_message_bytes, std::shared_ptr<grpc::ServerCredentials> credentials,
+      bool bdp_probe = false);
   ~WorkerServer();
   WorkerServer(const WorkerServer&) = delete;
   WorkerServer& operator=(const WorkerServer&) = delete;

@@ -1,6 +1,6 @@
 // The worker's server over real loopback gRPC, its queue driven by a
-// CompletionQueueLoop: Join and Heartbeat reach their handlers as raw bytes, small control messages parse, larger ones are refused
-// before parsing; trailing metadata reaches the caller.
+// CompletionQueueLoop: Join and Heartbeat reach their handlers as raw bytes, small control messages
+// parse, larger ones are refused before parsing; trailing metadata reaches the caller.
 #include "runtime/transport/grpc/worker_server.h"
 
 #include <catch2/catch.hpp>
@@ -31,8 +31,8 @@ TEST_CASE("Join and Heartbeat reach their handlers; big control messages are ref
     return SerializeMessage(response, out);
   };
   handlers.transfer = [](std::unique_ptr<InboundCall> call) { call->context.TryCancel(); };
-  absl::StatusOr<std::unique_ptr<WorkerServer>> server = WorkerServer::Start(
-      HostPort{"127.0.0.1", 0}, "worker:0", handlers, 1 << 20, nullptr);
+  absl::StatusOr<std::unique_ptr<WorkerServer>> server =
+      WorkerServer::Start(HostPort{"127.0.0.1", 0}, "worker:0", handlers, 1 << 20, nullptr);
   REQUIRE(server.ok());
   CompletionQueueLoop loop((*server)->cq());
   loop.Start();

@@ -27,8 +27,8 @@ absl::Status Errno(absl::string_view what, absl::string_view name) {
 }
 
 absl::StatusOr<Mapping> Map(int fd, size_t offset, size_t bytes) {
-  void* address = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                         static_cast<off_t>(offset));
+  void* address =
+      ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(offset));
   if (address == MAP_FAILED) return Errno("mmap", "");
   return Mapping(address, bytes);
 }
@@ -140,9 +140,10 @@ absl::Status ShmEndpoint::MapPeer(int peer, const std::string& segment_name) {
   const size_t needed = ShmSegmentBytes(world_size_, ring_bytes_);
   if (::fstat(fd, &info) != 0 || static_cast<size_t>(info.st_size) < needed) {
     ::close(fd);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "segment ", segment_name, " is smaller than this worker's layout needs; the peer "
-        "uses another --shm_ring_bytes or world size"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("segment ", segment_name,
+                     " is smaller than this worker's layout needs; the peer "
+                     "uses another --shm_ring_bytes or world size"));
   }
   absl::StatusOr<Mapping> header = Map(fd, 0, kShmPage);
   absl::StatusOr<Mapping> slot =
@@ -156,9 +157,8 @@ absl::Status ShmEndpoint::MapPeer(int peer, const std::string& segment_name) {
       h->world_size != static_cast<uint32_t>(world_size_) || h->ring_bytes != ring_bytes_ ||
       h->owner_rank != static_cast<uint32_t>(peer)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "segment ", segment_name, " does not match: magic/version/world/ring/rank ",
-        h->magic, "/", h->version, "/", h->world_size, "/", h->ring_bytes, "/",
-        h->owner_rank));
+        "segment ", segment_name, " does not match: magic/version/world/ring/rank ", h->magic, "/",
+        h->version, "/", h->world_size, "/", h->ring_bytes, "/", h->owner_rank));
   }
   mapping.name = segment_name;
   mapping.header = std::move(*header);

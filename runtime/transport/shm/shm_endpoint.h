@@ -69,8 +69,8 @@ class ShmEndpoint {
  private:
   struct PeerMapping {
     std::string name;
-    Mapping header;  // The peer's SegmentHeader page.
-    Mapping slot;    // Its slot for frames from us.
+    Mapping header;       // The peer's SegmentHeader page.
+    Mapping slot;         // Its slot for frames from us.
     bool linked = false;  // A ShmLink points into the mappings.
   };
   ShmEndpoint(int rank, int world_size, size_t ring_bytes);

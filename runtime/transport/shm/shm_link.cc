@@ -14,8 +14,7 @@ ShmLink::ShmLink(const Rings& rings, int self_rank, std::shared_ptr<PeerLiveness
       liveness_(std::move(liveness)),
       max_payload_bytes_(max_payload_bytes),
       producer_(rings.out_header, rings.out_data, rings.ring_bytes, self_rank, &peer_bell_),
-      consumer_(rings.in_header, rings.in_data, rings.ring_bytes, max_payload_bytes,
-                &peer_bell_) {}
+      consumer_(rings.in_header, rings.in_data, rings.ring_bytes, max_payload_bytes, &peer_bell_) {}
 
 void ShmLink::PostSend(Request* request) {
   producer_.Post(request);
@@ -62,8 +61,8 @@ bool ShmLink::Poll() {
     }
   }
   bool moved = producer_.Poll();
-  absl::StatusOr<bool> received = consumer_.Poll(
-      [this](const FrameHeader& got, const Request& expected) {
+  absl::StatusOr<bool> received =
+      consumer_.Poll([this](const FrameHeader& got, const Request& expected) {
         return CheckFrame(got, expected);
       });
   if (!received.ok()) {
@@ -110,9 +109,8 @@ void ShmLink::OnAbort(const absl::Status& cause) {
 std::string ShmLink::DebugString() const {
   return absl::StrCat(consumer_.idle() ? "no receive" : "a receive", " pending, ",
                       producer_.idle() ? "no send" : "sends", " pending; ring head/tail out ",
-                      rings_.out_header->head.load(), "/", rings_.out_header->tail.load(),
-                      ", in ", rings_.in_header->head.load(), "/",
-                      rings_.in_header->tail.load());
+                      rings_.out_header->head.load(), "/", rings_.out_header->tail.load(), ", in ",
+                      rings_.in_header->head.load(), "/", rings_.in_header->tail.load());
 }
 
 }  // namespace ringwork

@@ -23,7 +23,7 @@ class ShmLink : public Link {
   struct Rings {
     RingHeader* out_header;  // Ours to produce into (in the peer's segment).
     uint8_t* out_data;
-    RingHeader* in_header;   // Ours to consume from (in our segment).
+    RingHeader* in_header;  // Ours to consume from (in our segment).
     uint8_t* in_data;
     size_t ring_bytes;
     DoorbellWord* peer_bell;  // In the peer's segment.

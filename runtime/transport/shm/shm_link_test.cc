@@ -2,13 +2,12 @@
 // own real /dev/shm segment): collectives are correct, an abort is seen by the
 // peer at once, and moving data allocates nothing per segment.
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <new>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 #include "runtime/collectives/communicator.h"
 #include "runtime/collectives/expectations.h"
@@ -44,8 +43,8 @@ struct ShmWorld {
       liveness.push_back(std::make_shared<PeerLiveness>());
     }
     for (int r = 0; r < p; ++r) {
-      transports.push_back(std::make_unique<Transport>(r, p, Transport::Options(),
-                                                       endpoints[r]->bell()));
+      transports.push_back(
+          std::make_unique<Transport>(r, p, Transport::Options(), endpoints[r]->bell()));
       for (int q = 0; q < p; ++q) {
         if (q != r) REQUIRE(endpoints[r]->MapPeer(q, endpoints[q]->name()).ok());
       }
@@ -109,16 +108,16 @@ TEST_CASE("a rank that aborts is noticed by its peer at once", "[shm]") {
     }
     std::vector<float> data(1000, 1);
     const auto start = std::chrono::steady_clock::now();
-    absl::Status st = comm.AllReduce(data.data(), data.size(), DataType::kFloat32,
-                                     ReduceOp::kSum);
+    absl::Status st = comm.AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return st;
   });
   INFO(results[0].message());
   // Its cause crossed the shared memory, root cause first, with its code.
   CHECK(absl::IsAborted(results[0]));
-  CHECK(std::string(results[0].message()).find("rank 1 gives up (reported by rank 1, which closed "
-                                               "its connection") == 0);
+  CHECK(std::string(results[0].message())
+            .find("rank 1 gives up (reported by rank 1, which closed "
+                  "its connection") == 0);
   CHECK(seconds < 2);
 }
 
@@ -158,8 +157,8 @@ long AllocationsFor(ShmWorld& world, size_t segment_bytes, size_t n, int iterati
   long before = 0;
   std::atomic<int> ready{0};
   RunOnRanks(2, [&](int rank) {
-    absl::Status st = comms[rank]->AllReduce(data[rank].data(), n, DataType::kFloat32,
-                                             ReduceOp::kSum);
+    absl::Status st =
+        comms[rank]->AllReduce(data[rank].data(), n, DataType::kFloat32, ReduceOp::kSum);
     if (++ready == 2) before = g_allocations.load();
     while (ready.load() < 2) std::this_thread::yield();
     for (int i = 0; i < iterations && st.ok(); ++i) {
@@ -176,9 +175,9 @@ TEST_CASE("moving data allocates nothing per segment", "[shm][allocations]") {
   return;
 #endif
   ShmWorld world(2);
-  const size_t n = 1 << 20;  // 4 MiB of floats.
-  const long few_segments = AllocationsFor(world, 1 << 20, n, 20);     // 4 segments
-  const long many_segments = AllocationsFor(world, 4 << 10, n, 20);    // 1024 segments
+  const size_t n = 1 << 20;                                          // 4 MiB of floats.
+  const long few_segments = AllocationsFor(world, 1 << 20, n, 20);   // 4 segments
+  const long many_segments = AllocationsFor(world, 4 << 10, n, 20);  // 1024 segments
   INFO("allocations: " << few_segments << " with 1 MiB segments, " << many_segments
                        << " with 4 KiB segments (20 all-reduces, 2 ranks)");
   // A constant handful per collective (step lists, thread start-up of RunOnRanks),

@@ -8,8 +8,7 @@
 namespace ringwork {
 
 ShmRingProducer::ShmRingProducer(RingHeader* header, uint8_t* data, size_t capacity,
-                                 int sender_rank, Doorbell* consumer_bell,
-                                 size_t publish_bytes)
+                                 int sender_rank, Doorbell* consumer_bell, size_t publish_bytes)
     : header_(header),
       data_(data),
       capacity_(capacity),
@@ -104,8 +103,7 @@ void ShmRingConsumer::CopyOut(uint64_t position, uint8_t* dst, size_t bytes) con
   if (first < bytes) std::memcpy(dst + first, data_, bytes - first);
 }
 
-void ShmRingConsumer::Feed(Request* request, uint64_t position, size_t bytes,
-                           size_t offset) {
+void ShmRingConsumer::Feed(Request* request, uint64_t position, size_t bytes, size_t offset) {
   const size_t at = static_cast<size_t>(position & (capacity_ - 1));
   const size_t first = std::min(bytes, capacity_ - at);
   request->sink.consume(request->sink.context, offset, data_ + at, first);

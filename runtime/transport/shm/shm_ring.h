@@ -44,8 +44,8 @@ class ShmRingProducer {
   const int sender_rank_;
   Doorbell* consumer_bell_;  // Not owned.
   const size_t publish_bytes_;
-  uint64_t head_ = 0;         // Our copy of header_->head.
-  uint64_t tail_seen_ = 0;    // Last tail read from the consumer.
+  uint64_t head_ = 0;       // Our copy of header_->head.
+  uint64_t tail_seen_ = 0;  // Last tail read from the consumer.
   bool header_written_ = false;
   size_t payload_written_ = 0;  // Of the front request, padded bytes.
   RequestQueue queue_;
@@ -55,8 +55,8 @@ class ShmRingProducer {
 class ShmRingConsumer {
  public:
   // `producer_bell` is rung whenever space is freed. Not owned.
-  ShmRingConsumer(RingHeader* header, uint8_t* data, size_t capacity,
-                  size_t max_payload_bytes, Doorbell* producer_bell);
+  ShmRingConsumer(RingHeader* header, uint8_t* data, size_t capacity, size_t max_payload_bytes,
+                  Doorbell* producer_bell);
 
   void Post(Request* request) { queue_.push_back(request); }
   bool idle() const { return queue_.empty(); }
@@ -78,10 +78,10 @@ class ShmRingConsumer {
   uint8_t* data_;       // Not owned.
   const size_t capacity_;
   const size_t max_payload_bytes_;
-  Doorbell* producer_bell_;  // Not owned.
-  uint64_t tail_ = 0;        // Our copy of header_->tail.
-  uint64_t head_seen_ = 0;   // Last head read from the producer.
-  bool in_frame_ = false;    // A header was taken; its payload is under way.
+  Doorbell* producer_bell_;   // Not owned.
+  uint64_t tail_ = 0;         // Our copy of header_->tail.
+  uint64_t head_seen_ = 0;    // Last head read from the producer.
+  bool in_frame_ = false;     // A header was taken; its payload is under way.
   size_t payload_taken_ = 0;  // Of the front request, padded bytes.
   RequestQueue queue_;
 };

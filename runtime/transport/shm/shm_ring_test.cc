@@ -3,13 +3,12 @@
 // through a small ring and every byte arrives in order.
 #include "runtime/transport/shm/shm_ring.h"
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "runtime/transport/link.h"
 
