@@ -11,7 +11,7 @@
 // `launch --max_restarts`) unset or 0. Points: startup, broadcast, allreduce (a ring's),
 // allreduce_round (after the first round of a recursive-doubling all-reduce of 4+ ranks),
 // checkpoint_write, grow (an elastic member, once a worker joined, before it has the state),
-// final_evaluate (the evaluation after fit, Sequential::EvaluateAfterFit).
+// final_evaluate (the evaluation after fit, Model::EvaluateAfterFit).
 //
 //   CrashPoint("checkpoint_write");
 #ifndef RINGWORK_BASE_CRASH_POINTS_H_

@@ -27,9 +27,10 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 FitLoop::FitLoop(Model* model, const FitOptions& options) : model_(model), options_(options) {}
 
 FitLoop::~FitLoop() {
-  model_->fit_callbacks_.clear();
+  // Callbacks see the model's fit in progress (SaveControls) until fit returns.
+  if (callbacks_given_) model_->fit_callbacks_.clear();
   // After fit the optimizer updates at its rate again (train_on_batch).
-  if (model_->optimizer_ != nullptr) {
+  if (rate_scaled_) {
     model_->optimizer_->set_rate_scale(1.0f);
     model_->optimizer_->set_schedule_step(std::nullopt);
   }
@@ -62,11 +63,10 @@ absl::Status FitLoop::RunEpoch(int64_t epoch) {
 }
 
 absl::Status FitLoop::BeginEpoch(int64_t epoch, int64_t first) {
-  const int64_t begin_op = ops_.Begin(epoch), end_op = ops_.End(epoch);
   const std::string where = absl::StrCat("epoch ", epoch + 1, ", begin: ");
   // The operation after the begin: the first step not done, or the end.
   auto after_begin = [&] {
-    return first >= run_->shape().epoch_steps ? end_op : begin_op + first + 1;
+    return first >= run_->shape().epoch_steps ? ops_.End(epoch) : ops_.Step(epoch, first + 1);
   };
   while (true) {
     for (Callback* c : callbacks_) RW_RETURN_IF_ERROR(c->OnEpochBegin(epoch));
@@ -85,24 +85,29 @@ absl::Status FitLoop::BeginEpoch(int64_t epoch, int64_t first) {
       return absl::OkStatus();
     }
     RW_ASSIGN_OR_RETURN(const int64_t target, Survive(agreed, where));
-    if (target == begin_op) continue;  // Again, in the new ring.
+    if (target == ops_.Begin(epoch)) continue;  // Again, in the new ring.
     if (target != after_begin()) return Unexpected(target, where);
     std::fill(epoch_sums_.begin(), epoch_sums_.end(), 0.0);
     return absl::OkStatus();
   }
 }
 
+std::string FitLoop::AtStep(int64_t epoch, int64_t step) {
+  return absl::StrCat("epoch ", epoch + 1, ", step ", step, ": ");
+}
+
+absl::StatusOr<int64_t> FitLoop::GoOnAt(int64_t epoch, int64_t step,
+                                        const absl::StatusOr<int64_t>& target) const {
+  if (!target.ok()) return target.status();
+  if (*target <= ops_.Begin(epoch) || *target > ops_.End(epoch)) {
+    return Unexpected(*target, AtStep(epoch, step));
+  }
+  return ops_.InEpoch(*target);
+}
+
 absl::StatusOr<int64_t> FitLoop::RunStep(int64_t epoch, int64_t step) {
   FitShape& shape = run_->shape();
-  const int64_t begin_op = ops_.Begin(epoch), end_op = ops_.End(epoch);
-  // Failures name the step, as users count them (epoch and step from 1).
-  const std::string at_step = absl::StrCat("epoch ", epoch + 1, ", step ", step, ": ");
-  // After a peer's failure (or workers joining): on at the step the members agreed on.
-  auto go_on_at = [&](absl::StatusOr<int64_t> target) -> absl::StatusOr<int64_t> {
-    if (!target.ok()) return target.status();
-    if (*target <= begin_op || *target > end_op) return Unexpected(*target, at_step);
-    return *target - begin_op;
-  };
+  const std::string at_step = AtStep(epoch, step);
   const int64_t global_step = shape.epoch_first_step + step - 1;
   strategy_->BeginStep(global_step);
   if (Timeline* timeline = Timeline::Active()) timeline->SetStep(global_step);
@@ -123,9 +128,9 @@ absl::StatusOr<int64_t> FitLoop::RunStep(int64_t epoch, int64_t step) {
   model_->SetTrainingStep(global_step);
   absl::StatusOr<float> loss =
       model_->TrainStep(batch_, static_cast<float>(it_->gradient_weight()));
-  if (!loss.ok()) return go_on_at(Survive(loss.status(), at_step));
+  if (!loss.ok()) return GoOnAt(epoch, step, Survive(loss.status(), at_step));
   // The update is applied: the step is done (after the epoch's last, its end is next).
-  run_->set_progress(step == shape.epoch_steps ? end_op : begin_op + step + 1);
+  run_->set_progress(step == shape.epoch_steps ? ops_.End(epoch) : ops_.Step(epoch, step + 1));
   const DataPosition next = it_->position();
   shape.data_pass = next.pass;
   shape.data_offset = next.offset;
@@ -141,47 +146,55 @@ absl::StatusOr<int64_t> FitLoop::RunStep(int64_t epoch, int64_t step) {
   absl::Status reduced =
       strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size()));
   metrics_span.End();
-  if (!reduced.ok()) return go_on_at(Survive(reduced, at_step));
+  if (!reduced.ok()) return GoOnAt(epoch, step, Survive(reduced, at_step));
   // Collectives inside the step (batch statistics) count as exposed communication too.
   breakdown_.AddStep(
       SecondsSince(step_start), data_wait_s,
       SecondsSince(reduce_start) + std::exchange(*model_->in_step_collective_s_, 0.0));
-  const double preempted_workers = sums.back();
+  StepSignals signals;
+  signals.terminating = terminating;
+  signals.preempted_workers = sums.back();
   sums.pop_back();
-  const double joiners_waiting = sums.back();
+  signals.joiners_waiting = sums.back();
   sums.pop_back();
   for (size_t i = 0; i < sums.size(); ++i) epoch_sums_[i] += sums[i];
   logs_ = model_->LogsFrom(epoch_sums_);
+  return EndStep(epoch, step, global_step, signals);
+}
+
+absl::StatusOr<int64_t> FitLoop::EndStep(int64_t epoch, int64_t step, int64_t global_step,
+                                         const StepSignals& signals) {
+  const std::string at_step = AtStep(epoch, step);
   if (options_.replica_check_steps > 0 && (global_step + 1) % options_.replica_check_steps == 0) {
     absl::Status identical = CheckReplicasIdentical(strategy_, model_->weights(),
                                                     absl::StrCat("after step ", global_step + 1));
-    if (!identical.ok()) return go_on_at(Survive(identical, at_step));
+    if (!identical.ok()) return GoOnAt(epoch, step, Survive(identical, at_step));
   }
   for (Callback* c : deciding_) {
     RW_RETURN_IF_ERROR(WithContext(c->OnBatchEnd(step, logs_), at_step));
   }
   if (decide_per_batch_) {
     absl::Status decided = model_->AgreeOnDecisions();
-    if (!decided.ok()) return go_on_at(Survive(decided, at_step));
+    if (!decided.ok()) return GoOnAt(epoch, step, Survive(decided, at_step));
   }
   absl::Status saved;
   for (Callback* c : checkpointing_) {
     saved = c->OnBatchEnd(step, logs_);
     if (!saved.ok()) break;
   }
-  if (!saved.ok()) return go_on_at(Survive(saved, at_step));
-  if (preempted_workers > 0) {
+  if (!saved.ok()) return GoOnAt(epoch, step, Survive(saved, at_step));
+  if (signals.preempted_workers > 0) {
     for (Callback* c : callbacks_) {
       RW_RETURN_IF_ERROR(WithContext(c->OnPreempted(model_->fit_position_), at_step));
     }
     return PreemptedError(absl::StrCat(
         "stopped after epoch ", epoch + 1, ", step ", step, ": ",
-        static_cast<int64_t>(preempted_workers), " worker(s) received SIGTERM",
-        terminating ? " (this one did)" : "", "; rerun the job to resume from its backup"));
+        static_cast<int64_t>(signals.preempted_workers), " worker(s) received SIGTERM",
+        signals.terminating ? " (this one did)" : "", "; rerun the job to resume from its backup"));
   }
   // As Keras: the epoch still ends (validation, callbacks).
   if (model_->stop_training_) return kEpochStopped;
-  if (joiners_waiting > 0) return go_on_at(LetJoinersIn(at_step));
+  if (signals.joiners_waiting > 0) return GoOnAt(epoch, step, LetJoinersIn(at_step));
   return step + 1;
 }
 
@@ -197,7 +210,7 @@ absl::Status FitLoop::EndEpoch(int64_t epoch) {
   NotePosition(epoch, shape.epoch_steps);
   const std::string where = absl::StrCat("epoch ", epoch + 1, ", end: ");
   // A worker that joined in a regroup at the end's second part skips the first.
-  if (std::exchange(skip_end_first_part_, false)) run_->set_progress(end_op + 1);
+  if (std::exchange(skip_end_first_part_, false)) run_->set_progress(ops_.Decisions(epoch));
   while (run_->progress() == end_op) {
     logs_ = model_->LogsFrom(epoch_sums_);
     absl::Status agreed = breakdown_.EndEpoch(
@@ -210,12 +223,12 @@ absl::Status FitLoop::EndEpoch(int64_t epoch) {
       history_.AddEpochExamples(static_cast<int64_t>(epoch_sums_[1]));
       if (log_learning_rate_) logs_["learning_rate"] = model_->optimizer_->learning_rate();
       for (Callback* c : deciding_) RW_RETURN_IF_ERROR(c->OnEpochEnd(epoch, logs_));
-      run_->set_progress(end_op + 1);
+      run_->set_progress(ops_.Decisions(epoch));
       break;
     }
     RW_ASSIGN_OR_RETURN(const int64_t target, Survive(agreed, where));
-    if (target == end_op) continue;   // Again, in the new ring.
-    if (target == end_op + 1) break;  // Another worker got through it.
+    if (target == end_op) continue;              // Again, in the new ring.
+    if (target == ops_.Decisions(epoch)) break;  // Another worker got through it.
     return Unexpected(target, where);
   }
   return absl::OkStatus();
@@ -231,7 +244,7 @@ absl::Status FitLoop::Validate(Logs* logs) {
 
 absl::Status FitLoop::DecideAndCheckpoint(int64_t epoch) {
   FitShape& shape = run_->shape();
-  const int64_t end_op = ops_.End(epoch);
+  const int64_t decisions_op = ops_.Decisions(epoch), next_epoch_op = ops_.Begin(epoch + 1);
   const std::string where = absl::StrCat("epoch ", epoch + 1, ", end: ");
   while (true) {
     absl::Status agreed = WithContext(model_->AgreeOnDecisions(), where);
@@ -240,7 +253,7 @@ absl::Status FitLoop::DecideAndCheckpoint(int64_t epoch) {
       agreed = c->OnEpochEnd(epoch, logs_);
     }
     if (agreed.ok()) {
-      run_->set_progress(end_op + 2);
+      run_->set_progress(next_epoch_op);
       // The next epoch: its first step and how many it has (a worker that did
       // not get through this took them from one that did).
       shape.epoch_first_step += shape.epoch_steps;
@@ -248,8 +261,8 @@ absl::Status FitLoop::DecideAndCheckpoint(int64_t epoch) {
       return absl::OkStatus();
     }
     RW_ASSIGN_OR_RETURN(const int64_t target, Survive(agreed, where));
-    if (target == end_op + 1) continue;                 // Again, in the new ring.
-    if (target == end_op + 2) return absl::OkStatus();  // Another worker got through it.
+    if (target == decisions_op) continue;                  // Again, in the new ring.
+    if (target == next_epoch_op) return absl::OkStatus();  // Another worker got through it.
     return Unexpected(target, where);
   }
 }

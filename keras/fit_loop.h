@@ -6,8 +6,9 @@
 // (strategy/elastic_run.h) numbers these operations; when the ring changes the
 // loop goes on at the operation the members agreed on (fit_loop_regroup.cc).
 //
-//   FitLoop loop(&model, {.epochs = 5, .batch_size = 256});
-//   absl::StatusOr<History> history = loop.Run(train);   // what Model::Fit does
+//   absl::StatusOr<History> Model::Fit(const Dataset& train, const FitOptions& options) {
+//     return FitLoop(this, options).Run(train);           // one loop, run once
+//   }
 //
 // Collectives: every worker's loop runs the same operations in the same order,
 // each ending in an all-reduce, so that no worker gets through one before every
@@ -51,21 +52,26 @@ absl::Status AgreeOnFit(MultiWorkerMirroredStrategy* strategy, FitAgreement* min
 
 class FitLoop {
  public:
-  FitLoop(Model* model /* not owned */, const FitOptions& options);
   ~FitLoop();
   FitLoop(const FitLoop&) = delete;
   FitLoop& operator=(const FitLoop&) = delete;
 
-  // Runs fit on `train` once (every worker calls it).
+ private:
+  friend class Model;  // Model::Fit makes one and runs it once.
+  FitLoop(Model* model /* not owned */, const FitOptions& options);
+  // Runs fit on `train` (every worker calls it).
   absl::StatusOr<History> Run(const Dataset& train);
 
- private:
   // The start (fit_loop_start.cc): checks the data and options, agrees with every
   // worker, begins the callbacks, takes a resumed position and puts the data there.
   absl::Status Start(const Dataset& train);
   absl::Status CountSteps();
   void SortCallbacks();
   absl::Status BeginTraining(bool decide_per_batch);
+  // Where the run starts: the operations' numbering and the elastic run, the data
+  // put at the start (a resume's position), the optimizer's rate scale (elastic,
+  // per-replica batch), the timings reset, the first epoch's steps (a resume
+  // checked against the numbering), the model's fit_position().
   absl::Status PositionData();
   // Where fit's data starts: after `first_data_step` steps, or where a checkpoint
   // of a per-replica run recorded it (refused, exit 7, by a run with a global
@@ -80,10 +86,26 @@ class FitLoop {
   // An epoch (fit_loop.cc), in its operations.
   absl::Status RunEpoch(int64_t epoch);
   absl::Status BeginEpoch(int64_t epoch, int64_t first);
-  // Step `step` (from 1) of `epoch`; returns the step to run next (after a
-  // regroup: the one the members go on at; kEpochStopped when a callback stopped
-  // training).
+  // Step `step` (from 1) of `epoch`: its batch, TrainStep, the metrics' all-reduce;
+  // returns the step to run next (after a regroup: the one the members go on at;
+  // kEpochStopped when a callback stopped training).
   absl::StatusOr<int64_t> RunStep(int64_t epoch, int64_t step);
+  // What the step's all-reduce brought besides the metrics.
+  struct StepSignals {
+    double preempted_workers = 0;  // Workers that received SIGTERM.
+    bool terminating = false;      // This one did.
+    double joiners_waiting = 0;    // Workers asking to join (elastic training).
+  };
+  // What follows a step's update: the replica check, the callbacks, the chief's
+  // per-step decisions, the checkpoints, a preemption, the joiners. As RunStep.
+  absl::StatusOr<int64_t> EndStep(int64_t epoch, int64_t step, int64_t global_step,
+                                  const StepSignals& signals);
+  // Failures name the step, as users count them (epoch and step from 1).
+  static std::string AtStep(int64_t epoch, int64_t step);
+  // After a peer's failure (or workers joining) in step `step`: the step the
+  // members go on at, from the operation `target` they agreed on.
+  absl::StatusOr<int64_t> GoOnAt(int64_t epoch, int64_t step,
+                                 const absl::StatusOr<int64_t>& target) const;
   // The epoch's end: its collectives (the step breakdown, validation) and what
   // only this worker does (History, the deciding callbacks).
   absl::Status EndEpoch(int64_t epoch);
@@ -155,11 +177,12 @@ class FitLoop {
   TrainPosition start_;
   std::optional<float> resumed_rate_;  // Of a resume in an epoch's middle.
 
+  // The numbering of this run's operations, which every worker computes alike.
   FitOperations ops_;
   // The operations this worker completed and what an elastic ring must fit alike
   // (a worker that joins is checked against it), from the data as the whole
-  // cluster cuts it.
-  std::unique_ptr<ElasticRun> run_;
+  // cluster cuts it. Made once the start knows them.
+  std::optional<ElasticRun> run_;
   // Loss and metric sums of the epoch over all replicas: [loss * n, n, then each
   // metric's state (total and count; AUC's histograms)].
   std::vector<double> epoch_sums_;
@@ -170,6 +193,9 @@ class FitLoop {
   // A worker that joined after the members' begin of an epoch skips it; one that
   // joined in a regroup at the end's second part skips the first.
   bool skip_begin_ = false, skip_end_first_part_ = false;
+  // What the destructor gives back: the model's callbacks of this fit, the
+  // optimizer's rate scale and schedule step (each once it was set).
+  bool callbacks_given_ = false, rate_scaled_ = false;
 };
 
 }  // namespace ringwork

@@ -109,6 +109,7 @@ void FitLoop::SortCallbacks() {
   callbacks_.insert(callbacks_.end(), options_.callbacks.begin(), options_.callbacks.end());
   // Callbacks see the model's fit in progress (SaveControls) until fit returns.
   model_->fit_callbacks_ = callbacks_;
+  callbacks_given_ = true;
   model_->stop_training_ = false;
   for (Callback* c : callbacks_) {
     (c->saves_checkpoints() ? checkpointing_ : deciding_).push_back(c);
@@ -177,7 +178,7 @@ absl::Status FitLoop::PositionData() {
   shape.epoch_first_step =
       per_replica_ ? start_.step - start_.step_in_epoch : start_.epoch * steps_;
   ElasticReplica* replica = model_;
-  run_ = std::make_unique<ElasticRun>(strategy_, replica, shape, ops_.Begin(start_.epoch));
+  run_.emplace(strategy_, replica, shape, ops_.Begin(start_.epoch));
   // One iterator for the whole run: step g of the run is step g % steps_per_pass
   // of pass g / steps_per_pass (a resumed run skips to where it stopped), until a
   // regroup: then blocks from the exact example reached. A checkpoint of a
@@ -194,6 +195,7 @@ absl::Status FitLoop::PositionData() {
   it_ = data_.block_replicas > 0 ? data_.IterateFrom(start_at) : data_.Iterate(first_data_step);
   model_->optimizer_->set_rate_scale(per_replica_ ? static_cast<float>(now) / configured_workers_
                                                   : 1.0f);
+  rate_scaled_ = true;
   if (model_->reducer_ != nullptr) model_->reducer_->TakeTiming();  // Counts from this fit on.
   *model_->in_step_collective_s_ = 0;
   run_->shape().epoch_steps = StepsOfEpoch(start_.epoch, start_.step_in_epoch, start_at);
@@ -277,7 +279,7 @@ absl::Status FitLoop::JoinRunningJob(bool* ended) {
   const int64_t in_epoch = StepsDoneBefore(epoch, op);
   start_ = TrainPosition{epoch, in_epoch, run_->shape().epoch_first_step + in_epoch};
   skip_begin_ = op >= 1;
-  skip_end_first_part_ = op == ops_.max_epoch_steps + 2;
+  skip_end_first_part_ = run_->progress() == ops_.Decisions(epoch);
   if (skip_begin_ && model_->compile_options_.optimizer.learning_rate_schedule == nullptr) {
     resumed_rate_ = model_->optimizer_->learning_rate();  // What the members' begin left.
   }

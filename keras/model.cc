@@ -294,9 +294,9 @@ absl::Status Model::EnsureReady(const Shape& input_shape) {
   if (!compiled_) return absl::FailedPreconditionError("call Compile before Fit/Evaluate/Predict");
   return Build(input_shape);
 }
+
 absl::StatusOr<History> Model::Fit(const Dataset& train, const FitOptions& options) {
-  FitLoop loop(this, options);
-  return loop.Run(train);
+  return FitLoop(this, options).Run(train);
 }
 
 }  // namespace ringwork
