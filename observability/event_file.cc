@@ -15,7 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "observability/proto_wire.h"
+#include "io/proto_wire.h"
 
 namespace ringwork {
 namespace {

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "observability/record_file.h"
+#include "io/record_file.h"
 
 namespace ringwork {
 

@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/crc32c.h"
-#include "observability/proto_wire.h"
+#include "io/proto_wire.h"
 #include "testing/temp_dir.h"
 
 namespace ringwork {

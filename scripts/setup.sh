@@ -7,7 +7,8 @@
 #   scripts/setup.sh --suite   also what only the test suite needs: a real Slurm
 #                              (slurm-wlm, munge), Chromium (the report page),
 #                              clang's sanitizers (the fuzzers), iproute2 (emulated
-#                              hosts), GoogleTest, PyYAML, clang-format and
+#                              hosts), GoogleTest, PyYAML, protobuf and crcmod
+#                              (an independent TFRecord writer), clang-format and
 #                              universal-ctags (the source checks)
 #   scripts/setup.sh --peers   also the peers the benchmarks compare against
 #                              (Open MPI, PyTorch 1.13 with gloo); bench/ asks for it
@@ -25,7 +26,7 @@ for arg in "$@"; do
   case "$arg" in
     --suite)
       packages+=(slurm-wlm munge chromium clang libclang-rt-14-dev iproute2 libgtest-dev
-                 python3-yaml clang-format universal-ctags) ;;
+                 python3-yaml python3-protobuf python3-crcmod clang-format universal-ctags) ;;
     --peers)
       # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS
       # (about 5x slower here), which would flatter Ringwork.

@@ -37,7 +37,7 @@ declare -A sources=(
   [tf_config]="runtime/config/tf_config.cc runtime/config/cluster_config.cc runtime/config/host_port.cc base/logging.cc"
   [frame_header]="runtime/transport/frame.cc tensor/dtype.cc tensor/reduce.cc base/logging.cc"
   [checkpoint_reader]="checkpoint/checkpoint_file.cc base/crc32c.cc base/crash_points.cc base/exit_code.cc base/logging.cc tensor/dtype.cc"
-  [event_file]="observability/event_file.cc observability/proto_wire.cc observability/record_file.cc base/crc32c.cc"
+  [event_file]="observability/event_file.cc io/proto_wire.cc io/record_file.cc base/crc32c.cc"
 )
 failed=0
 for name in tf_config frame_header checkpoint_reader event_file; do

@@ -11,8 +11,8 @@
 //   RW_ASSIGN_OR_RETURN(std::unique_ptr<RecordWriter> w, RecordWriter::Append(path));
 //   RW_RETURN_IF_ERROR(w->Write(bytes));
 //   RW_ASSIGN_OR_RETURN(std::vector<std::string> records, ReadRecords(path));
-#ifndef RINGWORK_OBSERVABILITY_RECORD_FILE_H_
-#define RINGWORK_OBSERVABILITY_RECORD_FILE_H_
+#ifndef RINGWORK_IO_RECORD_FILE_H_
+#define RINGWORK_IO_RECORD_FILE_H_
 
 #include <cstdint>
 #include <memory>
@@ -54,4 +54,4 @@ absl::StatusOr<std::vector<std::string>> ReadRecords(const std::string& path,
 
 }  // namespace ringwork
 
-#endif  // RINGWORK_OBSERVABILITY_RECORD_FILE_H_
+#endif  // RINGWORK_IO_RECORD_FILE_H_

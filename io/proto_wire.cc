@@ -1,4 +1,4 @@
-#include "observability/proto_wire.h"
+#include "io/proto_wire.h"
 
 #include <cstring>
 

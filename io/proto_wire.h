@@ -10,8 +10,8 @@
 //
 // The reader never reads outside its input; a field of a number or wire type a
 // caller does not expect is skipped, as protobuf skips unknown fields.
-#ifndef RINGWORK_OBSERVABILITY_PROTO_WIRE_H_
-#define RINGWORK_OBSERVABILITY_PROTO_WIRE_H_
+#ifndef RINGWORK_IO_PROTO_WIRE_H_
+#define RINGWORK_IO_PROTO_WIRE_H_
 
 #include <cstdint>
 #include <string>
@@ -69,4 +69,4 @@ class WireReader {
 
 }  // namespace ringwork
 
-#endif  // RINGWORK_OBSERVABILITY_PROTO_WIRE_H_
+#endif  // RINGWORK_IO_PROTO_WIRE_H_

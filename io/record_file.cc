@@ -1,4 +1,4 @@
-#include "observability/record_file.h"
+#include "io/record_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
