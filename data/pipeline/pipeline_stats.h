@@ -1,0 +1,52 @@
+// What each stage of an input pipeline did, for seeing whether input is the
+// bottleneck: elements made, time spent in a Map's function, how full a buffer
+// was when its consumer came, records skipped as bad. Stages count as they run
+// (atomics; any thread); Snapshot reads them.
+//
+//   PipelineStats stats;
+//   auto it = pipeline.Iterate({.stats = &stats});
+//   ... after a while ...
+//   for (const PipelineStats::StageSnapshot& s : stats.Snapshot()) { s.name, s.elements ... }
+#ifndef RINGWORK_DATA_PIPELINE_PIPELINE_STATS_H_
+#define RINGWORK_DATA_PIPELINE_PIPELINE_STATS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace ringwork {
+
+class PipelineStats {
+ public:
+  struct Stage {
+    std::string name;
+    int64_t capacity = 0;  // A buffer's size (prefetch, map), else 0.
+    std::atomic<int64_t> elements{0};
+    std::atomic<int64_t> busy_ns{0};  // In the stage's own work (a Map's function).
+    std::atomic<int64_t> fill_sum{0}, fill_samples{0};
+  };
+  struct StageSnapshot {
+    std::string name;
+    int64_t elements = 0;
+    double busy_s = 0;
+    double mean_fill = -1;  // Mean buffer fill (0..1) when its consumer asked; -1: none.
+  };
+
+  // A stage, kept (at a stable address) as long as these stats live.
+  Stage* AddStage(std::string name, int64_t capacity = 0);
+  std::vector<StageSnapshot> Snapshot() const;
+  void AddSkipped(int64_t count) { skipped_ += count; }
+  int64_t skipped() const { return skipped_; }
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<Stage> stages_;  // Guarded by mu_ (the stages' counters are atomics).
+  std::atomic<int64_t> skipped_{0};
+};
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_DATA_PIPELINE_PIPELINE_STATS_H_

@@ -1,0 +1,106 @@
+#include "data/pipeline/tfrecord_source.h"
+
+#include "absl/strings/str_cat.h"
+#include "io/record_reader.h"
+
+namespace ringwork {
+namespace {
+
+class TFRecordNode : public PipelineNode {
+ public:
+  TFRecordNode(std::vector<std::string> files, std::optional<Compression> compression)
+      : files_(std::move(files)),
+        compression_(compression),
+        spec_({{"record", ValueType::kString, {}}}) {}
+  const ElementSpec& spec() const override { return spec_; }
+  std::string name() const override { return "tfrecord"; }
+  int64_t file_count() const override { return static_cast<int64_t>(files_.size()); }
+
+  std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {
+    class It : public ElementIterator {
+     public:
+      It(const TFRecordNode* node, const IterateOptions& options)
+          : node_(node),
+            shards_(std::max(options.num_shards, 1)),
+            next_file_(options.shard_index),
+            ignore_errors_(options.ignore_errors),
+            stats_(options.stats) {}
+      absl::StatusOr<bool> Next(Element* out) override {
+        while (true) {
+          if (reader_ == nullptr) {
+            if (next_file_ >= static_cast<int64_t>(node_->files_.size())) return false;
+            file_ = &node_->files_[static_cast<size_t>(next_file_)];
+            next_file_ += shards_;
+            absl::StatusOr<std::unique_ptr<RecordReader>> opened =
+                RecordReader::Open(*file_, node_->compression_);
+            if (!opened.ok()) return opened.status();
+            reader_ = std::move(*opened);
+          }
+          out->values.resize(1);
+          TypedTensor& record = out->values[0];
+          if (record.type() != ValueType::kString || record.size() != 1) {
+            record = TypedTensor::Strings({""});
+            record.Reshape({});
+          }
+          const int64_t at = reader_->records();
+          absl::StatusOr<bool> more = reader_->Next(&record.strings()[0]);
+          if (!more.ok()) {
+            if (!ignore_errors_) return more.status();
+            if (stats_ != nullptr) stats_->AddSkipped(1);
+            reader_.reset();  // Its framing cannot be trusted past a bad record.
+            continue;
+          }
+          if (!*more) {
+            reader_.reset();
+            continue;
+          }
+          out->file = file_;
+          out->record = at;
+          out->record_is_line = false;
+          out->index = index_++;
+          return true;
+        }
+      }
+
+     private:
+      const TFRecordNode* node_;
+      const int shards_;
+      int64_t next_file_;
+      const bool ignore_errors_;
+      PipelineStats* stats_;
+      const std::string* file_ = nullptr;
+      std::unique_ptr<RecordReader> reader_;
+      int64_t index_ = 0;
+    };
+    return std::make_unique<It>(this, options);
+  }
+
+ private:
+  const std::vector<std::string> files_;
+  const std::optional<Compression> compression_;
+  ElementSpec spec_;
+};
+
+}  // namespace
+
+Pipeline TFRecordPipeline(std::vector<std::string> files, std::optional<Compression> compression) {
+  return Pipeline(std::make_shared<TFRecordNode>(std::move(files), compression));
+}
+
+ElementSpec ParsedSpec(const ExampleParser& parser) {
+  ElementSpec spec;
+  for (const FeatureSpec& f : parser.specs()) {
+    spec.push_back({f.name, f.type, f.var_len ? Shape{-1} : f.shape});
+  }
+  return spec;
+}
+
+MapFn ParseExamplesFn(ExampleParser parser) {
+  return [parser = std::move(parser)](Element* e) -> absl::Status {
+    // The record moves out first: parsing writes the element's values.
+    std::string record = std::move(e->values[0].strings()[0]);
+    return parser.Parse(record, &e->values);
+  };
+}
+
+}  // namespace ringwork

@@ -1,0 +1,134 @@
+// TFRecord files of tf.train.Example through the pipeline: parsed on threads,
+// sharded by file, and what a bad record does with and without ignore_errors.
+#include "data/pipeline/tfrecord_source.h"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "io/proto_wire.h"
+#include "io/record_file.h"
+#include "testing/temp_dir.h"
+
+namespace ringwork {
+namespace {
+
+// An Example {"x": float_list [v, v + 1], "id": int64_list [id]}.
+std::string MakeExample(float v, int64_t id) {
+  WireWriter floats, x, ids, idf, entry_x, entry_id, features, example;
+  std::string packed(8, '\0');
+  const float values[2] = {v, v + 1};
+  std::memcpy(packed.data(), values, 8);
+  floats.Bytes(1, packed);
+  x.Bytes(2, floats.data());
+  ids.Varint(1, static_cast<uint64_t>(id));
+  idf.Bytes(3, ids.data());
+  entry_x.Bytes(1, "x");
+  entry_x.Bytes(2, x.data());
+  entry_id.Bytes(1, "id");
+  entry_id.Bytes(2, idf.data());
+  features.Bytes(1, entry_x.data());
+  features.Bytes(1, entry_id.data());
+  example.Bytes(1, features.data());
+  return example.data();
+}
+
+// Files f0..f{n-1}, file f holding ids 100 f .. 100 f + per - 1.
+std::vector<std::string> WriteFiles(const std::string& dir, int n, int per) {
+  std::vector<std::string> files;
+  for (int f = 0; f < n; ++f) {
+    const std::string path = dir + "/f" + std::to_string(f) + ".tfrecord";
+    std::remove(path.c_str());
+    auto writer = RecordWriter::Append(path);
+    REQUIRE(writer.ok());
+    for (int i = 0; i < per; ++i) {
+      REQUIRE((*writer)->Write(MakeExample(static_cast<float>(i), 100 * f + i)).ok());
+    }
+    files.push_back(path);
+  }
+  return files;
+}
+
+ExampleParser Parser() {
+  auto parser = ExampleParser::Create(
+      {{.name = "x", .shape = {2}}, {.name = "id", .type = ValueType::kInt64, .shape = {}}});
+  REQUIRE(parser.ok());
+  return *parser;
+}
+
+std::vector<int64_t> Ids(const Pipeline& p, IterateOptions options = {}) {
+  auto it = p.Iterate(options);
+  std::vector<int64_t> ids;
+  Element e;
+  while (true) {
+    absl::StatusOr<bool> more = it->Next(&e);
+    INFO(more.status().message());
+    REQUIRE(more.ok());
+    if (!*more) break;
+    for (int64_t i = 0; i < e.values[1].size(); ++i) ids.push_back(e.values[1].data<int64_t>()[i]);
+  }
+  return ids;
+}
+
+TEST_CASE("TFRecord files parse on threads, in order, and shard by file", "[pipeline]") {
+  const std::vector<std::string> files = WriteFiles(FreshTestDir("tfrecord_source"), 4, 50);
+  const ExampleParser parser = Parser();
+  Pipeline p = TFRecordPipeline(files).Map(ParseExamplesFn(parser), 3, ParsedSpec(parser));
+  CHECK(p.spec().size() == 2);
+  CHECK(p.node().file_count() == 4);
+  std::vector<int64_t> want;
+  for (int f = 0; f < 4; ++f) {
+    for (int i = 0; i < 50; ++i) want.push_back(100 * f + i);
+  }
+  CHECK(Ids(p) == want);
+  CHECK(Ids(p.Batch(32)) == want);
+  // FILE policy: worker 1 of 2 reads files 1 and 3.
+  std::vector<int64_t> mine(want.begin() + 50, want.begin() + 100);
+  mine.insert(mine.end(), want.begin() + 150, want.end());
+  CHECK(Ids(p, {.num_shards = 2, .shard_index = 1}) == mine);
+  // Values come through as they were written.
+  auto it = p.Iterate();
+  Element e;
+  REQUIRE(*it->Next(&e));
+  REQUIRE(*it->Next(&e));
+  CHECK(e.values[0].data<float>()[0] == 1.0f);
+  CHECK(e.values[0].data<float>()[1] == 2.0f);
+}
+
+TEST_CASE("a corrupt record names its file and record; ignore_errors skips the file's rest",
+          "[pipeline]") {
+  const std::string dir = FreshTestDir("tfrecord_source_bad");
+  std::vector<std::string> files = WriteFiles(dir, 2, 20);
+  std::stringstream bytes;
+  bytes << std::ifstream(files[0], std::ios::binary).rdbuf();
+  std::string corrupt = bytes.str();
+  corrupt[corrupt.size() / 2] ^= 0x10;
+  std::ofstream(files[0], std::ios::binary | std::ios::trunc) << corrupt;
+  const ExampleParser parser = Parser();
+  Pipeline p = TFRecordPipeline(files).Map(ParseExamplesFn(parser), 2, ParsedSpec(parser));
+  auto it = p.Iterate();
+  Element e;
+  absl::StatusOr<bool> more = true;
+  while (more.ok() && *more) more = it->Next(&e);
+  REQUIRE_FALSE(more.ok());
+  CHECK(more.status().code() == absl::StatusCode::kDataLoss);
+  CHECK(std::string(more.status().message()).find(files[0] + ": record ") == 0);
+  PipelineStats stats;
+  const std::vector<int64_t> kept = Ids(p, {.ignore_errors = true, .stats = &stats});
+  CHECK(stats.skipped() == 1);
+  CHECK(kept.size() < 40);
+  CHECK(kept.back() == 119);  // The second file whole.
+
+  // A record that does not match the spec: the file, the record and the feature.
+  auto narrow = ExampleParser::Create({{.name = "x", .shape = {3}}});
+  REQUIRE(narrow.ok());
+  auto bad =
+      TFRecordPipeline({files[1]}).Map(ParseExamplesFn(*narrow), 2, ParsedSpec(*narrow)).Iterate();
+  more = bad->Next(&e);
+  REQUIRE_FALSE(more.ok());
+  CHECK(more.status().message() ==
+        files[1] + ", record 0: feature \"x\": 2 values; its shape [3] needs 3");
+}
+
+}  // namespace
+}  // namespace ringwork

@@ -1,0 +1,247 @@
+// Map on a pool of threads, in order, and Prefetch: the stages that run threads
+// of their own. Both read their input on one reader thread (an input iterator is
+// used by one thread), keep at most a bounded window of elements in flight, and
+// hand them to the consumer in input order; the first error reaches it in order
+// too. A consumer waits at most kStallDeadlineS for an element.
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "base/cpu_cores.h"
+#include "data/pipeline/pipeline.h"
+
+namespace ringwork {
+namespace {
+
+// An input pipeline that makes nothing for this long is stuck (a source that
+// blocks): the iterator fails instead of hanging the training step.
+constexpr double kStallDeadlineS = 600;
+
+// Elements read on a thread into a ring of `capacity` slots, transformed by
+// `workers` threads (0: none, a prefetch), consumed in order.
+class WindowIterator : public ElementIterator {
+ public:
+  WindowIterator(std::unique_ptr<ElementIterator> in, const MapFn* fn, int workers,
+                 int64_t capacity, PipelineStats::Stage* stage)
+      : in_(std::move(in)), fn_(fn), slots_(static_cast<size_t>(capacity)), stage_(stage) {
+    reader_ = std::thread([this] { ReadLoop(); });
+    for (int w = 0; w < workers; ++w) workers_.emplace_back([this] { WorkLoop(); });
+  }
+
+  ~WindowIterator() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    reader_.join();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  absl::StatusOr<bool> Next(Element* out) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stage_ != nullptr) {
+      int64_t ready = 0;
+      for (int64_t s = consumed_; s < read_; ++s) ready += slot(s).done ? 1 : 0;
+      stage_->fill_sum += ready;
+      stage_->fill_samples += 1;
+    }
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(kStallDeadlineS);
+    while (true) {
+      if (consumed_ < read_ && slot(consumed_).done) break;
+      if (consumed_ == read_ && input_ended_) {
+        if (!input_status_.ok()) return input_status_;
+        return false;
+      }
+      if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("the input pipeline made no element for ", kStallDeadlineS,
+                         " s (a source that blocks, or a Map function that never returns)"));
+      }
+    }
+    Slot& s = slot(consumed_);
+    ++consumed_;
+    absl::Status status = std::move(s.status);
+    *out = std::move(s.element);
+    s = Slot();
+    lock.unlock();
+    changed_.notify_all();
+    if (!status.ok()) return status;
+    return true;
+  }
+
+ private:
+  struct Slot {
+    Element element;
+    absl::Status status;
+    bool done = false;
+  };
+  Slot& slot(int64_t seq) { return slots_[static_cast<size_t>(seq % slots_.size())]; }
+
+  void ReadLoop() {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        changed_.wait(lock, [this] {
+          return stop_ || read_ - consumed_ < static_cast<int64_t>(slots_.size());
+        });
+        if (stop_) return;
+      }
+      Element e;
+      absl::StatusOr<bool> more = in_->Next(&e);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!more.ok() || !*more) {
+        input_ended_ = true;
+        if (!more.ok()) input_status_ = more.status();
+        changed_.notify_all();
+        return;
+      }
+      Slot& s = slot(read_);
+      s.element = std::move(e);
+      s.done = fn_ == nullptr;  // A prefetch: ready as read.
+      if (s.done && stage_ != nullptr) stage_->elements += 1;
+      ++read_;
+      changed_.notify_all();
+    }
+  }
+
+  void WorkLoop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      changed_.wait(lock, [this] { return stop_ || claimed_ < read_; });
+      if (stop_) return;
+      const int64_t seq = claimed_++;
+      Element e = std::move(slot(seq).element);
+      lock.unlock();
+      const auto start = std::chrono::steady_clock::now();
+      absl::Status status = (*fn_)(&e);
+      if (!status.ok()) {
+        status = absl::Status(status.code(), absl::StrCat(OriginOf(e), status.message()));
+      }
+      if (stage_ != nullptr) {
+        stage_->busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+        stage_->elements += 1;
+      }
+      lock.lock();
+      Slot& s = slot(seq);
+      s.element = std::move(e);
+      s.status = std::move(status);
+      s.done = true;
+      changed_.notify_all();
+    }
+  }
+
+  std::unique_ptr<ElementIterator> in_;
+  const MapFn* fn_;  // Not owned (the node's); null for a prefetch.
+  std::mutex mu_;
+  std::condition_variable changed_;
+  // Sequence numbers: read (by the reader), claimed (by a worker), consumed.
+  int64_t read_ = 0, claimed_ = 0, consumed_ = 0;  // Guarded by mu_.
+  std::vector<Slot> slots_;                        // Guarded by mu_.
+  bool input_ended_ = false, stop_ = false;        // Guarded by mu_.
+  absl::Status input_status_;                      // Guarded by mu_.
+  PipelineStats::Stage* stage_;                    // Not owned; may be null.
+  std::thread reader_;
+  std::vector<std::thread> workers_;
+};
+
+class MapNode : public PipelineNode {
+ public:
+  MapNode(std::shared_ptr<const PipelineNode> input, MapFn fn, int parallel, ElementSpec spec)
+      : input_(std::move(input)),
+        fn_(std::move(fn)),
+        parallel_(parallel),
+        spec_(spec.empty() ? input_->spec() : std::move(spec)) {}
+  const ElementSpec& spec() const override { return spec_; }
+  const PipelineNode* input() const override { return input_.get(); }
+  int64_t file_count() const override { return input_->file_count(); }
+  int64_t cardinality() const override { return input_->cardinality(); }
+  std::string name() const override { return "map"; }
+  std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {
+    int threads = parallel_;
+    if (threads == kAutotune) {
+      threads = options.autotune_threads > 0 ? options.autotune_threads : AvailableCores();
+    }
+    PipelineStats::Stage* stage =
+        options.stats == nullptr
+            ? nullptr
+            : options.stats->AddStage(absl::StrCat("map x", std::max(threads, 1)),
+                                      threads > 1 ? 2 * threads : 0);
+    std::unique_ptr<ElementIterator> in = input_->MakeIterator(options);
+    if (threads <= 1) {
+      class It : public ElementIterator {
+       public:
+        It(std::unique_ptr<ElementIterator> in, const MapFn* fn, PipelineStats::Stage* stage)
+            : in_(std::move(in)), fn_(fn), stage_(stage) {}
+        absl::StatusOr<bool> Next(Element* out) override {
+          absl::StatusOr<bool> more = in_->Next(out);
+          if (!more.ok() || !*more) return more;
+          const auto start = std::chrono::steady_clock::now();
+          absl::Status status = (*fn_)(out);
+          if (stage_ != nullptr) {
+            stage_->busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count();
+            stage_->elements += 1;
+          }
+          if (!status.ok()) {
+            return absl::Status(status.code(), absl::StrCat(OriginOf(*out), status.message()));
+          }
+          return true;
+        }
+
+       private:
+        std::unique_ptr<ElementIterator> in_;
+        const MapFn* fn_;
+        PipelineStats::Stage* stage_;
+      };
+      return std::make_unique<It>(std::move(in), &fn_, stage);
+    }
+    return std::make_unique<WindowIterator>(std::move(in), &fn_, threads, 2 * threads, stage);
+  }
+
+ private:
+  std::shared_ptr<const PipelineNode> input_;
+  MapFn fn_;
+  const int parallel_;
+  ElementSpec spec_;
+};
+
+class PrefetchNode : public PipelineNode {
+ public:
+  PrefetchNode(std::shared_ptr<const PipelineNode> input, int64_t buffer)
+      : input_(std::move(input)), buffer_(std::max<int64_t>(buffer, 1)) {}
+  const ElementSpec& spec() const override { return input_->spec(); }
+  const PipelineNode* input() const override { return input_.get(); }
+  int64_t file_count() const override { return input_->file_count(); }
+  int64_t cardinality() const override { return input_->cardinality(); }
+  std::string name() const override { return "prefetch"; }
+  std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {
+    PipelineStats::Stage* stage =
+        options.stats == nullptr ? nullptr : options.stats->AddStage("prefetch", buffer_);
+    return std::make_unique<WindowIterator>(input_->MakeIterator(options), nullptr, 0, buffer_,
+                                            stage);
+  }
+
+ private:
+  std::shared_ptr<const PipelineNode> input_;
+  const int64_t buffer_;
+};
+
+}  // namespace
+
+Pipeline Pipeline::Map(MapFn fn, int num_parallel_calls, ElementSpec out_spec) const {
+  return Pipeline(
+      std::make_shared<MapNode>(node_, std::move(fn), num_parallel_calls, std::move(out_spec)));
+}
+
+Pipeline Pipeline::Prefetch(int64_t buffer) const {
+  return Pipeline(std::make_shared<PrefetchNode>(node_, buffer));
+}
+
+}  // namespace ringwork
