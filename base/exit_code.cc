@@ -4,6 +4,8 @@
 #include <cstdlib>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "base/logging.h"
 
 namespace ringwork {
@@ -12,6 +14,11 @@ namespace {
 constexpr char kExitCodePayload[] = "type.googleapis.com/ringwork.ExitCode";
 
 }  // namespace
+
+absl::Status InvalidDataError(absl::string_view message) {
+  if (absl::StrContains(message, kInvalidDataMarker)) return absl::DataLossError(message);
+  return absl::DataLossError(absl::StrCat(kInvalidDataMarker, message));
+}
 
 absl::Status PreemptedError(absl::string_view message) {
   absl::Status status = absl::CancelledError(message);
@@ -36,7 +43,10 @@ ExitCode ExitCodeFor(const absl::Status& status) {
     case absl::StatusCode::kDeadlineExceeded:
       return kTimeout;
     case absl::StatusCode::kDataLoss:
-      return kInvalidCheckpoint;
+      // The marker travels with the message to peers (an abort's cause carries
+      // its code and message only).
+      return absl::StrContains(status.message(), kInvalidDataMarker) ? kInvalidData
+                                                                     : kInvalidCheckpoint;
     case absl::StatusCode::kUnauthenticated:
     case absl::StatusCode::kPermissionDenied:
       return kAuthRejected;
@@ -63,6 +73,8 @@ absl::string_view ExitCodeName(int code) {
       return "authentication or identity rejected";
     case kMismatch:
       return "model or collective mismatch between workers";
+    case kInvalidData:
+      return "invalid input data";
     case kPreempted:
       return "preempted (SIGTERM): backup saved, rerun to resume";
     default:

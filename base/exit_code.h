@@ -12,6 +12,7 @@
 //   UNAVAILABLE, ABORTED, CANCELLED          3  kPeerFailure
 //   DEADLINE_EXCEEDED                        4  kTimeout
 //   DATA_LOSS                                5  kInvalidCheckpoint
+//   InvalidDataError() (DATA_LOSS + marker)  8  kInvalidData
 //   UNAUTHENTICATED, PERMISSION_DENIED       6  kAuthRejected
 //   FAILED_PRECONDITION                      7  kMismatch
 //   PreemptedError() (CANCELLED + payload)   143 kPreempted
@@ -35,6 +36,9 @@ enum ExitCode : int {
   kInvalidCheckpoint = 5,
   kAuthRejected = 6,
   kMismatch = 7,
+  // Input data that cannot be read or parsed: a corrupt record, a feature of the
+  // wrong type or shape, a malformed CSV row, an undecodable image.
+  kInvalidData = 8,
   // SIGTERM (preemption) arrived: every worker stopped at a step boundary after
   // saving a backup. 128 + SIGTERM, as schedulers expect of a terminated process
   // (Kubeflow's ExitCode restart policy retries 128-255); rerun to resume.
@@ -67,6 +71,10 @@ inline absl::Status AuthError(absl::string_view message) {
 inline absl::Status MismatchError(absl::string_view message) {
   return absl::FailedPreconditionError(message);
 }
+// DATA_LOSS whose message starts "invalid input data: " (added when missing): the
+// text marks it, so peers that learn the cause as a code and a message exit 8 too.
+inline constexpr char kInvalidDataMarker[] = "invalid input data: ";
+absl::Status InvalidDataError(absl::string_view message);
 // Carries kPreempted in a payload (no canonical code means "preempted"). Keep
 // the status itself when adding context, or the payload is lost.
 absl::Status PreemptedError(absl::string_view message);

@@ -22,13 +22,16 @@ absl::string_view AutoShardPolicyName(AutoShardPolicy policy) {
       return "file";
     case AutoShardPolicy::kOff:
       return "off";
+    case AutoShardPolicy::kAuto:
+      return "auto";
   }
   return "?";
 }
 
 bool ParseAutoShardPolicy(absl::string_view text, AutoShardPolicy* out) {
   for (AutoShardPolicy p :
-       {AutoShardPolicy::kData, AutoShardPolicy::kFile, AutoShardPolicy::kOff}) {
+       {AutoShardPolicy::kData, AutoShardPolicy::kFile, AutoShardPolicy::kOff,
+        AutoShardPolicy::kAuto}) {
     if (text == AutoShardPolicyName(p)) {
       *out = p;
       return true;

@@ -25,7 +25,10 @@
 
 namespace ringwork {
 
-enum class AutoShardPolicy { kData, kFile, kOff };
+// kAuto (streamed pipelines): FILE when there are at least as many files as
+// workers, else DATA; in-memory examples take DATA. The values are recorded in
+// checkpoints: never renumber.
+enum class AutoShardPolicy { kData, kFile, kOff, kAuto };
 absl::string_view AutoShardPolicyName(AutoShardPolicy policy);
 bool ParseAutoShardPolicy(absl::string_view text, AutoShardPolicy* out);
 

@@ -54,20 +54,26 @@ int64_t ProgressBar::EpochSteps() const {
 
 std::string ProgressBar::Line(int64_t step, const Logs& logs, bool final) const {
   const int64_t total = EpochSteps();
-  const int width = static_cast<int>(std::to_string(total).size());
-  const int bar = 30;
-  const int done = static_cast<int>(bar * step / std::max<int64_t>(total, 1));
-  std::string text = absl::StrFormat("%*lld/%lld [", width, static_cast<long long>(step),
-                                     static_cast<long long>(total));
-  text += std::string(done, '=');
-  if (done < bar) text += ">" + std::string(bar - done - 1, '.');
-  text += "]";
+  std::string text;
+  if (total > 0) {
+    const int width = static_cast<int>(std::to_string(total).size());
+    const int bar = 30;
+    const int done = static_cast<int>(bar * step / total);
+    text = absl::StrFormat("%*lld/%lld [", width, static_cast<long long>(step),
+                           static_cast<long long>(total));
+    text += std::string(done, '=');
+    if (done < bar) text += ">" + std::string(bar - done - 1, '.');
+    text += "]";
+  } else {
+    // A streamed epoch's length is known when it ends (Keras: "Unknown").
+    text = absl::StrFormat("%lld/Unknown", static_cast<long long>(step));
+  }
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
   // A resumed epoch starts in its middle: rates count the steps run here.
   const int64_t run = step - std::max<int64_t>(first_step_, 0);
   const double per_step = elapsed / std::max<int64_t>(run, 1);
-  if (final) {
+  if (final || total <= 0) {
     absl::StrAppendFormat(&text, " - %.0fs %.0fms/step", elapsed, per_step * 1000);
   } else {
     absl::StrAppendFormat(&text, " - ETA: %.0fs", per_step * (total - step));

@@ -11,50 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "keras/checkpoint_callbacks.h"
+#include "keras/record_ids_testing.h"
 #include "keras/sequential.h"
 #include "testing/local_cluster.h"
 #include "testing/temp_dir.h"
 
 namespace ringwork {
 namespace {
-
-// Global step -> the example ids this replica trained on then.
-using Record = std::map<int64_t, std::vector<int64_t>>;
-
-// Passes its input on; in training, records each example's id (its feature 0).
-class RecordIds : public Layer {
- public:
-  explicit RecordIds(Record* record) : record_(record) {}
-  std::string type() const override { return "RecordIds"; }
-  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
-    output_shape_ = input;
-    return input;
-  }
-  void set_training_step(int64_t step) override { step_ = step; }
-  absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool training) override {
-    y->Resize(x.shape());
-    std::copy(x.data(), x.data() + x.size(), y->data());
-    if (training) {
-      const int64_t batch = x.shape()[0], size = x.size() / std::max<int64_t>(1, batch);
-      for (int64_t i = 0; i < batch; ++i) {
-        (*record_)[step_].push_back(static_cast<int64_t>(x.data()[i * size]));
-      }
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
-                        Tensor* dx) override {
-    if (dx != nullptr) {
-      dx->Resize(x.shape());
-      std::copy(dy.data(), dy.data() + dy.size(), dx->data());
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  Record* record_;  // Not owned.
-  int64_t step_ = 0;
-};
 
 // `n` examples, id i with features (i, 1), in 5 uneven files (file 0 has a fifth
 // more than the others).

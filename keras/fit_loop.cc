@@ -37,7 +37,15 @@ FitLoop::~FitLoop() {
 }
 
 absl::StatusOr<History> FitLoop::Run(const Dataset& train) {
+  // In-memory examples: Keras' default batch, and DATA (one common order).
+  if (options_.batch_size == 0) options_.batch_size = 32;
+  if (options_.shard_policy == AutoShardPolicy::kAuto)
+    options_.shard_policy = AutoShardPolicy::kData;
   RW_RETURN_IF_ERROR(Start(train));
+  return Train();
+}
+
+absl::StatusOr<History> FitLoop::Train() {
   if (strategy_->joining()) {
     bool ended = false;
     RW_RETURN_IF_ERROR(JoinRunningJob(&ended));
@@ -53,6 +61,8 @@ absl::StatusOr<History> FitLoop::Run(const Dataset& train) {
 
 absl::Status FitLoop::RunEpoch(int64_t epoch) {
   const int64_t first = epoch == start_.epoch ? start_.step_in_epoch : 0;
+  // A stream's epoch is its pass (the first was started where the run starts).
+  if (stream_ != nullptr && epoch != start_.epoch) RW_RETURN_IF_ERROR(stream_->StartPass(epoch, 0));
   RW_RETURN_IF_ERROR(BeginEpoch(epoch, first));
   // The epoch's steps may change in a regroup (with a per-replica batch).
   for (int64_t step = first + 1; step <= run_->shape().epoch_steps;) {
@@ -116,24 +126,27 @@ absl::StatusOr<int64_t> FitLoop::RunStep(int64_t epoch, int64_t step) {
   step_span.Arg("step_in_epoch", step);
   const auto step_start = std::chrono::steady_clock::now();
   TimelineSpan data_span("data", "data wait");
-  if (!it_->Next(&batch_)) {
-    return WithContext(it_->status().ok()
-                           ? absl::InternalError("the input ended before the agreed steps")
-                           : it_->status(),
-                       at_step);
+  double weight = 1;
+  absl::StatusOr<bool> got = NextBatch(epoch, step, &weight);
+  if (!got.ok()) return got.status();
+  if (!*got) {
+    // Every worker's stream ended: the epoch had the steps before this one.
+    run_->shape().epoch_steps = step - 1;
+    return kEpochStopped;
   }
   data_span.End();
   const double data_wait_s = SecondsSince(step_start);
   // Dropout draws as a function of the step: the same on every run through it.
   model_->SetTrainingStep(global_step);
-  absl::StatusOr<float> loss =
-      model_->TrainStep(batch_, static_cast<float>(it_->gradient_weight()));
+  absl::StatusOr<float> loss = model_->TrainStep(batch_, static_cast<float>(weight));
   if (!loss.ok()) return GoOnAt(epoch, step, Survive(loss.status(), at_step));
   // The update is applied: the step is done (after the epoch's last, its end is next).
   run_->set_progress(step == shape.epoch_steps ? ops_.End(epoch) : ops_.Step(epoch, step + 1));
-  const DataPosition next = it_->position();
-  shape.data_pass = next.pass;
-  shape.data_offset = next.offset;
+  if (stream_ == nullptr) {
+    const DataPosition next = it_->position();
+    shape.data_pass = next.pass;
+    shape.data_offset = next.offset;
+  }
   NotePosition(epoch, step);
   std::vector<double> sums = model_->BatchSums(batch_.labels, *loss);
   // Two more slots: workers waiting to join (elastic training: they come in
@@ -218,7 +231,10 @@ absl::Status FitLoop::EndEpoch(int64_t epoch) {
         model_->reducer_ != nullptr ? model_->reducer_->TakeTiming() : GradientReducer::Timing(),
         &logs_);
     if (!agreed.ok()) agreed = WithContext(agreed, "agreeing on the step breakdown: ");
-    if (agreed.ok() && options_.validation_data != nullptr) agreed = Validate(&logs_);
+    if (agreed.ok() &&
+        (options_.validation_data != nullptr || options_.validation_pipeline != nullptr)) {
+      agreed = Validate(&logs_);
+    }
     if (agreed.ok()) {
       history_.AddEpochExamples(static_cast<int64_t>(epoch_sums_[1]));
       if (log_learning_rate_) logs_["learning_rate"] = model_->optimizer_->learning_rate();
@@ -235,8 +251,11 @@ absl::Status FitLoop::EndEpoch(int64_t epoch) {
 }
 
 absl::Status FitLoop::Validate(Logs* logs) {
-  RW_ASSIGN_OR_RETURN(const EvaluateResult val,
-                      model_->Evaluate(*options_.validation_data, options_.batch_size));
+  RW_ASSIGN_OR_RETURN(
+      const EvaluateResult val,
+      options_.validation_pipeline != nullptr
+          ? model_->Evaluate(*options_.validation_pipeline, options_.binding, options_.batch_size)
+          : model_->Evaluate(*options_.validation_data, options_.batch_size));
   (*logs)["val_loss"] = val.loss;
   for (const auto& [name, value] : val.metrics) (*logs)["val_" + name] = value;
   return absl::OkStatus();

@@ -29,6 +29,7 @@
 #include "keras/model.h"
 #include "keras/step_breakdown.h"
 #include "strategy/distributed_dataset.h"
+#include "strategy/distributed_pipeline.h"
 #include "strategy/elastic_run.h"
 
 namespace ringwork {
@@ -59,8 +60,12 @@ class FitLoop {
  private:
   friend class Model;  // Model::Fit makes one and runs it once.
   FitLoop(Model* model /* not owned */, const FitOptions& options);
-  // Runs fit on `train` (every worker calls it).
+  // Runs fit on `train` (every worker calls it): in-memory examples, or a
+  // streamed pipeline (fit_loop_stream.cc).
   absl::StatusOr<History> Run(const Dataset& train);
+  absl::StatusOr<History> Run(const Pipeline& train);
+  // The epochs and the end, once started.
+  absl::StatusOr<History> Train();
 
   // The start (fit_loop_start.cc): checks the data and options, agrees with every
   // worker, begins the callbacks, takes a resumed position and puts the data there.
@@ -79,6 +84,13 @@ class FitLoop {
   // `global_batch` from there when that differs, or when a per-replica fit
   // starts on a ring smaller than the cluster.
   absl::StatusOr<DataPosition> StartDataOfFit(int64_t first_data_step, int64_t global_batch);
+  // The start with a streamed pipeline: bound to the model's input and target,
+  // read by a DistributedPipeline; epochs of unknown length (kUnknownSteps) that
+  // end when every worker's data for the pass has.
+  absl::Status StartStream(const Pipeline& train);
+  // The next step's batch into batch_ and its gradient weight; false when a
+  // stream's pass ended on every worker (the epoch is over).
+  absl::StatusOr<bool> NextBatch(int64_t epoch, int64_t step, double* weight);
   // A worker that started while the job ran joins it here and goes on at the
   // members' operation. `*ended`: it came into the evaluation after training.
   absl::Status JoinRunningJob(bool* ended);
@@ -145,9 +157,11 @@ class FitLoop {
   static absl::Status Unexpected(int64_t target, const std::string& where);
 
   static constexpr int64_t kEpochStopped = INT64_MAX;
+  // A streamed epoch's steps until its data ends: more than any epoch has.
+  static constexpr int64_t kUnknownSteps = int64_t{1} << 30;
 
   Model* const model_;
-  const FitOptions options_;
+  FitOptions options_;  // Its defaults resolved by Run (batch size, shard policy).
   MultiWorkerMirroredStrategy* strategy_ = nullptr;  // The model's, once it is ready.
   DistributedDataset data_;
   // Keras: an epoch is one walk through the dataset (its passes, each in a new
@@ -187,6 +201,11 @@ class FitLoop {
   // metric's state (total and count; AUC's histograms)].
   std::vector<double> epoch_sums_;
   std::unique_ptr<StepIterator> it_;  // Reads data_: declared after it.
+  // A streamed pipeline instead (then data_ and it_ are unused): its reader, the
+  // features bound to the model's input and target, and its batch.
+  std::unique_ptr<DistributedPipeline> stream_;
+  PipelineBinding binding_;
+  Element stream_batch_;
   StepBreakdown breakdown_;
   Logs logs_;
   struct Batch batch_;

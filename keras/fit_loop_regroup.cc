@@ -141,8 +141,16 @@ void FitLoop::NotePosition(int64_t epoch, int64_t done) {
     position.data_pass = shape.data_pass;
     position.data_offset = shape.data_offset;
   }
-  model_->fit_epoch_steps_ = shape.epoch_steps;
-  model_->fit_global_batch_ = data_.global_batch_size;
+  if (stream_ != nullptr) {
+    // The steps a stream's epochs had are known only as they run: the position
+    // is the record of them (checkpoints and TensorBoard count by its step).
+    position.data_pass = position.epoch;
+    position.data_offset = position.step_in_epoch;
+  }
+  // A stream's epoch has an unknown number of steps until it ended (0: unknown).
+  model_->fit_epoch_steps_ = shape.epoch_steps >= kUnknownSteps ? 0 : shape.epoch_steps;
+  model_->fit_global_batch_ =
+      stream_ != nullptr ? stream_->global_batch() : data_.global_batch_size;
   // A schedule follows the data: the full ring's steps up to this position.
   if (per_replica_) {
     model_->optimizer_->set_schedule_step(shape.data_pass * shape.steps_per_pass +

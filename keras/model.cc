@@ -299,4 +299,8 @@ absl::StatusOr<History> Model::Fit(const Dataset& train, const FitOptions& optio
   return FitLoop(this, options).Run(train);
 }
 
+absl::StatusOr<History> Model::Fit(const Pipeline& train, const FitOptions& options) {
+  return FitLoop(this, options).Run(train);
+}
+
 }  // namespace ringwork

@@ -33,6 +33,7 @@
 
 #include "absl/status/statusor.h"
 #include "data/dataset.h"
+#include "data/pipeline/pipeline.h"
 #include "keras/callbacks.h"
 #include "keras/functional.h"
 #include "keras/layer.h"
@@ -40,6 +41,7 @@
 #include "keras/losses.h"
 #include "keras/metrics.h"
 #include "keras/optimizers.h"
+#include "keras/pipeline_batch.h"
 #include "kernels/kernel_context.h"
 #include "strategy/elastic_run.h"
 #include "strategy/gradient_reducer.h"
@@ -60,11 +62,19 @@ struct CompileOptions {
 
 struct FitOptions {
   int64_t epochs = 1;
-  int64_t batch_size = 32;                   // Global: over all replicas.
-  const Dataset* validation_data = nullptr;  // Evaluated after every epoch.
-  int verbose = 1;                           // 1: progress bar on the chief; 0: silent.
+  // Global: over all replicas. 0: a pipeline's own batch (its last Batch), else 32.
+  int64_t batch_size = 0;
+  const Dataset* validation_data = nullptr;       // Evaluated after every epoch.
+  const Pipeline* validation_pipeline = nullptr;  // The same, streamed.
+  DataBinding binding;                            // For pipelines.
+  // Records a reader cannot read or parse are skipped and counted (tf.data's
+  // ignore_errors), not an error.
+  bool ignore_errors = false;
+  int verbose = 1;  // 1: progress bar on the chief; 0: silent.
   std::vector<Callback*> callbacks;
-  AutoShardPolicy shard_policy = AutoShardPolicy::kData;
+  // kAuto: DATA for in-memory data; for a pipeline FILE when it has at least as
+  // many files as workers, else DATA.
+  AutoShardPolicy shard_policy = AutoShardPolicy::kAuto;
   // 0: an epoch is one pass over the data (its last global batch may be short).
   // Otherwise Keras' steps_per_epoch: epochs of this many steps from one stream
   // that goes on across epochs; more than a pass needs a Repeat()ed dataset.
@@ -101,7 +111,12 @@ class Model : private ElasticReplica {
   absl::Status Compile(const CompileOptions& options);
 
   absl::StatusOr<History> Fit(const Dataset& train, const FitOptions& options);
+  // A streamed dataset (data/pipeline/pipeline.h): each epoch one pass, read in
+  // bounded memory (strategy/distributed_pipeline.h).
+  absl::StatusOr<History> Fit(const Pipeline& train, const FitOptions& options);
   absl::StatusOr<EvaluateResult> Evaluate(const Dataset& data, int64_t batch_size = 256);
+  absl::StatusOr<EvaluateResult> Evaluate(const Pipeline& data, const DataBinding& binding = {},
+                                          int64_t batch_size = 256);
   // Evaluate once fit ended on every worker: with elastic training a peer's failure
   // in it regroups the workers still running (replicas are identical after fit)
   // and they evaluate again (up to 3 times); otherwise as Evaluate.

@@ -7,10 +7,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/crash_points.h"
+#include "base/exit_code.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "keras/model.h"
 #include "kernels/softmax.h"
+#include "strategy/distributed_pipeline.h"
 
 namespace ringwork {
 namespace {
@@ -53,6 +55,55 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Dataset& data, int64_t batc
   if (!it->status().ok()) {
     strategy_->communicator()->Barrier().IgnoreError();
     return it->status();
+  }
+  RW_RETURN_IF_ERROR(
+      strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
+  const Logs logs = LogsFrom(sums);
+  EvaluateResult result;
+  result.loss = logs.at("loss");
+  result.examples = static_cast<int64_t>(sums[1]);
+  for (const Metric& m : metrics_) result.metrics[m.name()] = logs.at(m.name());
+  return result;
+}
+
+absl::StatusOr<EvaluateResult> Model::Evaluate(const Pipeline& data, const DataBinding& binding,
+                                               int64_t batch_size) {
+  if (!compiled_) return absl::FailedPreconditionError("call Compile before Fit/Evaluate/Predict");
+  // Each worker evaluates its share (FILE or DATA, as fit reads), in steps that
+  // every worker takes together (one count all-reduce each), then the sums.
+  DistributedPipelineOptions read;
+  read.default_batch = batch_size;  // Unless the pipeline is batched.
+  read.prefetch_batches = DefaultPrefetchBatches(strategy_->cores_per_worker());
+  read.autotune_threads = strategy_->cores_per_worker();
+  RW_ASSIGN_OR_RETURN(std::unique_ptr<DistributedPipeline> stream,
+                      DistributedPipeline::Create(strategy_, data, read));
+  RW_ASSIGN_OR_RETURN(const PipelineBinding bound, BindPipeline(stream->element_spec(), binding));
+  RW_RETURN_IF_ERROR(EnsureReady(bound.input_shape));
+  RW_RETURN_IF_ERROR(stream->StartPass(0, 0));
+  std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+  Element element;
+  struct Batch batch;
+  double weight = 0;
+  while (true) {
+    RW_ASSIGN_OR_RETURN(const bool more, stream->NextStep(&element, &weight));
+    if (!more) break;
+    absl::Status failed = ToModelBatch(element, stream->element_spec(), bound, &batch);
+    if (!failed.ok()) failed = InvalidDataError(absl::StrCat(OriginOf(element), failed.message()));
+    if (failed.ok() && batch.size() == 0) continue;  // This worker's share of the step is empty.
+    float loss = 0;
+    if (failed.ok()) failed = Forward(batch.features, /*training=*/false);
+    if (failed.ok()) {
+      absl::StatusOr<float> computed = loss_->Compute(acts_.back(), batch.labels, nullptr);
+      if (computed.ok()) loss = *computed;
+      failed = computed.status();
+    }
+    if (!failed.ok()) {
+      // Data only this worker holds: the others must not wait for it.
+      strategy_->Abort(failed);
+      return failed;
+    }
+    std::vector<double> batch_sums = BatchSums(batch.labels, loss);
+    for (size_t i = 0; i < sums.size(); ++i) sums[i] += batch_sums[i];
   }
   RW_RETURN_IF_ERROR(
       strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));

@@ -66,10 +66,14 @@ class CacheNode : public PipelineNode {
   CacheNode(std::shared_ptr<const PipelineNode> input, std::string path)
       : input_(std::move(input)), path_(std::move(path)), state_(std::make_shared<State>()) {}
   const ElementSpec& spec() const override { return input_->spec(); }
-  const PipelineNode* input() const override { return input_.get(); }
+  std::shared_ptr<const PipelineNode> input() const override { return input_; }
   int64_t file_count() const override { return input_->file_count(); }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return "cache"; }
+  std::shared_ptr<const PipelineNode> WithInput(
+      std::shared_ptr<const PipelineNode> input) const override {
+    return std::make_shared<CacheNode>(std::move(input), path_);
+  }
 
   std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {
     std::lock_guard<std::mutex> lock(state_->mu);

@@ -18,9 +18,13 @@ class InterleaveNode : public PipelineNode {
         cycle_(std::max<int64_t>(cycle, 1)),
         block_(std::max<int64_t>(block, 1)) {}
   const ElementSpec& spec() const override { return spec_; }
-  const PipelineNode* input() const override { return input_.get(); }
+  std::shared_ptr<const PipelineNode> input() const override { return input_; }
   int64_t file_count() const override { return input_->file_count(); }
   std::string name() const override { return "interleave"; }
+  std::shared_ptr<const PipelineNode> WithInput(
+      std::shared_ptr<const PipelineNode> input) const override {
+    return std::make_shared<InterleaveNode>(std::move(input), fn_, spec_, cycle_, block_);
+  }
   std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {
     class It : public ElementIterator {
      public:

@@ -72,11 +72,26 @@ class PipelineNode {
   // Its name in statistics and messages ("tfrecord", "map", ...).
   virtual std::string name() const = 0;
   // The node it reads from (null for a source).
-  virtual const PipelineNode* input() const { return nullptr; }
+  virtual std::shared_ptr<const PipelineNode> input() const { return nullptr; }
   // Sources of files: how many (the FILE policy needs at least one per worker).
   virtual int64_t file_count() const { return 0; }
   // Elements a pass gives when known without reading (tf.data's cardinality); -1: unknown.
   virtual int64_t cardinality() const { return -1; }
+
+  // What a distributed reader needs to rewrite a pipeline (strategy/distributed_pipeline.h):
+  // the kind of node, and the same node over another input (null for a source).
+  enum class Kind {
+    kSource,
+    kElementwise,  // One element in, one out, order kept: Map, Prefetch.
+    kPosition,     // Chooses elements by position only: Shuffle, Take, Skip, Repeat, Shard.
+    kOther,        // Filter, Cache, Interleave.
+    kBatch,        // Batch, PaddedBatch.
+  };
+  virtual Kind kind() const { return Kind::kOther; }
+  virtual std::shared_ptr<const PipelineNode> WithInput(
+      std::shared_ptr<const PipelineNode> input) const {
+    return nullptr;
+  }
 };
 
 // f(element) -> its replacement (any spec: the one the Map declares).
@@ -140,6 +155,21 @@ absl::StatusOr<Pipeline> TensorSlicesPipeline(
 // pattern when none.
 absl::StatusOr<Pipeline> ListFilesPipeline(const std::string& pattern);
 absl::StatusOr<std::vector<std::string>> ExpandGlob(const std::string& pattern);
+
+// Batch and PaddedBatch's stacking, for readers that batch themselves: the first
+// `count` of `rows` into `out` (each feature gains a leading dimension). Without
+// `padded`, features must have equal shapes; with it variable dimensions are
+// padded to the longest with `padding` (per feature; missing: 0).
+absl::Status StackElements(const ElementSpec& spec, const std::vector<Element>& rows, int64_t count,
+                           bool padded, const std::vector<double>& padding, Element* out);
+// The batch size, padding and drop_remainder of a Batch or PaddedBatch node;
+// false for another node.
+struct BatchSettings {
+  int64_t count = 0;
+  bool drop_remainder = false, padded = false;
+  std::vector<double> padding;
+};
+bool BatchSettingsOf(const PipelineNode& node, BatchSettings* out);
 
 // f(element) -> a pipeline whose elements replace it: cycle_length of them read
 // at once, block_length elements from each in turn (tf.data's interleave).

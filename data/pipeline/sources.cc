@@ -16,6 +16,7 @@ class GeneratorNode : public PipelineNode {
       : spec_(std::move(spec)), make_(std::move(make)), cardinality_(cardinality) {}
   const ElementSpec& spec() const override { return spec_; }
   std::string name() const override { return "generator"; }
+  Kind kind() const override { return Kind::kSource; }
   int64_t cardinality() const override { return cardinality_; }
   std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {
     class It : public ElementIterator {
@@ -48,6 +49,7 @@ class TensorSlicesNode : public PipelineNode {
       : spec_(std::move(spec)), columns_(std::move(columns)), count_(count) {}
   const ElementSpec& spec() const override { return spec_; }
   std::string name() const override { return "tensor_slices"; }
+  Kind kind() const override { return Kind::kSource; }
   int64_t cardinality() const override { return count_; }
   std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions&) const override {
     class It : public ElementIterator {
@@ -94,6 +96,7 @@ class ListFilesNode : public PipelineNode {
       : files_(std::move(files)), spec_({{"path", ValueType::kString, {}}}) {}
   const ElementSpec& spec() const override { return spec_; }
   std::string name() const override { return "list_files"; }
+  Kind kind() const override { return Kind::kSource; }
   int64_t file_count() const override { return static_cast<int64_t>(files_.size()); }
   int64_t cardinality() const override { return static_cast<int64_t>(files_.size()); }
   std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {

@@ -14,6 +14,7 @@ class TFRecordNode : public PipelineNode {
         spec_({{"record", ValueType::kString, {}}}) {}
   const ElementSpec& spec() const override { return spec_; }
   std::string name() const override { return "tfrecord"; }
+  Kind kind() const override { return Kind::kSource; }
   int64_t file_count() const override { return static_cast<int64_t>(files_.size()); }
 
   std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {

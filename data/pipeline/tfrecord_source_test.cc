@@ -6,47 +6,18 @@
 #include <fstream>
 #include <sstream>
 
-#include "io/proto_wire.h"
-#include "io/record_file.h"
+#include "data/pipeline/test_records.h"
 #include "testing/temp_dir.h"
 
 namespace ringwork {
 namespace {
 
-// An Example {"x": float_list [v, v + 1], "id": int64_list [id]}.
-std::string MakeExample(float v, int64_t id) {
-  WireWriter floats, x, ids, idf, entry_x, entry_id, features, example;
-  std::string packed(8, '\0');
-  const float values[2] = {v, v + 1};
-  std::memcpy(packed.data(), values, 8);
-  floats.Bytes(1, packed);
-  x.Bytes(2, floats.data());
-  ids.Varint(1, static_cast<uint64_t>(id));
-  idf.Bytes(3, ids.data());
-  entry_x.Bytes(1, "x");
-  entry_x.Bytes(2, x.data());
-  entry_id.Bytes(1, "id");
-  entry_id.Bytes(2, idf.data());
-  features.Bytes(1, entry_x.data());
-  features.Bytes(1, entry_id.data());
-  example.Bytes(1, features.data());
-  return example.data();
-}
-
-// Files f0..f{n-1}, file f holding ids 100 f .. 100 f + per - 1.
+// Files f0..f{n-1}, file f holding per records {"x": [i, i + 1], "id": 100 f + i}.
 std::vector<std::string> WriteFiles(const std::string& dir, int n, int per) {
-  std::vector<std::string> files;
-  for (int f = 0; f < n; ++f) {
-    const std::string path = dir + "/f" + std::to_string(f) + ".tfrecord";
-    std::remove(path.c_str());
-    auto writer = RecordWriter::Append(path);
-    REQUIRE(writer.ok());
-    for (int i = 0; i < per; ++i) {
-      REQUIRE((*writer)->Write(MakeExample(static_cast<float>(i), 100 * f + i)).ok());
-    }
-    files.push_back(path);
-  }
-  return files;
+  return WriteExampleFiles(dir, std::vector<int64_t>(n, per), [per](int64_t k) {
+    const float i = static_cast<float>(k % per);
+    return SerializeExample({{"x", {i, i + 1}}}, {{"id", {100 * (k / per) + k % per}}});
+  });
 }
 
 ExampleParser Parser() {

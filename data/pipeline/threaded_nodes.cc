@@ -158,10 +158,15 @@ class MapNode : public PipelineNode {
         parallel_(parallel),
         spec_(spec.empty() ? input_->spec() : std::move(spec)) {}
   const ElementSpec& spec() const override { return spec_; }
-  const PipelineNode* input() const override { return input_.get(); }
+  std::shared_ptr<const PipelineNode> input() const override { return input_; }
   int64_t file_count() const override { return input_->file_count(); }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return "map"; }
+  Kind kind() const override { return Kind::kElementwise; }
+  std::shared_ptr<const PipelineNode> WithInput(
+      std::shared_ptr<const PipelineNode> input) const override {
+    return std::make_shared<MapNode>(std::move(input), fn_, parallel_, spec_);
+  }
   std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {
     int threads = parallel_;
     if (threads == kAutotune) {
@@ -217,10 +222,15 @@ class PrefetchNode : public PipelineNode {
   PrefetchNode(std::shared_ptr<const PipelineNode> input, int64_t buffer)
       : input_(std::move(input)), buffer_(std::max<int64_t>(buffer, 1)) {}
   const ElementSpec& spec() const override { return input_->spec(); }
-  const PipelineNode* input() const override { return input_.get(); }
+  std::shared_ptr<const PipelineNode> input() const override { return input_; }
   int64_t file_count() const override { return input_->file_count(); }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return "prefetch"; }
+  Kind kind() const override { return Kind::kElementwise; }
+  std::shared_ptr<const PipelineNode> WithInput(
+      std::shared_ptr<const PipelineNode> input) const override {
+    return std::make_shared<PrefetchNode>(std::move(input), buffer_);
+  }
   std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {
     PipelineStats::Stage* stage =
         options.stats == nullptr ? nullptr : options.stats->AddStage("prefetch", buffer_);

@@ -15,7 +15,7 @@ class UnaryNode : public PipelineNode {
  public:
   explicit UnaryNode(std::shared_ptr<const PipelineNode> input) : input_(std::move(input)) {}
   const ElementSpec& spec() const override { return input_->spec(); }
-  const PipelineNode* input() const override { return input_.get(); }
+  std::shared_ptr<const PipelineNode> input() const override { return input_; }
   int64_t file_count() const override { return input_->file_count(); }
 
  protected:
@@ -27,6 +27,10 @@ class FilterNode : public UnaryNode {
   FilterNode(std::shared_ptr<const PipelineNode> input, PredicateFn keep)
       : UnaryNode(std::move(input)), keep_(std::move(keep)) {}
   std::string name() const override { return "filter"; }
+  std::shared_ptr<const PipelineNode> WithInput(
+      std::shared_ptr<const PipelineNode> input) const override {
+    return std::make_shared<FilterNode>(std::move(input), keep_);
+  }
   std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {
     class It : public ElementIterator {
      public:
@@ -61,6 +65,11 @@ class ShuffleNode : public UnaryNode {
   ShuffleNode(std::shared_ptr<const PipelineNode> input, int64_t buffer_size, uint64_t seed)
       : UnaryNode(std::move(input)), buffer_size_(std::max<int64_t>(buffer_size, 1)), seed_(seed) {}
   std::string name() const override { return "shuffle"; }
+  Kind kind() const override { return Kind::kPosition; }
+  std::shared_ptr<const PipelineNode> WithInput(
+      std::shared_ptr<const PipelineNode> input) const override {
+    return std::make_shared<ShuffleNode>(std::move(input), buffer_size_, seed_);
+  }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {
     class It : public ElementIterator {
@@ -109,9 +118,14 @@ class TakeSkipNode : public UnaryNode {
   TakeSkipNode(std::shared_ptr<const PipelineNode> input, int64_t count, bool take)
       : UnaryNode(std::move(input)), count_(count), take_(take) {}
   std::string name() const override { return take_ ? "take" : "skip"; }
+  Kind kind() const override { return Kind::kPosition; }
+  std::shared_ptr<const PipelineNode> WithInput(
+      std::shared_ptr<const PipelineNode> input) const override {
+    return std::make_shared<TakeSkipNode>(std::move(input), count_, take_);
+  }
   int64_t cardinality() const override {
     const int64_t in = input_->cardinality();
-    if (in < 0) return take_ && count_ >= 0 ? -1 : -1;
+    if (in < 0) return -1;
     if (take_) return count_ < 0 ? in : std::min(in, count_);
     return std::max<int64_t>(in - count_, 0);
   }
@@ -153,6 +167,11 @@ class RepeatNode : public UnaryNode {
   RepeatNode(std::shared_ptr<const PipelineNode> input, int64_t count)
       : UnaryNode(std::move(input)), count_(count) {}
   std::string name() const override { return "repeat"; }
+  Kind kind() const override { return Kind::kPosition; }
+  std::shared_ptr<const PipelineNode> WithInput(
+      std::shared_ptr<const PipelineNode> input) const override {
+    return std::make_shared<RepeatNode>(std::move(input), count_);
+  }
   int64_t cardinality() const override {
     const int64_t in = input_->cardinality();
     return count_ < 0 || in < 0 ? -1 : in * count_;
@@ -205,6 +224,11 @@ class ShardNode : public UnaryNode {
   ShardNode(std::shared_ptr<const PipelineNode> input, int64_t num_shards, int64_t index)
       : UnaryNode(std::move(input)), num_shards_(std::max<int64_t>(num_shards, 1)), index_(index) {}
   std::string name() const override { return "shard"; }
+  Kind kind() const override { return Kind::kPosition; }
+  std::shared_ptr<const PipelineNode> WithInput(
+      std::shared_ptr<const PipelineNode> input) const override {
+    return std::make_shared<ShardNode>(std::move(input), num_shards_, index_);
+  }
   int64_t cardinality() const override {
     const int64_t in = input_->cardinality();
     return in < 0 ? -1 : (in - index_ + num_shards_ - 1) / num_shards_;

@@ -226,7 +226,8 @@ bool Launcher::RestartCouldHelp(int code) {
     case kUsageOrConfig:      // The same flags or TF_CONFIG fail again;
     case kInvalidCheckpoint:  // so does the same checkpoint;
     case kAuthRejected:       // and the same credentials;
-    case kMismatch:           // and the same models.
+    case kMismatch:           // and the same models;
+    case kInvalidData:        // and the same bad records.
     case kPreempted:          // Asked to stop.
       return false;
     default:

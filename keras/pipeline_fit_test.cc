@@ -1,0 +1,166 @@
+// fit() over TFRecord files streamed through a pipeline: every example once per
+// epoch under FILE (uneven files: no worker hangs, none is repeated or dropped)
+// and DATA (with a shuffle, a parallel parse and a filter), a global batch the
+// workers do not divide, and what a corrupt record does to every worker.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "base/exit_code.h"
+#include "base/status_macros.h"
+#include "data/pipeline/test_records.h"
+#include "data/pipeline/tfrecord_source.h"
+#include "keras/record_ids_testing.h"
+#include "keras/sequential.h"
+#include "testing/local_cluster.h"
+#include "testing/temp_dir.h"
+
+namespace ringwork {
+namespace {
+
+// Records {"x": [i, 1], "y": i % 10} in files of `sizes` records.
+std::vector<std::string> Files(const std::string& name, const std::vector<int64_t>& sizes) {
+  return WriteExampleFiles(FreshTestDir(name), sizes, [](int64_t i) {
+    return SerializeExample({{"x", {static_cast<float>(i), 1.f}}}, {{"y", {i % 10}}});
+  });
+}
+
+Pipeline Parsed(const std::vector<std::string>& files) {
+  auto parser = ExampleParser::Create(
+      {{.name = "x", .shape = {2}}, {.name = "y", .type = ValueType::kInt64, .shape = {}}});
+  REQUIRE(parser.ok());
+  return TFRecordPipeline(files).Map(ParseExamplesFn(*parser), 2, ParsedSpec(*parser));
+}
+
+struct Run {
+  std::vector<Record> records;  // By rank.
+  std::vector<std::vector<int64_t>> examples_per_epoch;
+  std::vector<absl::Status> results;
+};
+
+Run Train(int workers, const Pipeline& data, FitOptions fit) {
+  Run run;
+  run.records.resize(static_cast<size_t>(workers));
+  run.examples_per_epoch.resize(static_cast<size_t>(workers));
+  LocalCluster::Options options;
+  options.num_workers = workers;
+  run.results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+    auto scope = w.strategy->scope();
+    Sequential model;
+    model.Add(std::make_unique<RecordIds>(&run.records[static_cast<size_t>(w.rank)]));
+    model.Add(Dense(10));
+    CompileOptions compile;
+    compile.loss = {"sparse_categorical_crossentropy", true};
+    compile.intra_op_threads = 1;
+    RW_RETURN_IF_ERROR(model.Compile(compile));
+    fit.verbose = 0;
+    fit.binding = {.features = {"x"}, .targets = {"y"}};
+    RW_ASSIGN_OR_RETURN(History history, model.Fit(data, fit));
+    run.examples_per_epoch[static_cast<size_t>(w.rank)] = history.examples_per_epoch();
+    // Every worker evaluates its share; all get the same numbers.
+    RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(data, fit.binding, 7));
+    if (result.examples != history.examples_per_epoch().back()) {
+      return absl::InternalError(absl::StrCat("evaluated ", result.examples, " examples"));
+    }
+    return absl::OkStatus();
+  });
+  return run;
+}
+
+// Per epoch, the sorted ids every rank trained on; `*steps`: the steps rank 0
+// trained with examples (every epoch has as many here).
+std::vector<std::vector<int64_t>> IdsByEpoch(const Run& run, int64_t epochs, int64_t* steps) {
+  *steps = static_cast<int64_t>(run.records[0].size());
+  const int64_t per_epoch = std::max<int64_t>(*steps / epochs, 1);
+  std::vector<std::vector<int64_t>> by_epoch(static_cast<size_t>(epochs));
+  for (const Record& r : run.records) {
+    for (const auto& [step, ids] : r) {
+      auto& epoch = by_epoch[static_cast<size_t>(std::min(step / per_epoch, epochs - 1))];
+      epoch.insert(epoch.end(), ids.begin(), ids.end());
+    }
+  }
+  for (auto& ids : by_epoch) std::sort(ids.begin(), ids.end());
+  return by_epoch;
+}
+
+std::vector<int64_t> Iota(int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+  return v;
+}
+
+TEST_CASE("FILE: uneven files on 2 workers, every example once per epoch", "[pipeline_fit]") {
+  const Pipeline data = Parsed(Files("fit_file", {45, 10, 5, 3}));
+  Run run = Train(2, data, {.epochs = 2, .batch_size = 8});
+  for (const absl::Status& s : run.results) {
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  for (const auto& per_epoch : run.examples_per_epoch) {
+    CHECK(per_epoch == std::vector<int64_t>{63, 63});
+  }
+  int64_t steps = 0;
+  for (const auto& ids : IdsByEpoch(run, 2, &steps)) CHECK(ids == Iota(63));
+  // Worker 0 reads files 0 and 2 (50 records: 13 steps of 4), worker 1 files 1 and
+  // 3 (13: 4 steps); the epoch has worker 0's steps, worker 1 joins with empty ones.
+  CHECK(steps == 2 * 13);
+}
+
+TEST_CASE("DATA: one file, a shuffle and an uneven split, every example once", "[pipeline_fit]") {
+  const Pipeline data =
+      Parsed(Files("fit_data", {100})).Shuffle(30, /*seed=*/5).Batch(10);  // Batched: global 10.
+  Run run = Train(3, data, {.epochs = 2});
+  for (const absl::Status& s : run.results) {
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  for (const auto& per_epoch : run.examples_per_epoch) {
+    CHECK(per_epoch == std::vector<int64_t>{100, 100});
+  }
+  int64_t steps = 0;
+  const auto by_epoch = IdsByEpoch(run, 2, &steps);
+  for (const auto& ids : by_epoch) CHECK(ids == Iota(100));
+  CHECK(steps == 2 * 10);
+  // Worker 0 takes 4 of each global batch of 10, the others 3.
+  for (const auto& [step, ids] : run.records[0]) CHECK(ids.size() == 4);
+  for (const auto& [step, ids] : run.records[2]) CHECK(ids.size() == 3);
+}
+
+TEST_CASE("DATA: a filter after the shard leaves steps of varying size", "[pipeline_fit]") {
+  const Pipeline data =
+      Parsed(Files("fit_filter", {60})).Filter([](const Element& e) -> absl::StatusOr<bool> {
+        return static_cast<int64_t>(e.values[0].data<float>()[0]) % 3 != 0;
+      });
+  Run run = Train(2, data, {.epochs = 1, .batch_size = 6, .shard_policy = AutoShardPolicy::kData});
+  for (const absl::Status& s : run.results) {
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < 60; ++i) {
+    if (i % 3 != 0) kept.push_back(i);
+  }
+  int64_t steps = 0;
+  CHECK(IdsByEpoch(run, 1, &steps)[0] == kept);
+  CHECK(run.examples_per_epoch[0] == std::vector<int64_t>{40});
+}
+
+TEST_CASE("a corrupt record stops every worker with exit 8, naming the file and record",
+          "[pipeline_fit]") {
+  std::vector<std::string> files = Files("fit_corrupt", {30, 30});
+  std::stringstream bytes;
+  bytes << std::ifstream(files[1], std::ios::binary).rdbuf();
+  std::string corrupt = bytes.str();
+  corrupt[corrupt.size() / 2] ^= 0x08;
+  std::ofstream(files[1], std::ios::binary | std::ios::trunc) << corrupt;
+  Run run = Train(2, Parsed(files), {.epochs = 1, .batch_size = 4});
+  for (const absl::Status& s : run.results) {
+    INFO(s.message());
+    CHECK(ExitCodeFor(s) == kInvalidData);
+    CHECK(std::string(s.message()).find(files[1] + ": record ") != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace ringwork
