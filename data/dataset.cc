@@ -29,9 +29,8 @@ absl::string_view AutoShardPolicyName(AutoShardPolicy policy) {
 }
 
 bool ParseAutoShardPolicy(absl::string_view text, AutoShardPolicy* out) {
-  for (AutoShardPolicy p :
-       {AutoShardPolicy::kData, AutoShardPolicy::kFile, AutoShardPolicy::kOff,
-        AutoShardPolicy::kAuto}) {
+  for (AutoShardPolicy p : {AutoShardPolicy::kData, AutoShardPolicy::kFile, AutoShardPolicy::kOff,
+                            AutoShardPolicy::kAuto}) {
     if (text == AutoShardPolicyName(p)) {
       *out = p;
       return true;
