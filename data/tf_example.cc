@@ -68,6 +68,56 @@ bool StoreInt(int64_t v, ValueType type, TypedTensor* out, int64_t i) {
 
 }  // namespace
 
+absl::StatusOr<std::vector<ExampleFeature>> DescribeExample(absl::string_view record) {
+  std::vector<ExampleFeature> out;
+  const absl::Status malformed = absl::InvalidArgumentError("a malformed Example");
+  WireReader example(record);
+  while (example.Next()) {
+    if (!example.Is(kExampleFeatures, kLengthDelimited)) continue;
+    WireReader features(example.bytes());
+    while (features.Next()) {
+      if (!features.Is(kFeaturesFeature, kLengthDelimited)) continue;
+      ExampleFeature f;
+      absl::string_view feature;
+      WireReader entry(features.bytes());
+      while (entry.Next()) {
+        if (entry.Is(kMapKey, kLengthDelimited)) f.name = std::string(entry.bytes());
+        if (entry.Is(kMapValue, kLengthDelimited)) feature = entry.bytes();
+      }
+      if (!entry.ok()) return malformed;
+      WireReader kind(feature);
+      while (kind.Next()) {
+        if (kind.wire_type() != kLengthDelimited || kind.field() < kBytesList ||
+            kind.field() > kInt64List) {
+          continue;
+        }
+        f.type = kind.field() == kFloatList   ? ValueType::kFloat32
+                 : kind.field() == kInt64List ? ValueType::kInt64
+                                              : ValueType::kString;
+        WireReader values(kind.bytes());
+        while (values.Next()) {
+          if (values.field() != kListValue) continue;
+          if (f.type == ValueType::kFloat32 && values.wire_type() == kLengthDelimited) {
+            f.count += static_cast<int64_t>(values.bytes().size() / 4);
+          } else if (f.type == ValueType::kInt64 && values.wire_type() == kLengthDelimited) {
+            size_t at = 0;
+            uint64_t v = 0;
+            while (at < values.bytes().size() && ReadRawVarint(values.bytes(), &at, &v)) ++f.count;
+          } else {
+            ++f.count;
+          }
+        }
+        if (!values.ok()) return malformed;
+      }
+      if (!kind.ok()) return malformed;
+      out.push_back(std::move(f));
+    }
+    if (!features.ok()) return malformed;
+  }
+  if (!example.ok()) return malformed;
+  return out;
+}
+
 absl::StatusOr<ExampleParser> ExampleParser::Create(std::vector<FeatureSpec> specs) {
   if (specs.empty()) return absl::InvalidArgumentError("a feature spec needs a feature");
   std::set<std::string> names;

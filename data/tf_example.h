@@ -39,6 +39,16 @@ struct FeatureSpec {
   std::optional<std::string> default_string;  // The same, for strings.
 };
 
+// What one Example holds, feature by feature (map order): its name, the type of
+// its list (float32, int64 or string) and how many values it has. For tools that
+// make a spec from a file's first record.
+struct ExampleFeature {
+  std::string name;
+  ValueType type = ValueType::kFloat32;
+  int64_t count = 0;
+};
+absl::StatusOr<std::vector<ExampleFeature>> DescribeExample(absl::string_view record);
+
 class ExampleParser {
  public:
   // INVALID_ARGUMENT for a spec that cannot be met: no features, a name twice, a

@@ -70,7 +70,7 @@ TypedTensor& TypedTensor::operator=(const TypedTensor& other) {
   if (this == &other) return *this;
   Reset(other.type_, other.shape_);
   if (bytes() > 0) std::memcpy(data_.get(), other.data_.get(), static_cast<size_t>(bytes()));
-  strings_ = other.strings_;
+  if (type_ == ValueType::kString) strings_ = other.strings_;
   return *this;
 }
 
@@ -82,7 +82,8 @@ void TypedTensor::Reset(ValueType type, const Shape& shape) {
     strings_.resize(static_cast<size_t>(size_));
     return;
   }
-  strings_.clear();
+  // strings_ keeps what it holds (unused by numbers): an element that carries a
+  // record and then its parsed features reuses both buffers pass after pass.
   const size_t need = static_cast<size_t>(bytes());
   if (need > capacity_bytes_) {
     // 64-byte aligned, as Tensor's, and at least one line (aligned_alloc(0) is not portable).

@@ -27,6 +27,7 @@
 #include "keras/training_state.h"
 #include "runtime/config/cluster_source.h"
 #include "strategy/multi_worker_mirrored_strategy.h"
+#include "tools/train_data.h"
 #include "tools/train_evaluator.h"
 #include "tools/train_flags.h"
 
@@ -40,7 +41,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
   AutoShardPolicy policy;
   if (!ParseAutoShardPolicy(f.shard_policy, &policy)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--shard_policy=", f.shard_policy, ": expected data, file or off"));
+        absl::StrCat("--shard_policy=", f.shard_policy, ": expected auto, data, file or off"));
   }
   if (f.epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   ResumePolicy resume_policy = ResumePolicy::kExact;
@@ -98,7 +99,17 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
   }
   RW_ASSIGN_OR_RETURN(Model model, BuildModel(f));  // Validates --model early.
   double bayes_auc = -1;                            // Known for synthetic_clicks only.
-  RW_ASSIGN_OR_RETURN(TrainTest data, LoadData(f, &bayes_auc));
+  // Your files (--train_data, streamed), or a built-in data set in memory.
+  RW_ASSIGN_OR_RETURN(std::optional<FileData> files, LoadFileData(f));
+  TrainTest data;
+  if (!files.has_value()) {
+    RW_ASSIGN_OR_RETURN(data, LoadData(f, &bayes_auc));
+  }
+  DataShape shape;
+  if (files.has_value()) {
+    shape = {files->input_shape, files->classes};
+    RW_RETURN_IF_ERROR(BuildModel(f, shape).status());
+  }
   if (LearningRateScheduleName(f) != "none" && f.reduce_lr_patience >= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--reduce_lr_patience=", f.reduce_lr_patience,
@@ -107,7 +118,8 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
   }
   {
     // A schedule's default length is the whole run: every epoch's steps.
-    const int64_t examples = data.train.count();
+    const int64_t examples =
+        files.has_value() ? std::max<int64_t>(files->train_examples, 0) : data.train.count();
     const int64_t steps_per_epoch =
         f.steps_per_epoch > 0 ? f.steps_per_epoch
                               : (examples + f.global_batch_size - 1) / f.global_batch_size;
@@ -129,10 +141,11 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     bool chief = strategy->is_chief();
     {
       auto scope = strategy->scope();
-      RW_ASSIGN_OR_RETURN(model, BuildModel(f));
+      RW_ASSIGN_OR_RETURN(model, BuildModel(f, shape));
     }
     RW_RETURN_IF_ERROR(model.Compile(compile));
-    RW_RETURN_IF_ERROR(model.Build(data.train.example_shape()));
+    RW_RETURN_IF_ERROR(
+        model.Build(files.has_value() ? files->input_shape : data.train.example_shape()));
     int workers = strategy->num_replicas_in_sync();
     if (chief && f.verbose > 0) {
       std::printf("%s", model.Summary().c_str());
@@ -160,6 +173,11 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     fit.steps_per_epoch = f.steps_per_epoch;
     fit.replica_check_steps = f.replica_check_steps;
     if (f.validate_each_epoch) fit.validation_data = &test;
+    if (files.has_value()) {
+      fit.binding = files->binding;
+      fit.ignore_errors = f.ignore_errors;
+      if (files->validation.has_value()) fit.validation_pipeline = &*files->validation;
+    }
     // Backup first: it restores before ModelCheckpoint's first save.
     std::unique_ptr<BackupAndRestore> backup;
     if (!f.backup_dir.empty()) {
@@ -188,13 +206,21 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
         MakeControlCallbacks(f, f.validate_each_epoch);
     for (const auto& c : controls) fit.callbacks.push_back(c.get());
     const auto train_start = std::chrono::steady_clock::now();
-    RW_ASSIGN_OR_RETURN(History history, model.Fit(train, fit));
+    RW_ASSIGN_OR_RETURN(History history,
+                        files.has_value() ? model.Fit(files->train, fit) : model.Fit(train, fit));
     const double train_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
     // Elastic training may have lost workers, and the chief with them.
     chief = strategy->is_chief();
     workers = strategy->num_replicas_in_sync();
-    RW_ASSIGN_OR_RETURN(EvaluateResult result, model.EvaluateAfterFit(test, f.global_batch_size));
+    EvaluateResult result;
+    if (!files.has_value()) {
+      RW_ASSIGN_OR_RETURN(result, model.EvaluateAfterFit(test, f.global_batch_size));
+    } else if (files->test.has_value()) {
+      RW_ASSIGN_OR_RETURN(result,
+                          model.Evaluate(*files->test, files->binding, f.global_batch_size));
+    }
+    const bool tested = !files.has_value() || files->test.has_value();
     // A worker may have left in the evaluation too.
     chief = strategy->is_chief();
     workers = strategy->num_replicas_in_sync();
@@ -210,7 +236,10 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
         "test accuracy %.4f, test loss %.4f, %.0f train samples/s, "
         "weights fingerprint %016x",
         result.metrics["accuracy"], result.loss, samples_per_s, fingerprint);
-    if (chief) {
+    if (chief && !tested) {
+      std::printf("Trained: %.0f samples/s over %d worker%s (no --test_data to evaluate)\n",
+                  samples_per_s, workers, workers == 1 ? "" : "s");
+    } else if (chief) {
       std::printf("Test accuracy: %.4f - test loss: %.4f - %.0f samples/s over %d worker%s\n",
                   result.metrics["accuracy"], result.loss, samples_per_s, workers,
                   workers == 1 ? "" : "s");
@@ -243,6 +272,10 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
           {"weights_fingerprint", absl::StrFormat("%016x", fingerprint)},
           {"generations", strategy->generation()},
           {"steps_lost", model.steps_rerun()}};
+      if (!tested) {
+        j.erase("test_accuracy");
+        j.erase("test_loss");
+      }
       if (result.metrics.count("auc")) j["test_auc"] = result.metrics["auc"];
       if (bayes_auc >= 0) j["bayes_auc"] = bayes_auc;
       // Where the steps' time went: each epoch of this run weighted by its

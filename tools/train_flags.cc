@@ -23,6 +23,26 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "fashion_mnist, synthetic (images) or synthetic_clicks (a seeded click log of "
                 "user and item ids and 3 numbers with a known best AUC; for --model=wide_deep)");
   flags->String("data_dir", &f->data_dir, "where the Fashion-MNIST IDX files are");
+  flags->String("train_data", &f->train_data,
+                "your training files instead of --dataset: tfrecord:GLOB (TFRecord files of "
+                "tf.train.Example, plain, GZIP or ZLIB), streamed");
+  flags->String("validation_data", &f->validation_data,
+                "with --train_data: files evaluated after every epoch (as --train_data)");
+  flags->String("test_data", &f->test_data,
+                "with --train_data: files evaluated after training (as --train_data)");
+  flags->String("features", &f->features,
+                "with --train_data: NAME[:SHAPE] of the feature the model reads, e.g. "
+                "image:28x28x1 (default: the one feature that is not a target)");
+  flags->String("targets", &f->targets,
+                "with --train_data: the feature the model learns (integer class ids)");
+  flags->Int("num_classes", &f->num_classes,
+             "with --train_data: the classes of the target (0: counted from the training files)");
+  flags->Int("shuffle_buffer", &f->shuffle_buffer,
+             "with --train_data: examples shuffled through a buffer of this many each epoch "
+             "(tf.data's shuffle; 0: file order)");
+  flags->Bool("ignore_errors", &f->ignore_errors,
+              "skip records that cannot be read or parsed, and count them, instead of "
+              "stopping with exit 8 (tf.data's ignore_errors)");
   flags->Int("epochs", &f->epochs, "passes over the training data");
   flags->Int("global_batch_size", &f->global_batch_size,
              "examples per step over all workers (each takes global / workers)");
@@ -58,7 +78,9 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "elastic training: how long the workers found may take to form the new ring",
                 "RINGWORK_REGROUP_TIMEOUT_S");
   flags->String("precision", &f->precision, "float32 or bfloat16 (float32 master weights)");
-  flags->String("shard_policy", &f->shard_policy, "auto-shard policy: data, file or off");
+  flags->String("shard_policy", &f->shard_policy,
+                "auto-shard policy: auto (--train_data: FILE with at least as many files as "
+                "workers, else DATA; a built-in data set: DATA), data, file or off");
   flags->String("metrics_json", &f->metrics_json, "the chief writes its results here");
   flags->Int("steps_per_epoch", &f->steps_per_epoch,
              "epochs of this many steps of one stream over the data, pass after pass "
@@ -248,9 +270,9 @@ std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f,
   return callbacks;
 }
 
-absl::StatusOr<Model> BuildModel(const TrainFlags& f) {
+absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
   const std::string& name = f.model;
-  const bool clicks = f.dataset == "synthetic_clicks";
+  const bool clicks = f.dataset == "synthetic_clicks" && f.train_data.empty();
   if (name != "mlp" && name != "cnn" && name != "resnet" && name != "wide_deep") {
     return absl::InvalidArgumentError(
         absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));
@@ -260,6 +282,11 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f) {
         "--model=", name, " with --dataset=", f.dataset,
         ": wide_deep trains on synthetic_clicks (ids and numbers), the others on images"));
   }
+  if ((name == "cnn" || name == "resnet") && shape.input.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model=", name, " reads images (height x width x channels), not inputs of shape ",
+        ShapeString(shape.input), " (give the feature's shape: --features=NAME:28x28x1)"));
+  }
   if (f.sync_batch_norm && name != "resnet") {
     return absl::InvalidArgumentError(
         absl::StrCat("--sync_batch_norm is for --model=resnet, not ", name));
@@ -267,7 +294,7 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f) {
   if (name == "resnet") {
     // A mirrored garment is the same garment; --dataset=synthetic's labels are
     // not mirror-symmetric, so its images are not flipped.
-    return SmallResNet({28, 28, 1}, 10,
+    return SmallResNet(shape.input, static_cast<int>(shape.classes),
                        {.sync_batch_norm = f.sync_batch_norm,
                         .random_flip = f.random_flip && f.dataset == "fashion_mnist"});
   }
@@ -280,7 +307,7 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f) {
     model.Add(Flatten());
     model.Add(Dense(256, {.activation = "relu"}));
     model.Add(Dense(128, {.activation = "relu"}));
-    model.Add(Dense(10));
+    model.Add(Dense(shape.classes));
   } else if (name == "cnn") {
     model.Add(Conv2D(16, 3, {.padding = "same", .activation = "relu"}));
     model.Add(MaxPool2D(2));
@@ -288,7 +315,7 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f) {
     model.Add(MaxPool2D(2));
     model.Add(Flatten());
     model.Add(Dense(128, {.activation = "relu"}));
-    model.Add(Dense(10));
+    model.Add(Dense(shape.classes));
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));

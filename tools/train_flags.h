@@ -19,6 +19,12 @@ namespace ringwork {
 struct TrainFlags {
   std::string model = "mlp";
   std::string dataset = "fashion_mnist";
+  // Your files instead of --dataset (tools/train_data.h).
+  std::string train_data, validation_data, test_data;
+  std::string features, targets;
+  int64_t num_classes = 0;         // 0: counted from the training targets.
+  int64_t shuffle_buffer = 10000;  // Of --train_data; 0: file order.
+  bool ignore_errors = false;
   std::string data_dir = kFashionMnistDir;
   int64_t epochs = 5;
   int64_t global_batch_size = 256;
@@ -32,7 +38,7 @@ struct TrainFlags {
   double regroup_discovery_s = 1.0;
   double regroup_timeout_s = 5;
   std::string precision = "float32";
-  std::string shard_policy = "data";
+  std::string shard_policy = "auto";
   std::string metrics_json;
   int64_t steps_per_epoch = 0;
   int64_t replica_check_steps = 100;
@@ -75,9 +81,14 @@ struct TrainFlags {
 
 void RegisterTrainFlags(FlagSet* flags, TrainFlags* f);
 
-// The model --model names (unbuilt); INVALID_ARGUMENT for an unknown name, or a
-// model and a dataset that do not go together.
-absl::StatusOr<Model> BuildModel(const TrainFlags& f);
+// What a built-in model is sized to: one example's input and the classes.
+struct DataShape {
+  Shape input = {28, 28, 1};
+  int64_t classes = 10;
+};
+// The model --model names (unbuilt), for data of `shape`; INVALID_ARGUMENT for an
+// unknown name, or a model and data that do not go together.
+absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape = {});
 absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f);
 // --learning_rate, or the model's default: 0.001 (Keras' Adam), 0.002 for resnet,
 // 0.003 for wide_deep.

@@ -109,11 +109,13 @@ TEST_CASE("a parallel map and a prefetch hold a bounded window", "[pipeline]") {
   Element e;
   for (int i = 0; i < 10; ++i) REQUIRE(*it->Next(&e));
   // Let the threads run ahead as far as they may.
-  for (int i = 0; i < 50 && made.load() < 10 + 8 + 16 + 1; ++i) {
+  constexpr int64_t kMapWindow = 4 * 16 * 4;  // 4 runs of 16 per thread, 4 threads.
+  for (int i = 0; i < 50 && made.load() < 10 + kMapWindow + 16; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  // The map's window (2 x 4) and the prefetch's (16), one in each reader's hands.
-  CHECK(made.load() <= 10 + 8 + 16 + 2);
+  // The map's window and the prefetch's (16); the prefetch's reader holds one.
+  CHECK(made.load() <= 10 + kMapWindow + 16 + 1);
+  CHECK(made.load() < 100000);
 }
 
 TEST_CASE("shuffle: tf.data's buffer, seeded by the seed and the pass", "[pipeline]") {

@@ -39,10 +39,7 @@ class TFRecordNode : public PipelineNode {
           }
           out->values.resize(1);
           TypedTensor& record = out->values[0];
-          if (record.type() != ValueType::kString || record.size() != 1) {
-            record = TypedTensor::Strings({""});
-            record.Reshape({});
-          }
+          record.Reset(ValueType::kString, {});  // Its string's buffer is reused.
           const int64_t at = reader_->records();
           absl::StatusOr<bool> more = reader_->Next(&record.strings()[0]);
           if (!more.ok()) {
@@ -98,9 +95,17 @@ ElementSpec ParsedSpec(const ExampleParser& parser) {
 
 MapFn ParseExamplesFn(ExampleParser parser) {
   return [parser = std::move(parser)](Element* e) -> absl::Status {
-    // The record moves out first: parsing writes the element's values.
-    std::string record = std::move(e->values[0].strings()[0]);
-    return parser.Parse(record, &e->values);
+    // The features are parsed from the record in place: the values are sized
+    // first (so the record's string does not move), and a value that becomes a
+    // number keeps its strings (TypedTensor::Reset), the record among them.
+    e->values.resize(std::max<size_t>(parser.specs().size(), 1));
+    const std::string& held = e->values[0].strings()[0];
+    if (parser.specs()[0].type == ValueType::kString) {
+      // Strings would be written over the record's own: parse a copy.
+      const std::string copy = held;
+      return parser.Parse(copy, &e->values);
+    }
+    return parser.Parse(absl::string_view(held.data(), held.size()), &e->values);
   };
 }
 

@@ -3,6 +3,7 @@
 // used by one thread), keep at most a bounded window of elements in flight, and
 // hand them to the consumer in input order; the first error reaches it in order
 // too. A consumer waits at most kStallDeadlineS for an element.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -20,12 +21,20 @@ namespace {
 constexpr double kStallDeadlineS = 600;
 
 // Elements read on a thread into a ring of `capacity` slots, transformed by
-// `workers` threads (0: none, a prefetch), consumed in order.
+// `workers` threads (0: none, a prefetch), consumed in order. The reader and the
+// workers take runs of up to kRun slots at a time (a parse of a record is about a
+// microsecond: one lock and wake-up per element would cost more than the work),
+// and a side is woken only when it waits.
 class WindowIterator : public ElementIterator {
  public:
+  static constexpr int64_t kRun = 16;
+
   WindowIterator(std::unique_ptr<ElementIterator> in, const MapFn* fn, int workers,
                  int64_t capacity, PipelineStats::Stage* stage)
-      : in_(std::move(in)), fn_(fn), slots_(static_cast<size_t>(capacity)), stage_(stage) {
+      : in_(std::move(in)),
+        fn_(fn),
+        slots_(static_cast<size_t>(std::max<int64_t>(capacity, 1))),
+        stage_(stage) {
     reader_ = std::thread([this] { ReadLoop(); });
     for (int w = 0; w < workers; ++w) workers_.emplace_back([this] { WorkLoop(); });
   }
@@ -35,7 +44,8 @@ class WindowIterator : public ElementIterator {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
     }
-    changed_.notify_all();
+    space_.notify_all();
+    work_.notify_all();
     reader_.join();
     for (std::thread& t : workers_) t.join();
   }
@@ -44,19 +54,21 @@ class WindowIterator : public ElementIterator {
     std::unique_lock<std::mutex> lock(mu_);
     if (stage_ != nullptr) {
       int64_t ready = 0;
-      for (int64_t s = consumed_; s < read_; ++s) ready += slot(s).done ? 1 : 0;
+      for (int64_t q = consumed_; q < read_; ++q) ready += slot(q).done ? 1 : 0;
       stage_->fill_sum += ready;
       stage_->fill_samples += 1;
     }
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::duration<double>(kStallDeadlineS);
-    while (true) {
-      if (consumed_ < read_ && slot(consumed_).done) break;
+    while (!(consumed_ < read_ && slot(consumed_).done)) {
       if (consumed_ == read_ && input_ended_) {
         if (!input_status_.ok()) return input_status_;
         return false;
       }
-      if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      consumer_waits_ = true;
+      const bool timed_out = ready_.wait_until(lock, deadline) == std::cv_status::timeout;
+      consumer_waits_ = false;
+      if (timed_out) {
         return absl::DeadlineExceededError(
             absl::StrCat("the input pipeline made no element for ", kStallDeadlineS,
                          " s (a source that blocks, or a Map function that never returns)"));
@@ -65,10 +77,11 @@ class WindowIterator : public ElementIterator {
     Slot& s = slot(consumed_);
     ++consumed_;
     absl::Status status = std::move(s.status);
-    *out = std::move(s.element);
-    s = Slot();
-    lock.unlock();
-    changed_.notify_all();
+    s.status = absl::OkStatus();
+    s.done = false;
+    // The caller's element goes into the slot: the reader refills its buffers.
+    std::swap(*out, s.element);
+    if (reader_waits_) space_.notify_one();
     if (!status.ok()) return status;
     return true;
   }
@@ -83,69 +96,86 @@ class WindowIterator : public ElementIterator {
 
   void ReadLoop() {
     while (true) {
+      int64_t first = 0, count = 0;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        changed_.wait(lock, [this] {
+        reader_waits_ = true;
+        space_.wait(lock, [this] {
           return stop_ || read_ - consumed_ < static_cast<int64_t>(slots_.size());
         });
+        reader_waits_ = false;
         if (stop_) return;
+        first = read_;
+        count = std::min<int64_t>(kRun, static_cast<int64_t>(slots_.size()) - (read_ - consumed_));
       }
-      Element e;
-      absl::StatusOr<bool> more = in_->Next(&e);
+      // Slots past read_ are the reader's alone until it publishes them.
+      int64_t got = 0;
+      absl::Status failed;
+      bool ended = false;
+      for (; got < count; ++got) {
+        Slot& s = slot(first + got);
+        absl::StatusOr<bool> more = in_->Next(&s.element);
+        if (!more.ok() || !*more) {
+          ended = true;
+          if (!more.ok()) failed = more.status();
+          break;
+        }
+        s.done = fn_ == nullptr;  // A prefetch: ready as read.
+      }
+      if (fn_ == nullptr && stage_ != nullptr) stage_->elements += got;
       std::lock_guard<std::mutex> lock(mu_);
-      if (!more.ok() || !*more) {
+      read_ += got;
+      if (ended) {
         input_ended_ = true;
-        if (!more.ok()) input_status_ = more.status();
-        changed_.notify_all();
-        return;
+        input_status_ = failed;
       }
-      Slot& s = slot(read_);
-      s.element = std::move(e);
-      s.done = fn_ == nullptr;  // A prefetch: ready as read.
-      if (s.done && stage_ != nullptr) stage_->elements += 1;
-      ++read_;
-      changed_.notify_all();
+      if (fn_ != nullptr) work_.notify_all();
+      if (consumer_waits_) ready_.notify_one();
+      if (ended) return;
     }
   }
 
   void WorkLoop() {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      changed_.wait(lock, [this] { return stop_ || claimed_ < read_; });
+      work_.wait(lock, [this] { return stop_ || claimed_ < read_; });
       if (stop_) return;
-      const int64_t seq = claimed_++;
-      Element e = std::move(slot(seq).element);
+      const int64_t first = claimed_, count = std::min<int64_t>(kRun, read_ - claimed_);
+      claimed_ += count;
       lock.unlock();
+      // Claimed slots are this worker's alone until it marks them done.
       const auto start = std::chrono::steady_clock::now();
-      absl::Status status = (*fn_)(&e);
-      if (!status.ok()) {
-        status = absl::Status(status.code(), absl::StrCat(OriginOf(e), status.message()));
+      for (int64_t k = 0; k < count; ++k) {
+        Slot& s = slot(first + k);
+        s.status = (*fn_)(&s.element);
+        if (!s.status.ok()) {
+          s.status =
+              absl::Status(s.status.code(), absl::StrCat(OriginOf(s.element), s.status.message()));
+        }
       }
       if (stage_ != nullptr) {
         stage_->busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now() - start)
                                .count();
-        stage_->elements += 1;
+        stage_->elements += count;
       }
       lock.lock();
-      Slot& s = slot(seq);
-      s.element = std::move(e);
-      s.status = std::move(status);
-      s.done = true;
-      changed_.notify_all();
+      for (int64_t k = 0; k < count; ++k) slot(first + k).done = true;
+      if (consumer_waits_) ready_.notify_one();
     }
   }
 
   std::unique_ptr<ElementIterator> in_;
   const MapFn* fn_;  // Not owned (the node's); null for a prefetch.
   std::mutex mu_;
-  std::condition_variable changed_;
+  std::condition_variable space_, work_, ready_;  // For the reader, the workers, the consumer.
   // Sequence numbers: read (by the reader), claimed (by a worker), consumed.
-  int64_t read_ = 0, claimed_ = 0, consumed_ = 0;  // Guarded by mu_.
-  std::vector<Slot> slots_;                        // Guarded by mu_.
-  bool input_ended_ = false, stop_ = false;        // Guarded by mu_.
-  absl::Status input_status_;                      // Guarded by mu_.
-  PipelineStats::Stage* stage_;                    // Not owned; may be null.
+  int64_t read_ = 0, claimed_ = 0, consumed_ = 0;       // Guarded by mu_.
+  std::vector<Slot> slots_;                             // done flags guarded by mu_.
+  bool input_ended_ = false, stop_ = false;             // Guarded by mu_.
+  bool reader_waits_ = false, consumer_waits_ = false;  // Guarded by mu_.
+  absl::Status input_status_;                           // Guarded by mu_.
+  PipelineStats::Stage* stage_;                         // Not owned; may be null.
   std::thread reader_;
   std::vector<std::thread> workers_;
 };
@@ -176,7 +206,7 @@ class MapNode : public PipelineNode {
         options.stats == nullptr
             ? nullptr
             : options.stats->AddStage(absl::StrCat("map x", std::max(threads, 1)),
-                                      threads > 1 ? 2 * threads : 0);
+                                      threads > 1 ? 4 * 16 * threads : 0);
     std::unique_ptr<ElementIterator> in = input_->MakeIterator(options);
     if (threads <= 1) {
       class It : public ElementIterator {
@@ -207,7 +237,8 @@ class MapNode : public PipelineNode {
       };
       return std::make_unique<It>(std::move(in), &fn_, stage);
     }
-    return std::make_unique<WindowIterator>(std::move(in), &fn_, threads, 2 * threads, stage);
+    return std::make_unique<WindowIterator>(std::move(in), &fn_, threads,
+                                            4 * WindowIterator::kRun * threads, stage);
   }
 
  private:

@@ -77,30 +77,41 @@ class ShuffleNode : public UnaryNode {
       It(std::unique_ptr<ElementIterator> in, int64_t size, uint64_t seed)
           : in_(std::move(in)), size_(size), rng_(seed) {}
       absl::StatusOr<bool> Next(Element* out) override {
-        while (!input_ended_ && static_cast<int64_t>(buffer_.size()) < size_) {
-          Element e;
-          absl::StatusOr<bool> more = in_->Next(&e);
+        while (!input_ended_ && filled_ < size_) {
+          if (filled_ == static_cast<int64_t>(buffer_.size())) buffer_.emplace_back();
+          absl::StatusOr<bool> more = in_->Next(&buffer_[static_cast<size_t>(filled_)]);
           if (!more.ok()) return more;
           if (!*more) {
             input_ended_ = true;
             break;
           }
-          buffer_.push_back(std::move(e));
+          ++filled_;
         }
-        if (buffer_.empty()) return false;
-        // A uniform slot; the last element takes its place (the next input refills).
-        const size_t slot = static_cast<size_t>(rng_() % buffer_.size());
-        *out = std::move(buffer_[slot]);
-        if (slot + 1 != buffer_.size()) buffer_[slot] = std::move(buffer_.back());
-        buffer_.pop_back();
+        if (filled_ == 0) return false;
+        // A uniform slot. The caller's element takes its place and the next input
+        // is read into it (its buffers reused): once the input has ended, the
+        // last filled slot moves there instead.
+        const size_t slot = static_cast<size_t>(rng_() % static_cast<uint64_t>(filled_));
+        std::swap(*out, buffer_[slot]);
+        if (!input_ended_) {
+          absl::StatusOr<bool> more = in_->Next(&buffer_[slot]);
+          if (!more.ok()) return more;
+          if (*more) return true;
+          input_ended_ = true;
+        }
+        --filled_;
+        if (slot != static_cast<size_t>(filled_)) {
+          std::swap(buffer_[slot], buffer_[static_cast<size_t>(filled_)]);
+        }
         return true;
       }
 
      private:
       std::unique_ptr<ElementIterator> in_;
       const int64_t size_;
-      std::mt19937_64 rng_;  // Specified exactly by the standard: the same on every worker.
-      std::vector<Element> buffer_;
+      std::mt19937_64 rng_;          // Specified exactly by the standard: the same on every worker.
+      std::vector<Element> buffer_;  // Slots [0, filled_) hold elements.
+      int64_t filled_ = 0;
       bool input_ended_ = false;
     };
     const uint64_t pass = static_cast<uint64_t>(options.pass);

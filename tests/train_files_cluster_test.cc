@@ -1,0 +1,109 @@
+// train on your files, on localhost clusters of real processes: TFRecord shards
+// of tf.train.Example (some GZIP), every example once per epoch, test metrics in
+// the JSON; a flipped byte in a shard stops every worker with exit 8 naming the
+// file and the record; bad flags fail at once with exit 2.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "data/pipeline/test_records.h"
+#include "testing/process_cluster.h"
+#include "testing/temp_dir.h"
+
+namespace ringwork {
+namespace {
+
+constexpr char kTrain[] = "tools/train";
+
+// Example i: "x", 8 floats that tell its class (i % 3) apart; "y", the class.
+std::string Example(int64_t i) {
+  std::vector<float> x(8);
+  for (int k = 0; k < 8; ++k) {
+    x[static_cast<size_t>(k)] = (k % 3 == i % 3 ? 1.5f : 0.f) + 0.3f * std::sin(0.7f * i + k);
+  }
+  return SerializeExample({{"x", x}}, {{"y", {i % 3}}});
+}
+
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return nlohmann::json::parse(text.str());
+}
+
+TEST_CASE("two workers train on TFRecord shards of uneven sizes", "[train_files]") {
+  const std::string dir = FreshTestDir("train_files");
+  WriteExampleFiles(dir + "", {300, 120, 60}, Example);  // f0..f2: training
+  std::filesystem::create_directories(dir + "/test");
+  WriteExampleFiles(dir + "/test", {90}, [](int64_t i) { return Example(i + 1000); });
+  const std::string metrics = dir + "/metrics.json";
+  ProcessCluster cluster({kTrain,
+                          2,
+                          false,
+                          {"--train_data=tfrecord:" + dir + "/f*.tfrecord",
+                           "--test_data=tfrecord:" + dir + "/test/*.tfrecord", "--targets=y",
+                           "--epochs=4", "--global_batch_size=30", "--metrics_json=" + metrics}});
+  std::vector<SubprocessResult> results = cluster.Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+  }
+  const nlohmann::json j = ReadJson(metrics);
+  CHECK(j["train_examples_per_epoch"].get<int64_t>() == 480);
+  CHECK(j["test_accuracy"].get<double>() >= 0.9);
+  CHECK(j.contains("test_loss"));
+  // AUTO took FILE (3 files for 2 workers): worker 0 reads f0 and f2.
+  CHECK(results[0].output.find("Unknown") == std::string::npos);  // Printed at the end only.
+}
+
+TEST_CASE("a flipped byte in a shard stops every worker with exit 8", "[train_files]") {
+  const std::string dir = FreshTestDir("train_files_corrupt");
+  std::vector<std::string> files = WriteExampleFiles(dir, {200, 200}, Example);
+  std::stringstream bytes;
+  bytes << std::ifstream(files[1], std::ios::binary).rdbuf();
+  std::string corrupt = bytes.str();
+  corrupt[corrupt.size() / 2] ^= 0x20;
+  std::ofstream(files[1], std::ios::binary | std::ios::trunc) << corrupt;
+  ProcessCluster cluster({kTrain,
+                          2,
+                          false,
+                          {"--train_data=tfrecord:" + dir + "/f*.tfrecord", "--targets=y",
+                           "--num_classes=3", "--epochs=1", "--global_batch_size=20"}});
+  std::vector<SubprocessResult> results = cluster.Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 8);
+    CHECK(r.output.find("invalid input data: ") != std::string::npos);
+    CHECK(r.output.find(files[1] + ": record ") != std::string::npos);
+  }
+}
+
+TEST_CASE("train refuses data flags it cannot use, naming them", "[train_files]") {
+  const std::string dir = FreshTestDir("train_files_flags");
+  WriteExampleFiles(dir, {10}, Example);
+  const std::string glob = "--train_data=tfrecord:" + dir + "/f*.tfrecord";
+  struct Case {
+    std::vector<std::string> flags;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--train_data=parquet:x", "--targets=y"},
+            "--train_data=parquet:x: expected tfrecord:GLOB"},
+           {{glob, "--targets=label"}, "feature \"label\" is not in"},
+           {{glob, "--targets=y", "--features=x:3x3"}, "feature \"x\": 8 values; its shape [3, 3]"},
+           {{"--train_data=tfrecord:" + dir + "/none*", "--targets=y"}, "no file matches"},
+           {{glob, "--targets=y", "--model=cnn"}, "--model=cnn reads images"}}) {
+    ProcessCluster cluster({kTrain, 1, false, c.flags});
+    std::vector<SubprocessResult> results = cluster.Run();
+    INFO(results[0].output);
+    CHECK(results[0].output.find(c.message) != std::string::npos);
+    CHECK(results[0].exit_code != 0);
+  }
+}
+
+}  // namespace
+}  // namespace ringwork
