@@ -32,10 +32,17 @@ enum class AutoShardPolicy { kData, kFile, kOff, kAuto };
 absl::string_view AutoShardPolicyName(AutoShardPolicy policy);
 bool ParseAutoShardPolicy(absl::string_view text, AutoShardPolicy* out);
 
+// One step's examples on one replica: the model's input, and what it learns:
+// class ids (`labels`), or numbers (`targets`, [n, ...]: regression, multi-label)
+// for losses that take them; per-example weights (Keras' sample_weight; empty: 1).
 struct Batch {
   Tensor features;
   std::vector<int32_t> labels;
-  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  Tensor targets;
+  std::vector<float> weights;
+  int64_t size() const {
+    return features.rank() > 0 ? features.dim(0) : static_cast<int64_t>(labels.size());
+  }
 };
 
 class Dataset {

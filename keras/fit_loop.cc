@@ -148,7 +148,7 @@ absl::StatusOr<int64_t> FitLoop::RunStep(int64_t epoch, int64_t step) {
     shape.data_offset = next.offset;
   }
   NotePosition(epoch, step);
-  std::vector<double> sums = model_->BatchSums(batch_.labels, *loss);
+  std::vector<double> sums = model_->BatchSums(batch_, *loss);
   // Two more slots: workers waiting to join (elastic training: they come in
   // after this step), and how many workers received SIGTERM (all stop together).
   sums.push_back(static_cast<double>(strategy_->joiners_waiting()));

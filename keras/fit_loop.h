@@ -91,6 +91,8 @@ class FitLoop {
   // The next step's batch into batch_ and its gradient weight; false when a
   // stream's pass ended on every worker (the epoch is over).
   absl::StatusOr<bool> NextBatch(int64_t epoch, int64_t step, double* weight);
+  // FitOptions::class_weight into batch_'s per-example weights.
+  void ApplyClassWeights();
   // A worker that started while the job ran joins it here and goes on at the
   // members' operation. `*ended`: it came into the evaluation after training.
   absl::Status JoinRunningJob(bool* ended);

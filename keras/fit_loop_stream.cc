@@ -83,6 +83,7 @@ absl::StatusOr<bool> FitLoop::NextBatch(int64_t epoch, int64_t step, double* wei
                          at_step);
     }
     *weight = it_->gradient_weight();
+    ApplyClassWeights();
     return true;
   }
   absl::StatusOr<bool> more = stream_->NextStep(&stream_batch_, weight);
@@ -96,7 +97,18 @@ absl::StatusOr<bool> FitLoop::NextBatch(int64_t epoch, int64_t step, double* wei
     strategy_->Abort(cause);
     return WithContext(cause, at_step);
   }
+  ApplyClassWeights();
   return true;
+}
+
+void FitLoop::ApplyClassWeights() {
+  if (options_.class_weight.empty() || batch_.labels.empty()) return;
+  const size_t n = batch_.labels.size();
+  if (batch_.weights.empty()) batch_.weights.assign(n, 1.f);
+  for (size_t i = 0; i < n; ++i) {
+    const auto it = options_.class_weight.find(batch_.labels[i]);
+    if (it != options_.class_weight.end()) batch_.weights[i] *= it->second;
+  }
 }
 
 }  // namespace ringwork

@@ -27,43 +27,78 @@ absl::StatusOr<Loss> Loss::Create(const LossSpec& spec) {
 
 absl::StatusOr<float> Loss::Compute(const Tensor& output, const std::vector<int32_t>& labels,
                                     Tensor* doutput) const {
-  const int64_t batch = output.dim(0);
-  const int64_t width = output.size() / batch;
-  if (static_cast<int64_t>(labels.size()) != batch) {
+  Batch batch;
+  batch.labels = labels;
+  return Compute(output, batch, doutput);
+}
+
+absl::StatusOr<float> Loss::Compute(const Tensor& output, const Batch& batch,
+                                    Tensor* doutput) const {
+  const int64_t n = output.dim(0);
+  const int64_t width = output.size() / std::max<int64_t>(n, 1);
+  const std::vector<int32_t>& labels = batch.labels;
+  const bool numbers = batch.targets.rank() > 0;
+  const float* weights = batch.weights.empty() ? nullptr : batch.weights.data();
+  if (weights != nullptr && static_cast<int64_t>(batch.weights.size()) != n) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a batch of ", batch, " outputs has ", labels.size(), " labels"));
+        absl::StrCat("a batch of ", n, " outputs has ", batch.weights.size(), " sample weights"));
+  }
+  if (!numbers && static_cast<int64_t>(labels.size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a batch of ", n, " outputs has ", labels.size(), " labels"));
   }
   if (doutput != nullptr) doutput->Resize(output.shape());
   float* grad = doutput != nullptr ? doutput->data() : nullptr;
   if (kind_ == Kind::kSparseCategoricalCrossentropy) {
+    if (numbers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, " takes integer class ids; the target holds numbers of shape ",
+                       ShapeString(batch.targets.shape()),
+                       " (mean_squared_error or binary_crossentropy take "
+                       "those)"));
+    }
     if (!from_logits_) {
-      // Probabilities: log(p) with Keras' clipping; the gradient -1/(p batch).
+      // Probabilities: log(p) with Keras' clipping; the gradient -w/(p n).
       double total = 0;
-      for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t b = 0; b < n; ++b) {
         if (labels[b] < 0 || labels[b] >= width) {
           return absl::InvalidArgumentError(
               absl::StrCat("label ", labels[b], " of example ", b, " is outside 0..", width - 1));
         }
+        const float w = weights != nullptr ? weights[b] : 1.f;
         const float p = std::max(output[b * width + labels[b]], 1e-7f);
-        total -= std::log(p);
+        total -= w * std::log(p);
         if (grad != nullptr) {
           for (int64_t c = 0; c < width; ++c) grad[b * width + c] = 0;
-          grad[b * width + labels[b]] = -1.f / (p * batch);
+          grad[b * width + labels[b]] = -1.f / (p * n) * w;
         }
       }
-      return static_cast<float>(total / batch);
+      return static_cast<float>(total / n);
     }
-    return SoftmaxCrossEntropy(output.data(), labels.data(), batch, width, nullptr, grad);
+    return SoftmaxCrossEntropy(output.data(), labels.data(), n, width, nullptr, grad, weights);
   }
-  if (width != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name_, " needs one output per example (the label is the target), got ", width));
+  std::vector<float> from_labels;
+  const float* target = nullptr;
+  if (numbers) {
+    if (batch.targets.size() != output.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, ": targets of shape ", ShapeString(batch.targets.shape()),
+          " for outputs of shape ", ShapeString(output.shape()), " (one target per output)"));
+    }
+    target = batch.targets.data();
+  } else {
+    if (width != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, " needs one output per example (the label is the target), got ", width));
+    }
+    from_labels.assign(labels.begin(), labels.end());
+    target = from_labels.data();
   }
-  std::vector<float> target(labels.begin(), labels.end());
   if (kind_ == Kind::kMeanSquaredError) {
-    return MeanSquaredError(output.data(), target.data(), batch, grad);
+    return MeanSquaredError(output.data(), target, output.size(), grad, weights, width);
   }
-  return BinaryCrossEntropy(output.data(), target.data(), batch, from_logits_, grad);
+  return BinaryCrossEntropy(output.data(), target, output.size(), from_logits_, grad, weights,
+                            width);
 }
 
 }  // namespace ringwork

@@ -1,7 +1,12 @@
 // The losses a model can be compiled with, by Keras name:
-//   "sparse_categorical_crossentropy" (labels are class indices; from_logits says
-//       whether the model outputs logits or, through a softmax, probabilities),
-//   "mse" / "mean_squared_error", "binary_crossentropy" (labels 0 or 1, one output).
+//   "sparse_categorical_crossentropy" (class ids; from_logits says whether the
+//       model outputs logits or, through a softmax, probabilities),
+//   "mse" / "mean_squared_error" (float targets of the output's shape, any shape;
+//       or class ids as numbers for one output),
+//   "binary_crossentropy" (float targets in [0, 1] of the output's shape:
+//       multi-label; or ids 0 and 1 for one output).
+// Per-example weights (Keras' sample_weight) scale each example's loss; the mean
+// stays over the examples (SUM_OVER_BATCH_SIZE).
 #ifndef RINGWORK_KERAS_LOSSES_H_
 #define RINGWORK_KERAS_LOSSES_H_
 
@@ -10,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "data/dataset.h"
 #include "tensor/tensor.h"
 
 namespace ringwork {
@@ -32,6 +38,8 @@ class Loss {
   void set_fused_softmax() { from_logits_ = true; }
 
   // Mean loss over the batch; writes d(loss)/d(output) when `doutput` is not null.
+  // INVALID_ARGUMENT when the batch's targets do not fit the loss or the output.
+  absl::StatusOr<float> Compute(const Tensor& output, const Batch& batch, Tensor* doutput) const;
   absl::StatusOr<float> Compute(const Tensor& output, const std::vector<int32_t>& labels,
                                 Tensor* doutput) const;
 

@@ -41,10 +41,16 @@ absl::StatusOr<Metric> Metric::Create(const std::string& name) {
   } else if (name == "auc" || name == "AUC") {
     m.kind_ = Kind::kAuc;
     m.name_ = "auc";
+  } else if (name == "mae" || name == "mean_absolute_error") {
+    m.kind_ = Kind::kMeanAbsoluteError;
+    m.name_ = "mae";
+  } else if (name == "mse" || name == "mean_squared_error") {
+    m.kind_ = Kind::kMeanSquaredError;
+    m.name_ = "mse";
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown metric \"", name,
-                     "\"; expected accuracy, sparse_categorical_accuracy, mean or auc"));
+                     "\"; expected accuracy, sparse_categorical_accuracy, mean, auc, mae or mse"));
   }
   return m;
 }
@@ -61,28 +67,69 @@ int64_t Metric::state_size() const { return kind_ == Kind::kAuc ? 2 * (kAucThres
 
 void Metric::Accumulate(const Tensor& outputs, const std::vector<int32_t>& labels, double value,
                         bool logits, double* state) const {
-  const int64_t batch = static_cast<int64_t>(labels.size());
+  Batch batch;
+  batch.labels = labels;
+  Accumulate(outputs, batch, value, logits, state);
+}
+
+void Metric::Accumulate(const Tensor& outputs, const Batch& batch, double value, bool logits,
+                        double* state) const {
+  const int64_t n = outputs.rank() > 0 ? outputs.dim(0) : 0;
+  const std::vector<int32_t>& labels = batch.labels;
+  const bool numbers = batch.targets.rank() > 0;
+  auto weight = [&](int64_t b) -> double {
+    return batch.weights.empty() ? 1.0 : batch.weights[static_cast<size_t>(b)];
+  };
   if (kind_ == Kind::kMean) {
-    state[0] += value * batch;
-    state[1] += batch;
+    // The batch's (weighted) mean loss, once per example: the sum over examples.
+    state[0] += value * n;
+    state[1] += n;
     return;
   }
-  const int64_t width = outputs.size() / std::max<int64_t>(batch, 1);
+  const int64_t width = outputs.size() / std::max<int64_t>(n, 1);
+  // Example b's target j as a number (a class id as its value).
+  auto target = [&](int64_t b, int64_t j) -> double {
+    return numbers ? batch.targets.data()[b * width + j] : labels[static_cast<size_t>(b)];
+  };
+  if (kind_ == Kind::kMeanAbsoluteError || kind_ == Kind::kMeanSquaredError) {
+    for (int64_t b = 0; b < n; ++b) {
+      double sum = 0;
+      for (int64_t j = 0; j < width; ++j) {
+        const double d = outputs.data()[b * width + j] - target(b, numbers ? j : 0);
+        sum += kind_ == Kind::kMeanAbsoluteError ? std::fabs(d) : d * d;
+      }
+      state[0] += weight(b) * sum / static_cast<double>(width);
+      state[1] += weight(b);
+    }
+    return;
+  }
   if (kind_ == Kind::kAuc) {
     // state[k]: positives, state[n + 1 + k]: negatives, whose prediction is above
     // exactly k thresholds.
     const auto& thresholds = AucThresholds();
-    for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t b = 0; b < n; ++b) {
       const float* row = outputs.data() + b * width;
       double p = width == 1 ? row[0] : (logits ? row[1] - row[0] : row[1]);
       if (logits) p = Sigmoid(p);  // Two classes: softmax(z)[1] = sigmoid(z1 - z0).
       const int64_t above =
           std::lower_bound(thresholds.begin(), thresholds.end(), p) - thresholds.begin();
-      state[(labels[b] != 0 ? 0 : kAucThresholds + 1) + above] += 1;
+      state[(target(b, 0) != 0 ? 0 : kAucThresholds + 1) + above] += weight(b);
     }
     return;
   }
-  for (int64_t b = 0; b < batch; ++b) {
+  if (numbers) {
+    // Keras' binary_accuracy: each output against its target, at 0.5.
+    for (int64_t b = 0; b < n; ++b) {
+      int64_t right = 0;
+      for (int64_t j = 0; j < width; ++j) {
+        right += (outputs.data()[b * width + j] > 0.5f) == (target(b, j) > 0.5) ? 1 : 0;
+      }
+      state[0] += weight(b) * static_cast<double>(right) / static_cast<double>(width);
+      state[1] += weight(b);
+    }
+    return;
+  }
+  for (int64_t b = 0; b < n; ++b) {
     const float* row = outputs.data() + b * width;
     int64_t predicted;
     if (width == 1 && kind_ == Kind::kAccuracy) {
@@ -90,9 +137,13 @@ void Metric::Accumulate(const Tensor& outputs, const std::vector<int32_t>& label
     } else {
       predicted = std::max_element(row, row + width) - row;
     }
-    state[0] += predicted == labels[b] ? 1 : 0;
+    state[0] += predicted == labels[static_cast<size_t>(b)] ? weight(b) : 0;
   }
-  state[1] += batch;
+  if (batch.weights.empty()) {
+    state[1] += n;
+  } else {
+    for (int64_t b = 0; b < n; ++b) state[1] += weight(b);
+  }
 }
 
 double Metric::Result(const double* state) const {

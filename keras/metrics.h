@@ -1,5 +1,7 @@
 // Metrics, by Keras name: "accuracy" (for a one-output model: prediction > 0.5 vs
-// label; otherwise the same as "sparse_categorical_accuracy": argmax vs label),
+// label; otherwise the same as "sparse_categorical_accuracy": argmax vs label;
+// with number targets, Keras' binary_accuracy: each output > 0.5 vs its target),
+// "mae" / "mean_absolute_error" and "mse" / "mean_squared_error" (numbers),
 // "mean" (the mean of the loss) and "auc" (Keras' AUC: the area under the ROC
 // curve from 200 thresholds, for binary labels and one probability per example, or
 // two classes). A metric's state is a vector of sums (total and count; for AUC the
@@ -20,13 +22,21 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "data/dataset.h"
 #include "tensor/tensor.h"
 
 namespace ringwork {
 
 class Metric {
  public:
-  enum class Kind { kAccuracy, kSparseCategoricalAccuracy, kMean, kAuc };
+  enum class Kind {
+    kAccuracy,
+    kSparseCategoricalAccuracy,
+    kMean,
+    kAuc,
+    kMeanAbsoluteError,
+    kMeanSquaredError,
+  };
   static constexpr int kAucThresholds = 200;  // Keras' num_thresholds.
 
   static absl::StatusOr<Metric> Create(const std::string& name);
@@ -36,9 +46,12 @@ class Metric {
   absl::Status CheckOutputWidth(int64_t width) const;
 
   int64_t state_size() const;
-  // Adds a batch to `state`: `outputs` [batch, width], `labels` [batch]; kMean
-  // adds `value` once per example. `logits`: outputs are logits (AUC turns them
-  // into probabilities first).
+  // Adds a batch to `state`: `outputs` [batch, width] against the batch's labels
+  // or targets, each example counted with its weight (Keras' weighted metrics);
+  // kMean adds `value` once per example. `logits`: outputs are logits (AUC turns
+  // them into probabilities first).
+  void Accumulate(const Tensor& outputs, const Batch& batch, double value, bool logits,
+                  double* state) const;
   void Accumulate(const Tensor& outputs, const std::vector<int32_t>& labels, double value,
                   bool logits, double* state) const;
   double Result(const double* state) const;

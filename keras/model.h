@@ -67,6 +67,9 @@ struct FitOptions {
   const Dataset* validation_data = nullptr;       // Evaluated after every epoch.
   const Pipeline* validation_pipeline = nullptr;  // The same, streamed.
   DataBinding binding;                            // For pipelines.
+  // Keras' class_weight: each example's weight (its sample weight, or 1) times its
+  // class's (1 for a class not named).
+  std::map<int32_t, float> class_weight;
   // Records a reader cannot read or parse are skipped and counted (tf.data's
   // ignore_errors), not an error.
   bool ignore_errors = false;
@@ -206,7 +209,7 @@ class Model : private ElasticReplica {
   // A step for a replica without examples: it takes part in every collective.
   absl::StatusOr<float> TrainStepWithoutBatch();
   // This replica's [loss * n, n, then each metric's state] for the last forward.
-  std::vector<double> BatchSums(const std::vector<int32_t>& labels, double loss);
+  std::vector<double> BatchSums(const struct Batch& batch, double loss);
   int64_t MetricStateSize() const;
   Logs LogsFrom(const std::vector<double>& sums) const;
   // After the callbacks' OnTrainEnd (`ended`: this worker's result), every worker

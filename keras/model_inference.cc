@@ -41,7 +41,7 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Dataset& data, int64_t batc
   struct Batch batch;
   while (it->Next(&batch)) {
     absl::Status forward = Forward(batch.features, /*training=*/false);
-    absl::StatusOr<float> loss = forward.ok() ? loss_->Compute(acts_.back(), batch.labels, nullptr)
+    absl::StatusOr<float> loss = forward.ok() ? loss_->Compute(acts_.back(), batch, nullptr)
                                               : absl::StatusOr<float>(forward);
     if (!loss.ok()) {
       // Data only this worker holds (a bad id, a bad label): the others must not
@@ -49,7 +49,7 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Dataset& data, int64_t batc
       strategy_->communicator()->Barrier().IgnoreError();
       return loss.status();
     }
-    std::vector<double> batch_sums = BatchSums(batch.labels, *loss);
+    std::vector<double> batch_sums = BatchSums(batch, *loss);
     for (size_t i = 0; i < sums.size(); ++i) sums[i] += batch_sums[i];
   }
   if (!it->status().ok()) {
@@ -93,7 +93,7 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Pipeline& data, const DataB
     float loss = 0;
     if (failed.ok()) failed = Forward(batch.features, /*training=*/false);
     if (failed.ok()) {
-      absl::StatusOr<float> computed = loss_->Compute(acts_.back(), batch.labels, nullptr);
+      absl::StatusOr<float> computed = loss_->Compute(acts_.back(), batch, nullptr);
       if (computed.ok()) loss = *computed;
       failed = computed.status();
     }
@@ -102,7 +102,7 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Pipeline& data, const DataB
       strategy_->Abort(failed);
       return failed;
     }
-    std::vector<double> batch_sums = BatchSums(batch.labels, loss);
+    std::vector<double> batch_sums = BatchSums(batch, loss);
     for (size_t i = 0; i < sums.size(); ++i) sums[i] += batch_sums[i];
   }
   RW_RETURN_IF_ERROR(

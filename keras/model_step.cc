@@ -96,9 +96,8 @@ absl::StatusOr<float> Model::TrainStep(const struct Batch& batch, float weight) 
   reducer_->BeginStep(weight);
   absl::Status status = Forward(batch.features, /*training=*/true);
   TimelineSpan loss_span("compute", "loss");
-  absl::StatusOr<float> loss = status.ok()
-                                   ? loss_->Compute(acts_.back(), batch.labels, &grads_.back())
-                                   : absl::StatusOr<float>(status);
+  absl::StatusOr<float> loss = status.ok() ? loss_->Compute(acts_.back(), batch, &grads_.back())
+                                           : absl::StatusOr<float>(status);
   loss_span.End();
   std::fill(grad_set_.begin(), grad_set_.end(), 0);
   for (size_t l = layers_.size(); l-- > 0 && loss.ok();) {
@@ -156,15 +155,16 @@ int64_t Model::MetricStateSize() const {
   return n;
 }
 
-std::vector<double> Model::BatchSums(const std::vector<int32_t>& labels, double loss) {
+std::vector<double> Model::BatchSums(const struct Batch& batch, double loss) {
   std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
-  if (labels.empty()) return sums;
-  const double n = static_cast<double>(labels.size());
-  sums[0] = loss * n;
+  const int64_t examples = batch.size();
+  if (examples == 0) return sums;
+  const double n = static_cast<double>(examples);
+  sums[0] = loss * n;  // The batch's (weighted) mean loss times its examples.
   sums[1] = n;
   double* state = sums.data() + 2;
   for (const Metric& m : metrics_) {
-    m.Accumulate(acts_.back(), labels, loss, loss_->from_logits(), state);
+    m.Accumulate(acts_.back(), batch, loss, loss_->from_logits(), state);
     state += m.state_size();
   }
   return sums;

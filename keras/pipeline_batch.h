@@ -1,14 +1,16 @@
 // A pipeline's elements as a model's batches: which features are the model's
-// input and its target (DataBinding), and a batch of them in the form a training
-// step takes (the input as float32, the target as integer class ids).
+// input, its targets and its per-example weight (DataBinding), and a batch of
+// them in the form a training step takes: the input as float32; one integer
+// target per example as class ids (Batch::labels); numbers, or several values,
+// as Batch::targets (several target features side by side: y0, ..., y9 make 10
+// targets per example).
 //
 //   RW_ASSIGN_OR_RETURN(PipelineBinding bound, BindPipeline(pipeline.spec(),
 //                                                           {.features = {"image"},
 //                                                            .targets = {"label"}}));
 //   RW_RETURN_IF_ERROR(ToModelBatch(element_batch, bound, &batch));
 //
-// For now a model reads one input feature and trains toward one integer target
-// (a class id); float targets (regression) are refused with a message.
+// For now a model reads one input feature and has one output.
 #ifndef RINGWORK_KERAS_PIPELINE_BATCH_H_
 #define RINGWORK_KERAS_PIPELINE_BATCH_H_
 
@@ -27,19 +29,24 @@ namespace ringwork {
 struct DataBinding {
   std::vector<std::string> features;
   std::vector<std::string> targets;
+  std::string sample_weight;  // A feature of one number per example; "": weights 1.
 };
 
 struct PipelineBinding {
-  int input = -1, target = -1;  // Feature indices in the element spec.
-  Shape input_shape;            // One example's (INVALID_ARGUMENT when it varies).
+  int input = -1;  // Feature indices in the element spec.
+  std::vector<int> targets;
+  int weight = -1;
+  Shape input_shape;         // One example's (INVALID_ARGUMENT when it varies).
+  bool class_ids = false;    // One integer target per example: labels, else targets.
+  int64_t target_width = 0;  // Values per example over the targets.
 };
 
 // INVALID_ARGUMENT naming the features the spec has: a name it lacks, more than
-// one input or target, a target of strings.
+// one input, strings, a shape that varies.
 absl::StatusOr<PipelineBinding> BindPipeline(const ElementSpec& spec, const DataBinding& binding);
 
-// `batch` (features with a leading dimension) as the model's Batch. Targets must
-// be whole numbers in int32 (a float target: INVALID_ARGUMENT naming it).
+// `batch` (features with a leading dimension) as the model's Batch. Class ids must
+// be whole numbers in int32 (INVALID_ARGUMENT naming the target otherwise).
 absl::Status ToModelBatch(const Element& batch, const ElementSpec& spec,
                           const PipelineBinding& bound, Batch* out);
 

@@ -162,5 +162,58 @@ TEST_CASE("a corrupt record stops every worker with exit 8, naming the file and 
   }
 }
 
+// Elements {"x": [i % 7, 1], "y": i % 3, "w": 0.5 + (i % 4)} in memory.
+Pipeline Weighted(int64_t n) {
+  TypedTensor x(ValueType::kFloat32, {n, 2}), y(ValueType::kInt64, {n}),
+      w(ValueType::kFloat32, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    x.data<float>()[2 * i] = static_cast<float>(i % 7) / 7;
+    x.data<float>()[2 * i + 1] = 1;
+    y.data<int64_t>()[i] = i % 3;
+    w.data<float>()[i] = 0.5f + static_cast<float>(i % 4);
+  }
+  return *TensorSlicesPipeline({{"x", x}, {"y", y}, {"w", w}});
+}
+
+// The loss of each epoch of a run on `workers`, with sample and class weights.
+std::vector<double> WeightedLosses(int workers) {
+  std::vector<std::vector<double>> losses(static_cast<size_t>(workers));
+  LocalCluster::Options options;
+  options.num_workers = workers;
+  const Pipeline data = Weighted(53);  // Global batch 10: the last is short.
+  std::vector<absl::Status> results =
+      LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+        auto scope = w.strategy->scope();
+        Sequential model;
+        model.Add(Dense(3));
+        CompileOptions compile;
+        compile.loss = {"sparse_categorical_crossentropy", true};
+        compile.optimizer = {.name = "sgd", .learning_rate = 0.5f};
+        compile.intra_op_threads = 1;
+        RW_RETURN_IF_ERROR(model.Compile(compile));
+        FitOptions fit;
+        fit.epochs = 3;
+        fit.batch_size = 10;
+        fit.verbose = 0;
+        fit.binding = {.features = {"x"}, .targets = {"y"}, .sample_weight = "w"};
+        fit.class_weight = {{1, 3.f}};
+        RW_ASSIGN_OR_RETURN(History history, model.Fit(data, fit));
+        losses[static_cast<size_t>(w.rank)] = history["loss"];
+        return absl::OkStatus();
+      });
+  for (const absl::Status& s : results) REQUIRE(s.ok());
+  for (const auto& l : losses) CHECK(l == losses[0]);  // Every worker reports the same.
+  return losses[0];
+}
+
+TEST_CASE("sample and class weights: one global weighted mean on any number of workers",
+          "[pipeline_fit]") {
+  const std::vector<double> one = WeightedLosses(1);
+  const std::vector<double> three = WeightedLosses(3);
+  REQUIRE(one.size() == 3);
+  for (size_t e = 0; e < one.size(); ++e) CHECK(three[e] == Approx(one[e]).epsilon(1e-5));
+  CHECK(one.back() < one.front());
+}
+
 }  // namespace
 }  // namespace ringwork

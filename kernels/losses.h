@@ -8,7 +8,11 @@
 //                        or from logits
 //
 // Gradients are written when the output pointer is not null. A label outside
-// [0, classes) is an error naming the row, not a crash.
+// [0, classes) is an error naming the row, not a crash. With `weights` (one per
+// example, Keras' sample_weight; each covers `per_weight` consecutive values of
+// MeanSquaredError and BinaryCrossEntropy) each example's loss and gradient are
+// scaled by its weight and the mean stays over the examples (Keras'
+// SUM_OVER_BATCH_SIZE).
 #ifndef RINGWORK_KERNELS_LOSSES_H_
 #define RINGWORK_KERNELS_LOSSES_H_
 
@@ -19,12 +23,14 @@
 namespace ringwork {
 
 absl::StatusOr<float> SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t batch,
-                                          int64_t classes, float* probs, float* dlogits);
+                                          int64_t classes, float* probs, float* dlogits,
+                                          const float* weights = nullptr);
 
-float MeanSquaredError(const float* pred, const float* target, int64_t count, float* dpred);
+float MeanSquaredError(const float* pred, const float* target, int64_t count, float* dpred,
+                       const float* weights = nullptr, int64_t per_weight = 1);
 
 float BinaryCrossEntropy(const float* pred, const float* target, int64_t count, bool from_logits,
-                         float* dpred);
+                         float* dpred, const float* weights = nullptr, int64_t per_weight = 1);
 
 }  // namespace ringwork
 

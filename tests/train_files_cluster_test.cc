@@ -60,6 +60,46 @@ TEST_CASE("two workers train on TFRecord shards of uneven sizes", "[train_files]
   CHECK(results[0].output.find("Unknown") == std::string::npos);  // Printed at the end only.
 }
 
+TEST_CASE("regression from CSV: float targets learn with the mean squared error", "[train_files]") {
+  // y = x W + noise of variance 0.01: 6 features, 3 targets, in 3 files.
+  const std::string dir = FreshTestDir("train_csv");
+  auto write = [&](const std::string& path, int rows, int seed) {
+    std::ofstream out(path);
+    out << "x0,x1,x2,x3,x4,x5,y0,y1,y2\n";
+    for (int r = 0; r < rows; ++r) {
+      double x[6];
+      for (int k = 0; k < 6; ++k) x[k] = std::sin(1.3 * (r + seed) * (k + 1) + k);
+      for (int k = 0; k < 6; ++k) out << x[k] << ",";
+      for (int t = 0; t < 3; ++t) {
+        double y = 0;
+        for (int k = 0; k < 6; ++k) y += x[k] * std::cos(0.5 * (t + 1) * (k + 2));
+        y += 0.1 * std::sin(17.0 * (r + seed) + t);  // Noise of variance about 0.005.
+        out << y << (t < 2 ? "," : "\n");
+      }
+    }
+  };
+  for (int f = 0; f < 3; ++f) write(dir + "/train" + std::to_string(f) + ".csv", 700, 5000 * f);
+  write(dir + "/test.csv", 300, 99999);
+  const std::string metrics = dir + "/metrics.json";
+  ProcessCluster cluster({kTrain,
+                          2,
+                          false,
+                          {"--train_data=csv:" + dir + "/train*.csv",
+                           "--test_data=csv:" + dir + "/test.csv", "--targets=y0,y1,y2",
+                           "--epochs=15", "--global_batch_size=64", "--metrics_json=" + metrics}});
+  std::vector<SubprocessResult> results = cluster.Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+  }
+  const nlohmann::json j = ReadJson(metrics);
+  INFO(j.dump());
+  CHECK(j["train_examples_per_epoch"].get<int64_t>() == 2100);
+  CHECK(j["test_loss"].get<double>() <= 0.03);  // The mean squared error.
+  CHECK(j.contains("test_mae"));
+  CHECK_FALSE(j.contains("test_accuracy"));
+}
+
 TEST_CASE("a flipped byte in a shard stops every worker with exit 8", "[train_files]") {
   const std::string dir = FreshTestDir("train_files_corrupt");
   std::vector<std::string> files = WriteExampleFiles(dir, {200, 200}, Example);

@@ -107,8 +107,10 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
   }
   DataShape shape;
   if (files.has_value()) {
-    shape = {files->input_shape, files->classes};
+    shape = {files->input_shape, files->classes, files->target_width};
     RW_RETURN_IF_ERROR(BuildModel(f, shape).status());
+    // The loss follows the targets: numbers take the mean squared error.
+    RW_ASSIGN_OR_RETURN(compile, MakeCompileOptions(f, files->target_width > 0));
   }
   if (LearningRateScheduleName(f) != "none" && f.reduce_lr_patience >= 0) {
     return absl::InvalidArgumentError(
@@ -232,17 +234,23 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     const int64_t last_epoch_examples =
         history.examples_per_epoch().empty() ? 0 : history.examples_per_epoch().back();
     const uint64_t fingerprint = WeightsFingerprint(model);
+    // Accuracy for class ids; for number targets (regression) the mean absolute error.
+    const bool classifies = result.metrics.count("accuracy") > 0 || !tested;
+    const std::string test_metric =
+        classifies ? absl::StrFormat("test accuracy %.4f", result.metrics["accuracy"])
+                   : absl::StrFormat("test mae %.4f", result.metrics["mae"]);
     RW_LOG(INFO) << absl::StrFormat(
-        "test accuracy %.4f, test loss %.4f, %.0f train samples/s, "
+        "%s, test loss %.4f, %.0f train samples/s, "
         "weights fingerprint %016x",
-        result.metrics["accuracy"], result.loss, samples_per_s, fingerprint);
+        test_metric, result.loss, samples_per_s, fingerprint);
     if (chief && !tested) {
       std::printf("Trained: %.0f samples/s over %d worker%s (no --test_data to evaluate)\n",
                   samples_per_s, workers, workers == 1 ? "" : "s");
     } else if (chief) {
-      std::printf("Test accuracy: %.4f - test loss: %.4f - %.0f samples/s over %d worker%s\n",
-                  result.metrics["accuracy"], result.loss, samples_per_s, workers,
-                  workers == 1 ? "" : "s");
+      std::printf("Test %s: %.4f - test loss: %.4f - %.0f samples/s over %d worker%s\n",
+                  classifies ? "accuracy" : "mae",
+                  classifies ? result.metrics["accuracy"] : result.metrics["mae"], result.loss,
+                  samples_per_s, workers, workers == 1 ? "" : "s");
       if (result.metrics.count("auc")) {
         std::printf("Test AUC: %.4f (best achievable on this data: %.4f)\n", result.metrics["auc"],
                     bayes_auc);
@@ -275,6 +283,9 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
       if (!tested) {
         j.erase("test_accuracy");
         j.erase("test_loss");
+      } else if (!classifies) {
+        j.erase("test_accuracy");
+        j["test_mae"] = result.metrics["mae"];
       }
       if (result.metrics.count("auc")) j["test_auc"] = result.metrics["auc"];
       if (bayes_auc >= 0) j["bayes_auc"] = bayes_auc;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "base/exit_code.h"
 #include "base/status_macros.h"
+#include "data/pipeline/csv_source.h"
 #include "data/pipeline/tfrecord_source.h"
 #include "io/record_reader.h"
 
@@ -26,9 +27,10 @@ absl::StatusOr<Spec> ParseSpec(const std::string& flag, const std::string& text)
     spec.kind = text.substr(0, colon);
     spec.path = text.substr(colon + 1);
   }
-  if (spec.kind != "tfrecord" || spec.path.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag, "=", text, ": expected tfrecord:GLOB (TFRecord files of tf.train.Example)"));
+  if ((spec.kind != "tfrecord" && spec.kind != "csv") || spec.path.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", text,
+                     ": expected tfrecord:GLOB (TFRecord files of tf.train.Example) or csv:GLOB"));
   }
   return spec;
 }
@@ -114,6 +116,40 @@ absl::StatusOr<std::vector<FeatureSpec>> Specs(const std::vector<ExampleFeature>
   return specs;
 }
 
+// How one SPEC's files become parsed elements, the same for every data set.
+struct Reader {
+  std::string kind;
+  std::optional<ExampleParser> tfrecord;  // kind "tfrecord"
+  CsvPipelineOptions csv;                 // kind "csv"
+  absl::StatusOr<Pipeline> Open(const std::vector<std::string>& files, int threads) const {
+    if (kind == "csv") return CsvPipeline(files, csv, threads);
+    return TFRecordPipeline(files).Map(ParseExamplesFn(*tfrecord), threads, ParsedSpec(*tfrecord));
+  }
+};
+
+// The reader of `train_files`: its features' types and shapes from the first
+// record (TFRecord) or the header and first rows (CSV).
+absl::StatusOr<Reader> MakeReader(const std::string& kind, const std::vector<std::string>& files,
+                                  const std::vector<NamedShape>& features,
+                                  const std::vector<NamedShape>& targets) {
+  Reader reader;
+  reader.kind = kind;
+  if (kind == "csv") {
+    if (!features.empty()) {
+      for (const NamedShape& n : features) reader.csv.select.push_back(n.name);
+      for (const NamedShape& n : targets) reader.csv.select.push_back(n.name);
+    }
+    return reader;
+  }
+  RW_ASSIGN_OR_RETURN(std::vector<ExampleFeature> found, FirstRecord(files[0]));
+  RW_ASSIGN_OR_RETURN(std::vector<FeatureSpec> target_specs, Specs(found, files[0], targets, {}));
+  RW_ASSIGN_OR_RETURN(std::vector<FeatureSpec> specs, Specs(found, files[0], features, targets));
+  specs.insert(specs.end(), target_specs.begin(), target_specs.end());
+  RW_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(specs));
+  reader.tfrecord.emplace(std::move(parser));
+  return reader;
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<FileData>> LoadFileData(const TrainFlags& f) {
@@ -126,34 +162,45 @@ absl::StatusOr<std::optional<FileData>> LoadFileData(const TrainFlags& f) {
   RW_ASSIGN_OR_RETURN(const Spec train_spec, ParseSpec("train_data", f.train_data));
   RW_ASSIGN_OR_RETURN(std::vector<NamedShape> features, ParseNames("features", f.features));
   RW_ASSIGN_OR_RETURN(std::vector<NamedShape> targets, ParseNames("targets", f.targets));
-  if (targets.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--targets=", f.targets, ": name the one target feature the model learns (a class id)"));
+  if (targets.empty()) {
+    return absl::InvalidArgumentError("--targets: name the features the model learns");
   }
   RW_ASSIGN_OR_RETURN(std::vector<std::string> train_files, ExpandGlob(train_spec.path));
-  RW_ASSIGN_OR_RETURN(std::vector<ExampleFeature> found, FirstRecord(train_files[0]));
-  RW_ASSIGN_OR_RETURN(std::vector<FeatureSpec> target_specs,
-                      Specs(found, train_files[0], targets, {}));
-  RW_ASSIGN_OR_RETURN(std::vector<FeatureSpec> input_specs,
-                      Specs(found, train_files[0], features, targets));
-  if (input_specs.size() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--features: the built-in models read one input feature, ", input_specs.size(),
-                     " given or found (name it: --features=NAME[:SHAPE])"));
+  RW_ASSIGN_OR_RETURN(const Reader reader,
+                      MakeReader(train_spec.kind, train_files, features, targets));
+  RW_ASSIGN_OR_RETURN(Pipeline parsed, reader.Open(train_files, kAutotune));
+  // The input: one feature as it is; several (CSV's columns) side by side in one
+  // vector, "features".
+  std::vector<std::string> target_names, input_names;
+  for (const NamedShape& t : targets) {
+    if (FeatureIndex(parsed.spec(), t.name) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--targets: the data has no feature \"",
+                                                     t.name, "\" (it has ",
+                                                     SpecString(parsed.spec()), ")"));
+    }
+    target_names.push_back(t.name);
   }
-  if (target_specs[0].type != ValueType::kInt64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--targets=", f.targets, ": \"", target_specs[0].name, "\" is a ",
-                     ValueTypeName(target_specs[0].type),
-                     " feature; the built-in models learn class ids (an int64 feature) for now"));
+  for (const FeatureInfo& info : parsed.spec()) {
+    if (std::find(target_names.begin(), target_names.end(), info.name) == target_names.end()) {
+      input_names.push_back(info.name);
+    }
   }
-  std::vector<FeatureSpec> specs = {input_specs[0], target_specs[0]};
-  RW_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(specs));
-  const ElementSpec parsed = ParsedSpec(parser);
-  auto make = [&](const std::vector<std::string>& files) {
-    return TFRecordPipeline(files).Map(ParseExamplesFn(parser), kAutotune, parsed);
+  if (input_names.empty()) return absl::InvalidArgumentError("--features: no input feature left");
+  std::optional<ElementSpec> packed;
+  std::string input = input_names[0];
+  if (input_names.size() > 1 || parsed.spec()[FeatureIndex(parsed.spec(), input)].shape.empty()) {
+    RW_ASSIGN_OR_RETURN(packed, PackedSpec(parsed.spec(), input_names, "features"));
+    input = "features";
+  }
+  auto make = [&](const std::vector<std::string>& files) -> absl::StatusOr<Pipeline> {
+    RW_ASSIGN_OR_RETURN(Pipeline p, reader.Open(files, kAutotune));
+    if (packed.has_value()) {
+      p = p.Map(PackFeaturesFn(p.spec(), input_names, "features"), 1, *packed);
+    }
+    return p;
   };
-  FileData data{make(train_files)};
+  RW_ASSIGN_OR_RETURN(Pipeline train, make(train_files));
+  FileData data{train};
   if (f.shuffle_buffer > 0) {
     data.train = data.train.Shuffle(f.shuffle_buffer, static_cast<uint64_t>(f.seed));
   }
@@ -163,32 +210,37 @@ absl::StatusOr<std::optional<FileData>> LoadFileData(const TrainFlags& f) {
     if (text.empty()) continue;
     RW_ASSIGN_OR_RETURN(const Spec spec, ParseSpec(flag, text));
     RW_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandGlob(spec.path));
-    out->emplace(make(files));
+    RW_ASSIGN_OR_RETURN(Pipeline p, make(files));
+    out->emplace(std::move(p));
   }
-  data.binding = {.features = {specs[0].name}, .targets = {specs[1].name}};
-  data.input_shape = specs[0].shape;
-  // The classes (and the examples, for a schedule's length) from a pass over the
-  // targets alone, unless neither is needed.
+  data.binding = {.features = {input}, .targets = target_names};
+  RW_ASSIGN_OR_RETURN(const PipelineBinding bound, BindPipeline(data.train.spec(), data.binding));
+  data.input_shape = bound.input_shape;
+  if (!bound.class_ids) {
+    // Numbers (regression, multi-label): an output per target value.
+    data.target_width = bound.target_width;
+    return std::optional<FileData>(std::move(data));
+  }
+  // Class ids: the classes (and the examples, for a schedule's length) from a
+  // pass over the targets, unless neither is needed.
   data.classes = f.num_classes;
-  data.train_examples = -1;
   if (f.num_classes > 0 && LearningRateScheduleName(f) == "none") {
     return std::optional<FileData>(std::move(data));
   }
   data.train_examples = 0;
-  RW_ASSIGN_OR_RETURN(ExampleParser labels, ExampleParser::Create({specs[1]}));
-  auto it = TFRecordPipeline(train_files)
-                .Map(ParseExamplesFn(labels), 1, ParsedSpec(labels))
-                .Iterate({.ignore_errors = f.ignore_errors});
+  const int target = FeatureIndex(parsed.spec(), target_names[0]);
+  auto it = parsed.Iterate({.ignore_errors = f.ignore_errors});
   Element e;
   int64_t max_label = -1;
   while (true) {
     absl::StatusOr<bool> more = it->Next(&e);
     if (!more.ok()) return InvalidDataError(more.status().message());
     if (!*more) break;
-    const int64_t label = e.values[0].data<int64_t>()[0];
+    const int64_t label =
+        static_cast<int64_t>(e.values[static_cast<size_t>(target)].ValueAsDouble(0));
     if (label < 0) {
-      return InvalidDataError(absl::StrCat(OriginOf(e), "target \"", specs[1].name, "\" = ", label,
-                                           ": class ids start at 0"));
+      return InvalidDataError(absl::StrCat(OriginOf(e), "target \"", target_names[0],
+                                           "\" = ", label, ": class ids start at 0"));
     }
     max_label = std::max(max_label, label);
     ++data.train_examples;
@@ -196,7 +248,7 @@ absl::StatusOr<std::optional<FileData>> LoadFileData(const TrainFlags& f) {
   if (data.classes == 0) data.classes = max_label + 1;
   if (data.classes < 2 || max_label >= data.classes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the target \"", specs[1].name, "\" has classes 0..", max_label,
+        "the target \"", target_names[0], "\" has classes 0..", max_label,
         f.num_classes > 0 ? absl::StrCat(", more than --num_classes=", f.num_classes) : "",
         ": a classifier needs 2 or more"));
   }

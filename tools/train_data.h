@@ -1,7 +1,8 @@
 // train on your files: --train_data, --validation_data, --test_data name them by a
-// SPEC ("tfrecord:GLOB"), --features and --targets the features the model reads
-// and learns (as NAME[:SHAPE], e.g. image:28x28x1). The pipelines stream the
-// files; the training one is shuffled through a buffer each epoch.
+// SPEC ("tfrecord:GLOB" or "csv:GLOB"), --features and --targets the features the
+// model reads and learns (as NAME[:SHAPE], e.g. image:28x28x1; several CSV columns
+// go side by side into one input vector, several targets into one target vector). The pipelines
+// stream the files; the training one is shuffled through a buffer each epoch.
 //
 //   RW_ASSIGN_OR_RETURN(std::optional<FileData> files, LoadFileData(flags));
 //   if (files) model.Fit(files->train, {.binding = files->binding, ...});
@@ -28,7 +29,8 @@ struct FileData {
   std::optional<Pipeline> validation, test;
   DataBinding binding;
   Shape input_shape;
-  int64_t classes = 0;
+  int64_t classes = 0;          // Class ids' (target_width 0).
+  int64_t target_width = 0;     // Numbers: values per example over the targets.
   int64_t train_examples = -1;  // Over every file; -1: not counted.
 };
 

@@ -35,6 +35,10 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "image:28x28x1 (default: the one feature that is not a target)");
   flags->String("targets", &f->targets,
                 "with --train_data: the feature the model learns (integer class ids)");
+  flags->String("loss", &f->loss,
+                "the loss (default: sparse_categorical_crossentropy for class ids, "
+                "mean_squared_error for number targets; binary_crossentropy for multi-label "
+                "targets in [0, 1], from logits)");
   flags->Int("num_classes", &f->num_classes,
              "with --train_data: the classes of the target (0: counted from the training files)");
   flags->Int("shuffle_buffer", &f->shuffle_buffer,
@@ -282,6 +286,8 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
         "--model=", name, " with --dataset=", f.dataset,
         ": wide_deep trains on synthetic_clicks (ids and numbers), the others on images"));
   }
+  // Class ids: a logit per class; numbers: an output per target value.
+  const int64_t outputs = shape.target_width > 0 ? shape.target_width : shape.classes;
   if ((name == "cnn" || name == "resnet") && shape.input.size() != 3) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--model=", name, " reads images (height x width x channels), not inputs of shape ",
@@ -294,7 +300,7 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
   if (name == "resnet") {
     // A mirrored garment is the same garment; --dataset=synthetic's labels are
     // not mirror-symmetric, so its images are not flipped.
-    return SmallResNet(shape.input, static_cast<int>(shape.classes),
+    return SmallResNet(shape.input, outputs,
                        {.sync_batch_norm = f.sync_batch_norm,
                         .random_flip = f.random_flip && f.dataset == "fashion_mnist"});
   }
@@ -307,7 +313,7 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
     model.Add(Flatten());
     model.Add(Dense(256, {.activation = "relu"}));
     model.Add(Dense(128, {.activation = "relu"}));
-    model.Add(Dense(shape.classes));
+    model.Add(Dense(outputs));
   } else if (name == "cnn") {
     model.Add(Conv2D(16, 3, {.padding = "same", .activation = "relu"}));
     model.Add(MaxPool2D(2));
@@ -315,7 +321,7 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
     model.Add(MaxPool2D(2));
     model.Add(Flatten());
     model.Add(Dense(128, {.activation = "relu"}));
-    model.Add(Dense(shape.classes));
+    model.Add(Dense(outputs));
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));
@@ -323,10 +329,17 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
   return Model(std::move(model));  // A Sequential adds nothing to the Model it is.
 }
 
-absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {
+absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f, bool numbers) {
   CompileOptions compile;
   compile.loss = {"sparse_categorical_crossentropy", /*from_logits=*/true};
   if (f.model == "wide_deep") compile.loss = {"binary_crossentropy"};  // Its sigmoid's probability.
+  // The loss follows the targets: numbers (regression) take the mean squared
+  // error; --loss says otherwise (binary_crossentropy for multi-label targets
+  // in [0, 1], from the model's logits).
+  if (numbers) compile.loss = {"mean_squared_error"};
+  if (!f.loss.empty()) {
+    compile.loss = {f.loss, /*from_logits=*/f.loss != "mse" && f.loss != "mean_squared_error"};
+  }
   compile.optimizer.name = f.optimizer;
   compile.optimizer.learning_rate = static_cast<float>(LearningRate(f));
   compile.optimizer.clipping = {static_cast<float>(f.clipnorm),
@@ -339,6 +352,8 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f) {
   }
   compile.metrics = {"accuracy"};
   if (f.model == "wide_deep") compile.metrics = {"accuracy", "auc"};
+  const bool squared = compile.loss.name == "mse" || compile.loss.name == "mean_squared_error";
+  if (numbers && squared) compile.metrics = {"mae"};
   compile.intra_op_threads = static_cast<int>(f.intra_op_threads);
   compile.seed = static_cast<uint64_t>(f.seed);
   if (f.precision == "bfloat16") {

@@ -23,6 +23,7 @@ struct TrainFlags {
   std::string train_data, validation_data, test_data;
   std::string features, targets;
   int64_t num_classes = 0;         // 0: counted from the training targets.
+  std::string loss;                // Empty: the one the targets call for.
   int64_t shuffle_buffer = 10000;  // Of --train_data; 0: file order.
   bool ignore_errors = false;
   std::string data_dir = kFashionMnistDir;
@@ -85,11 +86,16 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f);
 struct DataShape {
   Shape input = {28, 28, 1};
   int64_t classes = 10;
+  // Number targets (regression, multi-label): the outputs, one per target value;
+  // 0: class ids (`classes` outputs).
+  int64_t target_width = 0;
 };
 // The model --model names (unbuilt), for data of `shape`; INVALID_ARGUMENT for an
 // unknown name, or a model and data that do not go together.
 absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape = {});
-absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f);
+// `numbers`: the targets are numbers (the loss defaults to mean_squared_error and
+// the metric to mae), else class ids.
+absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f, bool numbers = false);
 // --learning_rate, or the model's default: 0.001 (Keras' Adam), 0.002 for resnet,
 // 0.003 for wide_deep.
 double LearningRate(const TrainFlags& f);

@@ -20,6 +20,18 @@ namespace {
 // blocks): the iterator fails instead of hanging the training step.
 constexpr double kStallDeadlineS = 600;
 
+// With ignore_errors, what a Map's function refuses (an element it cannot parse)
+// is skipped and counted; anything else still ends the iterator.
+bool SkipsError(const absl::Status& status, const IterateOptions& options) {
+  if (!options.ignore_errors) return false;
+  if (status.code() != absl::StatusCode::kInvalidArgument &&
+      status.code() != absl::StatusCode::kDataLoss) {
+    return false;
+  }
+  if (options.stats != nullptr) options.stats->AddSkipped(1);
+  return true;
+}
+
 // Elements read on a thread into a ring of `capacity` slots, transformed by
 // `workers` threads (0: none, a prefetch), consumed in order. The reader and the
 // workers take runs of up to kRun slots at a time (a parse of a record is about a
@@ -30,8 +42,9 @@ class WindowIterator : public ElementIterator {
   static constexpr int64_t kRun = 16;
 
   WindowIterator(std::unique_ptr<ElementIterator> in, const MapFn* fn, int workers,
-                 int64_t capacity, PipelineStats::Stage* stage)
-      : in_(std::move(in)),
+                 int64_t capacity, PipelineStats::Stage* stage, const IterateOptions& options)
+      : options_(options),
+        in_(std::move(in)),
         fn_(fn),
         slots_(static_cast<size_t>(std::max<int64_t>(capacity, 1))),
         stage_(stage) {
@@ -82,6 +95,10 @@ class WindowIterator : public ElementIterator {
     // The caller's element goes into the slot: the reader refills its buffers.
     std::swap(*out, s.element);
     if (reader_waits_) space_.notify_one();
+    if (!status.ok() && SkipsError(status, options_)) {
+      lock.unlock();
+      return Next(out);  // The next element instead of this one.
+    }
     if (!status.ok()) return status;
     return true;
   }
@@ -165,6 +182,7 @@ class WindowIterator : public ElementIterator {
     }
   }
 
+  const IterateOptions options_;
   std::unique_ptr<ElementIterator> in_;
   const MapFn* fn_;  // Not owned (the node's); null for a prefetch.
   std::mutex mu_;
@@ -211,34 +229,38 @@ class MapNode : public PipelineNode {
     if (threads <= 1) {
       class It : public ElementIterator {
        public:
-        It(std::unique_ptr<ElementIterator> in, const MapFn* fn, PipelineStats::Stage* stage)
-            : in_(std::move(in)), fn_(fn), stage_(stage) {}
+        It(std::unique_ptr<ElementIterator> in, const MapFn* fn, PipelineStats::Stage* stage,
+           const IterateOptions& options)
+            : in_(std::move(in)), fn_(fn), stage_(stage), options_(options) {}
         absl::StatusOr<bool> Next(Element* out) override {
-          absl::StatusOr<bool> more = in_->Next(out);
-          if (!more.ok() || !*more) return more;
-          const auto start = std::chrono::steady_clock::now();
-          absl::Status status = (*fn_)(out);
-          if (stage_ != nullptr) {
-            stage_->busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now() - start)
-                                   .count();
-            stage_->elements += 1;
+          while (true) {
+            absl::StatusOr<bool> more = in_->Next(out);
+            if (!more.ok() || !*more) return more;
+            const auto start = std::chrono::steady_clock::now();
+            absl::Status status = (*fn_)(out);
+            if (stage_ != nullptr) {
+              stage_->busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now() - start)
+                                     .count();
+              stage_->elements += 1;
+            }
+            if (status.ok()) return true;
+            if (!SkipsError(status, options_)) {
+              return absl::Status(status.code(), absl::StrCat(OriginOf(*out), status.message()));
+            }
           }
-          if (!status.ok()) {
-            return absl::Status(status.code(), absl::StrCat(OriginOf(*out), status.message()));
-          }
-          return true;
         }
 
        private:
         std::unique_ptr<ElementIterator> in_;
         const MapFn* fn_;
         PipelineStats::Stage* stage_;
+        const IterateOptions options_;
       };
-      return std::make_unique<It>(std::move(in), &fn_, stage);
+      return std::make_unique<It>(std::move(in), &fn_, stage, options);
     }
     return std::make_unique<WindowIterator>(std::move(in), &fn_, threads,
-                                            4 * WindowIterator::kRun * threads, stage);
+                                            4 * WindowIterator::kRun * threads, stage, options);
   }
 
  private:
@@ -266,7 +288,7 @@ class PrefetchNode : public PipelineNode {
     PipelineStats::Stage* stage =
         options.stats == nullptr ? nullptr : options.stats->AddStage("prefetch", buffer_);
     return std::make_unique<WindowIterator>(input_->MakeIterator(options), nullptr, 0, buffer_,
-                                            stage);
+                                            stage, options);
   }
 
  private:

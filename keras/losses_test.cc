@@ -1,0 +1,104 @@
+// Losses and metrics on number targets and per-example weights, as Keras defines
+// them (the weighted sum over the batch's examples, divided by their count), with
+// their gradients checked by finite differences.
+#include "keras/losses.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "keras/metrics.h"
+
+namespace ringwork {
+namespace {
+
+Batch NumberBatch(std::vector<float> targets, Shape shape, std::vector<float> weights = {}) {
+  Batch b;
+  b.features = Tensor({shape[0], 1});
+  b.targets = Tensor(shape, targets);
+  b.weights = std::move(weights);
+  return b;
+}
+
+// d(loss)/d(output) by central differences, against the loss's own gradient.
+void CheckGradient(const Loss& loss, const Tensor& output, const Batch& batch) {
+  Tensor grad;
+  REQUIRE(loss.Compute(output, batch, &grad).ok());
+  for (int64_t i = 0; i < output.size(); ++i) {
+    Tensor up = output, down = output;
+    const float h = 1e-3f;
+    up[i] += h;
+    down[i] -= h;
+    const double numeric =
+        (*loss.Compute(up, batch, nullptr) - *loss.Compute(down, batch, nullptr)) / (2.0 * h);
+    CHECK(grad[i] == Approx(numeric).margin(2e-3));
+  }
+}
+
+TEST_CASE("mean squared error on number targets of any shape, weighted per example", "[losses]") {
+  Loss mse = *Loss::Create({"mean_squared_error"});
+  const Tensor output({2, 3}, {1, 2, 3, 0, 0, 1});
+  const Batch plain = NumberBatch({1, 1, 1, 0, 1, 0}, {2, 3});
+  // Row 0: (0 + 1 + 4) / 3; row 1: (0 + 1 + 1) / 3; the mean over both rows.
+  CHECK(*mse.Compute(output, plain, nullptr) == Approx((5.0 / 3 + 2.0 / 3) / 2));
+  const Batch weighted = NumberBatch({1, 1, 1, 0, 1, 0}, {2, 3}, {1, 3});
+  CHECK(*mse.Compute(output, weighted, nullptr) == Approx((5.0 / 3 + 3 * 2.0 / 3) / 2));
+  CheckGradient(mse, output, weighted);
+  // Targets of another size than the outputs are refused.
+  const Batch wrong = NumberBatch({1, 2}, {2, 1});
+  CHECK(mse.Compute(output, wrong, nullptr).status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("binary cross-entropy on multi-label targets, and class ids refused by numbers",
+          "[losses]") {
+  Loss bce = *Loss::Create({"binary_crossentropy", /*from_logits=*/true});
+  const Tensor logits({2, 2}, {2, -1, 0.5f, 3});
+  const Batch labels = NumberBatch({1, 0, 0, 1}, {2, 2}, {0.5f, 2});
+  double want = 0;
+  const float z[4] = {2, -1, 0.5f, 3}, t[4] = {1, 0, 0, 1}, w[4] = {0.5f, 0.5f, 2, 2};
+  for (int i = 0; i < 4; ++i) {
+    const double p = 1 / (1 + std::exp(-z[i]));
+    want += w[i] * -(t[i] * std::log(p) + (1 - t[i]) * std::log(1 - p));
+  }
+  CHECK(*bce.Compute(logits, labels, nullptr) == Approx(want / 4));
+  CheckGradient(bce, logits, labels);
+  Loss sparse = *Loss::Create({"sparse_categorical_crossentropy", true});
+  CHECK(std::string(sparse.Compute(logits, labels, nullptr).status().message())
+            .find("takes integer class ids") != std::string::npos);
+}
+
+TEST_CASE("sparse categorical cross-entropy weights each example", "[losses]") {
+  Loss sparse = *Loss::Create({"sparse_categorical_crossentropy", true});
+  const Tensor logits({2, 3}, {1, 2, 3, 3, 1, 0});
+  Batch batch;
+  batch.features = Tensor({2, 1});
+  batch.labels = {2, 1};
+  const float unweighted_0 =
+      *sparse.Compute(Tensor({1, 3}, {1, 2, 3}), std::vector<int32_t>{2}, nullptr);
+  const float unweighted_1 =
+      *sparse.Compute(Tensor({1, 3}, {3, 1, 0}), std::vector<int32_t>{1}, nullptr);
+  batch.weights = {2, 0.5f};
+  CHECK(*sparse.Compute(logits, batch, nullptr) ==
+        Approx((2 * unweighted_0 + 0.5 * unweighted_1) / 2));
+  CheckGradient(sparse, logits, batch);
+}
+
+TEST_CASE("metrics count each example with its weight", "[metrics]") {
+  Metric accuracy = *Metric::Create("accuracy");
+  Batch batch;
+  batch.features = Tensor({3, 1});
+  batch.labels = {0, 1, 1};
+  batch.weights = {1, 2, 3};
+  const Tensor outputs({3, 2}, {0.9f, 0.1f, 0.2f, 0.8f, 0.7f, 0.3f});  // Right, right, wrong.
+  std::vector<double> state(2, 0.0);
+  accuracy.Accumulate(outputs, batch, 0, false, state.data());
+  CHECK(accuracy.Result(state.data()) == Approx(3.0 / 6));
+  Metric mae = *Metric::Create("mae");
+  const Batch numbers = NumberBatch({1, 2, 3, 4}, {2, 2}, {1, 3});
+  std::vector<double> s2(2, 0.0);
+  mae.Accumulate(Tensor({2, 2}, {1, 1, 3, 2}), numbers, 0, false, s2.data());
+  // Row 0: (0 + 1) / 2, weight 1; row 1: (0 + 2) / 2, weight 3.
+  CHECK(mae.Result(s2.data()) == Approx((0.5 + 3 * 1.0) / 4));
+}
+
+}  // namespace
+}  // namespace ringwork
