@@ -18,7 +18,7 @@ packages=(
   build-essential pkg-config
   bazel-bootstrap bazel-platforms bazel-rules-java
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  nlohmann-json3-dev libdnnl-dev catch2 libabsl-dev zlib1g-dev
+  nlohmann-json3-dev libdnnl-dev catch2 libabsl-dev zlib1g-dev libpng-dev libjpeg-dev
   dataset-fashion-mnist
   openssl libssl-dev
 )
