@@ -21,6 +21,12 @@ absl::StatusOr<Image> DecodePng(absl::string_view bytes, int channels) {
     return absl::InvalidArgumentError(
         absl::StrCat("not a PNG image libpng reads (", png.message, ")"));
   }
+  if (channels == 0) {
+    // The file's own: gray, color, either with alpha (gray with alpha as RGBA).
+    channels = (png.format & PNG_FORMAT_FLAG_ALPHA)   ? 4
+               : (png.format & PNG_FORMAT_FLAG_COLOR) ? 3
+                                                      : 1;
+  }
   png.format = channels == 1 ? PNG_FORMAT_GRAY : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
   Image image;
   image.height = png.height;
@@ -63,6 +69,7 @@ absl::StatusOr<Image> DecodeJpeg(absl::string_view bytes, int channels) {
   jpeg_mem_src(&info, reinterpret_cast<const unsigned char*>(bytes.data()),
                static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&info, TRUE);
+  if (channels == 0) channels = info.num_components == 1 ? 1 : 3;
   info.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&info);
   const int decoded = info.output_components;
@@ -90,8 +97,8 @@ absl::StatusOr<Image> DecodeJpeg(absl::string_view bytes, int channels) {
 }  // namespace
 
 absl::StatusOr<Image> DecodeImage(absl::string_view bytes, int channels) {
-  if (channels != 1 && channels != 3 && channels != 4) {
-    return absl::InvalidArgumentError(absl::StrCat(channels, " channels: expected 1, 3 or 4"));
+  if (channels != 0 && channels != 1 && channels != 3 && channels != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(channels, " channels: expected 1, 3, 4 or 0"));
   }
   const auto byte = [&](size_t i) { return static_cast<uint8_t>(bytes[i]); };
   if (bytes.size() >= 8 &&

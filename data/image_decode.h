@@ -26,6 +26,7 @@ struct Image {
 };
 
 // `channels`: 1 (grayscale), 3 (RGB) or 4 (RGBA); the file's own are converted.
+// 0: the file's own (1 for gray, 3 for color, 4 with alpha).
 absl::StatusOr<Image> DecodeImage(absl::string_view bytes, int channels);
 
 // `image` at `height` x `width` into `out` (height x width x channels floats, the

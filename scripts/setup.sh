@@ -8,7 +8,8 @@
 #                              (slurm-wlm, munge), Chromium (the report page),
 #                              clang's sanitizers (the fuzzers), iproute2 (emulated
 #                              hosts), GoogleTest, PyYAML, protobuf and crcmod
-#                              (an independent TFRecord writer), clang-format and
+#                              (an independent TFRecord writer), Pillow (an
+#                              independent PNG/JPEG writer), clang-format and
 #                              universal-ctags (the source checks)
 #   scripts/setup.sh --peers   also the peers the benchmarks compare against
 #                              (Open MPI, PyTorch 1.13 with gloo); bench/ asks for it
@@ -26,11 +27,14 @@ for arg in "$@"; do
   case "$arg" in
     --suite)
       packages+=(slurm-wlm munge chromium clang libclang-rt-14-dev iproute2 libgtest-dev
-                 python3-yaml python3-protobuf python3-crcmod clang-format universal-ctags) ;;
+                 python3-yaml python3-protobuf python3-crcmod python3-pil clang-format
+                 universal-ctags) ;;
     --peers)
       # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS
       # (about 5x slower here), which would flatter Ringwork.
-      packages+=(openmpi-bin libopenmpi-dev python3-torch libgloo-dev libopenblas0-pthread) ;;
+      # python3-pil: the image pipeline's peer (PyTorch DataLoader decoding with PIL).
+      packages+=(openmpi-bin libopenmpi-dev python3-torch libgloo-dev libopenblas0-pthread
+                 python3-pil) ;;
     *) echo "setup: unknown argument $arg (expected --suite or --peers)" >&2; exit 2 ;;
   esac
 done

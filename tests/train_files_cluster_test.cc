@@ -1,7 +1,7 @@
 // train on your files, on localhost clusters of real processes: TFRecord shards
-// of tf.train.Example (some GZIP), every example once per epoch, test metrics in
-// the JSON; a flipped byte in a shard stops every worker with exit 8 naming the
-// file and the record; bad flags fail at once with exit 2.
+// of tf.train.Example (some GZIP), CSV, folders of PNG files; every example once
+// per epoch, test metrics in the JSON; a flipped byte in a shard stops every worker with exit 8
+// naming the file and the record; bad flags fail at once with exit 2.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -100,6 +100,40 @@ TEST_CASE("regression from CSV: float targets learn with the mean squared error"
   CHECK_FALSE(j.contains("test_accuracy"));
 }
 
+TEST_CASE("two workers train on folders of PNG files, one folder per class", "[train_files]") {
+  // Debian's Fashion-MNIST as PNG files written by Pillow (not Ringwork).
+  const std::string dir = FreshTestDir("train_images");
+  SubprocessResult written = RunSubprocess({"/usr/bin/python3", "bench/data/fashion_mnist_png.py",
+                                            dir, "--train_limit=3000", "--test_limit=1000"},
+                                           Subprocess::Options{});
+  INFO(written.output);
+  REQUIRE(written.exit_code == 0);
+  const std::string metrics = dir + "/metrics.json";
+  const std::vector<std::string> flags = {"--train_data=images:" + dir + "/train",
+                                          "--test_data=images:" + dir + "/test", "--epochs=4",
+                                          "--global_batch_size=50"};
+  std::vector<std::string> with_json = flags;
+  with_json.push_back("--metrics_json=" + metrics);
+  std::vector<SubprocessResult> results = ProcessCluster({kTrain, 2, false, with_json}).Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+  }
+  const nlohmann::json j = ReadJson(metrics);
+  INFO(j.dump());
+  CHECK(j["train_examples_per_epoch"].get<int64_t>() == 3000);
+  CHECK(j["test_accuracy"].get<double>() >= 0.7);
+  // A file that is not an image stops both workers with exit 8, naming it.
+  const std::string bad = dir + "/train/3_dress/bad.png";
+  std::ofstream(bad) << "not a PNG";
+  results = ProcessCluster({kTrain, 2, false, flags}).Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 8);
+    CHECK(r.output.find(bad + ": neither a PNG nor a JPEG image") != std::string::npos);
+  }
+}
+
 TEST_CASE("a flipped byte in a shard stops every worker with exit 8", "[train_files]") {
   const std::string dir = FreshTestDir("train_files_corrupt");
   std::vector<std::string> files = WriteExampleFiles(dir, {200, 200}, Example);
@@ -136,7 +170,12 @@ TEST_CASE("train refuses data flags it cannot use, naming them", "[train_files]"
            {{glob, "--targets=label"}, "feature \"label\" is not in"},
            {{glob, "--targets=y", "--features=x:3x3"}, "feature \"x\": 8 values; its shape [3, 3]"},
            {{"--train_data=tfrecord:" + dir + "/none*", "--targets=y"}, "no file matches"},
-           {{glob, "--targets=y", "--model=cnn"}, "--model=cnn reads images"}}) {
+           {{glob, "--targets=y", "--model=cnn"}, "--model=cnn reads images"},
+           {{glob, "--targets=y", "--test_data=csv:" + dir + "/f*"},
+            "--train_data is tfrecord files; so is this"},
+           {{"--train_data=images:" + dir, "--features=image:4x4x2"},
+            "an image is HxWxC with 1, 3 or 4 channels"},
+           {{"--train_data=images:" + dir}, " has no class folders"}}) {
     ProcessCluster cluster({kTrain, 1, false, c.flags});
     std::vector<SubprocessResult> results = cluster.Run();
     INFO(results[0].output);

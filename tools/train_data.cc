@@ -10,6 +10,7 @@
 #include "base/exit_code.h"
 #include "base/status_macros.h"
 #include "data/pipeline/csv_source.h"
+#include "data/pipeline/image_folder.h"
 #include "data/pipeline/tfrecord_source.h"
 #include "io/record_reader.h"
 
@@ -27,10 +28,12 @@ absl::StatusOr<Spec> ParseSpec(const std::string& flag, const std::string& text)
     spec.kind = text.substr(0, colon);
     spec.path = text.substr(colon + 1);
   }
-  if ((spec.kind != "tfrecord" && spec.kind != "csv") || spec.path.empty()) {
+  if ((spec.kind != "tfrecord" && spec.kind != "csv" && spec.kind != "images") ||
+      spec.path.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--", flag, "=", text,
-                     ": expected tfrecord:GLOB (TFRecord files of tf.train.Example) or csv:GLOB"));
+                     ": expected tfrecord:GLOB (TFRecord files of tf.train.Example), csv:GLOB "
+                     "or images:DIR (a folder per class)"));
   }
   return spec;
 }
@@ -150,6 +153,72 @@ absl::StatusOr<Reader> MakeReader(const std::string& kind, const std::vector<std
   return reader;
 }
 
+// images:DIR: a folder per class, as Keras' image_dataset_from_directory; the
+// pixels scaled to [0, 1], every file's class known from its folder.
+absl::StatusOr<FileData> LoadImageFolders(const TrainFlags& f, const std::string& dir,
+                                          const std::vector<NamedShape>& features,
+                                          const std::vector<NamedShape>& targets) {
+  ImageFolderOptions options{.height = 0, .width = 0, .color_mode = ""};
+  if (features.size() > 1 || (features.size() == 1 && features[0].name != "image") ||
+      targets.size() > 1 || (targets.size() == 1 && targets[0].name != "label")) {
+    return absl::InvalidArgumentError(
+        "images:DIR gives the features image and label: --features=image[:HxWxC] "
+        "--targets=label, or neither");
+  }
+  if (!features.empty() && features[0].shape.has_value()) {
+    const Shape& shape = *features[0].shape;
+    if (shape.size() != 3 || (shape[2] != 1 && shape[2] != 3 && shape[2] != 4)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--features=", f.features, ": an image is HxWxC with 1, 3 or 4 channels"));
+    }
+    options.height = shape[0];
+    options.width = shape[1];
+    options.color_mode = shape[2] == 1 ? "grayscale" : shape[2] == 3 ? "rgb" : "rgba";
+  }
+  options.seed = static_cast<uint64_t>(f.seed);
+  options.shuffle = f.shuffle_buffer > 0;
+  options.rescale = 1.0f / 255;
+  RW_ASSIGN_OR_RETURN(ImageFolder train, ImageFolderPipeline(dir, options));
+  FileData data{train.pipeline};
+  data.binding = {.features = {"image"}, .targets = {"label"}};
+  data.input_shape = train.pipeline.spec()[0].shape;
+  data.classes = static_cast<int64_t>(train.class_names.size());
+  data.train_examples = train.files;
+  if (f.num_classes > 0 && f.num_classes != data.classes) {
+    return absl::InvalidArgumentError(absl::StrCat("--num_classes=", f.num_classes, ": ", dir,
+                                                   " has ", data.classes, " class folders"));
+  }
+  if (data.classes < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, " has one class folder: a classifier needs 2 or more"));
+  }
+  // Validation and test folders at the training images' size, labelled alike.
+  options.height = data.input_shape[0];
+  options.width = data.input_shape[1];
+  options.color_mode = data.input_shape[2] == 1   ? "grayscale"
+                       : data.input_shape[2] == 3 ? "rgb"
+                                                  : "rgba";
+  options.shuffle = false;
+  options.class_names = train.class_names;
+  for (const auto& [flag, text, out] :
+       {std::tuple{"validation_data", f.validation_data, &data.validation},
+        std::tuple{"test_data", f.test_data, &data.test}}) {
+    if (text.empty()) continue;
+    RW_ASSIGN_OR_RETURN(const Spec spec, ParseSpec(flag, text));
+    if (spec.kind != "images") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, "=", text, ": --train_data is images:DIR; so is this"));
+    }
+    absl::StatusOr<ImageFolder> folder = ImageFolderPipeline(spec.path, options);
+    if (!folder.ok()) {
+      return absl::Status(folder.status().code(),
+                          absl::StrCat("--", flag, ": ", folder.status().message()));
+    }
+    out->emplace(std::move(folder->pipeline));
+  }
+  return data;
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<FileData>> LoadFileData(const TrainFlags& f) {
@@ -162,6 +231,10 @@ absl::StatusOr<std::optional<FileData>> LoadFileData(const TrainFlags& f) {
   RW_ASSIGN_OR_RETURN(const Spec train_spec, ParseSpec("train_data", f.train_data));
   RW_ASSIGN_OR_RETURN(std::vector<NamedShape> features, ParseNames("features", f.features));
   RW_ASSIGN_OR_RETURN(std::vector<NamedShape> targets, ParseNames("targets", f.targets));
+  if (train_spec.kind == "images") {
+    RW_ASSIGN_OR_RETURN(FileData images, LoadImageFolders(f, train_spec.path, features, targets));
+    return std::optional<FileData>(std::move(images));
+  }
   if (targets.empty()) {
     return absl::InvalidArgumentError("--targets: name the features the model learns");
   }
@@ -209,6 +282,10 @@ absl::StatusOr<std::optional<FileData>> LoadFileData(const TrainFlags& f) {
         std::tuple{"test_data", f.test_data, &data.test}}) {
     if (text.empty()) continue;
     RW_ASSIGN_OR_RETURN(const Spec spec, ParseSpec(flag, text));
+    if (spec.kind != train_spec.kind) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", text, ": --train_data is ",
+                                                     train_spec.kind, " files; so is this"));
+    }
     RW_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandGlob(spec.path));
     RW_ASSIGN_OR_RETURN(Pipeline p, make(files));
     out->emplace(std::move(p));

@@ -24,17 +24,21 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "user and item ids and 3 numbers with a known best AUC; for --model=wide_deep)");
   flags->String("data_dir", &f->data_dir, "where the Fashion-MNIST IDX files are");
   flags->String("train_data", &f->train_data,
-                "your training files instead of --dataset: tfrecord:GLOB (TFRecord files of "
-                "tf.train.Example, plain, GZIP or ZLIB), streamed");
+                "your training files instead of --dataset, streamed: tfrecord:GLOB (TFRecord "
+                "files of tf.train.Example, plain, GZIP or ZLIB), csv:GLOB (a header row, then "
+                "numbers) or images:DIR (a folder per class of PNG or JPEG files)");
   flags->String("validation_data", &f->validation_data,
                 "with --train_data: files evaluated after every epoch (as --train_data)");
   flags->String("test_data", &f->test_data,
                 "with --train_data: files evaluated after training (as --train_data)");
   flags->String("features", &f->features,
                 "with --train_data: NAME[:SHAPE] of the feature the model reads, e.g. "
-                "image:28x28x1 (default: the one feature that is not a target)");
+                "image:28x28x1 (default: the one feature that is not a target; CSV: every "
+                "column but the targets; images: image, at the first image's size and "
+                "channels, or resized to HxWxC)");
   flags->String("targets", &f->targets,
-                "with --train_data: the feature the model learns (integer class ids)");
+                "with --train_data: the features the model learns: integer class ids, or "
+                "numbers (several side by side); images: label, the class folder's index");
   flags->String("loss", &f->loss,
                 "the loss (default: sparse_categorical_crossentropy for class ids, "
                 "mean_squared_error for number targets; binary_crossentropy for multi-label "
@@ -43,7 +47,7 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
              "with --train_data: the classes of the target (0: counted from the training files)");
   flags->Int("shuffle_buffer", &f->shuffle_buffer,
              "with --train_data: examples shuffled through a buffer of this many each epoch "
-             "(tf.data's shuffle; 0: file order)");
+             "(tf.data's shuffle; images: the whole file list; 0: file order)");
   flags->Bool("ignore_errors", &f->ignore_errors,
               "skip records that cannot be read or parsed, and count them, instead of "
               "stopping with exit 8 (tf.data's ignore_errors)");

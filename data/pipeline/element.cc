@@ -27,4 +27,14 @@ std::string OriginOf(const Element& element) {
                       element.record, ": ");
 }
 
+uint64_t ElementDraw(uint64_t seed, int64_t pass, int64_t index) {
+  auto mix = [](uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  return mix(mix(mix(seed) ^ static_cast<uint64_t>(pass)) ^ static_cast<uint64_t>(index));
+}
+
 }  // namespace ringwork

@@ -49,6 +49,10 @@ struct Element {
 // "F, record R: " (or "F, line L: ", "F: "), or "" when the origin is unknown.
 std::string OriginOf(const Element& element);
 
+// A well-mixed 64-bit draw for element `index` of pass `pass` under `seed`
+// (SplitMix64 over the three): a random augmentation's, reproducible anywhere.
+uint64_t ElementDraw(uint64_t seed, int64_t pass, int64_t index);
+
 }  // namespace ringwork
 
 #endif  // RINGWORK_DATA_PIPELINE_ELEMENT_H_

@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "data/image_decode.h"
 
 namespace ringwork {
@@ -70,21 +71,23 @@ class ImageFilesNode : public PipelineNode {
 absl::StatusOr<ImageFolder> ImageFolderPipeline(const std::string& dir,
                                                 const ImageFolderOptions& options,
                                                 int num_parallel_calls) {
-  const int channels = options.color_mode == "grayscale" ? 1
-                       : options.color_mode == "rgb"     ? 3
-                       : options.color_mode == "rgba"    ? 4
-                                                         : 0;
-  if (channels == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("color_mode \"", options.color_mode, "\": expected rgb, grayscale or rgba"));
+  int channels = options.color_mode == "grayscale" ? 1
+                 : options.color_mode == "rgb"     ? 3
+                 : options.color_mode == "rgba"    ? 4
+                 : options.color_mode.empty()      ? 0
+                                                   : -1;
+  if (channels < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("color_mode \"", options.color_mode,
+                                                   "\": expected rgb, grayscale, rgba or \"\""));
   }
   const std::string& mode = options.label_mode;
   if (mode != "int" && mode != "categorical" && mode != "binary" && mode != "none") {
     return absl::InvalidArgumentError(
         absl::StrCat("label_mode \"", mode, "\": expected int, categorical, binary or none"));
   }
-  if (options.height < 1 || options.width < 1) {
-    return absl::InvalidArgumentError("image_size: height and width must be at least 1");
+  if (options.height < 0 || options.width < 0 || (options.height == 0) != (options.width == 0)) {
+    return absl::InvalidArgumentError(
+        "image_size: height and width must be at least 1 (or both 0: the first image's)");
   }
   const bool split = options.validation_split > 0;
   if (options.validation_split < 0 || options.validation_split >= 1 ||
@@ -109,6 +112,19 @@ absl::StatusOr<ImageFolder> ImageFolderPipeline(const std::string& dir,
   if (classes.empty()) {
     return absl::NotFoundError(absl::StrCat(dir, " has no class folders (one per class)"));
   }
+  if (!options.class_names.empty()) {
+    std::vector<std::string> found, wanted = options.class_names;
+    for (const auto& c : classes) found.push_back(c.filename().string());
+    std::sort(wanted.begin(), wanted.end());
+    if (found != wanted) {
+      return absl::InvalidArgumentError(absl::StrCat(dir, " has the class folders ",
+                                                     absl::StrJoin(found, ", "), "; expected ",
+                                                     absl::StrJoin(options.class_names, ", ")));
+    }
+    classes.clear();
+    for (const std::string& name : options.class_names)
+      classes.push_back(std::filesystem::path(dir) / name);
+  }
   if (mode == "binary" && classes.size() != 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("label_mode binary needs 2 class folders; ", dir, " has ", classes.size()));
@@ -127,6 +143,19 @@ absl::StatusOr<ImageFolder> ImageFolderPipeline(const std::string& dir,
     }
   }
   if (files.empty()) return absl::NotFoundError(absl::StrCat(dir, " holds no PNG or JPEG file"));
+  int64_t height = options.height, width = options.width;
+  if (height == 0 || channels == 0) {
+    // The first file's size and channels, for a folder of alike images.
+    std::ifstream in(files[0], std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    absl::StatusOr<Image> first = DecodeImage(bytes.str(), 0);
+    if (!first.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(files[0], ": ", first.status().message()));
+    }
+    if (height == 0) std::tie(height, width) = std::pair{first->height, first->width};
+    if (channels == 0) channels = first->channels;
+  }
   if (split) {
     // As Keras: the files in a seeded order, the last fraction held out.
     std::vector<size_t> order(files.size());
@@ -147,11 +176,10 @@ absl::StatusOr<ImageFolder> ImageFolderPipeline(const std::string& dir,
   }
   folder.files = static_cast<int64_t>(files.size());
   const int64_t classes_count = static_cast<int64_t>(classes.size());
-  ElementSpec spec = {{"image", ValueType::kFloat32, {options.height, options.width, channels}}};
+  ElementSpec spec = {{"image", ValueType::kFloat32, {height, width, channels}}};
   if (mode == "int") spec.push_back({"label", ValueType::kInt64, {}});
   if (mode == "categorical") spec.push_back({"label", ValueType::kFloat32, {classes_count}});
   if (mode == "binary") spec.push_back({"label", ValueType::kFloat32, {}});
-  const int64_t height = options.height, width = options.width;
   const float rescale = options.rescale;
   MapFn decode = [height, width, channels, rescale, mode,
                   classes_count](Element* e) -> absl::Status {
@@ -178,8 +206,10 @@ absl::StatusOr<ImageFolder> ImageFolderPipeline(const std::string& dir,
     }
     return absl::OkStatus();
   };
-  folder.pipeline = Pipeline(std::make_shared<ImageFilesNode>(std::move(files), std::move(labels)))
-                        .Map(std::move(decode), num_parallel_calls, spec);
+  const int64_t count = folder.files;
+  folder.pipeline = Pipeline(std::make_shared<ImageFilesNode>(std::move(files), std::move(labels)));
+  if (options.shuffle) folder.pipeline = folder.pipeline.Shuffle(count, options.seed);
+  folder.pipeline = folder.pipeline.Map(std::move(decode), num_parallel_calls, spec);
   return folder;
 }
 

@@ -24,13 +24,17 @@
 namespace ringwork {
 
 struct ImageFolderOptions {
-  int64_t height = 256, width = 256;  // Keras' image_size.
-  std::string color_mode = "rgb";     // rgb, grayscale or rgba.
+  int64_t height = 256, width = 256;  // Keras' image_size; 0, 0: the first image's.
+  std::string color_mode = "rgb";     // rgb, grayscale, rgba; "": the first image's.
   std::string label_mode = "int";     // int, categorical, binary or none.
   double validation_split = 0;        // The fraction of the files held out.
   std::string subset;                 // With a split: training or validation.
-  uint64_t seed = 0;                  // Orders the files before the split.
+  uint64_t seed = 0;                  // Orders the files before the split, and shuffles.
+  bool shuffle = true;                // Each pass in a new seeded order (of paths: cheap).
   float rescale = 1.0f;               // Pixels are 0..255 times this.
+  // Set: the class folders must be these names, and class i is class_names[i]
+  // (a validation folder labelled as its training folder).
+  std::vector<std::string> class_names;
 };
 
 struct ImageFolder {

@@ -97,6 +97,7 @@ class PipelineNode {
 // f(element) -> its replacement (any spec: the one the Map declares).
 using MapFn = std::function<absl::Status(Element* element)>;
 using PredicateFn = std::function<absl::StatusOr<bool>(const Element& element)>;
+using RandomMapFn = std::function<absl::Status(Element* element, uint64_t draw)>;
 
 class Pipeline {
  public:
@@ -112,6 +113,11 @@ class Pipeline {
   // `num_parallel_calls` threads (1: the caller's; kAutotune: the worker's cores),
   // in order.
   Pipeline Map(MapFn fn, int num_parallel_calls = 1, ElementSpec out_spec = {}) const;
+  // As Map, `fn` also given a random 64-bit draw of (seed, pass, the element's
+  // place in its source): an element draws alike on any worker count, thread
+  // count or resume point, and anew each pass (random augmentation).
+  Pipeline MapRandom(RandomMapFn fn, uint64_t seed, int num_parallel_calls = 1,
+                     ElementSpec out_spec = {}) const;
   Pipeline Filter(PredicateFn keep) const;
   // tf.data's buffer semantics: a buffer of `buffer_size` elements, each output a
   // uniformly drawn one replaced by the next input; the order is seeded by

@@ -41,11 +41,11 @@ class WindowIterator : public ElementIterator {
  public:
   static constexpr int64_t kRun = 16;
 
-  WindowIterator(std::unique_ptr<ElementIterator> in, const MapFn* fn, int workers,
+  WindowIterator(std::unique_ptr<ElementIterator> in, std::shared_ptr<const MapFn> fn, int workers,
                  int64_t capacity, PipelineStats::Stage* stage, const IterateOptions& options)
       : options_(options),
         in_(std::move(in)),
-        fn_(fn),
+        fn_(std::move(fn)),
         slots_(static_cast<size_t>(std::max<int64_t>(capacity, 1))),
         stage_(stage) {
     reader_ = std::thread([this] { ReadLoop(); });
@@ -184,7 +184,7 @@ class WindowIterator : public ElementIterator {
 
   const IterateOptions options_;
   std::unique_ptr<ElementIterator> in_;
-  const MapFn* fn_;  // Not owned (the node's); null for a prefetch.
+  const std::shared_ptr<const MapFn> fn_;  // Null for a prefetch.
   std::mutex mu_;
   std::condition_variable space_, work_, ready_;  // For the reader, the workers, the consumer.
   // Sequence numbers: read (by the reader), claimed (by a worker), consumed.
@@ -198,9 +198,12 @@ class WindowIterator : public ElementIterator {
   std::vector<std::thread> workers_;
 };
 
+// The function of each pass: a Map's own, or a random one's bound to its draws.
+using MapFnOfPass = std::function<MapFn(int64_t pass)>;
+
 class MapNode : public PipelineNode {
  public:
-  MapNode(std::shared_ptr<const PipelineNode> input, MapFn fn, int parallel, ElementSpec spec)
+  MapNode(std::shared_ptr<const PipelineNode> input, MapFnOfPass fn, int parallel, ElementSpec spec)
       : input_(std::move(input)),
         fn_(std::move(fn)),
         parallel_(parallel),
@@ -226,12 +229,13 @@ class MapNode : public PipelineNode {
             : options.stats->AddStage(absl::StrCat("map x", std::max(threads, 1)),
                                       threads > 1 ? 4 * 16 * threads : 0);
     std::unique_ptr<ElementIterator> in = input_->MakeIterator(options);
+    auto fn = std::make_shared<const MapFn>(fn_(options.pass));
     if (threads <= 1) {
       class It : public ElementIterator {
        public:
-        It(std::unique_ptr<ElementIterator> in, const MapFn* fn, PipelineStats::Stage* stage,
-           const IterateOptions& options)
-            : in_(std::move(in)), fn_(fn), stage_(stage), options_(options) {}
+        It(std::unique_ptr<ElementIterator> in, std::shared_ptr<const MapFn> fn,
+           PipelineStats::Stage* stage, const IterateOptions& options)
+            : in_(std::move(in)), fn_(std::move(fn)), stage_(stage), options_(options) {}
         absl::StatusOr<bool> Next(Element* out) override {
           while (true) {
             absl::StatusOr<bool> more = in_->Next(out);
@@ -253,19 +257,19 @@ class MapNode : public PipelineNode {
 
        private:
         std::unique_ptr<ElementIterator> in_;
-        const MapFn* fn_;
+        const std::shared_ptr<const MapFn> fn_;
         PipelineStats::Stage* stage_;
         const IterateOptions options_;
       };
-      return std::make_unique<It>(std::move(in), &fn_, stage, options);
+      return std::make_unique<It>(std::move(in), std::move(fn), stage, options);
     }
-    return std::make_unique<WindowIterator>(std::move(in), &fn_, threads,
+    return std::make_unique<WindowIterator>(std::move(in), std::move(fn), threads,
                                             4 * WindowIterator::kRun * threads, stage, options);
   }
 
  private:
   std::shared_ptr<const PipelineNode> input_;
-  MapFn fn_;
+  MapFnOfPass fn_;
   const int parallel_;
   ElementSpec spec_;
 };
@@ -299,8 +303,18 @@ class PrefetchNode : public PipelineNode {
 }  // namespace
 
 Pipeline Pipeline::Map(MapFn fn, int num_parallel_calls, ElementSpec out_spec) const {
+  MapFnOfPass same = [fn = std::move(fn)](int64_t) { return fn; };
   return Pipeline(
-      std::make_shared<MapNode>(node_, std::move(fn), num_parallel_calls, std::move(out_spec)));
+      std::make_shared<MapNode>(node_, std::move(same), num_parallel_calls, std::move(out_spec)));
+}
+
+Pipeline Pipeline::MapRandom(RandomMapFn fn, uint64_t seed, int num_parallel_calls,
+                             ElementSpec out_spec) const {
+  MapFnOfPass of_pass = [fn = std::move(fn), seed](int64_t pass) -> MapFn {
+    return [fn, seed, pass](Element* e) { return fn(e, ElementDraw(seed, pass, e->index)); };
+  };
+  return Pipeline(std::make_shared<MapNode>(node_, std::move(of_pass), num_parallel_calls,
+                                            std::move(out_spec)));
 }
 
 Pipeline Pipeline::Prefetch(int64_t buffer) const {
