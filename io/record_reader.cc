@@ -63,6 +63,7 @@ absl::StatusOr<std::optional<uint64_t>> RecordReader::ReadHeader() {
 
 absl::StatusOr<bool> RecordReader::Next(std::string* record) {
   const int64_t offset = stream_->position();
+  can_continue_ = false;  // Unless all that fails is the data's CRC.
   absl::StatusOr<std::optional<uint64_t>> length = ReadHeader();
   if (!length.ok()) return length.status();
   if (!length->has_value()) return false;
@@ -74,8 +75,12 @@ absl::StatusOr<bool> RecordReader::Next(std::string* record) {
   }
   const uint32_t crc = static_cast<uint32_t>(LittleEndian(record->data() + **length, 4));
   if (crc != MaskedCrc32c(record->data(), **length)) {
-    return Corrupt(offset, "the data's CRC does not match");
+    const absl::Status corrupt = Corrupt(offset, "the data's CRC does not match");
+    can_continue_ = true;  // Read past: the next record starts where it should.
+    ++records_;
+    return corrupt;
   }
+  can_continue_ = true;
   record->resize(**length);
   ++records_;
   return true;

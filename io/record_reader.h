@@ -44,8 +44,13 @@ class RecordReader {
   // Skips the next `count` records, checking their framing but not their data's
   // CRC; false when the file ended first.
   absl::StatusOr<bool> Skip(int64_t count);
-  // Records read or skipped so far.
+  // Records read or skipped so far (a record whose data's CRC failed counts).
   int64_t records() const { return records_; }
+  // After an error: whether the records after it can still be read. True when
+  // only a record's data failed its CRC (its length was sound, the file goes on
+  // past it); false when the framing itself is broken (a length or its CRC, a
+  // truncated file, a read that failed).
+  bool can_continue() const { return can_continue_; }
   const std::string& path() const { return stream_->path(); }
   Compression compression() const { return stream_->compression(); }
 
@@ -57,6 +62,7 @@ class RecordReader {
 
   std::unique_ptr<InputStream> stream_;
   int64_t records_ = 0;
+  bool can_continue_ = true;
   std::string scratch_;  // Skipped records' data.
 };
 

@@ -22,10 +22,12 @@ class Model;
 
 // "loss", "accuracy", "val_loss", ... -> value. At an epoch's end fit adds where
 // the steps' time went (keras/step_breakdown.h): "step_breakdown/..." and
-// "slowest_worker/...", figures of the run rather than metrics of the model.
+// "slowest_worker/...", and what a streamed input did (keras/input_report.h):
+// "input_pipeline/...", figures of the run rather than metrics of the model.
 using Logs = std::map<std::string, double>;
 inline bool IsTimingLog(const std::string& name) {
-  return name.rfind("step_breakdown/", 0) == 0 || name.rfind("slowest_worker/", 0) == 0;
+  return name.rfind("step_breakdown/", 0) == 0 || name.rfind("slowest_worker/", 0) == 0 ||
+         name.rfind("input_pipeline/", 0) == 0;
 }
 
 // State that steers training besides the weights (the learning rate, callbacks'

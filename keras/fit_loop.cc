@@ -62,7 +62,9 @@ absl::StatusOr<History> FitLoop::Train() {
 absl::Status FitLoop::RunEpoch(int64_t epoch) {
   const int64_t first = epoch == start_.epoch ? start_.step_in_epoch : 0;
   // A stream's epoch is its pass (the first was started where the run starts).
-  if (stream_ != nullptr && epoch != start_.epoch) RW_RETURN_IF_ERROR(stream_->StartPass(epoch, 0));
+  if (stream_ != nullptr && epoch != start_.epoch) {
+    RW_RETURN_IF_ERROR(stream_->StartPass(epoch, 0, input_report_.StartPass()));
+  }
   RW_RETURN_IF_ERROR(BeginEpoch(epoch, first));
   // The epoch's steps may change in a regroup (with a per-replica batch).
   for (int64_t step = first + 1; step <= run_->shape().epoch_steps;) {
@@ -231,6 +233,10 @@ absl::Status FitLoop::EndEpoch(int64_t epoch) {
         model_->reducer_ != nullptr ? model_->reducer_->TakeTiming() : GradientReducer::Timing(),
         &logs_);
     if (!agreed.ok()) agreed = WithContext(agreed, "agreeing on the step breakdown: ");
+    if (agreed.ok() && stream_ != nullptr) {
+      agreed = input_report_.EndEpoch(strategy_, &logs_);
+      if (!agreed.ok()) agreed = WithContext(agreed, "agreeing on the input's figures: ");
+    }
     if (agreed.ok() &&
         (options_.validation_data != nullptr || options_.validation_pipeline != nullptr)) {
       agreed = Validate(&logs_);

@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "keras/callbacks.h"
+#include "keras/input_report.h"
 #include "keras/model.h"
 #include "keras/step_breakdown.h"
 #include "strategy/distributed_dataset.h"
@@ -208,6 +209,7 @@ class FitLoop {
   std::unique_ptr<DistributedPipeline> stream_;
   PipelineBinding binding_;
   Element stream_batch_;
+  InputReport input_report_;  // The stream's stages, each epoch.
   StepBreakdown breakdown_;
   Logs logs_;
   struct Batch batch_;

@@ -66,7 +66,8 @@ absl::Status FitLoop::StartStream(const Pipeline& train) {
   ElasticReplica* replica = model_;
   run_.emplace(strategy_, replica, shape, ops_.Begin(start_.epoch));
   // A resumed epoch: this worker's batches before it are read again and dropped.
-  RW_RETURN_IF_ERROR(stream_->StartPass(start_.epoch, start_.step_in_epoch));
+  RW_RETURN_IF_ERROR(
+      stream_->StartPass(start_.epoch, start_.step_in_epoch, input_report_.StartPass()));
   if (model_->reducer_ != nullptr) model_->reducer_->TakeTiming();  // Counts from this fit on.
   *model_->in_step_collective_s_ = 0;
   NotePosition(start_.epoch, start_.step_in_epoch);

@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "data/pipeline/test_records.h"
 #include "data/pipeline/tfrecord_source.h"
+#include "keras/input_report.h"
 #include "keras/record_ids_testing.h"
 #include "keras/sequential.h"
 #include "testing/local_cluster.h"
@@ -36,6 +37,7 @@ Pipeline Parsed(const std::vector<std::string>& files) {
 struct Run {
   std::vector<Record> records;  // By rank.
   std::vector<std::vector<int64_t>> examples_per_epoch;
+  std::vector<std::map<std::string, std::vector<double>>> history;  // By rank.
   std::vector<absl::Status> results;
 };
 
@@ -43,6 +45,7 @@ Run Train(int workers, const Pipeline& data, FitOptions fit) {
   Run run;
   run.records.resize(static_cast<size_t>(workers));
   run.examples_per_epoch.resize(static_cast<size_t>(workers));
+  run.history.resize(static_cast<size_t>(workers));
   LocalCluster::Options options;
   options.num_workers = workers;
   run.results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
@@ -58,7 +61,9 @@ Run Train(int workers, const Pipeline& data, FitOptions fit) {
     fit.binding = {.features = {"x"}, .targets = {"y"}};
     RW_ASSIGN_OR_RETURN(History history, model.Fit(data, fit));
     run.examples_per_epoch[static_cast<size_t>(w.rank)] = history.examples_per_epoch();
+    run.history[static_cast<size_t>(w.rank)] = history.history();
     // Every worker evaluates its share; all get the same numbers.
+    if (fit.ignore_errors) return absl::OkStatus();  // Evaluate would stop at a bad record.
     RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(data, fit.binding, 7));
     if (result.examples != history.examples_per_epoch().back()) {
       return absl::InternalError(absl::StrCat("evaluated ", result.examples, " examples"));
@@ -160,6 +165,56 @@ TEST_CASE("a corrupt record stops every worker with exit 8, naming the file and 
     CHECK(ExitCodeFor(s) == kInvalidData);
     CHECK(std::string(s.message()).find(files[1] + ": record ") != std::string::npos);
   }
+}
+
+TEST_CASE("ignore_errors: a corrupt record is skipped, counted over every worker, reported",
+          "[pipeline_fit]") {
+  std::vector<std::string> files = Files("fit_skip", {30, 30});
+  std::stringstream bytes;
+  bytes << std::ifstream(files[1], std::ios::binary).rdbuf();
+  std::string corrupt = bytes.str();
+  corrupt[48 * 15 + 12 + 5] ^= 0x08;  // In record 15's data (48-byte records): its CRC fails.
+  std::ofstream(files[1], std::ios::binary | std::ios::trunc) << corrupt;
+  Run run = Train(2, Parsed(files), {.epochs = 2, .batch_size = 4, .ignore_errors = true});
+  for (const absl::Status& s : run.results) {
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto& h = run.history[static_cast<size_t>(rank)];
+    INFO("rank " << rank);
+    REQUIRE(h.count(kInputSkipped));
+    CHECK(h.at(kInputSkipped) == std::vector<double>{1, 1});  // Over both workers.
+    CHECK(run.examples_per_epoch[static_cast<size_t>(rank)] == std::vector<int64_t>{59, 59});
+    // This worker's stages, from the source: the parse on 2 threads, with its buffer.
+    REQUIRE(h.count("input_pipeline/1_map_x2/busy"));
+    CHECK(h.at("input_pipeline/1_map_x2/busy")[0] >= 0);
+    CHECK(h.at("input_pipeline/1_map_x2/busy")[0] <= 1);
+    CHECK(h.count("input_pipeline/1_map_x2/buffer_fill"));
+    CHECK(h.count("input_pipeline/1_map_x2/upstream"));
+  }
+}
+
+TEST_CASE("the input warning names the stage that held training up, and what helps",
+          "[pipeline_fit]") {
+  using Stage = PipelineStats::StageSnapshot;
+  const std::vector<Stage> decode_bound = {{.name = "decode x2", .threads = 2, .busy_s = 1.9},
+                                           {.name = "prefetch", .input_s = 1.9}};
+  CHECK(InputReport::Diagnose(decode_bound, 1.0, 0.15, 2).empty());  // Under 1/5: quiet.
+  const std::string all_cores = InputReport::Diagnose(decode_bound, 1.0, 0.4, 2);
+  CHECK(all_cores.find("waited 40% of their time") != std::string::npos);
+  CHECK(all_cores.find("\"decode x2\" was busy 95% of its 2 threads' time") != std::string::npos);
+  CHECK(all_cores.find("fewer workers per host") != std::string::npos);
+  const std::vector<Stage> one_thread = {{.name = "parse x1", .threads = 1, .busy_s = 0.9}};
+  CHECK(InputReport::Diagnose(one_thread, 1.0, 0.5, 4).find("num_parallel_calls") !=
+        std::string::npos);
+  const std::vector<Stage> reading = {
+      {.name = "parse x2", .threads = 2, .busy_s = 0.2, .input_s = 0.8}};
+  CHECK(InputReport::Diagnose(reading, 1.0, 0.5, 2).find("Reading the source took 80%") !=
+        std::string::npos);
+  const std::vector<Stage> starved = {{.name = "parse x2", .threads = 2, .busy_s = 0.2}};
+  CHECK(InputReport::Diagnose(starved, 1.0, 0.5, 2).find("--intra_op_threads") !=
+        std::string::npos);
 }
 
 // Elements {"x": [i % 7, 1], "y": i % 3, "w": 0.5 + (i % 4)} in memory.

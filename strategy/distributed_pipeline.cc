@@ -185,12 +185,13 @@ absl::StatusOr<std::unique_ptr<DistributedPipeline>> DistributedPipeline::Create
   return d;
 }
 
-absl::Status DistributedPipeline::StartPass(int64_t pass, int64_t skip_steps) {
+absl::Status DistributedPipeline::StartPass(int64_t pass, int64_t skip_steps,
+                                            PipelineStats* stats) {
   IterateOptions iterate;
   iterate.pass = pass;
   iterate.ignore_errors = options_.ignore_errors;
   iterate.autotune_threads = options_.autotune_threads;
-  iterate.stats = options_.stats;
+  iterate.stats = stats != nullptr ? stats : options_.stats;
   it_.reset();
   pending_.reset();
   ended_ = false;

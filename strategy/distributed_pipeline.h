@@ -74,7 +74,9 @@ class DistributedPipeline {
   // Starts pass `pass`, after the `skip_steps` steps this worker already trained
   // in it (a resumed run: FILE reads and drops its own batches; DATA drops
   // skip_steps global batches of the common order before any Map).
-  absl::Status StartPass(int64_t pass, int64_t skip_steps);
+  // `stats` (not owned; null: the options') counts this pass's stages; it must
+  // outlive the pass (until the next StartPass or this reader's end).
+  absl::Status StartPass(int64_t pass, int64_t skip_steps, PipelineStats* stats = nullptr);
   // This worker's batch of the next step (0 rows when its data for the pass has
   // ended) and its gradient weight (replicas x its rows / the step's rows), after
   // one all-reduce of every worker's count. False when every worker's has ended.

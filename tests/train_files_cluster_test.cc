@@ -123,6 +123,8 @@ TEST_CASE("two workers train on folders of PNG files, one folder per class", "[t
   INFO(j.dump());
   CHECK(j["train_examples_per_epoch"].get<int64_t>() == 3000);
   CHECK(j["test_accuracy"].get<double>() >= 0.7);
+  CHECK(j["input_pipeline"]["skipped"].get<int64_t>() == 0);
+  CHECK(j["input_pipeline"]["stages"].contains("1_decode_x1"));  // 1 core per worker here.
   // A file that is not an image stops both workers with exit 8, naming it.
   const std::string bad = dir + "/train/3_dress/bad.png";
   std::ofstream(bad) << "not a PNG";
@@ -132,6 +134,16 @@ TEST_CASE("two workers train on folders of PNG files, one folder per class", "[t
     CHECK(r.exit_code == 8);
     CHECK(r.output.find(bad + ": neither a PNG nor a JPEG image") != std::string::npos);
   }
+  // With --ignore_errors it is skipped, once an epoch, and counted.
+  with_json.push_back("--ignore_errors");
+  results = ProcessCluster({kTrain, 2, false, with_json}).Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+  }
+  const nlohmann::json skipping = ReadJson(metrics);
+  CHECK(skipping["input_pipeline"]["skipped"].get<int64_t>() == 4);
+  CHECK(skipping["train_examples_per_epoch"].get<int64_t>() == 3000);
 }
 
 TEST_CASE("a flipped byte in a shard stops every worker with exit 8", "[train_files]") {

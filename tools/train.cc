@@ -22,6 +22,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "keras/checkpoint_callbacks.h"
+#include "keras/input_report.h"
 #include "keras/step_breakdown.h"
 #include "keras/tensorboard_callback.h"
 #include "keras/training_state.h"
@@ -311,6 +312,21 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
             j["step_breakdown_per_epoch"][e][key] = values[e];
           }
           breakdown[key] = mean;
+        }
+      }
+      // What the streamed input did: records skipped over the run, and the last
+      // epoch's stages (this worker's; keras/input_report.h).
+      if (!history[kInputSkipped].empty()) {
+        nlohmann::json& input = j["input_pipeline"];
+        double skipped = 0;
+        for (double v : history[kInputSkipped]) skipped += v;
+        input["skipped"] = static_cast<int64_t>(skipped);
+        const std::string prefix = "input_pipeline/";
+        for (const auto& [name, values] : history.history()) {
+          if (name.rfind(prefix, 0) != 0 || name == kInputSkipped || values.empty()) continue;
+          const size_t slash = name.rfind('/');
+          input["stages"][name.substr(prefix.size(), slash - prefix.size())]
+               [name.substr(slash + 1)] = values.back();
         }
       }
       // The last epoch's in which one worker held the others up.

@@ -126,7 +126,8 @@ struct Reader {
   CsvPipelineOptions csv;                 // kind "csv"
   absl::StatusOr<Pipeline> Open(const std::vector<std::string>& files, int threads) const {
     if (kind == "csv") return CsvPipeline(files, csv, threads);
-    return TFRecordPipeline(files).Map(ParseExamplesFn(*tfrecord), threads, ParsedSpec(*tfrecord));
+    return TFRecordPipeline(files).Map(ParseExamplesFn(*tfrecord), threads, ParsedSpec(*tfrecord),
+                                       "parse");
   }
 };
 
@@ -268,7 +269,7 @@ absl::StatusOr<std::optional<FileData>> LoadFileData(const TrainFlags& f) {
   auto make = [&](const std::vector<std::string>& files) -> absl::StatusOr<Pipeline> {
     RW_ASSIGN_OR_RETURN(Pipeline p, reader.Open(files, kAutotune));
     if (packed.has_value()) {
-      p = p.Map(PackFeaturesFn(p.spec(), input_names, "features"), 1, *packed);
+      p = p.Map(PackFeaturesFn(p.spec(), input_names, "features"), 1, *packed, "pack");
     }
     return p;
   };

@@ -296,7 +296,7 @@ absl::StatusOr<Pipeline> CsvPipeline(const std::vector<std::string>& files,
     return absl::OkStatus();
   };
   return Pipeline(std::make_shared<LinesNode>(files, options.header))
-      .Map(std::move(parse), num_parallel_calls, spec);
+      .Map(std::move(parse), num_parallel_calls, spec, "parse_csv");
 }
 
 absl::StatusOr<ElementSpec> PackedSpec(const ElementSpec& spec,

@@ -209,7 +209,7 @@ absl::StatusOr<ImageFolder> ImageFolderPipeline(const std::string& dir,
   const int64_t count = folder.files;
   folder.pipeline = Pipeline(std::make_shared<ImageFilesNode>(std::move(files), std::move(labels)));
   if (options.shuffle) folder.pipeline = folder.pipeline.Shuffle(count, options.seed);
-  folder.pipeline = folder.pipeline.Map(std::move(decode), num_parallel_calls, spec);
+  folder.pipeline = folder.pipeline.Map(std::move(decode), num_parallel_calls, spec, "decode");
   return folder;
 }
 

@@ -111,13 +111,14 @@ class Pipeline {
 
   // `fn` turns each element into one of `out_spec` (default: the same spec), on
   // `num_parallel_calls` threads (1: the caller's; kAutotune: the worker's cores),
-  // in order.
-  Pipeline Map(MapFn fn, int num_parallel_calls = 1, ElementSpec out_spec = {}) const;
+  // in order. `name` names the stage in PipelineStats (what it does: "decode").
+  Pipeline Map(MapFn fn, int num_parallel_calls = 1, ElementSpec out_spec = {},
+               std::string name = "map") const;
   // As Map, `fn` also given a random 64-bit draw of (seed, pass, the element's
   // place in its source): an element draws alike on any worker count, thread
   // count or resume point, and anew each pass (random augmentation).
   Pipeline MapRandom(RandomMapFn fn, uint64_t seed, int num_parallel_calls = 1,
-                     ElementSpec out_spec = {}) const;
+                     ElementSpec out_spec = {}, std::string name = "random_map") const;
   Pipeline Filter(PredicateFn keep) const;
   // tf.data's buffer semantics: a buffer of `buffer_size` elements, each output a
   // uniformly drawn one replaced by the next input; the order is seeded by

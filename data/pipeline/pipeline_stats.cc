@@ -2,11 +2,12 @@
 
 namespace ringwork {
 
-PipelineStats::Stage* PipelineStats::AddStage(std::string name, int64_t capacity) {
+PipelineStats::Stage* PipelineStats::AddStage(std::string name, int64_t capacity, int threads) {
   std::lock_guard<std::mutex> lock(mu_);
   Stage& stage = stages_.emplace_back();
   stage.name = std::move(name);
   stage.capacity = capacity;
+  stage.threads = threads;
   return &stage;
 }
 
@@ -16,8 +17,10 @@ std::vector<PipelineStats::StageSnapshot> PipelineStats::Snapshot() const {
   for (const Stage& s : stages_) {
     StageSnapshot snap;
     snap.name = s.name;
+    snap.threads = s.threads;
     snap.elements = s.elements.load();
     snap.busy_s = static_cast<double>(s.busy_ns.load()) * 1e-9;
+    snap.input_s = static_cast<double>(s.input_ns.load()) * 1e-9;
     const int64_t samples = s.fill_samples.load();
     if (s.capacity > 0 && samples > 0) {
       snap.mean_fill =

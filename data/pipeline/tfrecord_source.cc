@@ -45,7 +45,9 @@ class TFRecordNode : public PipelineNode {
           if (!more.ok()) {
             if (!ignore_errors_) return more.status();
             if (stats_ != nullptr) stats_->AddSkipped(1);
-            reader_.reset();  // Its framing cannot be trusted past a bad record.
+            // Past a record whose data alone failed, the next; past broken
+            // framing nothing in this file can be trusted: the next file.
+            if (!reader_->can_continue()) reader_.reset();
             continue;
           }
           if (!*more) {

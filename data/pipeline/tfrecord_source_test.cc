@@ -66,7 +66,7 @@ TEST_CASE("TFRecord files parse on threads, in order, and shard by file", "[pipe
   CHECK(e.values[0].data<float>()[1] == 2.0f);
 }
 
-TEST_CASE("a corrupt record names its file and record; ignore_errors skips the file's rest",
+TEST_CASE("a corrupt record names its file and record; ignore_errors skips what it must",
           "[pipeline]") {
   const std::string dir = FreshTestDir("tfrecord_source_bad");
   std::vector<std::string> files = WriteFiles(dir, 2, 20);
@@ -89,6 +89,20 @@ TEST_CASE("a corrupt record names its file and record; ignore_errors skips the f
   CHECK(stats.skipped() == 1);
   CHECK(kept.size() < 40);
   CHECK(kept.back() == 119);  // The second file whole.
+  // A record whose data alone is bad (its length sound): only it is skipped.
+  corrupt = bytes.str();
+  corrupt[12 + 2] ^= 0x10;  // Record 0's data, after its 12-byte header.
+  std::ofstream(files[0], std::ios::binary | std::ios::trunc) << corrupt;
+  PipelineStats one;
+  CHECK(Ids(p, {.ignore_errors = true, .stats = &one}).size() == 39);
+  CHECK(one.skipped() == 1);
+  // A bad length: nothing after it in the file can be framed.
+  corrupt = bytes.str();
+  corrupt[0] ^= 0x10;
+  std::ofstream(files[0], std::ios::binary | std::ios::trunc) << corrupt;
+  PipelineStats rest;
+  CHECK(Ids(p, {.ignore_errors = true, .stats = &rest}).size() == 20);
+  CHECK(rest.skipped() == 1);
 
   // A record that does not match the spec: the file, the record and the feature.
   auto narrow = ExampleParser::Create({{.name = "x", .shape = {3}}});

@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/cpu_cores.h"
 #include "data/pipeline/pipeline.h"
+#include "data/pipeline/pipeline_stats.h"
+#include "observability/timeline.h"
 
 namespace ringwork {
 namespace {
@@ -41,11 +43,14 @@ class WindowIterator : public ElementIterator {
  public:
   static constexpr int64_t kRun = 16;
 
+  // `name`: the timeline's name for a Map's runs of work.
   WindowIterator(std::unique_ptr<ElementIterator> in, std::shared_ptr<const MapFn> fn, int workers,
-                 int64_t capacity, PipelineStats::Stage* stage, const IterateOptions& options)
+                 int64_t capacity, PipelineStats::Stage* stage, const IterateOptions& options,
+                 std::string name = "")
       : options_(options),
         in_(std::move(in)),
         fn_(std::move(fn)),
+        name_(std::move(name)),
         slots_(static_cast<size_t>(std::max<int64_t>(capacity, 1))),
         stage_(stage) {
     reader_ = std::thread([this] { ReadLoop(); });
@@ -129,6 +134,7 @@ class WindowIterator : public ElementIterator {
       int64_t got = 0;
       absl::Status failed;
       bool ended = false;
+      const auto start = std::chrono::steady_clock::now();
       for (; got < count; ++got) {
         Slot& s = slot(first + got);
         absl::StatusOr<bool> more = in_->Next(&s.element);
@@ -139,7 +145,12 @@ class WindowIterator : public ElementIterator {
         }
         s.done = fn_ == nullptr;  // A prefetch: ready as read.
       }
-      if (fn_ == nullptr && stage_ != nullptr) stage_->elements += got;
+      if (stage_ != nullptr) {
+        stage_->input_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - start)
+                                .count();
+        if (fn_ == nullptr) stage_->elements += got;
+      }
       std::lock_guard<std::mutex> lock(mu_);
       read_ += got;
       if (ended) {
@@ -162,6 +173,8 @@ class WindowIterator : public ElementIterator {
       lock.unlock();
       // Claimed slots are this worker's alone until it marks them done.
       const auto start = std::chrono::steady_clock::now();
+      TimelineSpan span("input", name_);
+      span.Arg("elements", count);
       for (int64_t k = 0; k < count; ++k) {
         Slot& s = slot(first + k);
         s.status = (*fn_)(&s.element);
@@ -170,6 +183,7 @@ class WindowIterator : public ElementIterator {
               absl::Status(s.status.code(), absl::StrCat(OriginOf(s.element), s.status.message()));
         }
       }
+      span.End();
       if (stage_ != nullptr) {
         stage_->busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now() - start)
@@ -185,6 +199,7 @@ class WindowIterator : public ElementIterator {
   const IterateOptions options_;
   std::unique_ptr<ElementIterator> in_;
   const std::shared_ptr<const MapFn> fn_;  // Null for a prefetch.
+  const std::string name_;
   std::mutex mu_;
   std::condition_variable space_, work_, ready_;  // For the reader, the workers, the consumer.
   // Sequence numbers: read (by the reader), claimed (by a worker), consumed.
@@ -203,20 +218,22 @@ using MapFnOfPass = std::function<MapFn(int64_t pass)>;
 
 class MapNode : public PipelineNode {
  public:
-  MapNode(std::shared_ptr<const PipelineNode> input, MapFnOfPass fn, int parallel, ElementSpec spec)
+  MapNode(std::shared_ptr<const PipelineNode> input, MapFnOfPass fn, int parallel, ElementSpec spec,
+          std::string name)
       : input_(std::move(input)),
         fn_(std::move(fn)),
         parallel_(parallel),
+        name_(std::move(name)),
         spec_(spec.empty() ? input_->spec() : std::move(spec)) {}
   const ElementSpec& spec() const override { return spec_; }
   std::shared_ptr<const PipelineNode> input() const override { return input_; }
   int64_t file_count() const override { return input_->file_count(); }
   int64_t cardinality() const override { return input_->cardinality(); }
-  std::string name() const override { return "map"; }
+  std::string name() const override { return name_; }
   Kind kind() const override { return Kind::kElementwise; }
   std::shared_ptr<const PipelineNode> WithInput(
       std::shared_ptr<const PipelineNode> input) const override {
-    return std::make_shared<MapNode>(std::move(input), fn_, parallel_, spec_);
+    return std::make_shared<MapNode>(std::move(input), fn_, parallel_, spec_, name_);
   }
   std::unique_ptr<ElementIterator> MakeIterator(const IterateOptions& options) const override {
     int threads = parallel_;
@@ -226,8 +243,8 @@ class MapNode : public PipelineNode {
     PipelineStats::Stage* stage =
         options.stats == nullptr
             ? nullptr
-            : options.stats->AddStage(absl::StrCat("map x", std::max(threads, 1)),
-                                      threads > 1 ? 4 * 16 * threads : 0);
+            : options.stats->AddStage(absl::StrCat(name_, " x", std::max(threads, 1)),
+                                      threads > 1 ? 4 * 16 * threads : 0, std::max(threads, 1));
     std::unique_ptr<ElementIterator> in = input_->MakeIterator(options);
     auto fn = std::make_shared<const MapFn>(fn_(options.pass));
     if (threads <= 1) {
@@ -264,13 +281,15 @@ class MapNode : public PipelineNode {
       return std::make_unique<It>(std::move(in), std::move(fn), stage, options);
     }
     return std::make_unique<WindowIterator>(std::move(in), std::move(fn), threads,
-                                            4 * WindowIterator::kRun * threads, stage, options);
+                                            4 * WindowIterator::kRun * threads, stage, options,
+                                            absl::StrCat(name_, " x", threads));
   }
 
  private:
   std::shared_ptr<const PipelineNode> input_;
   MapFnOfPass fn_;
   const int parallel_;
+  const std::string name_;
   ElementSpec spec_;
 };
 
@@ -302,19 +321,20 @@ class PrefetchNode : public PipelineNode {
 
 }  // namespace
 
-Pipeline Pipeline::Map(MapFn fn, int num_parallel_calls, ElementSpec out_spec) const {
+Pipeline Pipeline::Map(MapFn fn, int num_parallel_calls, ElementSpec out_spec,
+                       std::string name) const {
   MapFnOfPass same = [fn = std::move(fn)](int64_t) { return fn; };
-  return Pipeline(
-      std::make_shared<MapNode>(node_, std::move(same), num_parallel_calls, std::move(out_spec)));
+  return Pipeline(std::make_shared<MapNode>(node_, std::move(same), num_parallel_calls,
+                                            std::move(out_spec), std::move(name)));
 }
 
 Pipeline Pipeline::MapRandom(RandomMapFn fn, uint64_t seed, int num_parallel_calls,
-                             ElementSpec out_spec) const {
+                             ElementSpec out_spec, std::string name) const {
   MapFnOfPass of_pass = [fn = std::move(fn), seed](int64_t pass) -> MapFn {
     return [fn, seed, pass](Element* e) { return fn(e, ElementDraw(seed, pass, e->index)); };
   };
   return Pipeline(std::make_shared<MapNode>(node_, std::move(of_pass), num_parallel_calls,
-                                            std::move(out_spec)));
+                                            std::move(out_spec), std::move(name)));
 }
 
 Pipeline Pipeline::Prefetch(int64_t buffer) const {
