@@ -68,7 +68,9 @@ std::string InputReport::Diagnose(const std::vector<PipelineStats::StageSnapshot
     if (busiest == nullptr || share > busiest_share) busiest = &s, busiest_share = share;
   }
   const double reading = stages.front().input_s / wall_s;
-  if (busiest != nullptr && busiest_share >= 0.6) {
+  // A stage is the cause when its threads were mostly busy, or when its work
+  // alone accounts for most of the wait (one thread: on the training thread).
+  if (busiest != nullptr && (busiest_share >= 0.6 || busiest_share >= 0.5 * data_wait)) {
     absl::StrAppend(&out, "Stage \"", busiest->name, "\" was busy ", Percent(busiest_share),
                     " of its ", busiest->threads, " thread", busiest->threads == 1 ? "" : "s",
                     "' time: ");
@@ -77,6 +79,7 @@ std::string InputReport::Diagnose(const std::vector<PipelineStats::StageSnapshot
                       " cores)");
     } else {
       absl::StrAppend(&out, "it has every core of this worker (", cores,
+                      cores == 1 ? ": it runs on the training thread" : "",
                       "); give each worker more cores (fewer workers per host), Cache() what "
                       "it makes, or make it cheaper (smaller images: --features=image:HxWxC)");
     }

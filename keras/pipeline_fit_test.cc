@@ -212,6 +212,11 @@ TEST_CASE("the input warning names the stage that held training up, and what hel
       {.name = "parse x2", .threads = 2, .busy_s = 0.2, .input_s = 0.8}};
   CHECK(InputReport::Diagnose(reading, 1.0, 0.5, 2).find("Reading the source took 80%") !=
         std::string::npos);
+  // One thread on one core: the training thread decodes, and that is the wait.
+  const std::vector<Stage> inline_map = {{.name = "decode x1", .threads = 1, .busy_s = 0.55}};
+  const std::string on_training = InputReport::Diagnose(inline_map, 1.0, 0.6, 1);
+  CHECK(on_training.find("\"decode x1\" was busy 55%") != std::string::npos);
+  CHECK(on_training.find("it runs on the training thread") != std::string::npos);
   const std::vector<Stage> starved = {{.name = "parse x2", .threads = 2, .busy_s = 0.2}};
   CHECK(InputReport::Diagnose(starved, 1.0, 0.5, 2).find("--intra_op_threads") !=
         std::string::npos);

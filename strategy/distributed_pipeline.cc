@@ -232,11 +232,18 @@ absl::Status DistributedPipeline::NextLocal(Element* batch) {
     return StackElements(element_spec_, {}, 0, false, {}, batch);
   }
   // DATA: the elements tagged with this step (none when it was filtered away).
+  // The last step's rows go back to the reader as it hands out elements (Next
+  // swaps): its buffers are reused, not allocated per element.
+  for (Element& row : rows_) spare_.push_back(std::move(row));
   rows_.clear();
   while (true) {
     if (!pending_.has_value()) {
       if (ended_) break;
       Element e;
+      if (!spare_.empty()) {
+        e = std::move(spare_.back());
+        spare_.pop_back();
+      }
       absl::StatusOr<bool> more = it_->Next(&e);
       if (!more.ok()) return more.status();
       if (!*more) {

@@ -108,6 +108,7 @@ class DistributedPipeline {
   // DATA: the element read ahead (the first of a later step), if any.
   std::optional<Element> pending_;
   std::vector<Element> rows_;
+  std::vector<Element> spare_;  // Spent rows, whose buffers the reader refills.
 };
 
 }  // namespace ringwork

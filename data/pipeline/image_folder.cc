@@ -1,14 +1,19 @@
 #include "data/pipeline/image_folder.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "data/image_decode.h"
 
 namespace ringwork {
@@ -65,6 +70,32 @@ class ImageFilesNode : public PipelineNode {
   const std::vector<int64_t> labels_;
   ElementSpec spec_;
 };
+
+// The file's bytes into `*out` (its capacity reused): one open, fstat and read.
+absl::Status ReadWholeFile(const std::string& path, std::string* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::InvalidArgumentError(absl::StrCat("cannot open: ", strerror(errno)));
+  struct stat st;
+  absl::Status status;
+  if (::fstat(fd, &st) != 0) {
+    status = absl::InvalidArgumentError(absl::StrCat("cannot stat: ", strerror(errno)));
+  } else {
+    out->resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < out->size()) {
+      const ssize_t n = ::read(fd, out->data() + got, out->size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        status = absl::InvalidArgumentError(n < 0 ? absl::StrCat("cannot read: ", strerror(errno))
+                                                  : "the file shrank while read");
+        break;
+      }
+      got += static_cast<size_t>(n);
+    }
+  }
+  ::close(fd);
+  return status;
+}
 
 }  // namespace
 
@@ -146,10 +177,9 @@ absl::StatusOr<ImageFolder> ImageFolderPipeline(const std::string& dir,
   int64_t height = options.height, width = options.width;
   if (height == 0 || channels == 0) {
     // The first file's size and channels, for a folder of alike images.
-    std::ifstream in(files[0], std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    absl::StatusOr<Image> first = DecodeImage(bytes.str(), 0);
+    std::string bytes;
+    absl::Status read = ReadWholeFile(files[0], &bytes);
+    absl::StatusOr<Image> first = read.ok() ? DecodeImage(bytes, 0) : read;
     if (!first.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(files[0], ": ", first.status().message()));
     }
@@ -185,11 +215,9 @@ absl::StatusOr<ImageFolder> ImageFolderPipeline(const std::string& dir,
                   classes_count](Element* e) -> absl::Status {
     const std::string path = e->values[0].strings()[0];
     const int64_t label = e->values[1].data<int64_t>()[0];
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return absl::InvalidArgumentError("cannot read the image file");
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    absl::StatusOr<Image> image = DecodeImage(bytes.str(), channels);
+    thread_local std::string bytes;  // Each decoding thread reuses its buffer.
+    RW_RETURN_IF_ERROR(ReadWholeFile(path, &bytes));
+    absl::StatusOr<Image> image = DecodeImage(bytes, channels);
     if (!image.ok()) return image.status();
     e->values.resize(mode == "none" ? 1 : 2);
     e->values[0].Reset(ValueType::kFloat32, {height, width, channels});
