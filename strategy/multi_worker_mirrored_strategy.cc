@@ -181,10 +181,18 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
     const Dataset& dataset, int64_t global_batch_size, AutoShardPolicy policy,
     uint64_t shuffle_seed, int64_t prefetch_batches, bool drop_remainder) {
   const int replicas = num_replicas_in_sync();
-  if (global_batch_size <= 0 || global_batch_size % replicas != 0) {
+  const bool uneven = global_batch_size % replicas != 0;
+  if (global_batch_size < replicas) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the global batch size ", global_batch_size, " is smaller than the ", replicas,
+                     " replicas: each replica needs an example per step"));
+  }
+  if (uneven && (policy != AutoShardPolicy::kData || drop_remainder)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the global batch size ", global_batch_size, " must be a positive multiple of the ",
-        replicas, " replicas (each gets global / replicas examples per step)"));
+        "the global batch size ", global_batch_size, " is not a multiple of the ", replicas,
+        " replicas: an uneven split (as TensorFlow's rebatching) needs the DATA shard policy "
+        "without drop_remainder (this fit: ",
+        AutoShardPolicyName(policy), drop_remainder ? ", drop_remainder" : "", ")"));
   }
   DistributedDataset d;
   d.global_batch_size = global_batch_size;
@@ -232,6 +240,17 @@ absl::StatusOr<DistributedDataset> MultiWorkerMirroredStrategy::DistributeDatase
   if (policy == AutoShardPolicy::kOff) seed = Fnv1a64(&d.rank, sizeof(d.rank), seed ^ kFnv1aOffset);
   // The passes are counted here (StepIterator); the shard is one pass.
   Dataset one_pass = dataset.Repeat(1).Shuffle(seed);
+  if (uneven) {
+    // Each step's global batch in contiguous blocks that differ by at most one
+    // (86, 85, 85 of 256), as after an elastic regroup.
+    if (one_pass.examples_per_pass() == 0) {
+      return absl::InvalidArgumentError("the dataset has no examples");
+    }
+    d.common = one_pass;
+    RW_ASSIGN_OR_RETURN(d, d.Regrouped(replicas, rank(), {}, global_batch_size));
+    d.steps_per_epoch = d.steps_per_pass;
+    return d;
+  }
   RW_ASSIGN_OR_RETURN(Dataset shard, one_pass.Shard(replicas, rank(), policy));
   if (prefetch_batches < 0) prefetch_batches = DefaultPrefetchBatches(cores_per_worker());
   d.local = shard.Batch(d.per_replica_batch_size, drop_remainder).Prefetch(prefetch_batches);

@@ -185,12 +185,30 @@ TEST_CASE("distributed input: global batch, DATA and FILE sharding, agreed steps
   CheckAllOk(LocalCluster::Run(options, [](LocalCluster::Worker& w) -> absl::Status {
     MultiWorkerMirroredStrategy& s = *w.strategy;
     Dataset data = Dataset::FromExamples(Numbered(1000, 3));
-    auto bad = s.DistributeDataset(data, 100);
-    if (bad.ok() || std::string(bad.status().message()) !=
-                        "the global batch size 100 must be a positive multiple of the 3 "
-                        "replicas (each gets global / replicas examples per step)") {
-      return absl::InternalError("global batch not refused");
+    // 100 on 3 replicas: blocks of 34, 33, 33 (the last step: 0..999 ends at 1000,
+    // 10 steps of 100, every example once).
+    RW_ASSIGN_OR_RETURN(DistributedDataset uneven, s.DistributeDataset(data, 100));
+    if (uneven.steps_per_epoch != 10 || uneven.ExamplesAt(0, 0) != 34 ||
+        uneven.ExamplesAt(2, 0) != 33 || uneven.ExamplesPerPass() != 1000) {
+      return absl::InternalError(absl::StrCat("uneven: ", uneven.steps_per_epoch, " steps"));
     }
+    auto it = uneven.Iterate(0);
+    Batch batch;
+    int64_t seen = 0;
+    while (it->Next(&batch)) {
+      seen += batch.size();
+      const double want = batch.size() == 34 ? 34.0 * 3 / 100 : 33.0 * 3 / 100;
+      if (it->gradient_weight() != want) return absl::InternalError("uneven: a weight");
+    }
+    if (!it->status().ok() || seen != (w.rank == 0 ? 340 : 330)) {
+      return absl::InternalError(absl::StrCat("uneven: ", seen, " examples on rank ", w.rank));
+    }
+    auto bad = s.DistributeDataset(data, 100, AutoShardPolicy::kFile);
+    if (bad.ok() || std::string(bad.status().message()).find("needs the DATA shard policy") ==
+                        std::string::npos) {
+      return absl::InternalError("an uneven FILE split not refused");
+    }
+    if (s.DistributeDataset(data, 2).ok()) return absl::InternalError("batch 2 on 3 not refused");
     // 33 full global batches and a short one of 10 (4, 3, 3 per replica).
     RW_ASSIGN_OR_RETURN(DistributedDataset d, s.DistributeDataset(data, 30));
     if (d.per_replica_batch_size != 10 || d.steps_per_epoch != 34 || d.ExamplesAt(0, 33) != 4 ||

@@ -326,16 +326,35 @@ TEST_CASE("bad flags fail at once with exit 2", "[train]") {
     CHECK(r.exit_code == 2);
     CHECK(r.output.find(c.message) != std::string::npos);
   }
-  // A global batch the workers cannot split evenly.
-  ProcessCluster cluster({kTrain, 3, false, {"--global_batch_size=256", "--dataset=synthetic"}});
+  // A global batch smaller than the workers.
+  ProcessCluster cluster({kTrain, 3, false, {"--global_batch_size=2", "--dataset=synthetic"}});
   std::vector<SubprocessResult> results = cluster.Run();
   for (const auto& r : results) {
     INFO(r.output);
     CHECK(r.exit_code == 2);
-    CHECK(
-        r.output.find("the global batch size 256 must be a positive multiple of the 3 replicas") !=
-        std::string::npos);
+    CHECK(r.output.find("--global_batch_size=2: at least one example per replica") !=
+          std::string::npos);
   }
+}
+
+TEST_CASE("the default global batch of 256 on 3 workers: 86, 85, 85, every example once",
+          "[train]") {
+  const std::string metrics = TempPath("metrics_uneven.json");
+  ProcessCluster cluster({kTrain,
+                          3,
+                          false,
+                          {"--dataset=synthetic", "--synthetic_examples=2000", "--epochs=2",
+                           "--verbose=0", "--metrics_json=" + metrics}});
+  for (const auto& r : cluster.Run()) {
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+  }
+  std::ifstream in(metrics);
+  std::stringstream text;
+  text << in.rdbuf();
+  INFO(text.str());
+  CHECK(text.str().find("\"train_examples_per_epoch\": 2000") != std::string::npos);
+  CHECK(text.str().find("\"global_batch_size\": 256") != std::string::npos);
 }
 
 }  // namespace

@@ -56,11 +56,10 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     return absl::InvalidArgumentError(absl::StrCat("--replica_check_steps=", f.replica_check_steps,
                                                    ": expected 0 (never) or more"));
   }
-  if (f.global_batch_size <= 0 || f.global_batch_size % cluster.world_size() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--global_batch_size=", f.global_batch_size, ": the global batch size ",
-        f.global_batch_size, " must be a positive multiple of the ", cluster.world_size(),
-        " replicas (each gets global / replicas examples per step)"));
+  if (f.global_batch_size < cluster.world_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--global_batch_size=", f.global_batch_size, ": at least one example per ",
+                     "replica and step (", cluster.world_size(), " replicas)"));
   }
   if (f.min_workers < 0 || f.min_workers > cluster.world_size()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -53,7 +53,8 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
               "stopping with exit 8 (tf.data's ignore_errors)");
   flags->Int("epochs", &f->epochs, "passes over the training data");
   flags->Int("global_batch_size", &f->global_batch_size,
-             "examples per step over all workers (each takes global / workers)");
+             "examples per step over all workers (each takes global / workers; when they do "
+             "not divide it, shares that differ by one: 256 on 3 is 86, 85, 85)");
   flags->String("optimizer", &f->optimizer, "sgd, adam or adamw");
   flags->Double(
       "learning_rate", &f->learning_rate,
