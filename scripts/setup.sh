@@ -8,8 +8,9 @@
 #                              (slurm-wlm, munge), Chromium (the report page),
 #                              clang's sanitizers (the fuzzers), iproute2 (emulated
 #                              hosts), GoogleTest, PyYAML, protobuf and crcmod
-#                              (an independent TFRecord writer), Pillow (an
-#                              independent PNG/JPEG writer), clang-format and
+#                              (an independent TFRecord writer), Pillow and
+#                              NumPy (independent PNG/JPEG and .npz writers),
+#                              clang-format and
 #                              universal-ctags (the source checks)
 #   scripts/setup.sh --peers   also the peers the benchmarks compare against
 #                              (Open MPI, PyTorch 1.13 with gloo); bench/ asks for it
@@ -19,7 +20,7 @@ packages=(
   build-essential pkg-config
   bazel-bootstrap bazel-platforms bazel-rules-java
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  nlohmann-json3-dev libdnnl-dev catch2 libabsl-dev zlib1g-dev libpng-dev libjpeg-dev
+  nlohmann-json3-dev libdnnl-dev catch2 libabsl-dev zlib1g-dev libpng-dev libjpeg-dev libzip-dev
   dataset-fashion-mnist
   openssl libssl-dev
 )
@@ -27,7 +28,7 @@ for arg in "$@"; do
   case "$arg" in
     --suite)
       packages+=(slurm-wlm munge chromium clang libclang-rt-14-dev iproute2 libgtest-dev
-                 python3-yaml python3-protobuf python3-crcmod python3-pil clang-format
+                 python3-yaml python3-protobuf python3-crcmod python3-pil python3-numpy clang-format
                  universal-ctags) ;;
     --peers)
       # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS

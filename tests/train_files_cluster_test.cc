@@ -146,6 +146,65 @@ TEST_CASE("two workers train on folders of PNG files, one folder per class", "[t
   CHECK(skipping["train_examples_per_epoch"].get<int64_t>() == 3000);
 }
 
+TEST_CASE("two workers train on NumPy archives; a corrupt one stops both with exit 8",
+          "[train_files]") {
+  // Written by NumPy: x float32 [n, 8] that tells its class (i % 3) apart, y int64.
+  const std::string dir = FreshTestDir("train_npz");
+  const std::string script = R"(
+import sys, numpy as np
+def rows(first, n):
+    i = np.arange(first, first + n)
+    x = np.where((np.arange(8)[None, :] % 3) == (i[:, None] % 3), 1.5, 0.0)
+    x = x + 0.3 * np.sin(0.7 * i[:, None] + np.arange(8)[None, :])
+    return x.astype(np.float32), (i % 3).astype(np.int64)
+d = sys.argv[1]
+for k, (first, n) in enumerate([(0, 300), (300, 180)]):
+    x, y = rows(first, n)
+    np.savez_compressed(f"{d}/train-{k}.npz", x=x, y=y)
+x, y = rows(1000, 90)
+np.savez(f"{d}/test.npz", x=x, y=y)
+data = bytearray(open(f"{d}/train-1.npz", "rb").read())
+name_len = int.from_bytes(data[26:28], "little")
+extra_len = int.from_bytes(data[28:30], "little")
+size = int.from_bytes(data[18:22], "little")
+data[30 + name_len + extra_len + size - 6] ^= 0x55
+open(f"{d}/corrupt-1.npz", "wb").write(data)
+)";
+  SubprocessResult written =
+      RunSubprocess({"/usr/bin/python3", "-c", script, dir}, Subprocess::Options{});
+  INFO(written.output);
+  REQUIRE(written.exit_code == 0);
+  const std::string metrics = dir + "/metrics.json";
+  std::vector<SubprocessResult> results =
+      ProcessCluster(
+          {kTrain,
+           2,
+           false,
+           {"--train_data=npz:" + dir + "/train-*.npz", "--test_data=npz:" + dir + "/test.npz",
+            "--targets=y", "--epochs=4", "--global_batch_size=30", "--metrics_json=" + metrics}})
+          .Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+  }
+  const nlohmann::json j = ReadJson(metrics);
+  INFO(j.dump());
+  CHECK(j["train_examples_per_epoch"].get<int64_t>() == 480);
+  CHECK(j["test_accuracy"].get<double>() >= 0.9);
+  std::filesystem::rename(dir + "/corrupt-1.npz", dir + "/train-1.npz");
+  results = ProcessCluster({kTrain,
+                            2,
+                            false,
+                            {"--train_data=npz:" + dir + "/train-*.npz", "--targets=y",
+                             "--num_classes=3", "--epochs=1", "--global_batch_size=30"}})
+                .Run();
+  for (const auto& r : results) {
+    INFO(r.output);
+    CHECK(r.exit_code == 8);
+    CHECK(r.output.find(dir + "/train-1.npz, array x, row ") != std::string::npos);
+  }
+}
+
 TEST_CASE("a flipped byte in a shard stops every worker with exit 8", "[train_files]") {
   const std::string dir = FreshTestDir("train_files_corrupt");
   std::vector<std::string> files = WriteExampleFiles(dir, {200, 200}, Example);

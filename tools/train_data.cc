@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "data/pipeline/csv_source.h"
 #include "data/pipeline/image_folder.h"
+#include "data/pipeline/npz_source.h"
 #include "data/pipeline/tfrecord_source.h"
 #include "io/record_reader.h"
 
@@ -28,12 +29,13 @@ absl::StatusOr<Spec> ParseSpec(const std::string& flag, const std::string& text)
     spec.kind = text.substr(0, colon);
     spec.path = text.substr(colon + 1);
   }
-  if ((spec.kind != "tfrecord" && spec.kind != "csv" && spec.kind != "images") ||
+  if ((spec.kind != "tfrecord" && spec.kind != "csv" && spec.kind != "images" &&
+       spec.kind != "npz") ||
       spec.path.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--", flag, "=", text,
-                     ": expected tfrecord:GLOB (TFRecord files of tf.train.Example), csv:GLOB "
-                     "or images:DIR (a folder per class)"));
+                     ": expected tfrecord:GLOB (TFRecord files of tf.train.Example), csv:GLOB, "
+                     "npz:GLOB (NumPy archives) or images:DIR (a folder per class)"));
   }
   return spec;
 }
@@ -119,13 +121,43 @@ absl::StatusOr<std::vector<FeatureSpec>> Specs(const std::vector<ExampleFeature>
   return specs;
 }
 
+// A Map that gives features new shapes of as many values (NumPy rows as images).
+absl::StatusOr<Pipeline> Reshaped(Pipeline p, const std::vector<NamedShape>& shapes) {
+  ElementSpec spec = p.spec();
+  std::vector<std::pair<size_t, Shape>> changes;
+  for (const NamedShape& n : shapes) {
+    const int i = FeatureIndex(spec, n.name);
+    if (i < 0 || !n.shape.has_value() || spec[static_cast<size_t>(i)].shape == *n.shape) continue;
+    FeatureInfo& info = spec[static_cast<size_t>(i)];
+    if (NumElements(info.shape) != NumElements(*n.shape)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feature \"", n.name, "\": ", NumElements(info.shape), " values a row; its shape ",
+          ShapeString(*n.shape), " has ", NumElements(*n.shape)));
+    }
+    info.shape = *n.shape;
+    changes.emplace_back(static_cast<size_t>(i), *n.shape);
+  }
+  if (changes.empty()) return p;
+  MapFn reshape = [changes](Element* e) {
+    for (const auto& [i, shape] : changes) e->values[i].Reshape(shape);
+    return absl::OkStatus();
+  };
+  return p.Map(std::move(reshape), 1, spec, "reshape");
+}
+
 // How one SPEC's files become parsed elements, the same for every data set.
 struct Reader {
   std::string kind;
   std::optional<ExampleParser> tfrecord;  // kind "tfrecord"
   CsvPipelineOptions csv;                 // kind "csv"
+  std::vector<std::string> npz_select;    // kind "npz": the arrays
+  std::vector<NamedShape> npz_shapes;     // and the shapes asked for.
   absl::StatusOr<Pipeline> Open(const std::vector<std::string>& files, int threads) const {
     if (kind == "csv") return CsvPipeline(files, csv, threads);
+    if (kind == "npz") {
+      RW_ASSIGN_OR_RETURN(Pipeline rows, NpzPipeline(files, npz_select));
+      return Reshaped(std::move(rows), npz_shapes);
+    }
     return TFRecordPipeline(files).Map(ParseExamplesFn(*tfrecord), threads, ParsedSpec(*tfrecord),
                                        "parse");
   }
@@ -143,6 +175,15 @@ absl::StatusOr<Reader> MakeReader(const std::string& kind, const std::vector<std
       for (const NamedShape& n : features) reader.csv.select.push_back(n.name);
       for (const NamedShape& n : targets) reader.csv.select.push_back(n.name);
     }
+    return reader;
+  }
+  if (kind == "npz") {
+    if (!features.empty()) {
+      for (const NamedShape& n : features) reader.npz_select.push_back(n.name);
+      for (const NamedShape& n : targets) reader.npz_select.push_back(n.name);
+    }
+    reader.npz_shapes = features;
+    reader.npz_shapes.insert(reader.npz_shapes.end(), targets.begin(), targets.end());
     return reader;
   }
   RW_ASSIGN_OR_RETURN(std::vector<ExampleFeature> found, FirstRecord(files[0]));

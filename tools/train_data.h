@@ -1,17 +1,20 @@
-// train on your files: --train_data, --validation_data, --test_data name them by a
-// SPEC ("tfrecord:GLOB" or "csv:GLOB"), --features and --targets the features the
-// model reads and learns (as NAME[:SHAPE], e.g. image:28x28x1; several CSV columns
-// go side by side into one input vector, several targets into one target vector). The pipelines
-// stream the files; the training one is shuffled through a buffer each epoch.
+// train on your files: --train_data, --validation_data, --test_data name them by
+// a SPEC ("tfrecord:GLOB", "csv:GLOB", "npz:GLOB" or "images:DIR"), --features
+// and --targets the features the model reads and learns (as NAME[:SHAPE], e.g.
+// image:28x28x1; several CSV columns go side by side into one input vector,
+// several targets into one target vector). The pipelines stream the files; the
+// training one is shuffled through a buffer each epoch.
 //
 //   RW_ASSIGN_OR_RETURN(std::optional<FileData> files, LoadFileData(flags));
 //   if (files) model.Fit(files->train, {.binding = files->binding, ...});
 //
 // The features' types come from the first record of the first file (a float
-// list is float32, an int64 list int64); a feature without a shape takes its
-// count there (1: a scalar). The classes of an integer target are counted by a
-// pass over the training files (with the examples, for a learning rate
-// schedule's length), unless --num_classes gives them.
+// list is float32, an int64 list int64; NumPy: the arrays' dtypes); a feature
+// without a shape takes its count there (1: a scalar; NumPy: the row's shape).
+// The classes of an integer target are counted by a pass over the training
+// files (with the examples, for a learning rate schedule's length), unless
+// --num_classes gives them. images:DIR: a class per sub-folder, labels from the
+// folders, the images at the first one's size or --features=image:HxWxC.
 #ifndef RINGWORK_TOOLS_TRAIN_DATA_H_
 #define RINGWORK_TOOLS_TRAIN_DATA_H_
 

@@ -26,7 +26,8 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->String("train_data", &f->train_data,
                 "your training files instead of --dataset, streamed: tfrecord:GLOB (TFRecord "
                 "files of tf.train.Example, plain, GZIP or ZLIB), csv:GLOB (a header row, then "
-                "numbers) or images:DIR (a folder per class of PNG or JPEG files)");
+                "numbers), npz:GLOB (NumPy archives: arrays by name, a row per example) or "
+                "images:DIR (a folder per class of PNG or JPEG files)");
   flags->String("validation_data", &f->validation_data,
                 "with --train_data: files evaluated after every epoch (as --train_data)");
   flags->String("test_data", &f->test_data,
