@@ -11,6 +11,7 @@
 #include <string>
 
 #include "data/pipeline/test_records.h"
+#include "testing/log_lines.h"
 #include "testing/process_cluster.h"
 #include "testing/temp_dir.h"
 
@@ -202,6 +203,58 @@ open(f"{d}/corrupt-1.npz", "wb").write(data)
     INFO(r.output);
     CHECK(r.exit_code == 8);
     CHECK(r.output.find(dir + "/train-1.npz, array x, row ") != std::string::npos);
+  }
+}
+
+// The weights fingerprint of a 2-worker run over `glob`, interrupted by
+// `crash_at` (RINGWORK_CRASH_AT) and resumed by launch from its backup, or not.
+std::string TrainFingerprint(const std::string& glob, const std::string& crash_at) {
+  const std::string backup = FreshTestDir("train_files_backup");
+  std::vector<std::string> argv = {"tools/launch/launch",
+                                   "--num_workers=2",
+                                   "--max_restarts=1",
+                                   "--",
+                                   kTrain,
+                                   "--train_data=tfrecord:" + glob,
+                                   "--targets=y",
+                                   "--num_classes=3",
+                                   "--epochs=3",
+                                   "--global_batch_size=30",
+                                   "--verbose=0",
+                                   "--intra_op_threads=1",
+                                   "--inter_op_threads=1",
+                                   "--backup_dir=" + backup,
+                                   "--backup_freq_steps=4"};
+  Subprocess::Options options;
+  options.timeout_s = 120;
+  if (!crash_at.empty()) options.env["RINGWORK_CRASH_AT"] = crash_at;
+  SubprocessResult r = RunSubprocess(argv, options);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  if (!crash_at.empty()) {
+    CHECK(r.output.find("resuming from the backup in " + backup) != std::string::npos);
+  }
+  std::vector<std::string> prints = WeightsFingerprints(r.output);
+  REQUIRE(prints.size() == 2);
+  CHECK(prints[0] == prints[1]);
+  return prints[0];
+}
+
+TEST_CASE("a run over files resumed from its backup ends with the uninterrupted weights",
+          "[train_files]") {
+  // AUTO: 3 files for 2 workers is FILE (each its own files); 1 file is DATA (one
+  // common order, each worker its block of every global batch). Shuffled through
+  // the default buffer, stopped mid-epoch (the 20th all-reduce of worker 1 is in
+  // epoch 1's second half: two a step), resumed at the backup's step.
+  const std::string dir = FreshTestDir("train_files_resume");
+  std::filesystem::create_directories(dir + "/three");
+  std::filesystem::create_directories(dir + "/one");
+  WriteExampleFiles(dir + "/three", {90, 60, 45}, Example);
+  WriteExampleFiles(dir + "/one", {195}, Example);
+  for (const std::string& glob : {dir + "/three/f*.tfrecord", dir + "/one/f*.tfrecord"}) {
+    INFO(glob);
+    const std::string uninterrupted = TrainFingerprint(glob, "");
+    CHECK(TrainFingerprint(glob, "allreduce#20@worker:1") == uninterrupted);
   }
 }
 

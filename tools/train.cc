@@ -237,12 +237,13 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     // Accuracy for class ids; for number targets (regression) the mean absolute error.
     const bool classifies = result.metrics.count("accuracy") > 0 || !tested;
     const std::string test_metric =
-        classifies ? absl::StrFormat("test accuracy %.4f", result.metrics["accuracy"])
-                   : absl::StrFormat("test mae %.4f", result.metrics["mae"]);
-    RW_LOG(INFO) << absl::StrFormat(
-        "%s, test loss %.4f, %.0f train samples/s, "
-        "weights fingerprint %016x",
-        test_metric, result.loss, samples_per_s, fingerprint);
+        !tested ? std::string("no test data")
+        : classifies
+            ? absl::StrFormat("test accuracy %.4f, test loss %.4f", result.metrics["accuracy"],
+                              result.loss)
+            : absl::StrFormat("test mae %.4f, test loss %.4f", result.metrics["mae"], result.loss);
+    RW_LOG(INFO) << absl::StrFormat("%s, %.0f train samples/s, weights fingerprint %016x",
+                                    test_metric, samples_per_s, fingerprint);
     if (chief && !tested) {
       std::printf("Trained: %.0f samples/s over %d worker%s (no --test_data to evaluate)\n",
                   samples_per_s, workers, workers == 1 ? "" : "s");
