@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/exit_code.h"
+#include "base/logging.h"
 #include "base/status_macros.h"
 #include "base/termination.h"
 #include "observability/timeline.h"
@@ -62,7 +63,7 @@ absl::StatusOr<History> FitLoop::Train() {
 absl::Status FitLoop::RunEpoch(int64_t epoch) {
   const int64_t first = epoch == start_.epoch ? start_.step_in_epoch : 0;
   // A stream's epoch is its pass (the first was started where the run starts).
-  if (stream_ != nullptr && epoch != start_.epoch) {
+  if (stream_ != nullptr && epoch != start_.epoch && options_.steps_per_epoch == 0) {
     RW_RETURN_IF_ERROR(stream_->StartPass(epoch, 0, input_report_.StartPass()));
   }
   RW_RETURN_IF_ERROR(BeginEpoch(epoch, first));
@@ -134,6 +135,14 @@ absl::StatusOr<int64_t> FitLoop::RunStep(int64_t epoch, int64_t step) {
   if (!*got) {
     // Every worker's stream ended: the epoch had the steps before this one.
     run_->shape().epoch_steps = step - 1;
+    if (options_.steps_per_epoch > 0) {
+      // As Keras: the input ran out before steps_per_epoch x epochs; training stops.
+      RW_LOG(WARNING) << at_step << "the input ran out of data: training stops after "
+                      << global_step << " steps of the " << options_.epochs << " x "
+                      << options_.steps_per_epoch
+                      << " asked (steps_per_epoch x epochs); Repeat() the dataset";
+      model_->stop_training_ = true;
+    }
     return kEpochStopped;
   }
   data_span.End();

@@ -25,10 +25,6 @@ absl::Status FitLoop::StartStream(const Pipeline& train) {
         "elastic training (min_workers ", strategy_->options().min_workers,
         ") re-shards in-memory data for now; a streamed dataset cannot be re-sharded yet"));
   }
-  if (options_.steps_per_epoch > 0) {
-    return absl::InvalidArgumentError(
-        "steps_per_epoch with a streamed dataset is not supported yet: each epoch is one pass");
-  }
   DistributedPipelineOptions read;
   read.global_batch = options_.batch_size;
   read.default_batch = 32;  // Keras' default for unbatched data.
@@ -41,8 +37,11 @@ absl::Status FitLoop::StartStream(const Pipeline& train) {
   RW_RETURN_IF_ERROR(model_->EnsureReady(binding_.input_shape));
   options_.batch_size = stream_->global_batch();
   options_.shard_policy = stream_->policy();
-  steps_ = kUnknownSteps;
-  epoch_passes_ = 1;
+  // Keras' steps_per_epoch: epochs of that many steps from one stream that goes on
+  // across them (a Repeat()ed pipeline goes on forever); else an epoch is a pass.
+  const int64_t per_epoch = options_.steps_per_epoch;
+  steps_ = per_epoch > 0 ? per_epoch : kUnknownSteps;
+  epoch_passes_ = per_epoch > 0 ? 0 : 1;
   configured_workers_ = strategy_->cluster().configured_world_size();
   replica_batch_ = options_.batch_size / configured_workers_;
   SortCallbacks();
@@ -62,12 +61,16 @@ absl::Status FitLoop::StartStream(const Pipeline& train) {
   shape.start_epoch = start_.epoch;
   shape.start_step_in_epoch = start_.step_in_epoch;
   shape.epoch_first_step = start_.step - start_.step_in_epoch;
-  shape.epoch_steps = kUnknownSteps;
+  shape.epoch_steps = steps_;
   ElasticReplica* replica = model_;
   run_.emplace(strategy_, replica, shape, ops_.Begin(start_.epoch));
-  // A resumed epoch: this worker's batches before it are read again and dropped.
+  // A resumed epoch: this worker's batches before it are read again and dropped
+  // (with steps_per_epoch, every step of the run so far: one pass goes on).
   RW_RETURN_IF_ERROR(
-      stream_->StartPass(start_.epoch, start_.step_in_epoch, input_report_.StartPass()));
+      per_epoch > 0
+          ? stream_->StartPass(0, start_.epoch * per_epoch + start_.step_in_epoch,
+                               input_report_.StartPass())
+          : stream_->StartPass(start_.epoch, start_.step_in_epoch, input_report_.StartPass()));
   if (model_->reducer_ != nullptr) model_->reducer_->TakeTiming();  // Counts from this fit on.
   *model_->in_step_collective_s_ = 0;
   NotePosition(start_.epoch, start_.step_in_epoch);

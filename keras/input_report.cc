@@ -20,19 +20,39 @@ std::string Percent(double fraction) {
 PipelineStats* InputReport::StartPass() {
   previous_ = std::move(current_);
   current_ = std::make_unique<PipelineStats>();
-  pass_start_ = std::chrono::steady_clock::now();
+  since_ = std::chrono::steady_clock::now();
+  reported_.clear();
+  reported_skipped_ = 0;
   return current_.get();
 }
 
 absl::Status InputReport::EndEpoch(MultiWorkerMirroredStrategy* strategy, Logs* logs) {
   if (current_ == nullptr) return absl::OkStatus();
-  int64_t skipped = current_->skipped();
+  const int64_t skipped_so_far = current_->skipped();
+  int64_t skipped = skipped_so_far - reported_skipped_;
+  reported_skipped_ = skipped_so_far;
   RW_RETURN_IF_ERROR(
       strategy->communicator()->AllReduce(&skipped, 1, DataType::kInt64, ReduceOp::kSum));
   (*logs)[kInputSkipped] = static_cast<double>(skipped);
-  const double wall_s = std::max(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start_).count(), 1e-9);
-  std::vector<PipelineStats::StageSnapshot> stages = current_->Snapshot();
+  const auto now = std::chrono::steady_clock::now();
+  const double wall_s = std::max(std::chrono::duration<double>(now - since_).count(), 1e-9);
+  since_ = now;
+  const std::vector<PipelineStats::StageSnapshot> so_far = current_->Snapshot();
+  // This epoch's part: what the stages did since the last report of this pass.
+  std::vector<PipelineStats::StageSnapshot> stages = so_far;
+  for (size_t i = 0; i < stages.size() && i < reported_.size(); ++i) {
+    PipelineStats::StageSnapshot& s = stages[i];
+    s.elements -= reported_[i].elements;
+    s.busy_s -= reported_[i].busy_s;
+    s.input_s -= reported_[i].input_s;
+    s.fill_sum -= reported_[i].fill_sum;
+    s.fill_samples -= reported_[i].fill_samples;
+    s.mean_fill =
+        s.capacity > 0 && s.fill_samples > 0
+            ? static_cast<double>(s.fill_sum) / static_cast<double>(s.fill_samples * s.capacity)
+            : -1;
+  }
+  reported_ = so_far;
   std::reverse(stages.begin(), stages.end());  // From the source.
   for (size_t i = 0; i < stages.size(); ++i) {
     const PipelineStats::StageSnapshot& s = stages[i];

@@ -49,7 +49,11 @@ class InputReport {
 
  private:
   std::unique_ptr<PipelineStats> current_, previous_;
-  std::chrono::steady_clock::time_point pass_start_;
+  // Since the last epoch's end, or the pass's start: a pass that spans epochs
+  // (steps_per_epoch) is reported epoch by epoch.
+  std::chrono::steady_clock::time_point since_;
+  std::vector<PipelineStats::StageSnapshot> reported_;  // Of current_, at the last end.
+  int64_t reported_skipped_ = 0;
   bool warned_ = false;
 };
 

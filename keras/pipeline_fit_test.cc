@@ -63,7 +63,8 @@ Run Train(int workers, const Pipeline& data, FitOptions fit) {
     run.examples_per_epoch[static_cast<size_t>(w.rank)] = history.examples_per_epoch();
     run.history[static_cast<size_t>(w.rank)] = history.history();
     // Every worker evaluates its share; all get the same numbers.
-    if (fit.ignore_errors) return absl::OkStatus();  // Evaluate would stop at a bad record.
+    // Evaluate would stop at a bad record, or never end on a Repeat()ed pipeline.
+    if (fit.ignore_errors || fit.steps_per_epoch > 0) return absl::OkStatus();
     RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(data, fit.binding, 7));
     if (result.examples != history.examples_per_epoch().back()) {
       return absl::InternalError(absl::StrCat("evaluated ", result.examples, " examples"));
@@ -165,6 +166,45 @@ TEST_CASE("a corrupt record stops every worker with exit 8, naming the file and 
     CHECK(ExitCodeFor(s) == kInvalidData);
     CHECK(std::string(s.message()).find(files[1] + ": record ") != std::string::npos);
   }
+}
+
+// Every rank's ids of global steps [first, last), together, sorted.
+std::vector<int64_t> IdsOfSteps(const Run& run, int64_t first, int64_t last) {
+  std::vector<int64_t> ids;
+  for (const Record& r : run.records) {
+    for (auto it = r.lower_bound(first); it != r.end() && it->first < last; ++it) {
+      ids.insert(ids.end(), it->second.begin(), it->second.end());
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+TEST_CASE("steps_per_epoch: epochs of K steps from one stream that goes on across them",
+          "[pipeline_fit]") {
+  // 60 records in one file (DATA), global batch 4: a pass is 15 steps.
+  const Pipeline once = Parsed(Files("fit_steps", {60}));
+  Run run = Train(2, once.Repeat(), {.epochs = 4, .batch_size = 4, .steps_per_epoch = 5});
+  for (const absl::Status& s : run.results) {
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  for (const auto& per_epoch : run.examples_per_epoch) {
+    CHECK(per_epoch == std::vector<int64_t>{20, 20, 20, 20});
+  }
+  CHECK(IdsOfSteps(run, 0, 15) == Iota(60));   // The first pass, whole, across 3 epochs.
+  CHECK(IdsOfSteps(run, 15, 20) == Iota(20));  // The second goes on in the same order.
+  // Not repeated: 3 epochs of 10 steps need 30; the data has 15. As Keras, training
+  // stops when the input runs out (a warning), after epoch 2's first 5 steps.
+  Run short_run = Train(2, once, {.epochs = 3, .batch_size = 4, .steps_per_epoch = 10});
+  for (const absl::Status& s : short_run.results) {
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  for (const auto& per_epoch : short_run.examples_per_epoch) {
+    CHECK(per_epoch == std::vector<int64_t>{40, 20});
+  }
+  CHECK(IdsOfSteps(short_run, 0, 100) == Iota(60));
 }
 
 TEST_CASE("ignore_errors: a corrupt record is skipped, counted over every worker, reported",

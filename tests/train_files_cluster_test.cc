@@ -208,7 +208,8 @@ open(f"{d}/corrupt-1.npz", "wb").write(data)
 
 // The weights fingerprint of a 2-worker run over `glob`, interrupted by
 // `crash_at` (RINGWORK_CRASH_AT) and resumed by launch from its backup, or not.
-std::string TrainFingerprint(const std::string& glob, const std::string& crash_at) {
+std::string TrainFingerprint(const std::string& glob, const std::string& crash_at,
+                             const std::string& extra = "--epochs=3") {
   const std::string backup = FreshTestDir("train_files_backup");
   std::vector<std::string> argv = {"tools/launch/launch",
                                    "--num_workers=2",
@@ -218,7 +219,7 @@ std::string TrainFingerprint(const std::string& glob, const std::string& crash_a
                                    "--train_data=tfrecord:" + glob,
                                    "--targets=y",
                                    "--num_classes=3",
-                                   "--epochs=3",
+                                   extra,
                                    "--global_batch_size=30",
                                    "--verbose=0",
                                    "--intra_op_threads=1",
@@ -256,6 +257,11 @@ TEST_CASE("a run over files resumed from its backup ends with the uninterrupted 
     const std::string uninterrupted = TrainFingerprint(glob, "");
     CHECK(TrainFingerprint(glob, "allreduce#20@worker:1") == uninterrupted);
   }
+  // steps_per_epoch: epochs of 5 steps from one stream over the repeated file (a
+  // pass is 7 steps), resumed mid-run: the run's steps so far are skipped.
+  const std::string glob = dir + "/one/f*.tfrecord";
+  const std::string uninterrupted = TrainFingerprint(glob, "", "--steps_per_epoch=5");
+  CHECK(TrainFingerprint(glob, "allreduce#16@worker:0", "--steps_per_epoch=5") == uninterrupted);
 }
 
 TEST_CASE("a flipped byte in a shard stops every worker with exit 8", "[train_files]") {

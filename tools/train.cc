@@ -208,8 +208,11 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
         MakeControlCallbacks(f, f.validate_each_epoch);
     for (const auto& c : controls) fit.callbacks.push_back(c.get());
     const auto train_start = std::chrono::steady_clock::now();
-    RW_ASSIGN_OR_RETURN(History history,
-                        files.has_value() ? model.Fit(files->train, fit) : model.Fit(train, fit));
+    RW_ASSIGN_OR_RETURN(
+        History history,
+        files.has_value()
+            ? model.Fit(f.steps_per_epoch > 0 ? files->train.Repeat() : files->train, fit)
+            : model.Fit(train, fit));
     const double train_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
     // Elastic training may have lost workers, and the chief with them.

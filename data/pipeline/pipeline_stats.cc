@@ -22,6 +22,9 @@ std::vector<PipelineStats::StageSnapshot> PipelineStats::Snapshot() const {
     snap.busy_s = static_cast<double>(s.busy_ns.load()) * 1e-9;
     snap.input_s = static_cast<double>(s.input_ns.load()) * 1e-9;
     const int64_t samples = s.fill_samples.load();
+    snap.capacity = s.capacity;
+    snap.fill_sum = s.fill_sum.load();
+    snap.fill_samples = samples;
     if (s.capacity > 0 && samples > 0) {
       snap.mean_fill =
           static_cast<double>(s.fill_sum.load()) / static_cast<double>(samples * s.capacity);

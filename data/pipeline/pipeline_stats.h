@@ -38,6 +38,7 @@ class PipelineStats {
     int64_t elements = 0;
     double busy_s = 0, input_s = 0;
     double mean_fill = -1;  // Mean buffer fill (0..1) when its consumer asked; -1: none.
+    int64_t capacity = 0, fill_sum = 0, fill_samples = 0;  // What mean_fill comes from.
   };
 
   // A stage, kept (at a stable address) as long as these stats live.
