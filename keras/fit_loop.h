@@ -65,6 +65,7 @@ class FitLoop {
   // streamed pipeline (fit_loop_stream.cc).
   absl::StatusOr<History> Run(const Dataset& train);
   absl::StatusOr<History> Run(const Pipeline& train);
+  absl::StatusOr<History> Run(const DatasetFn& make_train);  // Each worker's own.
   // The epochs and the end, once started.
   absl::StatusOr<History> Train();
 
@@ -213,6 +214,7 @@ class FitLoop {
   StepBreakdown breakdown_;
   Logs logs_;
   struct Batch batch_;
+  bool per_worker_ = false;  // The stream is this worker's own (a dataset function's).
   // A worker that joined after the members' begin of an epoch skips it; one that
   // joined in a regroup at the end's second part skips the first.
   bool skip_begin_ = false, skip_end_first_part_ = false;

@@ -15,6 +15,23 @@ absl::StatusOr<History> FitLoop::Run(const Pipeline& train) {
   return Train();
 }
 
+absl::StatusOr<History> FitLoop::Run(const DatasetFn& make_train) {
+  MultiWorkerMirroredStrategy* strategy = model_->strategy_;
+  if (strategy == nullptr) {
+    return absl::FailedPreconditionError("call Compile before Fit/Evaluate/Predict");
+  }
+  InputContext context;
+  context.num_input_pipelines = strategy->num_replicas_in_sync();
+  context.input_pipeline_id = strategy->rank();
+  context.num_replicas_in_sync = strategy->num_replicas_in_sync();
+  context.global_batch = options_.batch_size > 0 ? options_.batch_size : 32;
+  absl::StatusOr<Pipeline> train = make_train(context);
+  if (!train.ok()) return WithContext(train.status(), "the dataset function: ");
+  per_worker_ = true;
+  RW_RETURN_IF_ERROR(StartStream(*train));
+  return Train();
+}
+
 absl::Status FitLoop::StartStream(const Pipeline& train) {
   if (!model_->compiled_) {
     return absl::FailedPreconditionError("call Compile before Fit/Evaluate/Predict");
@@ -32,6 +49,7 @@ absl::Status FitLoop::StartStream(const Pipeline& train) {
   read.prefetch_batches = DefaultPrefetchBatches(strategy_->cores_per_worker());
   read.ignore_errors = options_.ignore_errors;
   read.autotune_threads = strategy_->cores_per_worker();
+  read.per_worker = per_worker_;
   RW_ASSIGN_OR_RETURN(stream_, DistributedPipeline::Create(strategy_, train, read));
   RW_ASSIGN_OR_RETURN(binding_, BindPipeline(stream_->element_spec(), options_.binding));
   RW_RETURN_IF_ERROR(model_->EnsureReady(binding_.input_shape));

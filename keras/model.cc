@@ -303,4 +303,8 @@ absl::StatusOr<History> Model::Fit(const Pipeline& train, const FitOptions& opti
   return FitLoop(this, options).Run(train);
 }
 
+absl::StatusOr<History> Model::Fit(const DatasetFn& make_train, const FitOptions& options) {
+  return FitLoop(this, options).Run(make_train);
+}
+
 }  // namespace ringwork

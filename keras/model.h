@@ -43,6 +43,7 @@
 #include "keras/optimizers.h"
 #include "keras/pipeline_batch.h"
 #include "kernels/kernel_context.h"
+#include "strategy/distributed_pipeline.h"
 #include "strategy/elastic_run.h"
 #include "strategy/gradient_reducer.h"
 #include "strategy/multi_worker_mirrored_strategy.h"
@@ -117,6 +118,11 @@ class Model : private ElasticReplica {
   // A streamed dataset (data/pipeline/pipeline.h): each epoch one pass, read in
   // bounded memory (strategy/distributed_pipeline.h).
   absl::StatusOr<History> Fit(const Pipeline& train, const FitOptions& options);
+  // tf.distribute's distribute_datasets_from_function: every worker calls
+  // `make_train` with its InputContext and trains on what it returns, its own
+  // share (shard and batch it by the context; an unbatched one is batched by
+  // PerReplicaBatch()). The global batch is the sum of the workers' batches.
+  absl::StatusOr<History> Fit(const DatasetFn& make_train, const FitOptions& options);
   absl::StatusOr<EvaluateResult> Evaluate(const Dataset& data, int64_t batch_size = 256);
   absl::StatusOr<EvaluateResult> Evaluate(const Pipeline& data, const DataBinding& binding = {},
                                           int64_t batch_size = 256);

@@ -41,7 +41,9 @@ struct Run {
   std::vector<absl::Status> results;
 };
 
-Run Train(int workers, const Pipeline& data, FitOptions fit) {
+// With `make`, each worker trains on what it makes (a dataset function); `data`
+// is then only evaluated.
+Run Train(int workers, const Pipeline& data, FitOptions fit, const DatasetFn* make = nullptr) {
   Run run;
   run.records.resize(static_cast<size_t>(workers));
   run.examples_per_epoch.resize(static_cast<size_t>(workers));
@@ -59,7 +61,8 @@ Run Train(int workers, const Pipeline& data, FitOptions fit) {
     RW_RETURN_IF_ERROR(model.Compile(compile));
     fit.verbose = 0;
     fit.binding = {.features = {"x"}, .targets = {"y"}};
-    RW_ASSIGN_OR_RETURN(History history, model.Fit(data, fit));
+    RW_ASSIGN_OR_RETURN(History history,
+                        make != nullptr ? model.Fit(*make, fit) : model.Fit(data, fit));
     run.examples_per_epoch[static_cast<size_t>(w.rank)] = history.examples_per_epoch();
     run.history[static_cast<size_t>(w.rank)] = history.history();
     // Every worker evaluates its share; all get the same numbers.
@@ -178,6 +181,34 @@ std::vector<int64_t> IdsOfSteps(const Run& run, int64_t first, int64_t last) {
   }
   std::sort(ids.begin(), ids.end());
   return ids;
+}
+
+TEST_CASE("a dataset function: each worker shards and batches its own, every example once",
+          "[pipeline_fit]") {
+  const Pipeline data = Parsed(Files("fit_fn", {50}));
+  std::vector<InputContext> seen(3);
+  const DatasetFn make = [&](const InputContext& c) -> absl::StatusOr<Pipeline> {
+    seen[static_cast<size_t>(c.input_pipeline_id)] = c;
+    return data.Shard(c.num_input_pipelines, c.input_pipeline_id).Batch(c.PerReplicaBatch());
+  };
+  // Global batch 10 on 3 workers: 4, 3, 3; shards of 17, 17, 16 examples.
+  Run run = Train(3, data, {.epochs = 2, .batch_size = 10}, &make);
+  for (const absl::Status& s : run.results) {
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  CHECK(seen[1].num_input_pipelines == 3);
+  CHECK(seen[1].global_batch == 10);
+  CHECK(seen[0].PerReplicaBatch() == 4);
+  CHECK(seen[2].PerReplicaBatch() == 3);
+  for (const auto& per_epoch : run.examples_per_epoch) {
+    CHECK(per_epoch == std::vector<int64_t>{50, 50});
+  }
+  // An epoch is 6 steps (workers 1 and 2: 17 and 16 examples by 3), worker 0's
+  // last one empty.
+  CHECK(IdsOfSteps(run, 0, 6) == Iota(50));
+  CHECK(IdsOfSteps(run, 6, 12) == Iota(50));
+  for (const auto& [step, ids] : run.records[0]) CHECK(ids.size() <= 4);
 }
 
 TEST_CASE("steps_per_epoch: epochs of K steps from one stream that goes on across them",

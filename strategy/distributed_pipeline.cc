@@ -96,6 +96,7 @@ absl::StatusOr<std::unique_ptr<DistributedPipeline>> DistributedPipeline::Create
     chain.pop_back();
     while (chain.size() > 1 && IsPrefetch(*chain.back())) chain.pop_back();
   }
+  if (options.per_worker) return CreatePerWorker(std::move(d), std::move(chain), own_batch);
   if (own_batch > 0 && options.global_batch > 0 && own_batch != options.global_batch) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the dataset is batched by ", own_batch, " and fit's batch_size is ", options.global_batch,
@@ -185,6 +186,34 @@ absl::StatusOr<std::unique_ptr<DistributedPipeline>> DistributedPipeline::Create
   return d;
 }
 
+absl::StatusOr<std::unique_ptr<DistributedPipeline>> DistributedPipeline::CreatePerWorker(
+    std::unique_ptr<DistributedPipeline> d, std::vector<std::shared_ptr<const PipelineNode>> chain,
+    int64_t own_batch) {
+  const DistributedPipelineOptions& options = d->options_;
+  // This worker's batch: its dataset's own (the per-replica one), else its share.
+  const int64_t global = options.global_batch > 0 ? options.global_batch : options.default_batch;
+  const int64_t mine = own_batch > 0 ? own_batch : ReplicaShare(global, d->replicas_, d->rank_);
+  if (mine <= 0) {
+    return absl::InvalidArgumentError("a dataset function's data needs a batch size");
+  }
+  int64_t agreed[2] = {mine, own_batch > 0 ? 1 : 0};
+  RW_RETURN_IF_ERROR(
+      d->strategy_->communicator()->AllReduce(agreed, 2, DataType::kInt64, ReduceOp::kSum));
+  if (agreed[1] != 0 && agreed[1] != d->replicas_) {
+    return MismatchError(
+        "the dataset functions' data differ: some workers batch it, others do not (batch "
+        "every worker's, by InputContext::PerReplicaBatch, or none)");
+  }
+  d->global_batch_ = agreed[0];
+  d->policy_ = AutoShardPolicy::kOff;
+  d->element_spec_ = chain.back()->spec();
+  Pipeline local(chain.back());
+  local = d->batching_.padded ? local.PaddedBatch(mine, d->batching_.padding) : local.Batch(mine);
+  if (options.prefetch_batches > 0) local = local.Prefetch(options.prefetch_batches);
+  d->local_.emplace(std::move(local));
+  return d;
+}
+
 absl::Status DistributedPipeline::StartPass(int64_t pass, int64_t skip_steps,
                                             PipelineStats* stats) {
   IterateOptions iterate;
@@ -196,9 +225,10 @@ absl::Status DistributedPipeline::StartPass(int64_t pass, int64_t skip_steps,
   pending_.reset();
   ended_ = false;
   step_ = skip_steps;
-  if (policy_ == AutoShardPolicy::kFile) {
-    iterate.num_shards = replicas_;
-    iterate.shard_index = rank_;
+  if (policy_ != AutoShardPolicy::kData) {
+    // FILE: this worker's files; OFF (a dataset function's): all of its own.
+    iterate.num_shards = policy_ == AutoShardPolicy::kFile ? replicas_ : 1;
+    iterate.shard_index = policy_ == AutoShardPolicy::kFile ? rank_ : 0;
     it_ = local_->Iterate(iterate);
     Element dropped;
     for (int64_t s = 0; s < skip_steps && !ended_; ++s) {
@@ -222,7 +252,7 @@ absl::Status DistributedPipeline::StartPass(int64_t pass, int64_t skip_steps,
 }
 
 absl::Status DistributedPipeline::NextLocal(Element* batch) {
-  if (policy_ == AutoShardPolicy::kFile) {
+  if (policy_ != AutoShardPolicy::kData) {
     if (!ended_) {
       absl::StatusOr<bool> more = it_->Next(batch);
       if (!more.ok()) return more.status();

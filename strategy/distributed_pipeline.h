@@ -29,6 +29,7 @@
 #define RINGWORK_STRATEGY_DISTRIBUTED_PIPELINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -51,11 +52,31 @@ struct DistributedPipelineOptions {
   bool ignore_errors = false;
   int autotune_threads = 0;        // What kAutotune stands for (0: the cores).
   PipelineStats* stats = nullptr;  // Not owned; may be null.
+  // The pipeline is this worker's own, sharded by its maker (a dataset function):
+  // nothing is sharded here, and its Batch is the per-replica batch (else
+  // ReplicaShare of the global batch). The global batch is the sum of the
+  // workers' per-replica batches.
+  bool per_worker = false;
 };
 
 // The global batch `global` split over `replicas`: replica r's share (the first
 // global % replicas replicas take one more).
 int64_t ReplicaShare(int64_t global, int replicas, int r);
+
+// What a dataset function learns of the worker it makes data for, as
+// tf.distribute.InputContext (distribute_datasets_from_function): shard by hand
+// with Pipeline::Shard(num_input_pipelines, input_pipeline_id) (or by files), and
+// batch by PerReplicaBatch().
+struct InputContext {
+  int num_input_pipelines = 1;  // The workers.
+  int input_pipeline_id = 0;    // This worker's rank.
+  int num_replicas_in_sync = 1;
+  int64_t global_batch = 0;
+  int64_t PerReplicaBatch() const {
+    return ReplicaShare(global_batch, num_replicas_in_sync, input_pipeline_id);
+  }
+};
+using DatasetFn = std::function<absl::StatusOr<Pipeline>(const InputContext& context)>;
 
 class DistributedPipeline {
  public:
@@ -67,7 +88,7 @@ class DistributedPipeline {
       const DistributedPipelineOptions& options);
 
   int64_t global_batch() const { return global_batch_; }
-  AutoShardPolicy policy() const { return policy_; }  // FILE or DATA.
+  AutoShardPolicy policy() const { return policy_; }  // FILE, DATA; OFF: per worker.
   // One example's features (no batch dimension).
   const ElementSpec& element_spec() const { return element_spec_; }
 
@@ -84,6 +105,10 @@ class DistributedPipeline {
 
  private:
   DistributedPipeline() = default;
+  // Create's end for options.per_worker: the chain without its Batch and Prefetch.
+  static absl::StatusOr<std::unique_ptr<DistributedPipeline>> CreatePerWorker(
+      std::unique_ptr<DistributedPipeline> d,
+      std::vector<std::shared_ptr<const PipelineNode>> chain, int64_t own_batch);
   // This worker's next batch from its own stream; 0 rows once it ended.
   absl::Status NextLocal(Element* batch);
 
