@@ -131,7 +131,11 @@ absl::StatusOr<int64_t> FitLoop::RunStep(int64_t epoch, int64_t step) {
   TimelineSpan data_span("data", "data wait");
   double weight = 1;
   absl::StatusOr<bool> got = NextBatch(epoch, step, &weight);
-  if (!got.ok()) return got.status();
+  // A stream's step begins with a collective (every worker's rows): a peer may fail there.
+  if (!got.ok()) {
+    if (!run_->CanSurvive(got.status())) return got.status();
+    return GoOnAt(epoch, step, Survive(got.status(), at_step));
+  }
   if (!*got) {
     // Every worker's stream ended: the epoch had the steps before this one.
     run_->shape().epoch_steps = step - 1;

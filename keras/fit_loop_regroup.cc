@@ -75,15 +75,24 @@ absl::StatusOr<int64_t> FitLoop::GoOnInNewRing(const std::string& cause, int bef
   // follows the ring's size, and the epoch's steps with it.
   const int now = strategy_->num_replicas_in_sync();
   const int64_t global_batch = per_replica_ ? replica_batch_ * now : options_.batch_size;
-  const DataPosition from{shape.data_pass, shape.data_offset};
-  RW_ASSIGN_OR_RETURN(DistributedDataset regrouped,
-                      data_.Regrouped(now, strategy_->rank(), from, global_batch));
-  it_.reset();  // Its prefetch thread reads `data_`.
-  data_ = std::move(regrouped);
-  it_ = data_.IterateFrom(from);
+  if (stream_ != nullptr) {
+    // A stream: its common order split over the new ring from the step reached
+    // (with steps_per_epoch, the run's one pass after every step done).
+    RW_RETURN_IF_ERROR(stream_->Regroup(now, strategy_->rank()));
+    const bool one_pass = options_.steps_per_epoch > 0;
+    RW_RETURN_IF_ERROR(stream_->StartPass(
+        one_pass ? 0 : epoch, one_pass ? steps_done : done_in_epoch, input_report_.StartPass()));
+  } else {
+    const DataPosition from{shape.data_pass, shape.data_offset};
+    RW_ASSIGN_OR_RETURN(DistributedDataset regrouped,
+                        data_.Regrouped(now, strategy_->rank(), from, global_batch));
+    it_.reset();  // Its prefetch thread reads `data_`.
+    data_ = std::move(regrouped);
+    it_ = data_.IterateFrom(from);
+    if (op <= ops_.max_epoch_steps) shape.epoch_steps = StepsOfEpoch(epoch, done_in_epoch, from);
+  }
   model_->optimizer_->set_rate_scale(per_replica_ ? static_cast<float>(now) / configured_workers_
                                                   : 1.0f);
-  if (op <= ops_.max_epoch_steps) shape.epoch_steps = StepsOfEpoch(epoch, done_in_epoch, from);
   NotePosition(epoch, done_in_epoch);
   const std::string at = op == 0 ? "its begin" : step_op ? absl::StrCat("step ", op) : "its end";
   std::string change;

@@ -38,9 +38,18 @@ absl::Status FitLoop::StartStream(const Pipeline& train) {
   }
   strategy_ = model_->strategy_;
   if (strategy_->elastic()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "elastic training (min_workers ", strategy_->options().min_workers,
-        ") re-shards in-memory data for now; a streamed dataset cannot be re-sharded yet"));
+    // Survivors re-shard the stream from the step reached: one common order (DATA),
+    // the same global batch.
+    if (per_worker_ || strategy_->per_replica_batch() ||
+        options_.shard_policy == AutoShardPolicy::kFile ||
+        options_.shard_policy == AutoShardPolicy::kOff) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "elastic training (min_workers ", strategy_->options().min_workers,
+          ") re-shards a streamed dataset by its position in one common order: it needs the "
+          "DATA shard policy (AUTO picks it), a global batch (not elastic_batch per_replica) "
+          "and one dataset for all (not a dataset function)"));
+    }
+    options_.shard_policy = AutoShardPolicy::kData;
   }
   DistributedPipelineOptions read;
   read.global_batch = options_.batch_size;

@@ -214,6 +214,24 @@ absl::StatusOr<std::unique_ptr<DistributedPipeline>> DistributedPipeline::Create
   return d;
 }
 
+absl::Status DistributedPipeline::Regroup(int replicas, int rank) {
+  if (policy_ != AutoShardPolicy::kData) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "elastic training re-shards streamed data by its position in one common order: it "
+        "needs the DATA shard policy, not ",
+        AutoShardPolicyName(policy_)));
+  }
+  if (replicas < 1 || rank < 0 || rank >= replicas || global_batch_ < replicas) {
+    return absl::InternalError(absl::StrCat("stream regroup: rank ", rank, " of ", replicas,
+                                            ", global batch ", global_batch_));
+  }
+  it_.reset();  // Its threads read with the old split.
+  pending_.reset();
+  replicas_ = replicas;
+  rank_ = rank;
+  return absl::OkStatus();
+}
+
 absl::Status DistributedPipeline::StartPass(int64_t pass, int64_t skip_steps,
                                             PipelineStats* stats) {
   IterateOptions iterate;

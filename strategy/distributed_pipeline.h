@@ -92,6 +92,10 @@ class DistributedPipeline {
   // One example's features (no batch dimension).
   const ElementSpec& element_spec() const { return element_spec_; }
 
+  // After an elastic regroup: this worker is `rank` of `replicas` now; the next
+  // StartPass splits each global batch over them (DATA only: FILE and OFF gave
+  // workers data of their own, FAILED_PRECONDITION).
+  absl::Status Regroup(int replicas, int rank);
   // Starts pass `pass`, after the `skip_steps` steps this worker already trained
   // in it (a resumed run: FILE reads and drops its own batches; DATA drops
   // skip_steps global batches of the common order before any Map).

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_directory.h"
 #include "checkpoint/checkpoint_file.h"
+#include "data/pipeline/test_records.h"
 #include "testing/checkpoint_tensors.h"
 #include "testing/log_lines.h"
 #include "testing/process_cluster.h"
@@ -93,6 +94,52 @@ TEST_CASE(
   // No example skipped or trained twice: 4 epochs of 4096.
   CHECK(metrics["train_examples"] == 4 * 4096);
   CHECK(metrics["train_examples_per_epoch"] == 4096);
+}
+
+TEST_CASE(
+    "4 workers over TFRecord files; worker 2 killed: 3 go on from the step reached, every "
+    "example trained once per epoch",
+    "[elastic]") {
+  // 2 files of 1200 records (8 features that tell the class, i % 3, apart): with
+  // elastic training AUTO reads them as DATA, one common order, 20 steps of 120.
+  const std::string dir = FreshTestDir("elastic_files");
+  WriteExampleFiles(dir, {1200, 1200}, [](int64_t i) {
+    std::vector<float> x(8);
+    for (int k = 0; k < 8; ++k) {
+      x[static_cast<size_t>(k)] = (k % 3 == i % 3 ? 1.5f : 0.f) + 0.3f * std::sin(0.7f * i + k);
+    }
+    return SerializeExample({{"x", x}}, {{"y", {i % 3}}});
+  });
+  std::vector<std::string> argv = {kLaunch,
+                                   "--num_workers=4",
+                                   "--elastic",
+                                   "--",
+                                   kTrain,
+                                   "--train_data=tfrecord:" + dir + "/f*.tfrecord",
+                                   "--targets=y",
+                                   "--num_classes=3",
+                                   "--epochs=3",
+                                   "--global_batch_size=120",
+                                   "--verbose=0",
+                                   "--intra_op_threads=1",
+                                   "--inter_op_threads=1",
+                                   "--min_workers=2",
+                                   "--metrics_json=" + dir + "/metrics.json"};
+  Subprocess::Options options;
+  options.env["RINGWORK_CRASH_AT"] = "allreduce#30@worker:2";
+  options.timeout_s = kGuardS;
+  const SubprocessResult r = Subprocess::Start(argv, options).Wait();
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(LogLineTime(r.output, "crash point", "worker:2") >= 0);
+  const std::vector<std::string> fingerprints = WeightsFingerprints(r.output);
+  REQUIRE(fingerprints.size() == 3);
+  CHECK(std::set<std::string>(fingerprints.begin(), fingerprints.end()).size() == 1);
+  const nlohmann::json metrics = ReadJson(dir + "/metrics.json");
+  CHECK(metrics["generations"] == 1);
+  CHECK(metrics["num_workers"] == 3);
+  CHECK(metrics["train_examples"] == 3 * 2400);  // None skipped or trained twice.
+  CHECK(metrics["train_examples_per_epoch"] == 2400);
 }
 
 TEST_CASE(
