@@ -132,6 +132,11 @@ class Model : private ElasticReplica {
   absl::StatusOr<EvaluateResult> EvaluateAfterFit(const Dataset& data, int64_t batch_size = 256);
   // Outputs for `x` [count, ...] (probabilities when the model ends in a softmax).
   absl::StatusOr<Tensor> Predict(const Tensor& x, int64_t batch_size = 256);
+  // Every element of `data`, in order, on this worker alone (no collective: the
+  // replicas are identical), batched by batch_size unless it is batched already;
+  // the input is binding.features[0] (or the pipeline's only feature).
+  absl::StatusOr<Tensor> Predict(const Pipeline& data, const DataBinding& binding = {},
+                                 int64_t batch_size = 256);
   std::string Summary() const;
 
   // One training step on this replica's `batch`: forward, backward, gradients
@@ -209,6 +214,10 @@ class Model : private ElasticReplica {
   std::string InputNames(size_t l) const;
   absl::Status EnsureReady(const Shape& input_shape);
   absl::Status Forward(const Tensor& x, bool training);
+  // Forward in inference on one chunk of examples: the model's output (its final
+  // softmax applied where training fused it into the loss), valid until the next
+  // forward pass.
+  absl::StatusOr<const Tensor*> PredictChunk(const Tensor& chunk);
   // Layer l's backward pass: its variables' gradients, and its inputs' where a
   // layer below learns (summed over the layers that read an activation).
   absl::Status BackwardLayer(size_t l);

@@ -138,6 +138,21 @@ absl::StatusOr<EvaluateResult> Model::EvaluateAfterFit(const Dataset& data, int6
   }
 }
 
+absl::StatusOr<const Tensor*> Model::PredictChunk(const Tensor& chunk) {
+  RW_RETURN_IF_ERROR(Forward(chunk, /*training=*/false));
+  Tensor& y = acts_.back();
+  const int64_t n = chunk.dim(0), width = n == 0 ? 0 : y.size() / n;
+  if (fused_softmax_ && n > 0) {
+    // The model's final softmax, fused into the loss in training, runs here.
+    RW_ASSIGN_OR_RETURN(std::unique_ptr<SoftmaxKernel> softmax,
+                        SoftmaxKernel::Create(*kernels_, n, width));
+    Tensor probs(y.shape());
+    softmax->Forward(*kernels_, y.data(), probs.data());
+    y = std::move(probs);
+  }
+  return &y;
+}
+
 absl::StatusOr<Tensor> Model::Predict(const Tensor& x, int64_t batch_size) {
   if (x.rank() < 1 || x.dim(0) == 0) return absl::InvalidArgumentError("predict on no examples");
   RW_RETURN_IF_ERROR(EnsureReady(Shape(x.shape().begin() + 1, x.shape().end())));
@@ -150,19 +165,48 @@ absl::StatusOr<Tensor> Model::Predict(const Tensor& x, int64_t batch_size) {
     shape[0] = n;
     chunk.Resize(shape);
     std::copy(x.data() + begin * size, x.data() + (begin + n) * size, chunk.data());
-    RW_RETURN_IF_ERROR(Forward(chunk, /*training=*/false));
-    Tensor& y = acts_.back();
-    const int64_t width = y.size() / n;
-    if (fused_softmax_) {
-      RW_ASSIGN_OR_RETURN(std::unique_ptr<SoftmaxKernel> softmax,
-                          SoftmaxKernel::Create(*kernels_, n, width));
-      Tensor probs(y.shape());
-      softmax->Forward(*kernels_, y.data(), probs.data());
-      y = std::move(probs);
-    }
+    RW_ASSIGN_OR_RETURN(const Tensor* y, PredictChunk(chunk));
+    const int64_t width = y->size() / n;
     if (begin == 0) out = Tensor(WithBatch(count, layers_.back()->output_shape()));
-    std::copy(y.data(), y.data() + y.size(), out.data() + begin * width);
+    std::copy(y->data(), y->data() + y->size(), out.data() + begin * width);
   }
+  return out;
+}
+
+absl::StatusOr<Tensor> Model::Predict(const Pipeline& data, const DataBinding& binding,
+                                      int64_t batch_size) {
+  const ElementSpec& spec = data.spec();
+  int feature = spec.size() == 1 ? 0 : -1;
+  if (!binding.features.empty()) feature = FeatureIndex(spec, binding.features[0]);
+  if (feature < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "predict: name the input feature (binding.features) among ", SpecString(spec)));
+  }
+  // On this worker alone, every element in order (the replicas are identical).
+  const Pipeline batched =
+      data.node().kind() == PipelineNode::Kind::kBatch ? data : data.Batch(batch_size);
+  std::unique_ptr<ElementIterator> it =
+      batched.Iterate({.autotune_threads = strategy_->cores_per_worker()});
+  Element element;
+  Tensor x;
+  std::vector<float> values;
+  int64_t count = 0;
+  while (true) {
+    RW_ASSIGN_OR_RETURN(const bool more, it->Next(&element));
+    if (!more) break;
+    const TypedTensor& input = element.values[static_cast<size_t>(feature)];
+    absl::Status converted = input.ToFloat(&x);
+    if (!converted.ok()) {
+      return InvalidDataError(absl::StrCat(OriginOf(element), converted.message()));
+    }
+    if (count == 0) RW_RETURN_IF_ERROR(EnsureReady(Shape(x.shape().begin() + 1, x.shape().end())));
+    RW_ASSIGN_OR_RETURN(const Tensor* y, PredictChunk(x));
+    values.insert(values.end(), y->data(), y->data() + y->size());
+    count += x.dim(0);
+  }
+  if (count == 0) return absl::InvalidArgumentError("predict on no examples");
+  Tensor out(WithBatch(count, layers_.back()->output_shape()));
+  std::copy(values.begin(), values.end(), out.data());
   return out;
 }
 

@@ -4,6 +4,7 @@
 // workers do not divide, and what a corrupt record does to every worker.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -291,6 +292,41 @@ TEST_CASE("the input warning names the stage that held training up, and what hel
   const std::vector<Stage> starved = {{.name = "parse x2", .threads = 2, .busy_s = 0.2}};
   CHECK(InputReport::Diagnose(starved, 1.0, 0.5, 2).find("--intra_op_threads") !=
         std::string::npos);
+}
+
+TEST_CASE("Predict over a pipeline: every element in order, as Predict over the tensor",
+          "[pipeline_fit]") {
+  LocalCluster::Options options;
+  options.num_workers = 2;
+  std::vector<absl::Status> results =
+      LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
+        auto scope = w.strategy->scope();
+        Sequential model;
+        model.Add(Dense(4));
+        CompileOptions compile;
+        compile.loss = {"sparse_categorical_crossentropy", true};
+        compile.intra_op_threads = 1;
+        RW_RETURN_IF_ERROR(model.Compile(compile));
+        TypedTensor x(ValueType::kFloat32, {23, 3}), y(ValueType::kInt64, {23});
+        Tensor tensor({23, 3});
+        for (int64_t i = 0; i < 69; ++i) {
+          x.data<float>()[i] = tensor.data()[i] = std::sin(0.3f * i);
+        }
+        RW_ASSIGN_OR_RETURN(Pipeline data, TensorSlicesPipeline({{"x", x}, {"y", y}}));
+        RW_ASSIGN_OR_RETURN(Tensor from_tensor, model.Predict(tensor, 5));
+        RW_ASSIGN_OR_RETURN(Tensor from_pipeline, model.Predict(data, {.features = {"x"}}, 5));
+        if (from_pipeline.shape() != Shape{23, 4} ||
+            !std::equal(from_tensor.data(), from_tensor.data() + from_tensor.size(),
+                        from_pipeline.data())) {
+          return absl::InternalError("the pipeline's predictions differ");
+        }
+        if (model.Predict(data).ok()) return absl::InternalError("an unnamed input accepted");
+        return absl::OkStatus();
+      });
+  for (const absl::Status& s : results) {
+    INFO(s.message());
+    CHECK(s.ok());
+  }
 }
 
 // Elements {"x": [i % 7, 1], "y": i % 3, "w": 0.5 + (i % 4)} in memory.
