@@ -53,13 +53,21 @@ void JpegErrorExit(j_common_ptr info) {
   std::longjmp(errors->jump, 1);
 }
 
+// libjpeg's warnings (a truncated file, corrupt data it papers over with gray)
+// are errors here: nothing is trained on a half-decoded image.
+void JpegWarningIsError(j_common_ptr info, int level) {
+  if (level < 0) JpegErrorExit(info);
+}
+
 absl::StatusOr<Image> DecodeJpeg(absl::string_view bytes, int channels) {
   // Everything with a destructor lives before setjmp: a longjmp back here skips none.
   Image image;
+  std::vector<uint8_t> row;
   jpeg_decompress_struct info;
   JpegErrors errors;
   info.err = jpeg_std_error(&errors.manager);
   errors.manager.error_exit = JpegErrorExit;
+  errors.manager.emit_message = JpegWarningIsError;
   errors.message[0] = '\0';
   if (setjmp(errors.jump)) {
     jpeg_destroy_decompress(&info);
@@ -77,7 +85,7 @@ absl::StatusOr<Image> DecodeJpeg(absl::string_view bytes, int channels) {
   image.width = info.output_width;
   image.channels = channels;
   image.pixels.resize(static_cast<size_t>(image.height * image.width * channels));
-  std::vector<uint8_t> row(static_cast<size_t>(image.width * decoded));
+  row.resize(static_cast<size_t>(image.width * decoded));
   while (info.output_scanline < info.output_height) {
     const int64_t y = info.output_scanline;
     JSAMPROW rows[1] = {row.data()};

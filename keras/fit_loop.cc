@@ -28,6 +28,8 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 FitLoop::FitLoop(Model* model, const FitOptions& options) : model_(model), options_(options) {}
 
 FitLoop::~FitLoop() {
+  // The stream's threads stop before what they count into (input_report_) goes.
+  stream_.reset();
   // Callbacks see the model's fit in progress (SaveControls) until fit returns.
   if (callbacks_given_) model_->fit_callbacks_.clear();
   // After fit the optimizer updates at its rate again (train_on_batch).

@@ -207,10 +207,10 @@ class FitLoop {
   std::unique_ptr<StepIterator> it_;  // Reads data_: declared after it.
   // A streamed pipeline instead (then data_ and it_ are unused): its reader, the
   // features bound to the model's input and target, and its batch.
+  InputReport input_report_;  // The stream's stages, each epoch (the stream writes into it).
   std::unique_ptr<DistributedPipeline> stream_;
   PipelineBinding binding_;
   Element stream_batch_;
-  InputReport input_report_;  // The stream's stages, each epoch.
   StepBreakdown breakdown_;
   Logs logs_;
   struct Batch batch_;

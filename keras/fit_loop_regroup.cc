@@ -80,8 +80,12 @@ absl::StatusOr<int64_t> FitLoop::GoOnInNewRing(const std::string& cause, int bef
     // (with steps_per_epoch, the run's one pass after every step done).
     RW_RETURN_IF_ERROR(stream_->Regroup(now, strategy_->rank()));
     const bool one_pass = options_.steps_per_epoch > 0;
-    RW_RETURN_IF_ERROR(stream_->StartPass(
-        one_pass ? 0 : epoch, one_pass ? steps_done : done_in_epoch, input_report_.StartPass()));
+    // Past an epoch's steps (its end) the next epoch's begin starts its pass.
+    if (one_pass || op == 0 || step_op) {
+      RW_RETURN_IF_ERROR(stream_->StartPass(one_pass ? 0 : epoch,
+                                            one_pass ? steps_done : done_in_epoch,
+                                            input_report_.ContinuePass()));
+    }
   } else {
     const DataPosition from{shape.data_pass, shape.data_offset};
     RW_ASSIGN_OR_RETURN(DistributedDataset regrouped,

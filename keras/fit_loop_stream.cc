@@ -26,7 +26,12 @@ absl::StatusOr<History> FitLoop::Run(const DatasetFn& make_train) {
   context.num_replicas_in_sync = strategy->num_replicas_in_sync();
   context.global_batch = options_.batch_size > 0 ? options_.batch_size : 32;
   absl::StatusOr<Pipeline> train = make_train(context);
-  if (!train.ok()) return WithContext(train.status(), "the dataset function: ");
+  if (!train.ok()) {
+    // The others are about to agree on their data: they learn why at once.
+    const absl::Status failed = WithContext(train.status(), "the dataset function: ");
+    strategy->Abort(failed);
+    return failed;
+  }
   per_worker_ = true;
   RW_RETURN_IF_ERROR(StartStream(*train));
   return Train();

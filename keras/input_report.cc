@@ -26,6 +26,10 @@ PipelineStats* InputReport::StartPass() {
   return current_.get();
 }
 
+PipelineStats* InputReport::ContinuePass() {
+  return current_ != nullptr ? current_.get() : StartPass();
+}
+
 absl::Status InputReport::EndEpoch(MultiWorkerMirroredStrategy* strategy, Logs* logs) {
   if (current_ == nullptr) return absl::OkStatus();
   const int64_t skipped_so_far = current_->skipped();

@@ -42,6 +42,9 @@ class InputReport {
   // The stats the next pass counts into (the previous pass's stay alive until
   // the call after: its iterator ends inside StartPass).
   PipelineStats* StartPass();
+  // The current pass's stats, for its reader rebuilt in the middle (a regroup):
+  // the epoch's figures go on.
+  PipelineStats* ContinuePass();
   absl::Status EndEpoch(MultiWorkerMirroredStrategy* strategy, Logs* logs);
   // The warning's text for an epoch's figures, or "" when data wait is small.
   static std::string Diagnose(const std::vector<PipelineStats::StageSnapshot>& stages,

@@ -175,6 +175,7 @@ absl::StatusOr<Tensor> Model::Predict(const Tensor& x, int64_t batch_size) {
 
 absl::StatusOr<Tensor> Model::Predict(const Pipeline& data, const DataBinding& binding,
                                       int64_t batch_size) {
+  if (!compiled_) return absl::FailedPreconditionError("call Compile before Fit/Evaluate/Predict");
   const ElementSpec& spec = data.spec();
   int feature = spec.size() == 1 ? 0 : -1;
   if (!binding.features.empty()) feature = FeatureIndex(spec, binding.features[0]);
@@ -183,8 +184,11 @@ absl::StatusOr<Tensor> Model::Predict(const Pipeline& data, const DataBinding& b
         "predict: name the input feature (binding.features) among ", SpecString(spec)));
   }
   // On this worker alone, every element in order (the replicas are identical).
+  // Batched already (perhaps then prefetched), or batched here.
+  const PipelineNode* end = &data.node();
+  while (end->name() == "prefetch" && end->input() != nullptr) end = end->input().get();
   const Pipeline batched =
-      data.node().kind() == PipelineNode::Kind::kBatch ? data : data.Batch(batch_size);
+      end->kind() == PipelineNode::Kind::kBatch ? data : data.Batch(batch_size);
   std::unique_ptr<ElementIterator> it =
       batched.Iterate({.autotune_threads = strategy_->cores_per_worker()});
   Element element;
@@ -192,8 +196,9 @@ absl::StatusOr<Tensor> Model::Predict(const Pipeline& data, const DataBinding& b
   std::vector<float> values;
   int64_t count = 0;
   while (true) {
-    RW_ASSIGN_OR_RETURN(const bool more, it->Next(&element));
-    if (!more) break;
+    absl::StatusOr<bool> more = it->Next(&element);
+    if (!more.ok()) return InvalidDataError(more.status().message());  // Names file, record.
+    if (!*more) break;
     const TypedTensor& input = element.values[static_cast<size_t>(feature)];
     absl::Status converted = input.ToFloat(&x);
     if (!converted.ok()) {

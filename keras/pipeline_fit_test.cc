@@ -265,6 +265,17 @@ TEST_CASE("ignore_errors: a corrupt record is skipped, counted over every worker
     CHECK(h.count("input_pipeline/1_map_x2/buffer_fill"));
     CHECK(h.count("input_pipeline/1_map_x2/upstream"));
   }
+  // DATA (one file): every worker reads the bad record; it is counted once.
+  Run data = Train(2, Parsed({files[1]}),
+                   {.epochs = 2,
+                    .batch_size = 4,
+                    .ignore_errors = true,
+                    .shard_policy = AutoShardPolicy::kData});
+  for (const absl::Status& s : data.results) REQUIRE(s.ok());
+  for (const auto& h : data.history) CHECK(h.at(kInputSkipped) == std::vector<double>{1, 1});
+  for (const auto& per_epoch : data.examples_per_epoch) {
+    CHECK(per_epoch == std::vector<int64_t>{29, 29});
+  }
 }
 
 TEST_CASE("the input warning names the stage that held training up, and what helps",

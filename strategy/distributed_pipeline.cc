@@ -42,7 +42,7 @@ class BlockShardNode : public PipelineNode {
           ++position_;
           if (step < node_->skip_steps_) continue;
           if (offset < node_->begin_ || offset >= node_->begin_ + node_->share_) continue;
-          out->index = step;
+          out->step = step;
           return true;
         }
       }
@@ -194,7 +194,11 @@ absl::StatusOr<std::unique_ptr<DistributedPipeline>> DistributedPipeline::Create
   const int64_t global = options.global_batch > 0 ? options.global_batch : options.default_batch;
   const int64_t mine = own_batch > 0 ? own_batch : ReplicaShare(global, d->replicas_, d->rank_);
   if (mine <= 0) {
-    return absl::InvalidArgumentError("a dataset function's data needs a batch size");
+    const absl::Status failed = absl::InvalidArgumentError(absl::StrCat(
+        "a dataset function's data on rank ", d->rank_, " has no batch (a global batch of ", global,
+        " for ", d->replicas_, " replicas)"));
+    d->strategy_->Abort(failed);  // The others learn it instead of waiting to agree.
+    return failed;
   }
   int64_t agreed[2] = {mine, own_batch > 0 ? 1 : 0};
   RW_RETURN_IF_ERROR(
@@ -257,6 +261,8 @@ absl::Status DistributedPipeline::StartPass(int64_t pass, int64_t skip_steps,
     return absl::OkStatus();
   }
   // DATA: the chain rebuilt over its source with the block shard in its place.
+  // Every worker reads the same records: one counts those its source skips.
+  iterate.count_source_skips = rank_ == 0;
   std::shared_ptr<const PipelineNode> node = data_chain_[0];
   for (size_t i = 1; i <= data_chain_.size(); ++i) {
     if (static_cast<int>(i) == data_shard_at_) {
@@ -300,7 +306,7 @@ absl::Status DistributedPipeline::NextLocal(Element* batch) {
       }
       pending_.emplace(std::move(e));
     }
-    if (pending_->index != step_) break;  // A later step's.
+    if (pending_->step != step_) break;  // A later step's.
     rows_.push_back(std::move(*pending_));
     pending_.reset();
   }

@@ -126,6 +126,7 @@ absl::Status StackElements(const ElementSpec& spec, const std::vector<Element>& 
   out->record = rows[0].record;
   out->record_is_line = rows[0].record_is_line;
   out->index = rows[0].index;
+  out->step = rows[0].step;
   for (size_t f = 0; f < features; ++f) {
     const TypedTensor& first = rows[0].values[f];
     Shape shape = first.shape();

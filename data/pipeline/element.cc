@@ -1,6 +1,7 @@
 #include "data/pipeline/element.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/fnv1a.h"
 
 namespace ringwork {
 
@@ -27,14 +28,20 @@ std::string OriginOf(const Element& element) {
                       element.record, ": ");
 }
 
-uint64_t ElementDraw(uint64_t seed, int64_t pass, int64_t index) {
+uint64_t ElementKey(const Element& element) {
+  if (element.file == nullptr) return static_cast<uint64_t>(element.index);
+  return Fnv1a64(element.file->data(), element.file->size()) ^
+         (static_cast<uint64_t>(element.record + 1) * 0x9e3779b97f4a7c15ULL);
+}
+
+uint64_t ElementDraw(uint64_t seed, int64_t pass, uint64_t key) {
   auto mix = [](uint64_t z) {
     z += 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
   };
-  return mix(mix(mix(seed) ^ static_cast<uint64_t>(pass)) ^ static_cast<uint64_t>(index));
+  return mix(mix(mix(seed) ^ static_cast<uint64_t>(pass)) ^ key);
 }
 
 }  // namespace ringwork

@@ -41,17 +41,23 @@ struct Element {
   const std::string* file = nullptr;
   int64_t record = -1;
   bool record_is_line = false;
-  // Its place in the stream of the source it came from (this pass), which a
-  // distributed reader counts positions by.
+  // Its place in the stream of the source it came from (this pass).
   int64_t index = -1;
+  // The source's pass it came from, where a Repeat stamps it (-1: the iterator's).
+  int64_t pass = -1;
+  // The training step a distributed reader (DATA) assigned it to; -1: none.
+  int64_t step = -1;
 };
 
 // "F, record R: " (or "F, line L: ", "F: "), or "" when the origin is unknown.
 std::string OriginOf(const Element& element);
 
-// A well-mixed 64-bit draw for element `index` of pass `pass` under `seed`
+// A well-mixed 64-bit draw for element `key` of pass `pass` under `seed`
 // (SplitMix64 over the three): a random augmentation's, reproducible anywhere.
-uint64_t ElementDraw(uint64_t seed, int64_t pass, int64_t index);
+uint64_t ElementDraw(uint64_t seed, int64_t pass, uint64_t key);
+// What names an element whatever the sharding: its file and record when it has
+// them, else its place in its source.
+uint64_t ElementKey(const Element& element);
 
 }  // namespace ringwork
 

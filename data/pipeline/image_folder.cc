@@ -167,6 +167,10 @@ absl::StatusOr<ImageFolder> ImageFolderPipeline(const std::string& dir,
       if (entry.is_regular_file() && IsImage(entry.path()))
         in_class.push_back(entry.path().string());
     }
+    if (error) {
+      return absl::NotFoundError(
+          absl::StrCat("cannot read the folder ", classes[c].string(), ": ", error.message()));
+    }
     std::sort(in_class.begin(), in_class.end());
     for (std::string& f : in_class) {
       files.push_back(std::move(f));

@@ -61,6 +61,12 @@ TEST_CASE("PNG and JPEG decode as Pillow reads them", "[images]") {
   std::string cut = Read(dir + "/cats/0.png");
   cut.resize(cut.size() / 2);
   CHECK(DecodeImage(cut, 3).status().code() == absl::StatusCode::kInvalidArgument);
+  // A cut JPEG is only a warning to libjpeg (gray fill): an error here.
+  std::string cut_jpeg = Read(dir + "/cats/0.jpg");
+  cut_jpeg.resize(cut_jpeg.size() * 2 / 3);
+  const absl::Status jpeg = DecodeImage(cut_jpeg, 3).status();
+  CHECK(jpeg.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(jpeg.message()).find("a corrupt JPEG image (") == 0);
 }
 
 TEST_CASE("bilinear resizing with half-pixel centers", "[images]") {

@@ -103,6 +103,9 @@ absl::StatusOr<NpyArray> ReadHeader(zip_file_t* f, const std::string& name,
   if (std::memcmp(head, "\x93NUMPY", 6) != 0) {
     return InvalidDataError(absl::StrCat(where, "not a .npy array"));
   }
+  if (head[6] < 1 || head[6] > 3) {
+    return InvalidDataError(absl::StrCat(where, ".npy format version ", head[6], " is not read"));
+  }
   NpyArray array;
   array.name = name;
   size_t header_bytes = head[8] | (head[9] << 8);
@@ -207,15 +210,7 @@ absl::StatusOr<std::vector<NpyArray>> Describe(zip_t* z, const std::string& path
     RW_ASSIGN_OR_RETURN(NpyArray array, ReadHeader(f.get(), name, where));
     arrays.push_back(std::move(array));
   }
-  if (arrays.empty())
-    return absl::InvalidArgumentError(absl::StrCat(path, ": holds no .npy array"));
-  for (const NpyArray& a : arrays) {
-    if (a.shape[0] != arrays[0].shape[0]) {
-      return InvalidDataError(absl::StrCat(path, ": arrays ", arrays[0].name, " and ", a.name,
-                                           " have ", arrays[0].shape[0], " and ", a.shape[0],
-                                           " rows; every array needs one row per example"));
-    }
-  }
+  if (arrays.empty()) return InvalidDataError(absl::StrCat(path, ": holds no .npy array"));
   return arrays;
 }
 
@@ -238,7 +233,7 @@ class NpzNode : public PipelineNode {
             shards_(std::max(options.num_shards, 1)),
             next_file_(options.shard_index),
             ignore_errors_(options.ignore_errors),
-            stats_(options.stats) {}
+            stats_(options.count_source_skips ? options.stats : nullptr) {}
       absl::StatusOr<bool> Next(Element* out) override {
         while (true) {
           if (archive_ == nullptr) {
@@ -434,6 +429,7 @@ absl::StatusOr<Pipeline> NpzPipeline(std::vector<std::string> files,
   int64_t rows = 0;
   for (const std::string& file : files) {
     RW_ASSIGN_OR_RETURN(const std::vector<NpyArray> described, DescribeNpz(file));
+    int64_t file_rows = -1;
     for (const NpyArray& want : arrays) {
       auto got = std::find_if(described.begin(), described.end(),
                               [&](const NpyArray& a) { return a.name == want.name; });
@@ -449,7 +445,17 @@ absl::StatusOr<Pipeline> NpzPipeline(std::vector<std::string> files,
             ShapeString(Shape(want.shape.begin() + 1, want.shape.end()))));
       }
     }
-    rows += described[0].shape[0];
+    for (const NpyArray& want : arrays) {
+      const NpyArray& got = *std::find_if(described.begin(), described.end(),
+                                          [&](const NpyArray& a) { return a.name == want.name; });
+      if (file_rows >= 0 && got.shape[0] != file_rows) {
+        return InvalidDataError(absl::StrCat(file, ": arrays ", arrays[0].name, " and ", got.name,
+                                             " have ", file_rows, " and ", got.shape[0],
+                                             " rows; the arrays read need one row per example"));
+      }
+      file_rows = got.shape[0];
+    }
+    rows += file_rows;
   }
   return Pipeline(
       std::make_shared<NpzNode>(std::move(files), std::move(arrays), std::move(spec), rows));

@@ -54,6 +54,9 @@ struct IterateOptions {
   // an error (tf.data's ignore_errors).
   bool ignore_errors = false;
   PipelineStats* stats = nullptr;  // Not owned; where stages count (may be null).
+  // Whether sources count the records they skip: a distributed reader (DATA) has
+  // every worker read the same records, and lets one count them.
+  bool count_source_skips = true;
 };
 
 class ElementIterator {

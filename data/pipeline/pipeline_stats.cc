@@ -4,6 +4,11 @@ namespace ringwork {
 
 PipelineStats::Stage* PipelineStats::AddStage(std::string name, int64_t capacity, int threads) {
   std::lock_guard<std::mutex> lock(mu_);
+  // The same stage made again (a Repeat's next input pass, a reader restarted
+  // after a regroup) counts on where it was.
+  for (Stage& s : stages_) {
+    if (s.name == name) return &s;
+  }
   Stage& stage = stages_.emplace_back();
   stage.name = std::move(name);
   stage.capacity = capacity;

@@ -41,7 +41,9 @@ class PipelineStats {
     int64_t capacity = 0, fill_sum = 0, fill_samples = 0;  // What mean_fill comes from.
   };
 
-  // A stage, kept (at a stable address) as long as these stats live.
+  // A stage, kept (at a stable address) as long as these stats live; a stage of
+  // a name already added is that one (Maps of the same name and threads count
+  // together: name them apart).
   Stage* AddStage(std::string name, int64_t capacity = 0, int threads = 0);
   std::vector<StageSnapshot> Snapshot() const;
   void AddSkipped(int64_t count) { skipped_ += count; }

@@ -25,7 +25,7 @@ class TFRecordNode : public PipelineNode {
             shards_(std::max(options.num_shards, 1)),
             next_file_(options.shard_index),
             ignore_errors_(options.ignore_errors),
-            stats_(options.stats) {}
+            stats_(options.count_source_skips ? options.stats : nullptr) {}
       absl::StatusOr<bool> Next(Element* out) override {
         while (true) {
           if (reader_ == nullptr) {

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "data/pipeline/test_records.h"
@@ -64,6 +65,50 @@ TEST_CASE("TFRecord files parse on threads, in order, and shard by file", "[pipe
   REQUIRE(*it->Next(&e));
   CHECK(e.values[0].data<float>()[0] == 1.0f);
   CHECK(e.values[0].data<float>()[1] == 2.0f);
+}
+
+// id -> the draw a random Map gave it, over a pass of `p`.
+std::map<int64_t, uint64_t> Draws(const Pipeline& p, IterateOptions options = {}) {
+  std::map<int64_t, uint64_t> draws;
+  auto it = p.Iterate(options);
+  Element e;
+  while (*it->Next(&e)) {
+    draws[e.values[1].data<int64_t>()[0]] = static_cast<uint64_t>(e.values[0].data<float>()[0]);
+  }
+  return draws;
+}
+
+TEST_CASE("a random Map draws by file and record: alike on any shard, anew each pass",
+          "[pipeline]") {
+  const std::vector<std::string> files = WriteFiles(FreshTestDir("tfrecord_draws"), 4, 10);
+  const ExampleParser parser = Parser();
+  // The draw, cut to 20 bits, into x[0].
+  const RandomMapFn keep = [](Element* e, uint64_t draw) {
+    e->values[0].data<float>()[0] = static_cast<float>(draw >> 44);
+    return absl::OkStatus();
+  };
+  const Pipeline p = TFRecordPipeline(files)
+                         .Map(ParseExamplesFn(parser), 2, ParsedSpec(parser))
+                         .MapRandom(keep, /*seed=*/3, 2);
+  const auto whole = Draws(p);
+  REQUIRE(whole.size() == 40);
+  auto shards = Draws(p, {.num_shards = 2, .shard_index = 0});
+  const auto other = Draws(p, {.num_shards = 2, .shard_index = 1});
+  shards.insert(other.begin(), other.end());
+  CHECK(shards == whole);  // File f's records draw alike wherever they are read.
+  CHECK(Draws(p, {.pass = 1}) != whole);
+  // Above a Repeat (as a distributed reader puts Maps): each repetition its own pass.
+  const Pipeline repeated = TFRecordPipeline({files[0]})
+                                .Map(ParseExamplesFn(parser), 1, ParsedSpec(parser))
+                                .Repeat(2)
+                                .MapRandom(keep, 3, 1);
+  std::vector<uint64_t> in_order;
+  auto it = repeated.Iterate();
+  Element e;
+  while (*it->Next(&e)) in_order.push_back(static_cast<uint64_t>(e.values[0].data<float>()[0]));
+  REQUIRE(in_order.size() == 20);
+  CHECK(std::vector<uint64_t>(in_order.begin(), in_order.begin() + 10) !=
+        std::vector<uint64_t>(in_order.begin() + 10, in_order.end()));
 }
 
 TEST_CASE("a corrupt record names its file and record; ignore_errors skips what it must",

@@ -331,7 +331,9 @@ Pipeline Pipeline::Map(MapFn fn, int num_parallel_calls, ElementSpec out_spec,
 Pipeline Pipeline::MapRandom(RandomMapFn fn, uint64_t seed, int num_parallel_calls,
                              ElementSpec out_spec, std::string name) const {
   MapFnOfPass of_pass = [fn = std::move(fn), seed](int64_t pass) -> MapFn {
-    return [fn, seed, pass](Element* e) { return fn(e, ElementDraw(seed, pass, e->index)); };
+    return [fn, seed, pass](Element* e) {
+      return fn(e, ElementDraw(seed, e->pass >= 0 ? e->pass : pass, ElementKey(*e)));
+    };
   };
   return Pipeline(std::make_shared<MapNode>(node_, std::move(of_pass), num_parallel_calls,
                                             std::move(out_spec), std::move(name)));

@@ -197,6 +197,7 @@ class RepeatNode : public UnaryNode {
           if (in_ == nullptr) {
             IterateOptions o = options_;
             o.pass = count_ < 0 ? first_pass_ + done_ : first_pass_ * count_ + done_;
+            pass_ = o.pass;
             in_ = input_->MakeIterator(o);
             produced_ = false;
           }
@@ -204,6 +205,7 @@ class RepeatNode : public UnaryNode {
           if (!more.ok()) return more;
           if (*more) {
             produced_ = true;
+            out->pass = pass_;  // For random Maps moved above this Repeat (DATA).
             return true;
           }
           in_.reset();
@@ -219,7 +221,7 @@ class RepeatNode : public UnaryNode {
       const IterateOptions options_;
       const int64_t count_;
       const int64_t first_pass_;
-      int64_t done_ = 0;
+      int64_t done_ = 0, pass_ = 0;
       bool produced_ = false;
       std::unique_ptr<ElementIterator> in_;
     };
