@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "data/pipeline/test_records.h"
 #include "testing/temp_dir.h"
 
 namespace ringwork {
@@ -17,18 +18,11 @@ void Write(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }
 
-std::vector<Element> All(const Pipeline& p, IterateOptions options = {}) {
-  auto it = p.Iterate(options);
-  std::vector<Element> out;
-  Element e;
-  while (true) {
-    absl::StatusOr<bool> more = it->Next(&e);
-    INFO(more.status().message());
-    REQUIRE(more.ok());
-    if (!*more) break;
-    out.push_back(e);
-  }
-  return out;
+std::vector<Element> All(const Pipeline& p, const IterateOptions& options = {}) {
+  absl::StatusOr<std::vector<Element>> all = ReadAll(p, options);
+  INFO(all.status().message());
+  REQUIRE(all.ok());
+  return *all;
 }
 
 TEST_CASE("CSV: header, quotes, defaults, inferred types", "[csv]") {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "base/exit_code.h"
+#include "data/pipeline/test_records.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
@@ -26,16 +27,10 @@ std::string Written() {
 }
 
 std::vector<Element> All(const Pipeline& p, const IterateOptions& options = {}) {
-  std::vector<Element> out;
-  auto it = p.Iterate(options);
-  Element e;
-  while (true) {
-    absl::StatusOr<bool> more = it->Next(&e);
-    REQUIRE(more.ok());
-    if (!*more) break;
-    out.push_back(e);
-  }
-  return out;
+  absl::StatusOr<std::vector<Element>> all = ReadAll(p, options);
+  INFO(all.status().message());
+  REQUIRE(all.ok());
+  return *all;
 }
 
 TEST_CASE("an .npz's arrays as rows, each stored type as the pipeline gives it", "[npz]") {

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
+#include "data/pipeline/test_records.h"
 #include "testing/temp_dir.h"
 
 namespace ringwork {
@@ -30,15 +31,12 @@ Pipeline Range(int64_t n, std::atomic<int64_t>* made = nullptr) {
 }
 
 // Every element's first value (scalars), or every row of a batch's.
-std::vector<int64_t> Values(const Pipeline& p, IterateOptions options = {}) {
-  auto it = p.Iterate(options);
+std::vector<int64_t> Values(const Pipeline& p, const IterateOptions& options = {}) {
+  absl::StatusOr<std::vector<Element>> all = ReadAll(p, options);
+  INFO(all.status().message());
+  REQUIRE(all.ok());
   std::vector<int64_t> out;
-  Element e;
-  while (true) {
-    absl::StatusOr<bool> more = it->Next(&e);
-    INFO(more.status().message());
-    REQUIRE(more.ok());
-    if (!*more) break;
+  for (const Element& e : *all) {
     for (int64_t i = 0; i < e.values[0].size(); ++i) {
       out.push_back(static_cast<int64_t>(e.values[0].ValueAsDouble(i)));
     }

@@ -59,4 +59,17 @@ std::vector<std::string> WriteExampleFiles(const std::string& dir,
   return files;
 }
 
+absl::StatusOr<std::vector<Element>> ReadAll(const Pipeline& pipeline,
+                                             const IterateOptions& options) {
+  std::unique_ptr<ElementIterator> it = pipeline.Iterate(options);
+  std::vector<Element> out;
+  Element e;
+  while (true) {
+    absl::StatusOr<bool> more = it->Next(&e);
+    if (!more.ok()) return more.status();
+    if (!*more) return out;
+    out.push_back(e);
+  }
+}
+
 }  // namespace ringwork

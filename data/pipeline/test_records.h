@@ -4,6 +4,7 @@
 //
 //   std::string record = SerializeExample({{"x", {1.f, 2.f}}}, {{"id", {7}}});
 //   std::vector<std::string> files = WriteExampleFiles(dir, {45, 10, 5}, make);
+//   absl::StatusOr<std::vector<Element>> elements = ReadAll(pipeline);
 #ifndef RINGWORK_DATA_PIPELINE_TEST_RECORDS_H_
 #define RINGWORK_DATA_PIPELINE_TEST_RECORDS_H_
 
@@ -12,6 +13,9 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "absl/status/statusor.h"
+#include "data/pipeline/pipeline.h"
 
 namespace ringwork {
 
@@ -26,6 +30,10 @@ std::string SerializeExample(const FloatFeatures& floats, const IntFeatures& int
 std::vector<std::string> WriteExampleFiles(const std::string& dir,
                                            const std::vector<int64_t>& sizes,
                                            const std::function<std::string(int64_t)>& make);
+
+// Every element of one pass of `pipeline`, or its first error.
+absl::StatusOr<std::vector<Element>> ReadAll(const Pipeline& pipeline,
+                                             const IterateOptions& options = {});
 
 }  // namespace ringwork
 

@@ -28,15 +28,12 @@ ExampleParser Parser() {
   return *parser;
 }
 
-std::vector<int64_t> Ids(const Pipeline& p, IterateOptions options = {}) {
-  auto it = p.Iterate(options);
+std::vector<int64_t> Ids(const Pipeline& p, const IterateOptions& options = {}) {
+  absl::StatusOr<std::vector<Element>> all = ReadAll(p, options);
+  INFO(all.status().message());
+  REQUIRE(all.ok());
   std::vector<int64_t> ids;
-  Element e;
-  while (true) {
-    absl::StatusOr<bool> more = it->Next(&e);
-    INFO(more.status().message());
-    REQUIRE(more.ok());
-    if (!*more) break;
+  for (const Element& e : *all) {
     for (int64_t i = 0; i < e.values[1].size(); ++i) ids.push_back(e.values[1].data<int64_t>()[i]);
   }
   return ids;
