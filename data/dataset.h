@@ -35,11 +35,18 @@ bool ParseAutoShardPolicy(absl::string_view text, AutoShardPolicy* out);
 // One step's examples on one replica: the model's input, and what it learns:
 // class ids (`labels`), or numbers (`targets`, [n, ...]: regression, multi-label)
 // for losses that take them; per-example weights (Keras' sample_weight; empty: 1).
+// A model of several outputs learns its first output from `labels` or `targets`
+// and the others from `more_targets`, in the model's order of outputs.
+struct OutputTargets {
+  std::vector<int32_t> labels;
+  Tensor targets;
+};
 struct Batch {
   Tensor features;
   std::vector<int32_t> labels;
   Tensor targets;
   std::vector<float> weights;
+  std::vector<OutputTargets> more_targets;
   int64_t size() const {
     return features.rank() > 0 ? features.dim(0) : static_cast<int64_t>(labels.size());
   }

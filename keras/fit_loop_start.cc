@@ -160,7 +160,7 @@ absl::Status FitLoop::PositionData() {
       per_replica_ && epoch_passes_ > 0
           ? epoch_passes_ * ((data_.ExamplesPerPass() + replica_batch_ - 1) / replica_batch_)
           : steps_;
-  epoch_sums_.assign(static_cast<size_t>(2 + model_->MetricStateSize()), 0.0);
+  epoch_sums_.assign(static_cast<size_t>(model_->SumsSize()), 0.0);
   FitShape shape{steps_,
                  options_.epochs,
                  data_.steps_per_pass,

@@ -65,7 +65,8 @@ absl::Status FitLoop::StartStream(const Pipeline& train) {
   read.autotune_threads = strategy_->cores_per_worker();
   read.per_worker = per_worker_;
   RW_ASSIGN_OR_RETURN(stream_, DistributedPipeline::Create(strategy_, train, read));
-  RW_ASSIGN_OR_RETURN(binding_, BindPipeline(stream_->element_spec(), options_.binding));
+  RW_ASSIGN_OR_RETURN(binding_,
+                      BindPipeline(stream_->element_spec(), options_.binding, model_->signature()));
   RW_RETURN_IF_ERROR(model_->EnsureReady(binding_.input_shape));
   options_.batch_size = stream_->global_batch();
   options_.shard_policy = stream_->policy();
@@ -83,7 +84,7 @@ absl::Status FitLoop::StartStream(const Pipeline& train) {
   RW_RETURN_IF_ERROR(BeginTraining(agreement.decide_per_batch));
   // The numbering of an epoch's operations holds any number of steps.
   ops_.max_epoch_steps = kUnknownSteps;
-  epoch_sums_.assign(static_cast<size_t>(2 + model_->MetricStateSize()), 0.0);
+  epoch_sums_.assign(static_cast<size_t>(model_->SumsSize()), 0.0);
   FitShape shape;
   shape.steps = steps_;
   shape.epochs = options_.epochs;

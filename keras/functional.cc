@@ -1,5 +1,6 @@
 #include "keras/functional.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -15,7 +16,8 @@ struct FunctionalGraph {
     std::unique_ptr<Layer> layer;
     std::vector<int> inputs;  // Nodes.
     bool is_input = false;
-    Shape input_shape;   // Input nodes.
+    Shape input_shape;  // Input nodes.
+    std::string input_name;
     bool taken = false;  // Its layer (or, an Input, itself) went to a model.
     absl::Status error;  // A misuse in its call, reported by a model that needs it.
   };
@@ -72,14 +74,20 @@ class InputSliceLayer : public Layer {
 
 }  // namespace
 
-SymbolicTensor Input(Shape shape) {
+SymbolicTensor Input(Shape shape, std::string name) {
   if (open_graph == nullptr || !open_graph->pending())
     open_graph = std::make_shared<FunctionalGraph>();
   FunctionalGraph::Node node;
   node.is_input = true;
   node.input_shape = std::move(shape);
+  node.input_name = std::move(name);
   open_graph->nodes.push_back(std::move(node));
   return SymbolicTensor(open_graph, static_cast<int>(open_graph->nodes.size()) - 1);
+}
+
+std::unique_ptr<Layer> Named(std::unique_ptr<Layer> layer, std::string name) {
+  layer->set_name(std::move(name));
+  return layer;
 }
 
 SymbolicTensor Apply(std::unique_ptr<Layer> layer, const SymbolicTensor& x) {
@@ -129,18 +137,33 @@ SymbolicTensor Apply(std::unique_ptr<Layer> layer, const std::vector<SymbolicTen
 Model::Model(const SymbolicTensor& inputs, const SymbolicTensor& outputs)
     : Model(std::vector<SymbolicTensor>{inputs}, outputs) {}
 
-Model::Model(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs) : Model() {
+Model::Model(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs)
+    : Model(inputs, std::vector<SymbolicTensor>{outputs}) {}
+
+Model::Model(const std::vector<SymbolicTensor>& inputs, const std::vector<SymbolicTensor>& outputs)
+    : Model() {
   definition_error_ = TakeLayers(inputs, outputs);
 }
 
 absl::Status Model::TakeLayers(const std::vector<SymbolicTensor>& inputs,
-                               const SymbolicTensor& outputs) {
-  FunctionalGraph& graph = *outputs.graph();
+                               const std::vector<SymbolicTensor>& outputs) {
   auto fail = [](const std::string& what) { return absl::InvalidArgumentError(what); };
   if (inputs.empty()) return fail("a model needs at least one input");
-  std::vector<int> input_nodes;
+  if (outputs.empty()) return fail("a model needs at least one output");
+  FunctionalGraph& graph = *outputs[0].graph();
+  std::vector<int> input_nodes, output_nodes;
+  for (const SymbolicTensor& out : outputs) {
+    if (out.graph() != outputs[0].graph())
+      return fail("the model's outputs come from different graphs");
+    if (graph.nodes[out.node()].is_input)
+      return fail("the model has no layers between its inputs and outputs");
+    if (std::find(output_nodes.begin(), output_nodes.end(), out.node()) != output_nodes.end()) {
+      return fail("a tensor is listed twice among the model's outputs");
+    }
+    output_nodes.push_back(out.node());
+  }
   for (const SymbolicTensor& in : inputs) {
-    if (in.graph() != outputs.graph())
+    if (in.graph() != outputs[0].graph())
       return fail("the model's outputs do not come from its inputs");
     if (!graph.nodes[in.node()].is_input) return fail("the model's inputs must be Input() tensors");
     if (std::find(input_nodes.begin(), input_nodes.end(), in.node()) != input_nodes.end()) {
@@ -148,13 +171,11 @@ absl::Status Model::TakeLayers(const std::vector<SymbolicTensor>& inputs,
     }
     input_nodes.push_back(in.node());
   }
-  if (graph.nodes[outputs.node()].is_input)
-    return fail("the model has no layers between its inputs and outputs");
-  // Every node the output depends on, found backwards; calls come in an order
+  // Every node the outputs depend on, found backwards; calls come in an order
   // where inputs are made first, so that order is a topological one.
   std::vector<char> needed(graph.nodes.size(), 0);
-  needed[outputs.node()] = 1;
-  for (int n = outputs.node(); n >= 0; --n) {
+  for (int n : output_nodes) needed[n] = 1;
+  for (int n = *std::max_element(output_nodes.begin(), output_nodes.end()); n >= 0; --n) {
     if (!needed[n]) continue;
     // A misused call's inputs may name nodes of another graph: stop at it.
     if (!graph.nodes[n].error.ok()) return graph.nodes[n].error;
@@ -176,15 +197,25 @@ absl::Status Model::TakeLayers(const std::vector<SymbolicTensor>& inputs,
   // i + 1 the i-th layer's output.
   std::vector<int> activation(graph.nodes.size(), -1);
   int layers = 0;
+  for (int n : input_nodes) input_shapes_.push_back(graph.nodes[n].input_shape);
   if (input_nodes.size() == 1) {
     activation[input_nodes[0]] = 0;
+    const std::string& name = graph.nodes[input_nodes[0]].input_name;
+    input_names_ = {name.empty() ? "input_layer" : name};
     DeclareInput(graph.nodes[input_nodes[0]].input_shape);
   } else {
     // Several inputs: each example holds every input's values in this order.
     int64_t offset = 0;
     for (int n : input_nodes) {
       const Shape& shape = graph.nodes[n].input_shape;
-      AddNode(std::make_unique<InputSliceLayer>(offset, shape), {0});
+      auto slice = std::make_unique<InputSliceLayer>(offset, shape);
+      slice->set_name(graph.nodes[n].input_name);  // "": input_layer, input_layer_1, ...
+      AddNode(std::move(slice), {0});
+      const std::string& name = layers_.back()->name();
+      if (std::find(input_names_.begin(), input_names_.end(), name) != input_names_.end()) {
+        return fail(absl::StrCat("two of the model's inputs are named \"", name, "\""));
+      }
+      input_names_.push_back(name);
       activation[n] = ++layers;
       offset += NumElements(shape);
     }
@@ -199,6 +230,7 @@ absl::Status Model::TakeLayers(const std::vector<SymbolicTensor>& inputs,
     activation[n] = ++layers;
   }
   for (int n : input_nodes) graph.nodes[n].taken = true;
+  for (int n : output_nodes) outputs_.push_back(activation[n]);
   return absl::OkStatus();
 }
 

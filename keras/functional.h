@@ -14,7 +14,11 @@
 //
 // Several inputs: Model({ids, numbers}, outputs) reads examples that hold every
 // input's values one after the other, flat ([n, 2 + 3] for inputs of shapes [2] and
-// [3]): each becomes an InputLayer that cuts its part out. Each layer is called
+// [3]): each becomes an InputLayer that cuts its part out. A pipeline's features
+// bind to the inputs by name (Input({2}, "ids"); keras/pipeline_batch.h).
+// Several outputs: Model(inputs, {price, category}) learns each with its own loss
+// (CompileOptions::losses, loss_weights); outputs are named by their layers.
+// Each layer is called
 // once (no shared layers). Shapes are checked when the model is built (the first
 // Fit, Evaluate or Predict, or Build): errors name the layer and the shapes. A graph
 // that cannot become a model (an output that depends on an Input not among the
@@ -24,6 +28,7 @@
 #define RINGWORK_KERAS_FUNCTIONAL_H_
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "keras/layer.h"
@@ -45,8 +50,12 @@ class SymbolicTensor {
   int node_;
 };
 
-// The model's input: examples of `shape` (no batch dimension).
-SymbolicTensor Input(Shape shape);
+// A model's input: examples of `shape` (no batch dimension); `name` binds it to a
+// pipeline's feature of that name (default: input_layer, input_layer_1, ...).
+SymbolicTensor Input(Shape shape, std::string name = "");
+// `layer` named `name`, as Keras' name= argument: Apply(Named(Dense(1), "price"), h).
+// An output's name keys its loss, loss weight, logs and targets.
+std::unique_ptr<Layer> Named(std::unique_ptr<Layer> layer, std::string name);
 // `layer` called on `x` (one input) or on `xs` (a merge layer: Add, Multiply, Concatenate).
 SymbolicTensor Apply(std::unique_ptr<Layer> layer, const SymbolicTensor& x);
 SymbolicTensor Apply(std::unique_ptr<Layer> layer, const std::vector<SymbolicTensor>& xs);

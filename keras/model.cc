@@ -85,8 +85,32 @@ absl::Status Model::Compile(const CompileOptions& options) {
   RW_RETURN_IF_ERROR(definition_error_);
   if (layers_.empty()) return absl::InvalidArgumentError("the model has no layers");
   compile_options_ = options;
-  RW_ASSIGN_OR_RETURN(Loss loss, Loss::Create(options.loss));
-  loss_ = std::make_unique<Loss>(loss);
+  const std::vector<std::string> outputs = output_names();
+  auto check_name = [&](const std::string& name, const char* field) -> absl::Status {
+    if (std::find(outputs.begin(), outputs.end(), name) != outputs.end()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("CompileOptions::", field, " names \"", name,
+                                                   "\", which is not an output of the model (",
+                                                   absl::StrJoin(outputs, ", "), ")"));
+  };
+  for (const auto& [name, spec] : options.losses) RW_RETURN_IF_ERROR(check_name(name, "losses"));
+  for (const auto& [name, w] : options.loss_weights) {
+    RW_RETURN_IF_ERROR(check_name(name, "loss_weights"));
+  }
+  losses_.clear();
+  loss_weights_.clear();
+  for (const std::string& name : outputs) {
+    const auto named = options.losses.find(name);
+    RW_ASSIGN_OR_RETURN(Loss loss,
+                        Loss::Create(named != options.losses.end() ? named->second : options.loss));
+    const auto weight = options.loss_weights.find(name);
+    losses_.push_back(std::move(loss));
+    loss_weights_.push_back(weight != options.loss_weights.end() ? weight->second : 1.f);
+  }
+  if (fused_softmax_.size() != outputs.size()) fused_softmax_.assign(outputs.size(), 0);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (fused_softmax_[k]) losses_[k].set_fused_softmax();  // Compiled again after Build.
+  }
+  output_losses_.assign(outputs.size(), 0.f);
   RW_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(options.optimizer));
   metrics_.clear();
   for (const std::string& name : options.metrics) {
@@ -123,7 +147,8 @@ absl::Status Model::Build(const Shape& input_shape) {
                      ", but the data's examples have shape ", ShapeString(input_shape)));
   }
   input_shape_ = input_shape;
-  std::vector<Shape> shapes = {input_shape};  // Per activation.
+  if (outputs_.empty()) outputs_ = {static_cast<int>(layers_.size())};  // A chain's last layer.
+  std::vector<Shape> shapes = {input_shape};                            // Per activation.
   BuildContext ctx{compile_options_.seed};
   // The strategy, not this model (which may be moved after Build).
   ctx.sum_over_replicas = [strategy = strategy_, seconds = in_step_collective_s_](double* data,
@@ -151,18 +176,32 @@ absl::Status Model::Build(const Shape& input_shape) {
     layer.set_replica(strategy_->rank());
     shapes.push_back(*out);
   }
-  // A softmax at the end goes into the loss: the same math, stabler and cheaper.
-  if (loss_->kind() == Loss::Kind::kSparseCategoricalCrossentropy && !loss_->from_logits()) {
-    if (auto* out = dynamic_cast<SoftmaxOutput*>(layers_.back().get())) {
-      if (out->OutputLogits(true)) {
-        fused_softmax_ = true;
-        loss_->set_fused_softmax();
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    const int a = outputs_[k];
+    // A softmax at an output goes into its loss: the same math, stabler and
+    // cheaper (unless another layer reads the probabilities).
+    bool read = false;
+    for (const std::vector<int>& in : inputs_) {
+      read = read || std::find(in.begin(), in.end(), a) != in.end();
+    }
+    Loss& loss = losses_[k];
+    if (!read && loss.kind() == Loss::Kind::kSparseCategoricalCrossentropy && !loss.from_logits()) {
+      if (auto* out = dynamic_cast<SoftmaxOutput*>(layers_[a - 1].get())) {
+        if (out->OutputLogits(true)) {
+          fused_softmax_[k] = 1;
+          loss.set_fused_softmax();
+        }
       }
     }
-  }
-  for (const Metric& m : metrics_) {
-    const Shape& out = shapes.back();
-    RW_RETURN_IF_ERROR(m.CheckOutputWidth(out.empty() ? 1 : NumElements(out)));
+    for (const Metric& m : metrics_) {
+      const Shape& out = shapes[a];
+      absl::Status fits = m.CheckOutputWidth(out.empty() ? 1 : NumElements(out));
+      if (!fits.ok() && outputs_.size() > 1) {
+        return absl::Status(fits.code(),
+                            absl::StrCat("output ", layers_[a - 1]->name(), ": ", fits.message()));
+      }
+      RW_RETURN_IF_ERROR(fits);
+    }
   }
   const std::vector<Variable*> vars = variables();
   // Before anything is exchanged: a different model would otherwise fail later
@@ -248,8 +287,19 @@ std::vector<std::string> Model::AgreementLines() const {
     if (!chain) absl::StrAppend(&line, ", from ", InputNames(l));
     lines.push_back(std::move(line));
   }
-  const LossSpec& loss = compile_options_.loss;
-  lines.push_back(absl::StrCat("loss: ", loss.name, loss.from_logits ? " from logits" : ""));
+  const std::vector<std::string> outputs = output_names();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const auto named = compile_options_.losses.find(outputs[k]);
+    const LossSpec& loss =
+        named != compile_options_.losses.end() ? named->second : compile_options_.loss;
+    const std::string spec = absl::StrCat(loss.name, loss.from_logits ? " from logits" : "");
+    if (outputs.size() == 1) {
+      lines.push_back(absl::StrCat("loss: ", spec));
+    } else {
+      lines.push_back(absl::StrCat("loss of output ", outputs[k], ": ", spec, ", weight ",
+                                   ShortestDecimal(loss_weights_[k])));
+    }
+  }
   const OptimizerSpec& o = compile_options_.optimizer;
   // Numbers exactly, in the fewest digits that give back the same float, so that
   // learning rates differing after the 6th digit do not pass as equal.
@@ -290,20 +340,45 @@ std::vector<std::string> Model::AgreementLines() const {
   return lines;
 }
 
+std::vector<std::string> Model::output_names() const {
+  if (outputs_.empty()) {
+    if (layers_.empty()) return {};
+    return {layers_.back()->name()};
+  }
+  std::vector<std::string> names;
+  for (int a : outputs_) names.push_back(layers_[a - 1]->name());
+  return names;
+}
+
+ModelSignature Model::signature() const { return {input_names_, input_shapes_, output_names()}; }
+
 absl::Status Model::EnsureReady(const Shape& input_shape) {
   if (!compiled_) return absl::FailedPreconditionError("call Compile before Fit/Evaluate/Predict");
   return Build(input_shape);
 }
 
+absl::Status Model::CheckFitOptions(const FitOptions& options) const {
+  if (!options.class_weight.empty() && output_names().size() > 1) {
+    // As Keras: which output's classes would it weigh?
+    return absl::InvalidArgumentError(
+        "class_weight needs a model of one output; give several outputs per-example weights "
+        "(sample_weight) instead");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<History> Model::Fit(const Dataset& train, const FitOptions& options) {
+  RW_RETURN_IF_ERROR(CheckFitOptions(options));
   return FitLoop(this, options).Run(train);
 }
 
 absl::StatusOr<History> Model::Fit(const Pipeline& train, const FitOptions& options) {
+  RW_RETURN_IF_ERROR(CheckFitOptions(options));
   return FitLoop(this, options).Run(train);
 }
 
 absl::StatusOr<History> Model::Fit(const DatasetFn& make_train, const FitOptions& options) {
+  RW_RETURN_IF_ERROR(CheckFitOptions(options));
   return FitLoop(this, options).Run(make_train);
 }
 

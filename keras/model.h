@@ -51,7 +51,12 @@
 namespace ringwork {
 
 struct CompileOptions {
-  LossSpec loss;
+  LossSpec loss;  // Every output's, unless `losses` names it.
+  // A model of several outputs: an output's loss by its name (its layer's), and
+  // Keras' loss_weights: the loss trained is the sum of each output's loss times
+  // its weight (1 for an output not named).
+  std::map<std::string, LossSpec> losses;
+  std::map<std::string, float> loss_weights;
   OptimizerSpec optimizer;
   std::vector<std::string> metrics = {"accuracy"};
   Precision precision = Precision::kFloat32;
@@ -90,7 +95,7 @@ struct FitOptions {
 };
 
 struct EvaluateResult {
-  double loss = 0;
+  double loss = 0;  // Several outputs: the weighted sum (each in metrics, "NAME_loss").
   std::map<std::string, double> metrics;
   int64_t examples = 0;  // Over all replicas.
 };
@@ -104,6 +109,9 @@ class Model : private ElasticReplica {
   // the current scope, if any.
   Model(const SymbolicTensor& inputs, const SymbolicTensor& outputs);
   Model(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs);
+  // Several outputs: each learns its own targets with its own loss; logs and
+  // results name each output's loss and metrics "NAME_loss", "NAME_accuracy".
+  Model(const std::vector<SymbolicTensor>& inputs, const std::vector<SymbolicTensor>& outputs);
   ~Model() override;
   Model(Model&&) noexcept;  // Everything it owns is held by pointer.
   Model& operator=(Model&&) noexcept;
@@ -130,14 +138,25 @@ class Model : private ElasticReplica {
   // in it regroups the workers still running (replicas are identical after fit)
   // and they evaluate again (up to 3 times); otherwise as Evaluate.
   absl::StatusOr<EvaluateResult> EvaluateAfterFit(const Dataset& data, int64_t batch_size = 256);
-  // Outputs for `x` [count, ...] (probabilities when the model ends in a softmax).
+  // Outputs for `x` [count, ...] (probabilities when the model ends in a softmax;
+  // several inputs side by side). A model of several outputs: PredictOutputs.
   absl::StatusOr<Tensor> Predict(const Tensor& x, int64_t batch_size = 256);
   // Every element of `data`, in order, on this worker alone (no collective: the
   // replicas are identical), batched by batch_size unless it is batched already;
-  // the input is binding.features[0] (or the pipeline's only feature).
+  // the inputs are binding.features (or bound as Fit binds them, by name, or the
+  // pipeline's only feature).
   absl::StatusOr<Tensor> Predict(const Pipeline& data, const DataBinding& binding = {},
                                  int64_t batch_size = 256);
+  // Every output's predictions, in the order of the model's outputs.
+  absl::StatusOr<std::vector<Tensor>> PredictOutputs(const Tensor& x, int64_t batch_size = 256);
+  absl::StatusOr<std::vector<Tensor>> PredictOutputs(const Pipeline& data,
+                                                     const DataBinding& binding = {},
+                                                     int64_t batch_size = 256);
   std::string Summary() const;
+  // The inputs' names and shapes and the outputs' names (the layers that give
+  // them), as pipelines bind to them.
+  ModelSignature signature() const;
+  std::vector<std::string> output_names() const;
 
   // One training step on this replica's `batch`: forward, backward, gradients
   // averaged over the replicas, optimizer update. Every replica must call it.
@@ -205,7 +224,8 @@ class Model : private ElasticReplica {
 
   // The functional constructor's work (keras/functional.cc): the graph's layers
   // in topological order; several inputs read one flat example.
-  absl::Status TakeLayers(const std::vector<SymbolicTensor>& inputs, const SymbolicTensor& outputs);
+  absl::Status TakeLayers(const std::vector<SymbolicTensor>& inputs,
+                          const std::vector<SymbolicTensor>& outputs);
   void DeclareInput(Shape shape) { declared_input_ = std::move(shape); }
 
   // True when every layer takes the previous one's output (a Sequential model).
@@ -213,11 +233,22 @@ class Model : private ElasticReplica {
   // The names of what layer l reads ("input", "conv2d, dense").
   std::string InputNames(size_t l) const;
   absl::Status EnsureReady(const Shape& input_shape);
+  absl::Status CheckFitOptions(const FitOptions& options) const;
   absl::Status Forward(const Tensor& x, bool training);
-  // Forward in inference on one chunk of examples: the model's output (its final
+  // Forward in inference on one chunk of examples: the model's outputs (a final
   // softmax applied where training fused it into the loss), valid until the next
   // forward pass.
-  absl::StatusOr<const Tensor*> PredictChunk(const Tensor& chunk);
+  absl::StatusOr<std::vector<const Tensor*>> PredictChunk(const Tensor& chunk);
+  // After Forward: the batch's loss (the weighted sum over the outputs; each
+  // output's kept in output_losses_), and d(loss)/d(output) into the outputs'
+  // gradients when `gradients`.
+  absl::StatusOr<float> ComputeLoss(const struct Batch& batch, bool gradients);
+  // The targets of output k of `batch` (k > 0: from more_targets, copied into `scratch`).
+  const struct Batch& TargetsOf(const struct Batch& batch, size_t k, struct Batch* scratch) const;
+  // Each output's shape (no batch dimension), once built.
+  std::vector<Shape> OutputShapes() const;
+  // Size of BatchSums: loss, examples, each output's loss (several), metric states.
+  int64_t SumsSize() const;
   // Layer l's backward pass: its variables' gradients, and its inputs' where a
   // layer below learns (summed over the layers that read an activation).
   absl::Status BackwardLayer(size_t l);
@@ -225,7 +256,6 @@ class Model : private ElasticReplica {
   absl::StatusOr<float> TrainStepWithoutBatch();
   // This replica's [loss * n, n, then each metric's state] for the last forward.
   std::vector<double> BatchSums(const struct Batch& batch, double loss);
-  int64_t MetricStateSize() const;
   Logs LogsFrom(const std::vector<double>& sums) const;
   // After the callbacks' OnTrainEnd (`ended`: this worker's result), every worker
   // learns whether any failed or received SIGTERM; then OnTrainCommitted may run.
@@ -264,10 +294,18 @@ class Model : private ElasticReplica {
   CompileOptions compile_options_;
   Shape input_shape_;
   std::unique_ptr<KernelContext> kernels_;
-  std::unique_ptr<Loss> loss_;
+  // Per output (outputs_: the activations the model gives, in their order): its
+  // loss, weight, whether its final softmax went into the loss, and its last loss.
+  std::vector<int> outputs_;
+  std::vector<Loss> losses_;
+  std::vector<float> loss_weights_;
+  std::vector<char> fused_softmax_;
+  std::vector<float> output_losses_;
+  // Functional models' inputs, by name (Input()'s, else input_layer, input_layer_1, ...).
+  std::vector<std::string> input_names_;
+  std::vector<Shape> input_shapes_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::vector<Metric> metrics_;
-  bool fused_softmax_ = false;
+  std::vector<Metric> metrics_;  // Each output's, when there are several.
   std::unique_ptr<GradientReducer> reducer_;
   // Activations (acts_[0] is unused: the input) and their gradients.
   std::vector<Tensor> acts_, grads_;

@@ -26,6 +26,16 @@ std::string WithCommas(int64_t n) {
   return out;
 }
 
+EvaluateResult ResultFrom(const Logs& logs, double examples) {
+  EvaluateResult result;
+  result.loss = logs.at("loss");
+  result.examples = static_cast<int64_t>(examples);
+  for (const auto& [name, value] : logs) {
+    if (name != "loss") result.metrics[name] = value;
+  }
+  return result;
+}
+
 }  // namespace
 
 absl::StatusOr<EvaluateResult> Model::Evaluate(const Dataset& data, int64_t batch_size) {
@@ -36,13 +46,13 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Dataset& data, int64_t batc
   RW_ASSIGN_OR_RETURN(Dataset shard,
                       data.Shard(replicas, strategy_->rank(), AutoShardPolicy::kData));
   shard = shard.Batch(std::max<int64_t>(1, batch_size / replicas));
-  std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+  std::vector<double> sums(static_cast<size_t>(SumsSize()), 0.0);
   std::unique_ptr<Dataset::Iterator> it = shard.Iterate(0);
   struct Batch batch;
   while (it->Next(&batch)) {
     absl::Status forward = Forward(batch.features, /*training=*/false);
-    absl::StatusOr<float> loss = forward.ok() ? loss_->Compute(acts_.back(), batch, nullptr)
-                                              : absl::StatusOr<float>(forward);
+    absl::StatusOr<float> loss =
+        forward.ok() ? ComputeLoss(batch, /*gradients=*/false) : absl::StatusOr<float>(forward);
     if (!loss.ok()) {
       // Data only this worker holds (a bad id, a bad label): the others must not
       // wait for its sums until a deadline.
@@ -58,12 +68,7 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Dataset& data, int64_t batc
   }
   RW_RETURN_IF_ERROR(
       strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
-  const Logs logs = LogsFrom(sums);
-  EvaluateResult result;
-  result.loss = logs.at("loss");
-  result.examples = static_cast<int64_t>(sums[1]);
-  for (const Metric& m : metrics_) result.metrics[m.name()] = logs.at(m.name());
-  return result;
+  return ResultFrom(LogsFrom(sums), sums[1]);
 }
 
 absl::StatusOr<EvaluateResult> Model::Evaluate(const Pipeline& data, const DataBinding& binding,
@@ -77,10 +82,11 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Pipeline& data, const DataB
   read.autotune_threads = strategy_->cores_per_worker();
   RW_ASSIGN_OR_RETURN(std::unique_ptr<DistributedPipeline> stream,
                       DistributedPipeline::Create(strategy_, data, read));
-  RW_ASSIGN_OR_RETURN(const PipelineBinding bound, BindPipeline(stream->element_spec(), binding));
+  RW_ASSIGN_OR_RETURN(const PipelineBinding bound,
+                      BindPipeline(stream->element_spec(), binding, signature()));
   RW_RETURN_IF_ERROR(EnsureReady(bound.input_shape));
   RW_RETURN_IF_ERROR(stream->StartPass(0, 0));
-  std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+  std::vector<double> sums(static_cast<size_t>(SumsSize()), 0.0);
   Element element;
   struct Batch batch;
   double weight = 0;
@@ -93,7 +99,7 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Pipeline& data, const DataB
     float loss = 0;
     if (failed.ok()) failed = Forward(batch.features, /*training=*/false);
     if (failed.ok()) {
-      absl::StatusOr<float> computed = loss_->Compute(acts_.back(), batch, nullptr);
+      absl::StatusOr<float> computed = ComputeLoss(batch, /*gradients=*/false);
       if (computed.ok()) loss = *computed;
       failed = computed.status();
     }
@@ -107,12 +113,7 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Pipeline& data, const DataB
   }
   RW_RETURN_IF_ERROR(
       strategy_->Reduce(ReduceOp::kSum, sums.data(), static_cast<int64_t>(sums.size())));
-  const Logs logs = LogsFrom(sums);
-  EvaluateResult result;
-  result.loss = logs.at("loss");
-  result.examples = static_cast<int64_t>(sums[1]);
-  for (const Metric& m : metrics_) result.metrics[m.name()] = logs.at(m.name());
-  return result;
+  return ResultFrom(LogsFrom(sums), sums[1]);
 }
 
 absl::StatusOr<EvaluateResult> Model::EvaluateAfterFit(const Dataset& data, int64_t batch_size) {
@@ -128,7 +129,7 @@ absl::StatusOr<EvaluateResult> Model::EvaluateAfterFit(const Dataset& data, int6
     if (!run.CanSurvive(result.status())) return result;
     const int before = strategy_->num_replicas_in_sync();
     int64_t slowest = 0;
-    std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+    std::vector<double> sums(static_cast<size_t>(SumsSize()), 0.0);
     RW_RETURN_IF_ERROR(run.SurvivePeerFailure(result.status(), &slowest, &sums));
     RW_LOG(WARNING) << "generation " << strategy_->generation() << ": " << strategy_->departed()
                     << " left: " << result.status().message() << "; "
@@ -138,26 +139,81 @@ absl::StatusOr<EvaluateResult> Model::EvaluateAfterFit(const Dataset& data, int6
   }
 }
 
-absl::StatusOr<const Tensor*> Model::PredictChunk(const Tensor& chunk) {
+absl::StatusOr<std::vector<const Tensor*>> Model::PredictChunk(const Tensor& chunk) {
   RW_RETURN_IF_ERROR(Forward(chunk, /*training=*/false));
-  Tensor& y = acts_.back();
-  const int64_t n = chunk.dim(0), width = n == 0 ? 0 : y.size() / n;
-  if (fused_softmax_ && n > 0) {
-    // The model's final softmax, fused into the loss in training, runs here.
-    RW_ASSIGN_OR_RETURN(std::unique_ptr<SoftmaxKernel> softmax,
-                        SoftmaxKernel::Create(*kernels_, n, width));
-    Tensor probs(y.shape());
-    softmax->Forward(*kernels_, y.data(), probs.data());
-    y = std::move(probs);
+  std::vector<const Tensor*> outputs;
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    Tensor& y = acts_[outputs_[k]];
+    const int64_t n = chunk.dim(0), width = n == 0 ? 0 : y.size() / n;
+    if (fused_softmax_[k] && n > 0) {
+      // The output's final softmax, fused into the loss in training, runs here.
+      RW_ASSIGN_OR_RETURN(std::unique_ptr<SoftmaxKernel> softmax,
+                          SoftmaxKernel::Create(*kernels_, n, width));
+      Tensor probs(y.shape());
+      softmax->Forward(*kernels_, y.data(), probs.data());
+      y = std::move(probs);
+    }
+    outputs.push_back(&y);
   }
-  return &y;
+  return outputs;
+}
+
+namespace {
+
+// Predictions collected chunk by chunk, per output.
+class PredictionsOf {
+ public:
+  explicit PredictionsOf(size_t outputs) : values_(outputs) {}
+  void Add(const std::vector<const Tensor*>& chunk) {
+    for (size_t k = 0; k < chunk.size(); ++k) {
+      values_[k].insert(values_[k].end(), chunk[k]->data(), chunk[k]->data() + chunk[k]->size());
+    }
+  }
+  // [count, ...each output's shape].
+  std::vector<Tensor> Take(int64_t count, const std::vector<Shape>& shapes) {
+    std::vector<Tensor> out;
+    for (size_t k = 0; k < values_.size(); ++k) {
+      out.emplace_back(WithBatch(count, shapes[k]));
+      std::copy(values_[k].begin(), values_[k].end(), out.back().data());
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::vector<float>> values_;
+};
+
+absl::StatusOr<Tensor> OnlyOutput(absl::StatusOr<std::vector<Tensor>> outputs) {
+  if (!outputs.ok()) return outputs.status();
+  if (outputs->size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", outputs->size(), " outputs: PredictOutputs gives each"));
+  }
+  return std::move((*outputs)[0]);
+}
+
+}  // namespace
+
+std::vector<Shape> Model::OutputShapes() const {
+  std::vector<Shape> shapes;
+  for (int a : outputs_) shapes.push_back(layers_[a - 1]->output_shape());
+  return shapes;
 }
 
 absl::StatusOr<Tensor> Model::Predict(const Tensor& x, int64_t batch_size) {
+  return OnlyOutput(PredictOutputs(x, batch_size));
+}
+
+absl::StatusOr<Tensor> Model::Predict(const Pipeline& data, const DataBinding& binding,
+                                      int64_t batch_size) {
+  return OnlyOutput(PredictOutputs(data, binding, batch_size));
+}
+
+absl::StatusOr<std::vector<Tensor>> Model::PredictOutputs(const Tensor& x, int64_t batch_size) {
   if (x.rank() < 1 || x.dim(0) == 0) return absl::InvalidArgumentError("predict on no examples");
   RW_RETURN_IF_ERROR(EnsureReady(Shape(x.shape().begin() + 1, x.shape().end())));
   const int64_t count = x.dim(0), size = x.size() / count;
-  Tensor out;
+  PredictionsOf predictions(outputs_.size());
   Tensor chunk;
   for (int64_t begin = 0; begin < count; begin += batch_size) {
     const int64_t n = std::min(batch_size, count - begin);
@@ -165,24 +221,44 @@ absl::StatusOr<Tensor> Model::Predict(const Tensor& x, int64_t batch_size) {
     shape[0] = n;
     chunk.Resize(shape);
     std::copy(x.data() + begin * size, x.data() + (begin + n) * size, chunk.data());
-    RW_ASSIGN_OR_RETURN(const Tensor* y, PredictChunk(chunk));
-    const int64_t width = y->size() / n;
-    if (begin == 0) out = Tensor(WithBatch(count, layers_.back()->output_shape()));
-    std::copy(y->data(), y->data() + y->size(), out.data() + begin * width);
+    RW_ASSIGN_OR_RETURN(const std::vector<const Tensor*> y, PredictChunk(chunk));
+    predictions.Add(y);
   }
-  return out;
+  return predictions.Take(count, OutputShapes());
 }
 
-absl::StatusOr<Tensor> Model::Predict(const Pipeline& data, const DataBinding& binding,
-                                      int64_t batch_size) {
+absl::StatusOr<std::vector<Tensor>> Model::PredictOutputs(const Pipeline& data,
+                                                          const DataBinding& binding,
+                                                          int64_t batch_size) {
   if (!compiled_) return absl::FailedPreconditionError("call Compile before Fit/Evaluate/Predict");
   const ElementSpec& spec = data.spec();
-  int feature = spec.size() == 1 ? 0 : -1;
-  if (!binding.features.empty()) feature = FeatureIndex(spec, binding.features[0]);
-  if (feature < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "predict: name the input feature (binding.features) among ", SpecString(spec)));
+  // The inputs as Fit binds them (targets need not be there: the model predicts them).
+  std::vector<std::string> features = binding.features;
+  if (features.empty() && spec.size() == 1) features = {spec[0].name};
+  PipelineBinding bound;
+  for (const std::string& name : features) {
+    const int index = FeatureIndex(spec, name);
+    if (index < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("predict: the dataset has no feature \"", name,
+                                                     "\" (", SpecString(spec), ")"));
+    }
+    bound.inputs.push_back(index);
   }
+  if (bound.inputs.empty()) {
+    for (const std::string& name : input_names_) {
+      const int index = FeatureIndex(spec, name);
+      if (index >= 0) bound.inputs.push_back(index);
+    }
+    if (bound.inputs.size() != std::max<size_t>(1, input_names_.size())) bound.inputs.clear();
+  }
+  if (bound.inputs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("predict: name the input feature",
+                                                   input_names_.size() > 1 ? "s" : "",
+                                                   " (binding.features) among ", SpecString(spec)));
+  }
+  int64_t width = 0;
+  for (int index : bound.inputs) width += NumElements(spec[static_cast<size_t>(index)].shape);
+  bound.input_shape = {width};
   // On this worker alone, every element in order (the replicas are identical).
   // Batched already (perhaps then prefetched), or batched here.
   const PipelineNode* end = &data.node();
@@ -193,26 +269,23 @@ absl::StatusOr<Tensor> Model::Predict(const Pipeline& data, const DataBinding& b
       batched.Iterate({.autotune_threads = strategy_->cores_per_worker()});
   Element element;
   Tensor x;
-  std::vector<float> values;
+  PredictionsOf predictions(outputs_.empty() ? 1 : outputs_.size());
   int64_t count = 0;
   while (true) {
     absl::StatusOr<bool> more = it->Next(&element);
     if (!more.ok()) return InvalidDataError(more.status().message());  // Names file, record.
     if (!*more) break;
-    const TypedTensor& input = element.values[static_cast<size_t>(feature)];
-    absl::Status converted = input.ToFloat(&x);
+    absl::Status converted = InputsToFloat(element, bound, &x);
     if (!converted.ok()) {
       return InvalidDataError(absl::StrCat(OriginOf(element), converted.message()));
     }
     if (count == 0) RW_RETURN_IF_ERROR(EnsureReady(Shape(x.shape().begin() + 1, x.shape().end())));
-    RW_ASSIGN_OR_RETURN(const Tensor* y, PredictChunk(x));
-    values.insert(values.end(), y->data(), y->data() + y->size());
+    RW_ASSIGN_OR_RETURN(const std::vector<const Tensor*> y, PredictChunk(x));
+    predictions.Add(y);
     count += x.dim(0);
   }
   if (count == 0) return absl::InvalidArgumentError("predict on no examples");
-  Tensor out(WithBatch(count, layers_.back()->output_shape()));
-  std::copy(values.begin(), values.end(), out.data());
-  return out;
+  return predictions.Take(count, OutputShapes());
 }
 
 std::string Model::InputNames(size_t l) const {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "keras/model.h"
 #include "observability/timeline.h"
@@ -96,10 +98,12 @@ absl::StatusOr<float> Model::TrainStep(const struct Batch& batch, float weight) 
   reducer_->BeginStep(weight);
   absl::Status status = Forward(batch.features, /*training=*/true);
   TimelineSpan loss_span("compute", "loss");
-  absl::StatusOr<float> loss = status.ok() ? loss_->Compute(acts_.back(), batch, &grads_.back())
-                                           : absl::StatusOr<float>(status);
+  absl::StatusOr<float> loss =
+      status.ok() ? ComputeLoss(batch, /*gradients=*/true) : absl::StatusOr<float>(status);
   loss_span.End();
+  // The outputs' gradients came from the losses; a layer reading an output adds to it.
   std::fill(grad_set_.begin(), grad_set_.end(), 0);
+  for (int a : outputs_) grad_set_[a] = 1;
   for (size_t l = layers_.size(); l-- > 0 && loss.ok();) {
     if (!runs_backward_[l]) continue;
     status = BackwardLayer(l);
@@ -149,23 +153,72 @@ void Model::ApplyBatchState(const std::vector<double>& sums) {
   }
 }
 
-int64_t Model::MetricStateSize() const {
-  int64_t n = 0;
-  for (const Metric& m : metrics_) n += m.state_size();
+const struct Batch& Model::TargetsOf(const struct Batch& batch, size_t k,
+                                     struct Batch* scratch) const {
+  if (k == 0) return batch;
+  const OutputTargets& more = batch.more_targets[k - 1];
+  scratch->labels = more.labels;
+  scratch->targets = more.targets;
+  scratch->weights = batch.weights;
+  return *scratch;
+}
+
+absl::StatusOr<float> Model::ComputeLoss(const struct Batch& batch, bool gradients) {
+  const std::vector<std::string> names = output_names();
+  if (batch.more_targets.size() + 1 != outputs_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", outputs_.size(), " outputs (", absl::StrJoin(names, ", "),
+                     ") but the data has targets for ", batch.more_targets.size() + 1,
+                     " (data for several outputs: a pipeline with a target feature per output, "
+                     "keras/pipeline_batch.h)"));
+  }
+  double total = 0;
+  struct Batch scratch;
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    const int a = outputs_[k];
+    Tensor* gradient = gradients ? &grads_[a] : nullptr;
+    absl::StatusOr<float> loss =
+        losses_[k].Compute(acts_[a], TargetsOf(batch, k, &scratch), gradient);
+    if (!loss.ok() && outputs_.size() > 1) {
+      return absl::Status(loss.status().code(),
+                          absl::StrCat("output ", names[k], ": ", loss.status().message()));
+    }
+    RW_RETURN_IF_ERROR(loss.status());
+    const float w = loss_weights_[k];
+    if (gradient != nullptr && w != 1.f) {
+      for (int64_t i = 0; i < gradient->size(); ++i) gradient->data()[i] *= w;
+    }
+    output_losses_[k] = *loss;
+    total += static_cast<double>(w) * *loss;
+  }
+  return static_cast<float>(total);
+}
+
+int64_t Model::SumsSize() const {
+  int64_t n = 2 + (outputs_.size() > 1 ? static_cast<int64_t>(outputs_.size()) : 0);
+  for (const Metric& m : metrics_) n += m.state_size() * static_cast<int64_t>(outputs_.size());
   return n;
 }
 
 std::vector<double> Model::BatchSums(const struct Batch& batch, double loss) {
-  std::vector<double> sums(static_cast<size_t>(2 + MetricStateSize()), 0.0);
+  std::vector<double> sums(static_cast<size_t>(SumsSize()), 0.0);
   const int64_t examples = batch.size();
   if (examples == 0) return sums;
   const double n = static_cast<double>(examples);
   sums[0] = loss * n;  // The batch's (weighted) mean loss times its examples.
   sums[1] = n;
   double* state = sums.data() + 2;
-  for (const Metric& m : metrics_) {
-    m.Accumulate(acts_.back(), batch, loss, loss_->from_logits(), state);
-    state += m.state_size();
+  if (outputs_.size() > 1) {
+    for (float output_loss : output_losses_) *state++ = output_loss * n;
+  }
+  struct Batch scratch;
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    const double value = outputs_.size() > 1 ? output_losses_[k] : loss;
+    for (const Metric& m : metrics_) {
+      m.Accumulate(acts_[outputs_[k]], TargetsOf(batch, k, &scratch), value,
+                   losses_[k].from_logits(), state);
+      state += m.state_size();
+    }
   }
   return sums;
 }
@@ -174,9 +227,19 @@ Logs Model::LogsFrom(const std::vector<double>& sums) const {
   Logs logs;
   logs["loss"] = sums[1] > 0 ? sums[0] / sums[1] : 0;
   const double* state = sums.data() + 2;
-  for (const Metric& m : metrics_) {
-    logs[m.name()] = m.Result(state);
-    state += m.state_size();
+  const std::vector<std::string> names = output_names();
+  const bool several = names.size() > 1;
+  if (several) {
+    for (const std::string& name : names) {
+      logs[name + "_loss"] = sums[1] > 0 ? *state / sums[1] : 0;
+      ++state;
+    }
+  }
+  for (const std::string& name : names) {
+    for (const Metric& m : metrics_) {
+      logs[several ? name + "_" + m.name() : m.name()] = m.Result(state);
+      state += m.state_size();
+    }
   }
   return logs;
 }

@@ -335,9 +335,9 @@ absl::StatusOr<std::optional<FileData>> LoadFileData(const TrainFlags& f) {
   data.binding = {.features = {input}, .targets = target_names};
   RW_ASSIGN_OR_RETURN(const PipelineBinding bound, BindPipeline(data.train.spec(), data.binding));
   data.input_shape = bound.input_shape;
-  if (!bound.class_ids) {
+  if (!bound.class_ids()) {
     // Numbers (regression, multi-label): an output per target value.
-    data.target_width = bound.target_width;
+    data.target_width = bound.target_width();
     return std::optional<FileData>(std::move(data));
   }
   // Class ids: the classes (and the examples, for a schedule's length) from a
