@@ -11,7 +11,9 @@
 #                              (an independent TFRecord writer), Pillow and
 #                              NumPy (independent PNG/JPEG and .npz writers),
 #                              clang-format and
-#                              universal-ctags (the source checks)
+#                              universal-ctags (the source checks), and from npm
+#                              @tensorflow/tfjs 4.22 in /opt/ringwork-npm (Keras'
+#                              semantics, by the machine's node)
 #   scripts/setup.sh --peers   also the peers the benchmarks compare against
 #                              (Open MPI, PyTorch 1.13 with gloo); bench/ asks for it
 set -euo pipefail
@@ -24,9 +26,11 @@ packages=(
   dataset-fashion-mnist
   openssl libssl-dev
 )
+suite=0
 for arg in "$@"; do
   case "$arg" in
     --suite)
+      suite=1
       packages+=(slurm-wlm munge chromium clang libclang-rt-14-dev iproute2 libgtest-dev
                  python3-yaml python3-protobuf python3-crcmod python3-pil python3-numpy clang-format
                  universal-ctags) ;;
@@ -46,15 +50,29 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
-
-echo "setup: installing ${missing[*]}" >&2
-if [[ $(id -u) -ne 0 ]]; then
-  echo "setup: these Debian packages are missing and installing them needs root:" >&2
-  echo "       sudo $0 $*" >&2
-  exit 2
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "setup: installing ${missing[*]}" >&2
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: these Debian packages are missing and installing them needs root:" >&2
+    echo "       sudo $0 $*" >&2
+    exit 2
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup: done" >&2
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q >/dev/null
-apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
-echo "setup: done" >&2
+
+# The reference for Keras' semantics (keras/keras_reference_test): pure JavaScript,
+# so no install scripts (they would download binaries).
+npm_dir=/opt/ringwork-npm
+if [[ $suite -eq 1 && ! -f $npm_dir/node_modules/@tensorflow/tfjs/package.json ]]; then
+  if ! command -v npm >/dev/null; then
+    echo "setup: the suite needs the machine's node and npm (Keras' reference, tfjs)" >&2
+    exit 2
+  fi
+  echo "setup: installing @tensorflow/tfjs 4.22 in $npm_dir" >&2
+  mkdir -p "$npm_dir"
+  (cd "$npm_dir" && npm install --ignore-scripts --no-audit --no-fund --silent \
+    @tensorflow/tfjs@4.22.0 >/dev/null)
+fi
