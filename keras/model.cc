@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -46,8 +47,15 @@ Model& Model::operator=(Model&&) noexcept = default;
 
 void Model::AddNode(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
   const std::string base = SnakeCase(layer->type());
-  const int n = type_counts_[base]++;
-  if (layer->name().empty()) layer->set_name(n == 0 ? base : absl::StrCat(base, "_", n));
+  while (layer->name().empty()) {
+    // The next of dense, dense_1, ... that no layer has (a Named() one may).
+    const int n = type_counts_[base]++;
+    std::string name = n == 0 ? base : absl::StrCat(base, "_", n);
+    if (std::none_of(layers_.begin(), layers_.end(),
+                     [&](const auto& l) { return l->name() == name; })) {
+      layer->set_name(std::move(name));
+    }
+  }
   layers_.push_back(std::move(layer));
   inputs_.push_back(std::move(inputs));
 }
@@ -84,6 +92,13 @@ int64_t Model::param_count() const {
 absl::Status Model::Compile(const CompileOptions& options) {
   RW_RETURN_IF_ERROR(definition_error_);
   if (layers_.empty()) return absl::InvalidArgumentError("the model has no layers");
+  std::set<std::string> names;
+  for (const auto& layer : layers_) {
+    if (!names.insert(layer->name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("two layers are named \"", layer->name(),
+                                                     "\": a model's layer names must be unique"));
+    }
+  }
   compile_options_ = options;
   const std::vector<std::string> outputs = output_names();
   auto check_name = [&](const std::string& name, const char* field) -> absl::Status {
@@ -108,7 +123,17 @@ absl::Status Model::Compile(const CompileOptions& options) {
   }
   if (fused_softmax_.size() != outputs.size()) fused_softmax_.assign(outputs.size(), 0);
   for (size_t k = 0; k < outputs.size(); ++k) {
-    if (fused_softmax_[k]) losses_[k].set_fused_softmax();  // Compiled again after Build.
+    if (!fused_softmax_[k]) continue;
+    // Compiled again after Build: the softmax stays in the loss only for a loss
+    // that takes it.
+    if (losses_[k].kind() == Loss::Kind::kSparseCategoricalCrossentropy &&
+        !losses_[k].from_logits()) {
+      losses_[k].set_fused_softmax();
+    } else {
+      dynamic_cast<SoftmaxOutput&>(*layers_[static_cast<size_t>(outputs_[k] - 1)])
+          .OutputLogits(false);
+      fused_softmax_[k] = 0;
+    }
   }
   output_losses_.assign(outputs.size(), 0.f);
   RW_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(options.optimizer));
@@ -293,7 +318,7 @@ std::vector<std::string> Model::AgreementLines() const {
     const LossSpec& loss =
         named != compile_options_.losses.end() ? named->second : compile_options_.loss;
     const std::string spec = absl::StrCat(loss.name, loss.from_logits ? " from logits" : "");
-    if (outputs.size() == 1) {
+    if (outputs.size() == 1 && loss_weights_[k] == 1.f) {
       lines.push_back(absl::StrCat("loss: ", spec));
     } else {
       lines.push_back(absl::StrCat("loss of output ", outputs[k], ": ", spec, ", weight ",

@@ -25,6 +25,7 @@
 #define RINGWORK_KERAS_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -138,6 +139,9 @@ class Model : private ElasticReplica {
   // in it regroups the workers still running (replicas are identical after fit)
   // and they evaluate again (up to 3 times); otherwise as Evaluate.
   absl::StatusOr<EvaluateResult> EvaluateAfterFit(const Dataset& data, int64_t batch_size = 256);
+  absl::StatusOr<EvaluateResult> EvaluateAfterFit(const Pipeline& data,
+                                                  const DataBinding& binding = {},
+                                                  int64_t batch_size = 256);
   // Outputs for `x` [count, ...] (probabilities when the model ends in a softmax;
   // several inputs side by side). A model of several outputs: PredictOutputs.
   absl::StatusOr<Tensor> Predict(const Tensor& x, int64_t batch_size = 256);
@@ -257,6 +261,10 @@ class Model : private ElasticReplica {
   // This replica's [loss * n, n, then each metric's state] for the last forward.
   std::vector<double> BatchSums(const struct Batch& batch, double loss);
   Logs LogsFrom(const std::vector<double>& sums) const;
+  // `evaluate` once fit ended; with elastic training, again after a peer's failure
+  // in it (EvaluateAfterFit).
+  absl::StatusOr<EvaluateResult> EvaluateSurvivingPeers(
+      const std::function<absl::StatusOr<EvaluateResult>()>& evaluate);
   // After the callbacks' OnTrainEnd (`ended`: this worker's result), every worker
   // learns whether any failed or received SIGTERM; then OnTrainCommitted may run.
   absl::Status AgreeTrainingEnded(const absl::Status& ended);

@@ -117,9 +117,21 @@ absl::StatusOr<EvaluateResult> Model::Evaluate(const Pipeline& data, const DataB
 }
 
 absl::StatusOr<EvaluateResult> Model::EvaluateAfterFit(const Dataset& data, int64_t batch_size) {
+  return EvaluateSurvivingPeers([&] { return Evaluate(data, batch_size); });
+}
+
+absl::StatusOr<EvaluateResult> Model::EvaluateAfterFit(const Pipeline& data,
+                                                       const DataBinding& binding,
+                                                       int64_t batch_size) {
+  // Each round reads the files afresh, sharded over the workers still running.
+  return EvaluateSurvivingPeers([&] { return Evaluate(data, binding, batch_size); });
+}
+
+absl::StatusOr<EvaluateResult> Model::EvaluateSurvivingPeers(
+    const std::function<absl::StatusOr<EvaluateResult>()>& evaluate) {
   CrashPoint("final_evaluate");  // Tests: a worker dies as the final evaluation starts.
   for (int round = 1;; ++round) {
-    absl::StatusOr<EvaluateResult> result = Evaluate(data, batch_size);
+    absl::StatusOr<EvaluateResult> result = evaluate();
     if (result.ok() || round > 3 || !ended_fit_.has_value()) return result;
     // The workers still running may include some still ending fit (the failure
     // came in its last operation): they regroup there, and learn from this
@@ -231,40 +243,31 @@ absl::StatusOr<std::vector<Tensor>> Model::PredictOutputs(const Pipeline& data,
                                                           const DataBinding& binding,
                                                           int64_t batch_size) {
   if (!compiled_) return absl::FailedPreconditionError("call Compile before Fit/Evaluate/Predict");
-  const ElementSpec& spec = data.spec();
-  // The inputs as Fit binds them (targets need not be there: the model predicts them).
-  std::vector<std::string> features = binding.features;
-  if (features.empty() && spec.size() == 1) features = {spec[0].name};
-  PipelineBinding bound;
-  for (const std::string& name : features) {
-    const int index = FeatureIndex(spec, name);
-    if (index < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("predict: the dataset has no feature \"", name,
-                                                     "\" (", SpecString(spec), ")"));
-    }
-    bound.inputs.push_back(index);
-  }
-  if (bound.inputs.empty()) {
-    for (const std::string& name : input_names_) {
-      const int index = FeatureIndex(spec, name);
-      if (index >= 0) bound.inputs.push_back(index);
-    }
-    if (bound.inputs.size() != std::max<size_t>(1, input_names_.size())) bound.inputs.clear();
-  }
-  if (bound.inputs.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("predict: name the input feature",
-                                                   input_names_.size() > 1 ? "s" : "",
-                                                   " (binding.features) among ", SpecString(spec)));
-  }
-  int64_t width = 0;
-  for (int index : bound.inputs) width += NumElements(spec[static_cast<size_t>(index)].shape);
-  bound.input_shape = {width};
   // On this worker alone, every element in order (the replicas are identical).
   // Batched already (perhaps then prefetched), or batched here.
   const PipelineNode* end = &data.node();
   while (end->name() == "prefetch" && end->input() != nullptr) end = end->input().get();
-  const Pipeline batched =
-      end->kind() == PipelineNode::Kind::kBatch ? data : data.Batch(batch_size);
+  const bool batched_already = end->kind() == PipelineNode::Kind::kBatch && end->input() != nullptr;
+  // The inputs as Fit binds them, by one element's spec (targets need not be
+  // there: the model predicts them).
+  const ElementSpec& spec = batched_already ? end->input()->spec() : data.spec();
+  std::vector<std::string> features = binding.features;
+  if (features.empty()) {
+    bool named = !input_names_.empty();
+    for (const std::string& name : input_names_) named = named && FeatureIndex(spec, name) >= 0;
+    if (named) {
+      features = input_names_;
+    } else if (spec.size() == 1) {
+      features = {spec[0].name};
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("predict: name the input feature", input_names_.size() > 1 ? "s" : "",
+                       " (binding.features) among ", SpecString(spec)));
+    }
+  }
+  PipelineBinding bound;
+  RW_RETURN_IF_ERROR(BindInputs(spec, features, signature(), &bound));
+  const Pipeline batched = batched_already ? data : data.Batch(batch_size);
   std::unique_ptr<ElementIterator> it =
       batched.Iterate({.autotune_threads = strategy_->cores_per_worker()});
   Element element;

@@ -164,13 +164,12 @@ const struct Batch& Model::TargetsOf(const struct Batch& batch, size_t k,
 }
 
 absl::StatusOr<float> Model::ComputeLoss(const struct Batch& batch, bool gradients) {
-  const std::vector<std::string> names = output_names();
   if (batch.more_targets.size() + 1 != outputs_.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the model has ", outputs_.size(), " outputs (", absl::StrJoin(names, ", "),
-                     ") but the data has targets for ", batch.more_targets.size() + 1,
-                     " (data for several outputs: a pipeline with a target feature per output, "
-                     "keras/pipeline_batch.h)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the model has ", outputs_.size(), " outputs (", absl::StrJoin(output_names(), ", "),
+        ") but the data has targets for ", batch.more_targets.size() + 1,
+        " (data for several outputs: a pipeline with a target feature per output, "
+        "keras/pipeline_batch.h)"));
   }
   double total = 0;
   struct Batch scratch;
@@ -180,8 +179,8 @@ absl::StatusOr<float> Model::ComputeLoss(const struct Batch& batch, bool gradien
     absl::StatusOr<float> loss =
         losses_[k].Compute(acts_[a], TargetsOf(batch, k, &scratch), gradient);
     if (!loss.ok() && outputs_.size() > 1) {
-      return absl::Status(loss.status().code(),
-                          absl::StrCat("output ", names[k], ": ", loss.status().message()));
+      return absl::Status(loss.status().code(), absl::StrCat("output ", layers_[a - 1]->name(),
+                                                             ": ", loss.status().message()));
     }
     RW_RETURN_IF_ERROR(loss.status());
     const float w = loss_weights_[k];

@@ -174,6 +174,10 @@ TEST_CASE("a pipeline's features bind to a model's inputs by name, in any order"
   absl::StatusOr<Tensor> by_position = model.Predict(flat);
   REQUIRE(by_position.ok());
   for (int64_t i = 0; i < 6; ++i) CHECK((*by_name)[i] == (*by_position)[i]);
+  // Batched already: the inputs bind by one element's spec.
+  absl::StatusOr<Tensor> batched = model.Predict(data.Batch(4));
+  REQUIRE(batched.ok());
+  for (int64_t i = 0; i < 6; ++i) CHECK((*batched)[i] == (*by_position)[i]);
   // A feature of another size than its input's.
   const Pipeline wrong = *TensorSlicesPipeline(
       {{"numbers", id_values}, {"y", Floats({6}, 0.2f, 0.f)}, {"ids", number_values}});
@@ -182,6 +186,56 @@ TEST_CASE("a pipeline's features bind to a model's inputs by name, in any order"
   CHECK_THAT(std::string(refused.status().message()),
              Contains("input \"ids\" takes examples of shape [2]") &&
                  Contains("feature \"ids\" has shape [3]"));
+}
+
+TEST_CASE("an unnamed input takes the one feature the outputs and the weight leave",
+          "[multi_output]") {
+  SymbolicTensor x = Input({4});
+  SymbolicTensor h = Apply(Dense(3, {.activation = "tanh"}), x);
+  Model model({x}, {Apply(Named(Dense(1), "price"), h), Apply(Named(Dense(3), "kind"), h)});
+  CompileOptions compile = TwoLosses(0.1f);
+  compile.losses["kind"].from_logits = true;
+  REQUIRE(model.Compile(compile).ok());
+  FitOptions fit{.epochs = 1, .batch_size = 8, .verbose = 0};
+  fit.binding.sample_weight = "w";
+  CHECK(model.Fit(TwoOutputData(), fit).ok());
+}
+
+TEST_CASE("layer names are unique: automatic names skip given ones, repeated ones are refused",
+          "[multi_output]") {
+  SymbolicTensor x = Input({4});
+  SymbolicTensor a = Apply(Named(Dense(2), "dense_1"), x);
+  SymbolicTensor b = Apply(Dense(2), a);
+  SymbolicTensor c = Apply(Dense(2), b);
+  Model model({x}, {c});
+  REQUIRE_FALSE(model.Compile(TwoLosses(0.1f)).ok());  // No outputs named price, kind.
+  CompileOptions plain;
+  plain.loss = {"mse"};
+  REQUIRE(model.Compile(plain).ok());
+  CHECK_THAT(model.Summary(), Contains("dense_1 (Dense)") && Contains("dense (Dense)") &&
+                                  Contains("dense_2 (Dense)"));
+  SymbolicTensor y = Input({4});
+  Model twice({y}, {Apply(Named(Dense(1), "out"), y), Apply(Named(Dense(1), "out"), y)});
+  absl::Status refused = twice.Compile(plain);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(std::string(refused.message()), Contains("two layers are named \"out\""));
+}
+
+TEST_CASE("compiled again after build with another loss, an output's softmax leaves the loss",
+          "[multi_output]") {
+  Model model = TwoOutputs();
+  REQUIRE(model.Compile(TwoLosses(0.1f)).ok());  // kind's softmax goes into its loss.
+  REQUIRE(model.Build({4}).ok());
+  CompileOptions squared = TwoLosses(0.1f);
+  squared.losses["kind"] = {"mse"};
+  REQUIRE(model.Compile(squared).ok());
+  absl::StatusOr<std::vector<Tensor>> predicted =
+      model.PredictOutputs(Tensor({3, 4}, std::vector<float>(12, 0.5f)));
+  REQUIRE(predicted.ok());
+  for (int64_t i = 0; i < 3; ++i) {
+    const float* p = (*predicted)[1].data() + i * 3;
+    CHECK(p[0] + p[1] + p[2] == Approx(1.f));  // Probabilities, from the layer itself.
+  }
 }
 
 TEST_CASE("several outputs: what cannot be trained is refused, naming it", "[multi_output]") {

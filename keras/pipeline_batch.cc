@@ -17,31 +17,63 @@ std::string Names(const ElementSpec& spec) {
   return absl::StrJoin(names, ", ");
 }
 
+// The index of feature `name`, if a model can take it (numbers of a fixed shape).
+absl::StatusOr<int> UsableFeature(const ElementSpec& spec, const std::string& name) {
+  const int index = FeatureIndex(spec, name);
+  if (index < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the dataset has no feature \"", name, "\" (it has ", Names(spec), ")"));
+  }
+  const FeatureInfo& f = spec[static_cast<size_t>(index)];
+  if (f.type == ValueType::kString) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feature \"", name, "\" holds strings: a model takes numbers (map them to ids first)"));
+  }
+  for (int64_t d : f.shape) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("feature \"", name, "\" has shape ",
+                                                     ShapeString(f.shape),
+                                                     ", which varies: give it a fixed shape"));
+    }
+  }
+  return index;
+}
+
 }  // namespace
+
+absl::Status BindInputs(const ElementSpec& spec, const std::vector<std::string>& features,
+                        const ModelSignature& model, PipelineBinding* bound) {
+  const size_t num_inputs = std::max<size_t>(1, model.input_names.size());
+  if (features.size() != num_inputs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", num_inputs, " input", num_inputs > 1 ? "s" : "", " (",
+                     absl::StrJoin(model.input_names, ", "), "); ", features.size(),
+                     " input features given (", absl::StrJoin(features, ", "), ")"));
+  }
+  bound->inputs.clear();
+  bound->input_widths.clear();
+  int64_t input_width = 0;
+  for (size_t i = 0; i < features.size(); ++i) {
+    RW_ASSIGN_OR_RETURN(const int index, UsableFeature(spec, features[i]));
+    bound->inputs.push_back(index);
+    const Shape& shape = spec[static_cast<size_t>(index)].shape;
+    bound->input_widths.push_back(NumElements(shape));
+    input_width += NumElements(shape);
+    if (i < model.input_shapes.size() && NumElements(shape) != NumElements(model.input_shapes[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the model's input \"", model.input_names[i], "\" takes examples of shape ",
+                       ShapeString(model.input_shapes[i]), "; feature \"", features[i],
+                       "\" has shape ", ShapeString(shape)));
+    }
+  }
+  bound->input_shape =
+      features.size() == 1 ? spec[static_cast<size_t>(bound->inputs[0])].shape : Shape{input_width};
+  return absl::OkStatus();
+}
 
 absl::StatusOr<PipelineBinding> BindPipeline(const ElementSpec& spec, const DataBinding& binding,
                                              const ModelSignature& model) {
   PipelineBinding bound;
-  auto find = [&](const std::string& name) -> absl::StatusOr<int> {
-    const int index = FeatureIndex(spec, name);
-    if (index < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the dataset has no feature \"", name, "\" (it has ", Names(spec), ")"));
-    }
-    const FeatureInfo& f = spec[static_cast<size_t>(index)];
-    if (f.type == ValueType::kString) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "feature \"", name, "\" holds strings: a model takes numbers (map them to ids first)"));
-    }
-    for (int64_t d : f.shape) {
-      if (d < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("feature \"", name, "\" has shape ",
-                                                       ShapeString(f.shape),
-                                                       ", which varies: give it a fixed shape"));
-      }
-    }
-    return index;
-  };
   auto in_spec = [&](const std::vector<std::string>& names) {
     if (names.empty()) return false;
     for (const std::string& name : names) {
@@ -64,13 +96,17 @@ absl::StatusOr<PipelineBinding> BindPipeline(const ElementSpec& spec, const Data
     }
     return left;
   };
+  // Each of several outputs learns the feature of its name (a dict's keys in Keras).
+  if (targets.empty() && (num_outputs > 1 || in_spec(model.output_names))) {
+    targets = model.output_names;
+  }
   if (features.empty()) {
     if (in_spec(model.input_names)) {
       features = model.input_names;  // Keras: a dict's keys are the inputs' names.
     } else if (num_inputs == 1 && !targets.empty() && rest().size() == 1) {
       features = rest();
-    } else if (num_inputs == 1 && targets.empty() && spec.size() == 2) {
-      features = {spec[0].name};
+    } else if (num_inputs == 1 && targets.empty() && rest().size() == 2) {
+      features = {rest()[0]};  // (x, y), as Keras takes a dataset of tuples.
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "the dataset's elements have ", spec.size(), " features (", Names(spec),
@@ -79,16 +115,8 @@ absl::StatusOr<PipelineBinding> BindPipeline(const ElementSpec& spec, const Data
           "layers)"));
     }
   }
-  if (features.size() != num_inputs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the model has ", num_inputs, " input", num_inputs > 1 ? "s" : "", " (",
-                     absl::StrJoin(model.input_names, ", "), "); ", features.size(),
-                     " input features given (", absl::StrJoin(features, ", "), ")"));
-  }
   if (targets.empty()) {
-    if (num_outputs > 1 || in_spec(model.output_names)) {
-      targets = model.output_names;  // Each output learns the feature of its name.
-    } else if (rest().size() == 1) {
+    if (rest().size() == 1) {
       targets = rest();
     } else {
       return absl::InvalidArgumentError(
@@ -102,21 +130,7 @@ absl::StatusOr<PipelineBinding> BindPipeline(const ElementSpec& spec, const Data
         "): name one target feature per output, in their order; got ", targets.size(), " (",
         absl::StrJoin(targets, ", "), ")"));
   }
-  int64_t input_width = 0;
-  for (size_t i = 0; i < features.size(); ++i) {
-    RW_ASSIGN_OR_RETURN(const int index, find(features[i]));
-    bound.inputs.push_back(index);
-    const Shape& shape = spec[static_cast<size_t>(index)].shape;
-    input_width += NumElements(shape);
-    if (i < model.input_shapes.size() && NumElements(shape) != NumElements(model.input_shapes[i])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the model's input \"", model.input_names[i], "\" takes examples of shape ",
-                       ShapeString(model.input_shapes[i]), "; feature \"", features[i],
-                       "\" has shape ", ShapeString(shape)));
-    }
-  }
-  bound.input_shape =
-      features.size() == 1 ? spec[static_cast<size_t>(bound.inputs[0])].shape : Shape{input_width};
+  RW_RETURN_IF_ERROR(BindInputs(spec, features, model, &bound));
   // One output learns every target side by side; several, one target each.
   std::vector<std::vector<std::string>> per_output;
   if (num_outputs == 1) {
@@ -128,7 +142,7 @@ absl::StatusOr<PipelineBinding> BindPipeline(const ElementSpec& spec, const Data
     OutputBinding out;
     bool integers = true;
     for (const std::string& name : names) {
-      RW_ASSIGN_OR_RETURN(const int index, find(name));
+      RW_ASSIGN_OR_RETURN(const int index, UsableFeature(spec, name));
       out.targets.push_back(index);
       const FeatureInfo& f = spec[static_cast<size_t>(index)];
       out.width += NumElements(f.shape);
@@ -138,7 +152,7 @@ absl::StatusOr<PipelineBinding> BindPipeline(const ElementSpec& spec, const Data
     bound.outputs.push_back(std::move(out));
   }
   if (!binding.sample_weight.empty()) {
-    RW_ASSIGN_OR_RETURN(bound.weight, find(binding.sample_weight));
+    RW_ASSIGN_OR_RETURN(bound.weight, UsableFeature(spec, binding.sample_weight));
     if (NumElements(spec[static_cast<size_t>(bound.weight)].shape) != 1) {
       return absl::InvalidArgumentError(absl::StrCat("the sample weight \"", binding.sample_weight,
                                                      "\" must be one number per example"));
@@ -157,9 +171,14 @@ absl::Status InputsToFloat(const Element& batch, const PipelineBinding& bound, T
   out->Resize({n, width});
   Tensor one;
   int64_t column = 0;
-  for (int index : bound.inputs) {
-    RW_RETURN_IF_ERROR(batch.values[static_cast<size_t>(index)].ToFloat(&one));
-    const int64_t per = n > 0 ? one.size() / n : 0;
+  for (size_t i = 0; i < bound.inputs.size(); ++i) {
+    RW_RETURN_IF_ERROR(batch.values[static_cast<size_t>(bound.inputs[i])].ToFloat(&one));
+    const int64_t per = bound.input_widths[i];
+    if (one.size() != n * per) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", i + 1, " has ", one.size(),
+                                                     " values for ", n, " examples, not ", per,
+                                                     " each"));
+    }
     for (int64_t i = 0; i < n; ++i) {
       std::copy(one.data() + i * per, one.data() + (i + 1) * per, out->data() + i * width + column);
     }

@@ -54,7 +54,8 @@ struct OutputBinding {
 };
 
 struct PipelineBinding {
-  std::vector<int> inputs;  // Feature indices in the element spec.
+  std::vector<int> inputs;            // Feature indices in the element spec.
+  std::vector<int64_t> input_widths;  // Values per example, per input.
   std::vector<OutputBinding> outputs;
   int weight = -1;
   // One example's input (the inputs' values side by side, flat, for several).
@@ -68,6 +69,11 @@ struct PipelineBinding {
 // shape that varies, inputs or targets that do not match the model's.
 absl::StatusOr<PipelineBinding> BindPipeline(const ElementSpec& spec, const DataBinding& binding,
                                              const ModelSignature& model = {});
+
+// Only the inputs (what predicting needs): `features` in the order of the model's
+// inputs, into bound->inputs, input_widths and input_shape.
+absl::Status BindInputs(const ElementSpec& spec, const std::vector<std::string>& features,
+                        const ModelSignature& model, PipelineBinding* bound);
 
 // The inputs of `batch` as one float32 tensor [n, ...] (several: flat, side by side).
 absl::Status InputsToFloat(const Element& batch, const PipelineBinding& bound, Tensor* out);

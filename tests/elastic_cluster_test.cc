@@ -96,13 +96,8 @@ TEST_CASE(
   CHECK(metrics["train_examples_per_epoch"] == 4096);
 }
 
-TEST_CASE(
-    "4 workers over TFRecord files; worker 2 killed: 3 go on from the step reached, every "
-    "example trained once per epoch",
-    "[elastic]") {
-  // 2 files of 1200 records (8 features that tell the class, i % 3, apart): with
-  // elastic training AUTO reads them as DATA, one common order, 20 steps of 120.
-  const std::string dir = FreshTestDir("elastic_files");
+// 2 files of 1200 records in `dir` (8 features that tell the class, i % 3, apart).
+void WriteClassFiles(const std::string& dir) {
   WriteExampleFiles(dir, {1200, 1200}, [](int64_t i) {
     std::vector<float> x(8);
     for (int k = 0; k < 8; ++k) {
@@ -110,6 +105,15 @@ TEST_CASE(
     }
     return SerializeExample({{"x", x}}, {{"y", {i % 3}}});
   });
+}
+
+TEST_CASE(
+    "4 workers over TFRecord files; worker 2 killed: 3 go on from the step reached, every "
+    "example trained once per epoch",
+    "[elastic]") {
+  // With elastic training AUTO reads the files as DATA, one common order, 20 steps of 120.
+  const std::string dir = FreshTestDir("elastic_files");
+  WriteClassFiles(dir);
   std::vector<std::string> argv = {kLaunch,
                                    "--num_workers=4",
                                    "--elastic",
@@ -525,6 +529,45 @@ TEST_CASE("2 of 4 workers killed: the other 2 are no majority and exit 3; 2 of 5
     }
     if (n == 5) CHECK(fingerprints.size() == 1);
   }
+}
+
+TEST_CASE(
+    "3 workers over TFRecord files; worker 1 dies as the test files' evaluation starts: the "
+    "other 2 read them again between them and the job succeeds",
+    "[elastic]") {
+  const std::string dir = FreshTestDir("elastic_files_evaluate");
+  WriteClassFiles(dir);
+  const std::vector<std::string> argv = {kLaunch,
+                                         "--num_workers=3",
+                                         "--elastic",
+                                         "--",
+                                         kTrain,
+                                         "--train_data=tfrecord:" + dir + "/f*.tfrecord",
+                                         "--test_data=tfrecord:" + dir + "/f0*.tfrecord",
+                                         "--targets=y",
+                                         "--num_classes=3",
+                                         "--epochs=1",
+                                         "--global_batch_size=120",
+                                         "--verbose=0",
+                                         "--intra_op_threads=1",
+                                         "--inter_op_threads=1",
+                                         "--min_workers=2",
+                                         "--metrics_json=" + dir + "/metrics.json"};
+  Subprocess::Options options;
+  options.env["RINGWORK_CRASH_AT"] = "final_evaluate@worker:1";
+  options.timeout_s = kGuardS;
+  const SubprocessResult r = Subprocess::Start(argv, options).Wait();
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  REQUIRE(LogLineTime(r.output, "crash point final_evaluate", "worker:1") >= 0);
+  for (const std::string task : {"worker:0", "worker:2"}) {
+    INFO(task);
+    CHECK(LogLineTime(r.output, "2 of 3 workers evaluate again", task) >= 0);
+  }
+  const nlohmann::json metrics = ReadJson(dir + "/metrics.json");
+  CHECK(metrics["num_workers"] == 2);
+  CHECK(metrics["train_examples"] == 2400);  // Training had ended, with 3.
+  CHECK(metrics["test_accuracy"].get<double>() > 0.9);
 }
 
 TEST_CASE(

@@ -222,8 +222,8 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     if (!files.has_value()) {
       RW_ASSIGN_OR_RETURN(result, model.EvaluateAfterFit(test, f.global_batch_size));
     } else if (files->test.has_value()) {
-      RW_ASSIGN_OR_RETURN(result,
-                          model.Evaluate(*files->test, files->binding, f.global_batch_size));
+      RW_ASSIGN_OR_RETURN(
+          result, model.EvaluateAfterFit(*files->test, files->binding, f.global_batch_size));
     }
     const bool tested = !files.has_value() || files->test.has_value();
     // A worker may have left in the evaluation too.
