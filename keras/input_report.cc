@@ -96,8 +96,8 @@ std::string InputReport::Diagnose(const std::vector<PipelineStats::StageSnapshot
   // alone accounts for most of the wait (one thread: on the training thread).
   if (busiest != nullptr && (busiest_share >= 0.6 || busiest_share >= 0.5 * data_wait)) {
     absl::StrAppend(&out, "Stage \"", busiest->name, "\" was busy ", Percent(busiest_share),
-                    " of its ", busiest->threads, " thread", busiest->threads == 1 ? "" : "s",
-                    "' time: ");
+                    " of its ", busiest->threads, busiest->threads == 1 ? " thread's" : " threads'",
+                    " time: ");
     if (busiest->threads < cores) {
       absl::StrAppend(&out, "give it more (num_parallel_calls=kAutotune takes the worker's ", cores,
                       " cores)");
