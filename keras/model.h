@@ -157,6 +157,18 @@ class Model : private ElasticReplica {
                                                      const DataBinding& binding = {},
                                                      int64_t batch_size = 256);
   std::string Summary() const;
+
+  // Keras' save_weights: every weight (Keras' model.weights) under its Keras name
+  // ("dense/kernel"), float32, in Keras' layout, to PATH ending in .npz (NumPy's
+  // np.load) or .safetensors (checkpoint/weights_file.h). The chief writes
+  // (atomically); every worker returns its result. The model must be built.
+  absl::Status SaveWeights(const std::string& path);
+  // Keras' load_weights from .npz, .safetensors or a Ringwork checkpoint: read on
+  // the chief, every name and shape checked before anything changes, then given to
+  // every replica. FAILED_PRECONDITION (exit 7) naming the tensor for one the file
+  // lacks, of another shape (both shapes), or that the model lacks; DATA_LOSS
+  // (exit 5) for a corrupt file. Collective; the model must be built.
+  absl::Status LoadWeights(const std::string& path);
   // The inputs' names and shapes and the outputs' names (the layers that give
   // them), as pipelines bind to them.
   ModelSignature signature() const;

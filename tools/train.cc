@@ -21,6 +21,7 @@
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "checkpoint/weights_file.h"
 #include "keras/checkpoint_callbacks.h"
 #include "keras/input_report.h"
 #include "keras/step_breakdown.h"
@@ -45,6 +46,10 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
         absl::StrCat("--shard_policy=", f.shard_policy, ": expected auto, data, file or off"));
   }
   if (f.epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
+  if (!f.save_weights.empty() && WeightsFormatOf(f.save_weights) == WeightsFormat::kOther) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--save_weights=", f.save_weights, ": a path ending in .npz or .safetensors"));
+  }
   ResumePolicy resume_policy = ResumePolicy::kExact;
   if (f.resume_policy == "epoch") {
     resume_policy = ResumePolicy::kEpoch;
@@ -148,6 +153,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     RW_RETURN_IF_ERROR(model.Compile(compile));
     RW_RETURN_IF_ERROR(
         model.Build(files.has_value() ? files->input_shape : data.train.example_shape()));
+    if (!f.initial_weights.empty()) RW_RETURN_IF_ERROR(model.LoadWeights(f.initial_weights));
     int workers = strategy->num_replicas_in_sync();
     if (chief && f.verbose > 0) {
       std::printf("%s", model.Summary().c_str());
@@ -218,6 +224,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     // Elastic training may have lost workers, and the chief with them.
     chief = strategy->is_chief();
     workers = strategy->num_replicas_in_sync();
+    if (!f.save_weights.empty()) RW_RETURN_IF_ERROR(model.SaveWeights(f.save_weights));
     EvaluateResult result;
     if (!files.has_value()) {
       RW_ASSIGN_OR_RETURN(result, model.EvaluateAfterFit(test, f.global_batch_size));

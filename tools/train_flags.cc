@@ -92,6 +92,12 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "auto-shard policy: auto (--train_data: FILE with at least as many files as "
                 "workers, else DATA; a built-in data set: DATA), data, file or off");
   flags->String("metrics_json", &f->metrics_json, "the chief writes its results here");
+  flags->String("initial_weights", &f->initial_weights,
+                "start from these weights (.npz, .safetensors or a Ringwork checkpoint; every "
+                "name and shape must match the model's): fine-tuning");
+  flags->String("save_weights", &f->save_weights,
+                "after training the chief writes the weights here under Keras' names "
+                "(.npz for NumPy, .safetensors)");
   flags->Int("steps_per_epoch", &f->steps_per_epoch,
              "epochs of this many steps of one stream over the data, pass after pass "
              "(Keras' steps_per_epoch); 0: an epoch is one pass");

@@ -41,6 +41,8 @@ struct TrainFlags {
   std::string precision = "float32";
   std::string shard_policy = "auto";
   std::string metrics_json;
+  std::string initial_weights;  // .npz, .safetensors or a Ringwork checkpoint.
+  std::string save_weights;     // .npz or .safetensors.
   int64_t steps_per_epoch = 0;
   int64_t replica_check_steps = 100;
   std::string resume_policy = "exact";
