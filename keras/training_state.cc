@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <vector>
 
@@ -371,6 +372,34 @@ absl::StatusOr<TrainPosition> RestoreTrainingState(Model& model, const std::stri
 
 absl::StatusOr<LoadedCheckpoint> LoadWeights(Model& model, const std::string& path) {
   return Restore(model, path, /*include_optimizer=*/false);
+}
+
+absl::StatusOr<CheckpointWeights> ReadCheckpointWeights(const std::string& path) {
+  CheckpointWeights out;
+  out.path = path;
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
+  }
+  if (std::filesystem::is_directory(path, error)) {
+    RW_ASSIGN_OR_RETURN(out.path, LatestCheckpoint(path));
+  }
+  RW_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader, CheckpointReader::Open(out.path));
+  out.manifest = reader->manifest();
+  for (const CheckpointTensor& t : out.manifest.tensors) {
+    if (absl::StartsWith(t.name, kControlsPrefix)) continue;
+    if (absl::StartsWith(t.name, kOptimizerPrefix)) {
+      ++out.optimizer_tensors;
+      continue;
+    }
+    if (t.dtype != DataType::kFloat32) {
+      return absl::DataLossError(absl::StrCat(out.path, ": tensor ", t.name, " is not float32"));
+    }
+    NamedTensor w{t.name, t.shape, std::vector<float>(static_cast<size_t>(t.elements()))};
+    RW_RETURN_IF_ERROR(reader->Read(t, w.values.data()));
+    out.weights.push_back(std::move(w));
+  }
+  return out;
 }
 
 absl::StatusOr<std::optional<LoadedCheckpoint>> RestoreLatestTrainingState(Model& model,

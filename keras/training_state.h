@@ -21,6 +21,8 @@
 
 #include "absl/status/statusor.h"
 #include "checkpoint/checkpoint_directory.h"
+#include "checkpoint/checkpoint_file.h"
+#include "checkpoint/weights_file.h"
 #include "keras/model.h"
 
 namespace ringwork {
@@ -88,6 +90,19 @@ absl::StatusOr<std::optional<LoadedCheckpoint>> RestoreLatestTrainingState(Model
 // state (weights, optimizer slots and iterations, the learning rate and the
 // callbacks' state), in memory. Collective.
 absl::Status AdoptTrainingStateOf(Model& model, int root);
+
+// What a checkpoint holds of the model, read without the model (tools/model):
+// its weights (not the optimizer's slots nor fit's controls), float32, and its
+// manifest (step, epoch, counters).
+struct CheckpointWeights {
+  std::string path;  // The file read (a directory's latest).
+  CheckpointManifest manifest;
+  std::vector<NamedTensor> weights;
+  int64_t optimizer_tensors = 0;
+};
+// `path`: a checkpoint file, or a directory (ModelCheckpoint's, BackupAndRestore's)
+// whose latest checkpoint is read. DATA_LOSS (exit 5) for a corrupt file, NOT_FOUND.
+absl::StatusOr<CheckpointWeights> ReadCheckpointWeights(const std::string& path);
 
 // A stable hash of the model's variable names and shapes ("a1b2c3d4e5f60718").
 std::string ModelFingerprint(const Model& model);

@@ -1,0 +1,92 @@
+// tools/model on what a real `train` run wrote: inspect a checkpoint directory,
+// export its weights (equal to the ones --save_weights wrote at the end, as NumPy
+// reads them), and clear errors for a format it lacks, a missing path, a
+// damaged checkpoint.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
+
+namespace ringwork {
+namespace {
+
+using Catch::Matchers::Contains;
+
+SubprocessResult Run(const std::vector<std::string>& argv) {
+  Subprocess::Options options;
+  options.timeout_s = 120;
+  return RunSubprocess(argv, options);
+}
+
+TEST_CASE("model inspects a checkpoint and exports its weights as save_weights wrote them",
+          "[weights]") {
+  const std::string dir = FreshTestDir("model_tool");
+  SubprocessResult trained =
+      Run({"tools/train", "--dataset=synthetic", "--synthetic_examples=512", "--epochs=2",
+           "--global_batch_size=64", "--verbose=0", "--intra_op_threads=1",
+           "--checkpoint_dir=" + dir + "/ckpt", "--save_weights=" + dir + "/final.npz"});
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+
+  SubprocessResult inspected = Run({"tools/model", "inspect", dir + "/ckpt"});
+  INFO(inspected.output);
+  REQUIRE(inspected.exit_code == 0);
+  CHECK_THAT(inspected.output, Contains("Ringwork checkpoint, step 16") &&
+                                   Contains("written at the end of training") &&
+                                   Contains("dense/kernel") && Contains("optimizer slot tensors"));
+
+  SubprocessResult exported =
+      Run({"tools/model", "export", "--to=safetensors", dir + "/ckpt", dir + "/final.safetensors"});
+  INFO(exported.output);
+  REQUIRE(exported.exit_code == 0);
+  // NumPy's view: the same arrays, bit for bit, under the same names.
+  const SubprocessResult same =
+      Run({"/usr/bin/python3", "-c",
+           "import json, struct, sys, numpy as np\n"
+           "d = open(sys.argv[2], 'rb').read(); n = struct.unpack('<Q', d[:8])[0]\n"
+           "h = json.loads(d[8:8 + n]); body = d[8 + n:]\n"
+           "w = np.load(sys.argv[1]); h.pop('__metadata__')\n"
+           "assert sorted(h) == sorted(w.files), (sorted(h), w.files)\n"
+           "for k, v in h.items():\n"
+           "  a = np.frombuffer(body[v['data_offsets'][0]:v['data_offsets'][1]], '<f4')\n"
+           "  assert np.array_equal(a.reshape(v['shape']), w[k]), k\n"
+           "print('equal', len(h))\n",
+           dir + "/final.npz", dir + "/final.safetensors"});
+  INFO(same.output);
+  CHECK(same.exit_code == 0);
+  CHECK_THAT(same.output, Contains("equal 6"));
+
+  SubprocessResult onnx =
+      Run({"tools/model", "export", "--to=onnx", dir + "/ckpt", dir + "/model.onnx"});
+  CHECK(onnx.exit_code == 2);
+  CHECK_THAT(onnx.output, Contains("--to=onnx: this build exports npz and safetensors"));
+  CHECK(Run({"tools/model", "inspect", dir + "/none.npz"}).exit_code == 2);
+  CHECK(Run({"tools/model", "inspect", dir + "/no_checkpoints"}).exit_code == 2);
+
+  // One byte of a tensor flipped in the latest checkpoint: its CRC names it.
+  std::string latest;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/ckpt")) {
+    if (entry.path().extension() == ".rwckpt" && entry.path().string() > latest) {
+      latest = entry.path().string();
+    }
+  }
+  REQUIRE(!latest.empty());
+  // A sixth into the file: inside the first layer's kernel (the optimizer's two slots
+  // per weight come after the weights).
+  const auto size = static_cast<std::streamoff>(std::filesystem::file_size(latest));
+  std::fstream f(latest, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(size / 6);
+  const char byte = static_cast<char>(f.get());
+  f.seekp(size / 6);
+  f.put(static_cast<char>(byte ^ 0x5a));
+  f.close();
+  SubprocessResult corrupt = Run({"tools/model", "export", "--to=npz", latest, dir + "/x.npz"});
+  INFO(corrupt.output);
+  CHECK(corrupt.exit_code == 5);
+  CHECK_THAT(corrupt.output, Contains(latest));
+}
+
+}  // namespace
+}  // namespace ringwork
