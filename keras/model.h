@@ -237,6 +237,7 @@ class Model : private ElasticReplica {
 
  private:
   friend class FitLoop;
+  friend absl::StatusOr<std::string> OnnxModelBytes(const Model& model);
 
   // The functional constructor's work (keras/functional.cc): the graph's layers
   // in topological order; several inputs read one flat example.

@@ -11,9 +11,11 @@
 #                              (an independent TFRecord writer), Pillow and
 #                              NumPy (independent PNG/JPEG and .npz writers),
 #                              clang-format and
-#                              universal-ctags (the source checks), and from npm
-#                              @tensorflow/tfjs 4.22 in /opt/ringwork-npm (Keras'
-#                              semantics, by the machine's node)
+#                              universal-ctags (the source checks), python3-onnx
+#                              (onnx.checker), and from npm in /opt/ringwork-npm
+#                              @tensorflow/tfjs 4.22 (Keras' semantics) and
+#                              onnxruntime-node (ONNX Runtime's CPU library), run
+#                              by the machine's node
 #   scripts/setup.sh --peers   also the peers the benchmarks compare against
 #                              (Open MPI, PyTorch 1.13 with gloo); bench/ asks for it
 set -euo pipefail
@@ -33,7 +35,7 @@ for arg in "$@"; do
       suite=1
       packages+=(slurm-wlm munge chromium clang libclang-rt-14-dev iproute2 libgtest-dev
                  python3-yaml python3-protobuf python3-crcmod python3-pil python3-numpy clang-format
-                 universal-ctags) ;;
+                 universal-ctags python3-onnx) ;;
     --peers)
       # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS
       # (about 5x slower here), which would flatter Ringwork.
@@ -63,16 +65,18 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   echo "setup: done" >&2
 fi
 
-# The reference for Keras' semantics (keras/keras_reference_test): pure JavaScript,
-# so no install scripts (they would download binaries).
+# The reference for Keras' semantics (keras/keras_reference_test) and ONNX Runtime
+# (keras/onnx_export_test), without install scripts: they would download binaries
+# (onnxruntime-node's CPU library ships inside the package).
 npm_dir=/opt/ringwork-npm
-if [[ $suite -eq 1 && ! -f $npm_dir/node_modules/@tensorflow/tfjs/package.json ]]; then
+if [[ $suite -eq 1 && ( ! -f $npm_dir/node_modules/@tensorflow/tfjs/package.json ||
+                        ! -f $npm_dir/node_modules/onnxruntime-node/package.json ) ]]; then
   if ! command -v npm >/dev/null; then
-    echo "setup: the suite needs the machine's node and npm (Keras' reference, tfjs)" >&2
+    echo "setup: the suite needs the machine's node and npm (tfjs, onnxruntime-node)" >&2
     exit 2
   fi
-  echo "setup: installing @tensorflow/tfjs 4.22 in $npm_dir" >&2
+  echo "setup: installing @tensorflow/tfjs 4.22 and onnxruntime-node 1.31 in $npm_dir" >&2
   mkdir -p "$npm_dir"
   (cd "$npm_dir" && npm install --ignore-scripts --no-audit --no-fund --silent \
-    @tensorflow/tfjs@4.22.0 >/dev/null)
+    @tensorflow/tfjs@4.22.0 onnxruntime-node@1.31.1 >/dev/null)
 fi

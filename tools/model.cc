@@ -93,6 +93,11 @@ absl::Status Inspect(const std::string& path) {
 }
 
 absl::Status Export(const std::string& to, const std::string& path, const std::string& out) {
+  if (to == "onnx") {
+    return absl::InvalidArgumentError(
+        "--to=onnx: a checkpoint holds the weights, not the architecture; export ONNX from the "
+        "model (train --export_onnx=FILE, or ExportOnnx in C++)");
+  }
   if (to != "npz" && to != "safetensors") {
     return absl::InvalidArgumentError(
         absl::StrCat("--to=", to, ": this build exports npz and safetensors"));

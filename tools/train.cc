@@ -24,6 +24,7 @@
 #include "checkpoint/weights_file.h"
 #include "keras/checkpoint_callbacks.h"
 #include "keras/input_report.h"
+#include "keras/onnx_export.h"
 #include "keras/step_breakdown.h"
 #include "keras/tensorboard_callback.h"
 #include "keras/training_state.h"
@@ -154,6 +155,8 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     RW_RETURN_IF_ERROR(
         model.Build(files.has_value() ? files->input_shape : data.train.example_shape()));
     if (!f.initial_weights.empty()) RW_RETURN_IF_ERROR(model.LoadWeights(f.initial_weights));
+    // Not after hours of training: whether the model exports at all.
+    if (!f.export_onnx.empty()) RW_RETURN_IF_ERROR(OnnxModelBytes(model).status());
     int workers = strategy->num_replicas_in_sync();
     if (chief && f.verbose > 0) {
       std::printf("%s", model.Summary().c_str());
@@ -225,6 +228,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     chief = strategy->is_chief();
     workers = strategy->num_replicas_in_sync();
     if (!f.save_weights.empty()) RW_RETURN_IF_ERROR(model.SaveWeights(f.save_weights));
+    if (!f.export_onnx.empty()) RW_RETURN_IF_ERROR(ExportOnnx(model, f.export_onnx));
     EvaluateResult result;
     if (!files.has_value()) {
       RW_ASSIGN_OR_RETURN(result, model.EvaluateAfterFit(test, f.global_batch_size));

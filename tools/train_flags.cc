@@ -95,6 +95,8 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->String("initial_weights", &f->initial_weights,
                 "start from these weights (.npz, .safetensors or a Ringwork checkpoint; every "
                 "name and shape must match the model's): fine-tuning");
+  flags->String("export_onnx", &f->export_onnx,
+                "after training the chief writes the inference graph here as ONNX (opset 17)");
   flags->String("save_weights", &f->save_weights,
                 "after training the chief writes the weights here under Keras' names "
                 "(.npz for NumPy, .safetensors)");

@@ -1,0 +1,121 @@
+// ONNX export checked by the programs that read it: onnx.checker (Debian's
+// python3-onnx) accepts the file, and ONNX Runtime (npm onnxruntime-node, CPU)
+// predicts what Model::Predict does, for an MLP (Flatten, Dense, Dropout, softmax)
+// and a functional model with Add, Concatenate and a Dense on a rank-3 input.
+#include "keras/onnx_export.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "keras/sequential.h"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
+
+namespace ringwork {
+namespace {
+
+using Catch::Matchers::Contains;
+
+std::string NodeModules() {
+  const char* dir = std::getenv("RINGWORK_NODE_MODULES");
+  return dir != nullptr ? dir : "/opt/ringwork-npm/node_modules";
+}
+
+Tensor Inputs(Shape shape) {
+  Tensor x(std::move(shape));
+  for (int64_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * i) + 0.2f * std::cos(1.3f * i);
+  return x;
+}
+
+// Exports `model`, checks it with onnx.checker, runs `x` in ONNX Runtime and
+// compares its output `output` with Predict's.
+void CheckAgainstOnnxRuntime(Model& model, const Tensor& x, const std::string& output,
+                             const std::string& dir) {
+  const std::string path = dir + "/model.onnx";
+  REQUIRE(ExportOnnx(model, path).ok());
+  const SubprocessResult checked =
+      RunSubprocess({"/usr/bin/python3", "-c",
+                     "import onnx, sys\nm = onnx.load(sys.argv[1])\n"
+                     "onnx.checker.check_model(m, full_check=True)\n"
+                     "print('ir', m.ir_version, 'opset', m.opset_import[0].version)",
+                     path},
+                    Subprocess::Options{});
+  INFO(checked.output);
+  REQUIRE(checked.exit_code == 0);
+  CHECK_THAT(checked.output, Contains("ir 8 opset 17"));
+
+  std::ifstream package(NodeModules() + "/onnxruntime-node/package.json");
+  INFO("ONNX Runtime is missing from " << NodeModules() << ": run scripts/setup.sh --suite");
+  REQUIRE(package.good());
+  std::ofstream(dir + "/x.f32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(x.data()), static_cast<std::streamsize>(x.size() * 4));
+  std::string dims = "[";
+  for (size_t i = 0; i < x.shape().size(); ++i) {
+    dims += (i ? ", " : "") + std::to_string(x.shape()[i]);
+  }
+  dims += "]";
+  Subprocess::Options options;
+  options.env["NODE_PATH"] = NodeModules();
+  const SubprocessResult ran = RunSubprocess(
+      {"/usr/bin/node", "keras/testdata/onnx_run.js", path, dir + "/x.f32", dims, dir + "/y"},
+      options);
+  INFO(ran.output);
+  REQUIRE(ran.exit_code == 0);
+  std::ifstream in(dir + "/y." + output + ".f32", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  absl::StatusOr<Tensor> ours = model.Predict(x);
+  REQUIRE(ours.ok());
+  REQUIRE(static_cast<int64_t>(bytes.size()) == ours->size() * 4);
+  std::vector<float> theirs(static_cast<size_t>(ours->size()));
+  std::memcpy(theirs.data(), bytes.data(), bytes.size());
+  for (int64_t i = 0; i < ours->size(); ++i) {
+    INFO("value " << i);
+    CHECK(theirs[static_cast<size_t>(i)] == Approx((*ours)[i]).margin(1e-5));
+  }
+}
+
+TEST_CASE("an MLP exported to ONNX predicts in ONNX Runtime as in Ringwork", "[onnx]") {
+  Sequential model;
+  model.Add(Flatten());
+  model.Add(Dense(32, {.activation = "relu"}));
+  model.Add(Dropout(0.3f));
+  model.Add(Dense(10, {.activation = "softmax"}));
+  CompileOptions compile;
+  compile.optimizer = {.name = "adam", .learning_rate = 0.01f};
+  compile.intra_op_threads = 1;
+  REQUIRE(model.Compile(compile).ok());
+  Batch batch;
+  batch.features = Inputs({16, 4, 4, 1});
+  for (int i = 0; i < 16; ++i) batch.labels.push_back(i % 10);
+  for (int step = 0; step < 3; ++step) REQUIRE(model.TrainStep(batch).ok());
+  CheckAgainstOnnxRuntime(model, Inputs({7, 4, 4, 1}), "dense_1", FreshTestDir("onnx_mlp"));
+}
+
+TEST_CASE("a functional model with merges exports; a layer not exported yet is named", "[onnx]") {
+  SymbolicTensor x = Input({3, 4});
+  SymbolicTensor a = Apply(Dense(6, {.activation = "tanh"}), x);  // Reads [3, 4] flat.
+  SymbolicTensor b = Apply(Dense(6, {.activation = "sigmoid"}), x);
+  SymbolicTensor sum = Apply(Add(), {a, b});
+  SymbolicTensor joined = Apply(Concatenate(), {a, sum});
+  Model model(x, Apply(ActivationLayer("relu"), Apply(Dense(3), joined)));
+  CompileOptions compile;
+  compile.loss = {"mse"};
+  compile.intra_op_threads = 1;
+  REQUIRE(model.Compile(compile).ok());
+  REQUIRE(model.Build({3, 4}).ok());
+  CheckAgainstOnnxRuntime(model, Inputs({5, 3, 4}), "activation", FreshTestDir("onnx_merge"));
+
+  SymbolicTensor image = Input({6, 6, 1});
+  Model conv(image, Apply(Dense(2), Apply(Flatten(), Apply(Conv2D(2, 3), image))));
+  REQUIRE(conv.Compile(compile).ok());
+  REQUIRE(conv.Build({6, 6, 1}).ok());
+  const absl::Status refused = ExportOnnx(conv, FreshTestDir("onnx_conv") + "/conv.onnx");
+  REQUIRE(refused.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(refused.message()), Contains("conv2d (Conv2D) is not exported yet"));
+}
+
+}  // namespace
+}  // namespace ringwork
