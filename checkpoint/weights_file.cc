@@ -2,10 +2,13 @@
 
 #include <zip.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -28,6 +31,20 @@ int64_t Elements(const std::vector<int64_t>& shape) {
   for (int64_t d : shape) n *= d;
   return n;
 }
+
+// The bytes of `shape` at `item` bytes each; false for a negative dimension or a
+// product that overflows (a crafted header must not size an allocation).
+bool ByteSize(const std::vector<int64_t>& shape, int item, uint64_t* bytes) {
+  uint64_t n = static_cast<uint64_t>(item);
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) return false;
+  }
+  *bytes = n;
+  return true;
+}
+
+// Larger tensors are refused as corrupt (a model's largest is far below).
+constexpr uint64_t kMaxTensorBytes = uint64_t{16} << 30;
 
 absl::Status Corrupt(const std::string& path, const std::string& what) {
   return absl::DataLossError(absl::StrCat(path, ": ", what));
@@ -54,6 +71,11 @@ std::string NpyBytes(const NamedTensor& t) {
 }
 
 absl::Status WriteNpz(const std::vector<NamedTensor>& tensors, const std::string& path) {
+  if (tensors.empty()) {
+    // libzip writes no file for an empty archive: its end record alone.
+    return WriteFileAtomically(path, std::string("PK\x05\x06", 4) + std::string(18, '\0'),
+                               "weights file");
+  }
   const std::string tmp = path + ".tmp";
   std::remove(tmp.c_str());
   int error = 0;
@@ -89,6 +111,7 @@ absl::Status WriteNpz(const std::vector<NamedTensor>& tensors, const std::string
     return absl::InvalidArgumentError(absl::StrCat("cannot write ", tmp, ": ", why));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
     return absl::InvalidArgumentError(
         absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
   }
@@ -142,8 +165,14 @@ int ItemBytes(const std::string& dtype) {
   return 0;
 }
 
-// A .npy member: its header's descr, fortran_order and shape, then the values.
-absl::Status ParseNpy(const std::string& bytes, const std::string& where, NamedTensor* out) {
+// A .npy member's header (from the first bytes of the member).
+struct NpyHeader {
+  std::string descr;
+  std::vector<int64_t> shape;
+  uint64_t data_at = 0, data_bytes = 0;
+};
+
+absl::StatusOr<NpyHeader> ParseNpyHeader(const std::string& bytes, const std::string& where) {
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) {
     return absl::DataLossError(absl::StrCat(where, ": not a .npy array"));
   }
@@ -157,7 +186,7 @@ absl::Status ParseNpy(const std::string& bytes, const std::string& where, NamedT
     header_at = 12;
     header_size = n;
   }
-  if (header_at + header_size > bytes.size()) {
+  if (header_size > bytes.size() - header_at) {
     return absl::DataLossError(absl::StrCat(where, ": truncated header"));
   }
   const std::string header = bytes.substr(header_at, header_size);
@@ -172,10 +201,12 @@ absl::Status ParseNpy(const std::string& bytes, const std::string& where, NamedT
                                       : header.find_first_of(",}", begin);
     return end == std::string::npos || end == 0 ? "" : header.substr(begin, end - begin);
   };
-  const std::string descr(absl::StripSuffix(absl::StripPrefix(value("descr"), "'"), "'"));
-  if (ItemBytes(descr) == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": dtype ", descr.empty() ? "(none)" : descr, " (weights are float32 or float64)"));
+  NpyHeader out;
+  out.descr = std::string(absl::StripSuffix(absl::StripPrefix(value("descr"), "'"), "'"));
+  if (ItemBytes(out.descr) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": dtype ",
+                                                   out.descr.empty() ? "(none)" : out.descr,
+                                                   " (weights are float32 or float64)"));
   }
   if (value("fortran_order") != "False") {
     return absl::InvalidArgumentError(absl::StrCat(where, ": Fortran order (save it C-ordered)"));
@@ -184,22 +215,54 @@ absl::Status ParseNpy(const std::string& bytes, const std::string& where, NamedT
   if (shape.size() < 2 || shape.front() != '(') {
     return absl::DataLossError(absl::StrCat(where, ": no shape in its header"));
   }
-  out->shape.clear();
   for (absl::string_view d :
        absl::StrSplit(shape.substr(1, shape.size() - 2), ',', absl::SkipWhitespace())) {
     int64_t n;
     if (!absl::SimpleAtoi(d, &n) || n < 0) {
       return absl::DataLossError(absl::StrCat(where, ": shape ", shape));
     }
-    out->shape.push_back(n);
+    out.shape.push_back(n);
   }
-  const int64_t count = Elements(out->shape);
-  const size_t data_at = header_at + header_size;
-  if (bytes.size() - data_at != static_cast<size_t>(count) * ItemBytes(descr)) {
-    return absl::DataLossError(
-        absl::StrCat(where, ": ", bytes.size() - data_at, " bytes of data for shape ", shape));
+  if (!ByteSize(out.shape, ItemBytes(out.descr), &out.data_bytes) ||
+      out.data_bytes > kMaxTensorBytes) {
+    return absl::DataLossError(absl::StrCat(where, ": shape ", shape, " is too large"));
   }
-  return ToFloats(descr, bytes.data() + data_at, count, &out->values);
+  out.data_at = header_at + header_size;
+  return out;
+}
+
+// Member `index` of `z` (`size` bytes uncompressed) as a tensor named `name`.
+absl::Status ReadNpyMember(zip_t* z, zip_int64_t index, uint64_t size, const std::string& where,
+                           NamedTensor* out) {
+  zip_file_t* f = zip_fopen_index(z, index, 0);
+  if (f == nullptr) return absl::DataLossError(where + ": cannot be read");
+  // The header first (at most 64 KiB), then the data it announces, once the
+  // member's size agrees with it.
+  std::string bytes(std::min<uint64_t>(size, 65536 + 12), '\0');
+  absl::Status status;
+  if (zip_fread(f, bytes.data(), bytes.size()) != static_cast<zip_int64_t>(bytes.size())) {
+    status = absl::DataLossError(where + ": cannot be read");
+  }
+  absl::StatusOr<NpyHeader> header =
+      status.ok() ? ParseNpyHeader(bytes, where) : absl::StatusOr<NpyHeader>(status);
+  if (header.ok() && header->data_at + header->data_bytes != size) {
+    header = absl::DataLossError(absl::StrCat(where, ": ", size, " bytes, not the ",
+                                              header->data_at + header->data_bytes,
+                                              " its header and shape make"));
+  }
+  if (header.ok()) {
+    const size_t have = bytes.size();
+    bytes.resize(size);
+    if (zip_fread(f, bytes.data() + have, size - have) != static_cast<zip_int64_t>(size - have)) {
+      header = absl::DataLossError(where + ": cannot be read");
+    }
+  }
+  zip_fclose(f);
+  RW_RETURN_IF_ERROR(header.status());
+  out->shape = header->shape;
+  return ToFloats(header->descr, bytes.data() + header->data_at,
+                  static_cast<int64_t>(header->data_bytes / ItemBytes(header->descr)),
+                  &out->values);
 }
 
 absl::StatusOr<std::vector<NamedTensor>> ReadNpz(const std::string& path) {
@@ -207,14 +270,23 @@ absl::StatusOr<std::vector<NamedTensor>> ReadNpz(const std::string& path) {
   zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &error);
   if (z == nullptr) {
     if (error == ZIP_ER_NOENT) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-    return Corrupt(path, "not a zip archive (.npz)");
+    if (error == ZIP_ER_NOZIP || error == ZIP_ER_INCONS) {
+      return Corrupt(path, "not a zip archive (.npz)");
+    }
+    zip_error_t e;
+    zip_error_init_with_code(&e, error);
+    const std::string why = zip_error_strerror(&e);
+    zip_error_fini(&e);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open: ", why));
   }
   std::vector<NamedTensor> out;
+  std::set<std::string> names;
   absl::Status status;
   const zip_int64_t entries = zip_get_num_entries(z, 0);
   for (zip_int64_t i = 0; i < entries && status.ok(); ++i) {
     zip_stat_t st;
-    if (zip_stat_index(z, i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE)) {
+    if (zip_stat_index(z, i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE) ||
+        !(st.valid & ZIP_STAT_NAME)) {
       status = Corrupt(path, absl::StrCat("member ", i, " cannot be read"));
       break;
     }
@@ -223,12 +295,15 @@ absl::StatusOr<std::vector<NamedTensor>> ReadNpz(const std::string& path) {
     NamedTensor t;
     t.name = std::string(member);
     const std::string where = absl::StrCat(path, ", array ", t.name);
-    std::string bytes(st.size, '\0');
-    zip_file_t* f = zip_fopen_index(z, i, 0);
-    const bool read =
-        f != nullptr && zip_fread(f, bytes.data(), st.size) == static_cast<zip_int64_t>(st.size);
-    if (f != nullptr) zip_fclose(f);
-    status = read ? ParseNpy(bytes, where, &t) : absl::DataLossError(where + ": cannot be read");
+    if (!names.insert(t.name).second) {
+      status = absl::DataLossError(where + ": twice in the archive");
+      break;
+    }
+    try {
+      status = ReadNpyMember(z, i, st.size, where, &t);
+    } catch (const std::bad_alloc&) {
+      status = absl::ResourceExhaustedError(where + ": too large for this machine's memory");
+    }
     if (status.ok()) out.push_back(std::move(t));
   }
   zip_discard(z);
@@ -237,21 +312,38 @@ absl::StatusOr<std::vector<NamedTensor>> ReadNpz(const std::string& path) {
 }
 
 absl::StatusOr<std::vector<NamedTensor>> ReadSafetensors(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error) && !error) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open"));
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   uint64_t header_size = 0;
   if (bytes.size() < 8) return Corrupt(path, "shorter than a safetensors header");
   std::memcpy(&header_size, bytes.data(), 8);
-  if (header_size > bytes.size() - 8) {
-    return Corrupt(path,
-                   absl::StrCat("header of ", header_size, " bytes in a file of ", bytes.size()));
+  if (header_size > bytes.size() - 8 || header_size == 0 || bytes[8] != '{') {
+    return Corrupt(path, absl::StrCat("a header of ", header_size,
+                                      " bytes (a JSON object) in a file of ", bytes.size()));
   }
+  // Every name once (a JSON parser would keep the last of two).
+  std::set<std::string> keys;
+  bool repeated = false;
+  const auto once = [&](int depth, nlohmann::ordered_json::parse_event_t event,
+                        nlohmann::ordered_json& parsed) {
+    if (depth == 1 && event == nlohmann::ordered_json::parse_event_t::key &&
+        !keys.insert(parsed.get<std::string>()).second) {
+      repeated = true;
+    }
+    return true;
+  };
   nlohmann::ordered_json header = nlohmann::ordered_json::parse(
-      bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(header_size), nullptr, false);
+      bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(header_size), once, false);
   if (!header.is_object()) return Corrupt(path, "the header is not a JSON object");
+  if (repeated) return Corrupt(path, "the header names a tensor twice");
   const uint64_t data_at = 8 + header_size, data_size = bytes.size() - data_at;
   std::vector<NamedTensor> out;
+  std::vector<std::pair<uint64_t, uint64_t>> extents;
   for (const auto& [name, info] : header.items()) {
     if (name == "__metadata__") continue;
     const std::string where = absl::StrCat(path, ", tensor ", name);
@@ -268,7 +360,10 @@ absl::StatusOr<std::vector<NamedTensor>> ReadSafetensors(const std::string& path
     NamedTensor t;
     t.name = name;
     for (const auto& d : info["shape"]) {
-      if (!d.is_number_unsigned()) return absl::DataLossError(where + ": a bad shape");
+      if (!d.is_number_unsigned() ||
+          d.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return absl::DataLossError(where + ": a bad shape");
+      }
       t.shape.push_back(d.get<int64_t>());
     }
     const auto& offsets = info["data_offsets"];
@@ -276,15 +371,25 @@ absl::StatusOr<std::vector<NamedTensor>> ReadSafetensors(const std::string& path
       return absl::DataLossError(where + ": bad data_offsets");
     }
     const uint64_t begin = offsets[0], end = offsets[1];
-    if (begin > end || end > data_size ||
-        end - begin != static_cast<uint64_t>(Elements(t.shape)) * ItemBytes(dtype)) {
+    uint64_t expected = 0;
+    if (!ByteSize(t.shape, ItemBytes(dtype), &expected) || begin > end || end > data_size ||
+        end - begin != expected) {
       return absl::DataLossError(absl::StrCat(where, ": data_offsets [", begin, ", ", end,
                                               "] do not fit its shape and the file"));
     }
-    RW_RETURN_IF_ERROR(
-        ToFloats(dtype, bytes.data() + data_at + begin, Elements(t.shape), &t.values));
+    extents.push_back({begin, end});
+    RW_RETURN_IF_ERROR(ToFloats(dtype, bytes.data() + data_at + begin,
+                                static_cast<int64_t>(expected / ItemBytes(dtype)), &t.values));
     out.push_back(std::move(t));
   }
+  // The spec: the tensors cover the data buffer exactly, without holes or overlaps.
+  std::sort(extents.begin(), extents.end());
+  uint64_t covered = 0;
+  for (const auto& [begin, end] : extents) {
+    if (begin != covered) return Corrupt(path, "its tensors' data overlap or leave holes");
+    covered = end;
+  }
+  if (covered != data_size) return Corrupt(path, "bytes after its last tensor");
   return out;
 }
 

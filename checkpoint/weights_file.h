@@ -9,8 +9,9 @@
 //
 // Writes are atomic (PATH.tmp, then a rename). Reading checks what it sizes from
 // the file against the file; errors are DATA_LOSS (exit 5) naming the file and
-// the tensor, NOT_FOUND for a missing file, INVALID_ARGUMENT for another
-// extension or a dtype other than float32/float64.
+// the tensor (a shape too large, a name twice, safetensors data with holes),
+// NOT_FOUND for a missing file, INVALID_ARGUMENT for another extension, a file
+// that cannot be opened or a dtype other than float32/float64.
 #ifndef RINGWORK_CHECKPOINT_WEIGHTS_FILE_H_
 #define RINGWORK_CHECKPOINT_WEIGHTS_FILE_H_
 
@@ -33,7 +34,7 @@ enum class WeightsFormat { kNpz, kSafetensors, kOther };
 WeightsFormat WeightsFormatOf(const std::string& path);
 
 absl::Status WriteWeightsFile(const std::vector<NamedTensor>& tensors, const std::string& path);
-// In the file's order (safetensors: by name, as its header is a JSON object).
+// In the file's order: the archive's members, the safetensors header's entries.
 absl::StatusOr<std::vector<NamedTensor>> ReadWeightsFile(const std::string& path);
 
 }  // namespace ringwork

@@ -210,7 +210,9 @@ absl::Status Model::Build(const Shape& input_shape) {
       read = read || std::find(in.begin(), in.end(), a) != in.end();
     }
     Loss& loss = losses_[k];
-    if (!read && loss.kind() == Loss::Kind::kSparseCategoricalCrossentropy && !loss.from_logits()) {
+    // Over one axis only: the layer's softmax is over the last, the loss's over the example.
+    if (!read && shapes[a].size() == 1 &&
+        loss.kind() == Loss::Kind::kSparseCategoricalCrossentropy && !loss.from_logits()) {
       if (auto* out = dynamic_cast<SoftmaxOutput*>(layers_[a - 1].get())) {
         if (out->OutputLogits(true)) {
           fused_softmax_[k] = 1;

@@ -163,7 +163,8 @@ class Model : private ElasticReplica {
   // np.load) or .safetensors (checkpoint/weights_file.h). The chief writes
   // (atomically); every worker returns its result. The model must be built.
   absl::Status SaveWeights(const std::string& path);
-  // Keras' load_weights from .npz, .safetensors or a Ringwork checkpoint: read on
+  // Keras' load_weights from .npz, .safetensors or a Ringwork checkpoint (a file, or
+  // a ModelCheckpoint/BackupAndRestore directory: its latest): read on
   // the chief, every name and shape checked before anything changes, then given to
   // every replica. FAILED_PRECONDITION (exit 7) naming the tensor for one the file
   // lacks, of another shape (both shapes), or that the model lacks; DATA_LOSS

@@ -1,9 +1,11 @@
 // Model::SaveWeights and LoadWeights: Keras' save_weights / load_weights, in
 // files other tools read (checkpoint/weights_file.h) or a Ringwork checkpoint.
+#include <filesystem>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "checkpoint/checkpoint_directory.h"
 #include "checkpoint/weights_file.h"
 #include "keras/model.h"
 #include "keras/training_state.h"
@@ -49,7 +51,17 @@ absl::Status Model::LoadWeights(const std::string& path) {
         "cannot load weights into a model that is not built (call Build first)");
   }
   if (WeightsFormatOf(path) == WeightsFormat::kOther) {
-    return ringwork::LoadWeights(*this, path).status();  // A Ringwork checkpoint.
+    // A Ringwork checkpoint, or a directory of them: its latest (the chief's view).
+    std::string file = path;
+    absl::Status found;
+    std::error_code error;
+    if (strategy_->is_chief() && std::filesystem::is_directory(path, error)) {
+      absl::StatusOr<std::string> latest = LatestCheckpoint(path);
+      found = latest.status();
+      if (latest.ok()) file = *latest;
+    }
+    RW_RETURN_IF_ERROR(strategy_->ShareChiefStatus(found));
+    return ringwork::LoadWeights(*this, file).status();  // Read on the chief.
   }
   const std::vector<Variable*> all = weights();
   // The chief reads and checks the whole file before it changes anything.

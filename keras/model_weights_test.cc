@@ -101,7 +101,7 @@ TEST_CASE("weights of another model are refused before anything changes, naming 
              Contains("tensor dense/kernel has shape [6, 16]; the model's has shape [6, 17]"));
   CHECK(std::vector<float>(wider.weights()[0]->value.data(),
                            wider.weights()[0]->value.data() + 6 * 17) == before);
-  // A file that lacks one, and one cut short.
+  // A file that lacks one.
   absl::StatusOr<std::vector<NamedTensor>> tensors = ReadWeightsFile(dir + "/mlp.safetensors");
   REQUIRE(tensors.ok());
   tensors->pop_back();

@@ -135,7 +135,7 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
     } else if (type == "Flatten") {
       g.Node("Flatten", {in[0]}, name, {{"axis", {1}}});
     } else if (type == "Reshape") {
-      std::vector<int64_t> shape = {-1};
+      std::vector<int64_t> shape = {0};  // 0: the input's batch, whatever it is.
       for (int64_t d : layer.output_shape()) shape.push_back(d);
       g.Int64Initializer(name + "/shape", shape);
       g.Node("Reshape", {in[0], name + "/shape"}, name);
@@ -182,6 +182,12 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
   onnx.Bytes(2, "ringwork");
   onnx.Bytes(7, g.data());
   onnx.Bytes(8, opset.data());
+  if (onnx.data().size() > (uint64_t{1} << 31) - 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ONNX export: ", onnx.data().size(),
+                     " bytes is over protobuf's 2 GiB limit (weights in "
+                     "external data files are not written yet)"));
+  }
   return onnx.data();
 }
 

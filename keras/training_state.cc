@@ -379,6 +379,7 @@ absl::StatusOr<CheckpointWeights> ReadCheckpointWeights(const std::string& path)
   out.path = path;
   std::error_code error;
   if (!std::filesystem::exists(path, error)) {
+    if (error) return absl::InvalidArgumentError(absl::StrCat(path, ": ", error.message()));
     return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
   }
   if (std::filesystem::is_directory(path, error)) {

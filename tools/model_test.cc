@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
@@ -64,9 +65,17 @@ TEST_CASE("model inspects a checkpoint and exports its weights as save_weights w
   CHECK_THAT(onnx.output, Contains("--to=onnx: a checkpoint holds the weights, not the "
                                    "architecture"));
   CHECK(Run({"tools/model", "inspect", dir + "/none.npz"}).exit_code == 2);
+  std::filesystem::create_directories(dir + "/no_checkpoints");
   CHECK(Run({"tools/model", "inspect", dir + "/no_checkpoints"}).exit_code == 2);
+  // Fine-tuning from the directory: its latest checkpoint's weights.
+  SubprocessResult tuned = Run({"tools/train", "--dataset=synthetic", "--synthetic_examples=512",
+                                "--epochs=1", "--global_batch_size=64", "--verbose=0",
+                                "--intra_op_threads=1", "--initial_weights=" + dir + "/ckpt"});
+  INFO(tuned.output);
+  CHECK(tuned.exit_code == 0);
 
-  // One byte of a tensor flipped in the latest checkpoint: its CRC names it.
+  // One byte flipped in the middle of the latest checkpoint's first kernel (its
+  // manifest gives where the tensor lies): its CRC names it.
   std::string latest;
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/ckpt")) {
     if (entry.path().extension() == ".rwckpt" && entry.path().string() > latest) {
@@ -74,13 +83,23 @@ TEST_CASE("model inspects a checkpoint and exports its weights as save_weights w
     }
   }
   REQUIRE(!latest.empty());
-  // A sixth into the file: inside the first layer's kernel (the optimizer's two slots
-  // per weight come after the weights).
-  const auto size = static_cast<std::streamoff>(std::filesystem::file_size(latest));
   std::fstream f(latest, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(size / 6);
+  uint64_t manifest_bytes = 0;
+  f.seekg(16);
+  f.read(reinterpret_cast<char*>(&manifest_bytes), 8);
+  std::string manifest(manifest_bytes, '\0');
+  f.seekg(64);
+  f.read(manifest.data(), static_cast<std::streamsize>(manifest_bytes));
+  const nlohmann::json m = nlohmann::json::parse(manifest);
+  uint64_t at = 0;
+  for (const auto& t : m["tensors"]) {
+    if (t["name"] == "dense/kernel")
+      at = t["offset"].get<uint64_t>() + t["bytes"].get<uint64_t>() / 2;
+  }
+  at += (64 + manifest_bytes + 63) / 64 * 64;  // The data section's start.
+  f.seekg(static_cast<std::streamoff>(at));
   const char byte = static_cast<char>(f.get());
-  f.seekp(size / 6);
+  f.seekp(static_cast<std::streamoff>(at));
   f.put(static_cast<char>(byte ^ 0x5a));
   f.close();
   SubprocessResult corrupt = Run({"tools/model", "export", "--to=npz", latest, dir + "/x.npz"});
