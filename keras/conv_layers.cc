@@ -32,6 +32,14 @@ class Conv2DLayer : public Layer {
       : filters_(filters), kernel_size_(kernel_size), options_(std::move(options)) {}
   std::string type() const override { return "Conv2D"; }
   std::string activation_name() const override { return activation_.name(); }
+  nlohmann::json keras_config() const override {
+    return {{"filters", filters_},
+            {"kernel_size", {kernel_size_, kernel_size_}},
+            {"strides", {options_.strides, options_.strides}},
+            {"padding", options_.padding},
+            {"activation", activation_.name()},
+            {"use_bias", options_.use_bias}};
+  }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
     RW_RETURN_IF_ERROR(NeedImage(name_, input));
@@ -112,6 +120,12 @@ class PoolLayer : public Layer {
       : kind_(kind), pool_(pool), options_(std::move(options)) {}
   std::string type() const override {
     return kind_ == PoolKind::kMax ? "MaxPooling2D" : "AveragePooling2D";
+  }
+  nlohmann::json keras_config() const override {
+    const int64_t stride = options_.strides > 0 ? options_.strides : pool_;
+    return {{"pool_size", {pool_, pool_}},
+            {"strides", {stride, stride}},
+            {"padding", options_.padding}};
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {

@@ -15,6 +15,9 @@ class EmbeddingLayer : public Layer {
   EmbeddingLayer(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
       : input_dim_(input_dim), output_dim_(output_dim), options_(options) {}
   std::string type() const override { return "Embedding"; }
+  nlohmann::json keras_config() const override {
+    return {{"input_dim", input_dim_}, {"output_dim", output_dim_}};
+  }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
     if (input_dim_ <= 0 || output_dim_ <= 0) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,9 @@ class Layer {
   // Settings every worker must share that its type and output shape do not show
   // ("momentum 0.99, epsilon 0.001"): part of the agreement check.
   virtual std::string config() const { return ""; }
+  // Its arguments under Keras' names ({"filters": 16, "kernel_size": [3, 3],
+  // "strides": [1, 1], "padding": "same", ...}): what exporters read.
+  virtual nlohmann::json keras_config() const { return nlohmann::json::object(); }
   // Which replica runs this copy of the model (layers with randomness mix it in).
   virtual void set_replica(int64_t replica) {}
   // How many training steps this layer has run (layers with randomness draw from

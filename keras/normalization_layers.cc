@@ -16,6 +16,12 @@ namespace {
 class LayerNormalizationLayer : public Layer {
  public:
   explicit LayerNormalizationLayer(LayerNormalizationOptions options) : options_(options) {}
+  nlohmann::json keras_config() const override {
+    return {{"axis", -1},
+            {"epsilon", options_.epsilon},
+            {"center", options_.center},
+            {"scale", options_.scale}};
+  }
   std::string type() const override { return "LayerNormalization"; }
   std::string config() const override {
     return absl::StrCat("epsilon ", ShortestDecimal(options_.epsilon),
@@ -77,6 +83,13 @@ class LayerNormalizationLayer : public Layer {
 class BatchNormBase : public Layer {
  public:
   explicit BatchNormBase(BatchNormalizationOptions options) : options_(options) {}
+  nlohmann::json keras_config() const override {
+    return {{"axis", -1},
+            {"momentum", options_.momentum},
+            {"epsilon", options_.epsilon},
+            {"center", options_.center},
+            {"scale", options_.scale}};
+  }
   std::string config() const override {
     return absl::StrCat("momentum ", ShortestDecimal(options_.momentum), ", epsilon ",
                         ShortestDecimal(options_.epsilon), options_.center ? ", center" : "",

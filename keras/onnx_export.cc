@@ -2,7 +2,9 @@
 // ModelProto, GraphProto, NodeProto, AttributeProto, TensorProto, ValueInfoProto.
 #include "keras/onnx_export.h"
 
+#include <cmath>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "base/atomic_file.h"
@@ -12,17 +14,19 @@
 namespace ringwork {
 namespace {
 
-constexpr int kFloat = 1, kInt64 = 7;                 // TensorProto.DataType
-constexpr int kAttributeInt = 2, kAttributeInts = 7;  // AttributeProto.AttributeType
+constexpr int kFloat = 1, kInt64 = 7;                                      // TensorProto.DataType
+constexpr int kAttributeFloat = 1, kAttributeInt = 2, kAttributeInts = 7;  // AttributeType
 
 // A graph being written: its nodes, initializers and the name of each of the
 // model's activations.
 class OnnxGraph {
  public:
-  // `attributes`: (name, ints) pairs; one value makes an INT attribute.
+  // `attributes`: (name, ints) pairs, INT or INTS as ONNX declares the name;
+  // `floats`: FLOAT attributes.
   void Node(const std::string& op, const std::vector<std::string>& inputs,
             const std::string& output,
-            const std::vector<std::pair<std::string, std::vector<int64_t>>>& attributes = {}) {
+            const std::vector<std::pair<std::string, std::vector<int64_t>>>& attributes = {},
+            const std::vector<std::pair<std::string, float>>& floats = {}) {
     WireWriter node;
     for (const std::string& in : inputs) node.Bytes(1, in);
     node.Bytes(2, output);
@@ -30,14 +34,25 @@ class OnnxGraph {
     node.Bytes(4, op);
     for (const auto& [name, values] : attributes) {
       WireWriter a;
+      // ONNX's list attributes stay lists with one value.
+      static const std::set<std::string> lists = {"axes", "kernel_shape", "pads", "perm",
+                                                  "strides"};
+      const bool list = lists.count(name) > 0;
       a.Bytes(1, name);
-      if (values.size() == 1) {
+      if (values.size() == 1 && !list) {
         a.Varint(3, static_cast<uint64_t>(values[0]));
         a.Varint(20, kAttributeInt);
       } else {
         for (int64_t v : values) a.Varint(8, static_cast<uint64_t>(v));
         a.Varint(20, kAttributeInts);
       }
+      node.Bytes(5, a.data());
+    }
+    for (const auto& [name, value] : floats) {
+      WireWriter a;
+      a.Bytes(1, name);
+      a.Float(2, value);
+      a.Varint(20, kAttributeFloat);
       node.Bytes(5, a.data());
     }
     graph_.Bytes(1, node.data());
@@ -108,6 +123,35 @@ absl::Status AddActivation(OnnxGraph* g, const std::string& activation, const st
   return absl::OkStatus();
 }
 
+// TensorFlow's SAME padding of one spatial axis: [begin, end], the extra at the end.
+std::pair<int64_t, int64_t> SamePads(int64_t in, int64_t out, int64_t kernel, int64_t stride) {
+  const int64_t total = std::max<int64_t>((out - 1) * stride + kernel - in, 0);
+  return {total / 2, total - total / 2};
+}
+
+// An NHWC image op as ONNX's NCHW one: transposes around `op`.
+void ChannelsFirst(OnnxGraph* g, const std::string& op, std::vector<std::string> inputs,
+                   const std::string& name, const std::string& out,
+                   const std::vector<std::pair<std::string, std::vector<int64_t>>>& attributes) {
+  g->Node("Transpose", {inputs[0]}, name + "/nchw", {{"perm", {0, 3, 1, 2}}});
+  inputs[0] = name + "/nchw";
+  g->Node(op, inputs, name + "/" + op, attributes);
+  g->Node("Transpose", {name + "/" + op}, out, {{"perm", {0, 2, 3, 1}}});
+}
+
+// Conv2D's and the pools' kernel_shape, strides and pads from their Keras config.
+std::vector<std::pair<std::string, std::vector<int64_t>>> WindowAttributes(
+    const nlohmann::json& config, const std::string& size_key, const Shape& in, const Shape& out) {
+  const int64_t k = config[size_key][0].get<int64_t>(),
+                stride = config["strides"][0].get<int64_t>();
+  std::vector<int64_t> pads = {0, 0, 0, 0};
+  if (config["padding"] == "same") {
+    const auto rows = SamePads(in[0], out[0], k, stride), cols = SamePads(in[1], out[1], k, stride);
+    pads = {rows.first, cols.first, rows.second, cols.second};
+  }
+  return {{"kernel_shape", {k, k}}, {"strides", {stride, stride}}, {"pads", pads}};
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
@@ -162,6 +206,72 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
       }
     } else if (type == "Concatenate") {
       g.Node("Concat", in, name, {{"axis", {-1}}});
+    } else if (type == "Conv2D") {
+      const nlohmann::json config = layer.keras_config();
+      const std::vector<Variable*> vars = layer.variables();
+      // Keras' [height, width, in, out] kernel as ONNX's [out, in, height, width].
+      const Shape& hwio = vars[0]->value.shape();
+      Tensor oihw({hwio[3], hwio[2], hwio[0], hwio[1]});
+      for (int64_t h = 0; h < hwio[0]; ++h)
+        for (int64_t w = 0; w < hwio[1]; ++w)
+          for (int64_t i = 0; i < hwio[2]; ++i)
+            for (int64_t o = 0; o < hwio[3]; ++o)
+              oihw[((o * hwio[2] + i) * hwio[0] + h) * hwio[1] + w] =
+                  vars[0]->value[((h * hwio[1] + w) * hwio[2] + i) * hwio[3] + o];
+      g.Initializer(vars[0]->name, oihw.shape(), oihw.data());
+      g.Initializer(vars[1]->name, vars[1]->value.shape(), vars[1]->value.data());
+      ChannelsFirst(&g, "Conv", {in[0], vars[0]->name, vars[1]->name}, name, name + "/linear",
+                    WindowAttributes(config, "kernel_size", in_shape, layer.output_shape()));
+      RW_RETURN_IF_ERROR(AddActivation(&g, layer.activation_name(), name, name + "/linear", name));
+    } else if (type == "MaxPooling2D" || type == "AveragePooling2D") {
+      ChannelsFirst(
+          &g, type == "MaxPooling2D" ? "MaxPool" : "AveragePool", {in[0]}, name, name,
+          WindowAttributes(layer.keras_config(), "pool_size", in_shape, layer.output_shape()));
+    } else if (type == "GlobalAveragePooling2D") {
+      g.Node("ReduceMean", {in[0]}, name, {{"axes", {1, 2}}, {"keepdims", {0}}});
+    } else if (type == "BatchNormalization" || type == "SyncBatchNormalization") {
+      // Inference: x * gamma / sqrt(moving_variance + epsilon) + (beta - mean * that).
+      const nlohmann::json config = layer.keras_config();
+      const double epsilon = config["epsilon"].get<double>();
+      std::map<std::string, const Variable*> vars;
+      for (const Variable* v : layer.weights()) vars[v->name.substr(name.size() + 1)] = v;
+      const int64_t channels = vars.at("moving_mean")->size();
+      std::vector<float> scale(static_cast<size_t>(channels)), shift(scale.size());
+      for (int64_t c = 0; c < channels; ++c) {
+        const double gamma = vars.count("gamma") ? vars.at("gamma")->value[c] : 1.0;
+        const double beta = vars.count("beta") ? vars.at("beta")->value[c] : 0.0;
+        const double mul = gamma / std::sqrt(vars.at("moving_variance")->value[c] + epsilon);
+        scale[static_cast<size_t>(c)] = static_cast<float>(mul);
+        shift[static_cast<size_t>(c)] =
+            static_cast<float>(beta - vars.at("moving_mean")->value[c] * mul);
+      }
+      g.Initializer(name + "/scale", {channels}, scale.data());
+      g.Initializer(name + "/shift", {channels}, shift.data());
+      g.Node("Mul", {in[0], name + "/scale"}, name + "/scaled");
+      g.Node("Add", {name + "/scaled", name + "/shift"}, name);
+    } else if (type == "LayerNormalization") {
+      const nlohmann::json config = layer.keras_config();
+      std::map<std::string, const Variable*> vars;
+      for (const Variable* v : layer.weights()) vars[v->name.substr(name.size() + 1)] = v;
+      const int64_t dim = in_shape.back();
+      const std::vector<float> ones(static_cast<size_t>(dim), 1.f), zeros(ones.size(), 0.f);
+      g.Initializer(name + "/gamma", {dim},
+                    vars.count("gamma") ? vars.at("gamma")->value.data() : ones.data());
+      g.Initializer(name + "/beta", {dim},
+                    vars.count("beta") ? vars.at("beta")->value.data() : zeros.data());
+      g.Node("LayerNormalization", {in[0], name + "/gamma", name + "/beta"}, name, {{"axis", {-1}}},
+             {{"epsilon", config["epsilon"].get<float>()}});
+    } else if (type == "Embedding") {
+      const Variable* table = layer.variables()[0];
+      g.Initializer(table->name, table->value.shape(), table->value.data());
+      g.Node("Cast", {in[0]}, name + "/ids", {{"to", {kInt64}}});
+      g.Node("Gather", {table->name, name + "/ids"}, name, {{"axis", {0}}});
+    } else if (type == "SliceLastAxis") {
+      const nlohmann::json config = layer.keras_config();
+      g.Int64Initializer(name + "/starts", {config["begin"].get<int64_t>()});
+      g.Int64Initializer(name + "/ends", {config["end"].get<int64_t>()});
+      g.Int64Initializer(name + "/axes", {-1});
+      g.Node("Slice", {in[0], name + "/starts", name + "/ends", name + "/axes"}, name);
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("ONNX export: layer ", name, " (", type, ") is not exported yet",

@@ -7,9 +7,13 @@
 // default) with a dynamic batch dimension "batch"; one output per model output,
 // named by its layer, holding what Predict returns (probabilities where the model
 // ends in a softmax). Weights are initializers under their Keras names; Dropout
-// and RandomFlip are left out (inference). Layers so far: Dense, Activation,
-// Flatten, Reshape, Dropout, RandomFlip, Add, Multiply, Concatenate; any other
-// (and a model of several inputs) is refused with INVALID_ARGUMENT naming it.
+// and RandomFlip are left out (inference); image layers run channels first
+// between transposes; batch normalization is its inference form (a scale and a
+// shift per channel). Layers: Dense, Conv2D, MaxPooling2D, AveragePooling2D,
+// GlobalAveragePooling2D, (Sync)BatchNormalization, LayerNormalization, Embedding
+// (Gather), SliceLastAxis, Activation, Flatten, Reshape, Dropout, RandomFlip, Add,
+// Multiply, Concatenate; another (or a model of several inputs) is refused with
+// INVALID_ARGUMENT naming it.
 // The chief writes the file atomically; every worker returns its result.
 #ifndef RINGWORK_KERAS_ONNX_EXPORT_H_
 #define RINGWORK_KERAS_ONNX_EXPORT_H_

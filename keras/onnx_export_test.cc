@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "keras/applications.h"
 #include "keras/sequential.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
@@ -108,13 +109,66 @@ TEST_CASE("a functional model with merges exports; a layer not exported yet is n
   REQUIRE(model.Build({3, 4}).ok());
   CheckAgainstOnnxRuntime(model, Inputs({5, 3, 4}), "activation", FreshTestDir("onnx_merge"));
 
-  SymbolicTensor image = Input({6, 6, 1});
-  Model conv(image, Apply(Dense(2), Apply(Flatten(), Apply(Conv2D(2, 3), image))));
-  REQUIRE(conv.Compile(compile).ok());
-  REQUIRE(conv.Build({6, 6, 1}).ok());
-  const absl::Status refused = ExportOnnx(conv, FreshTestDir("onnx_conv") + "/conv.onnx");
+  SymbolicTensor ids = Input({2}), numbers = Input({3});
+  Model two(std::vector<SymbolicTensor>{ids, numbers},
+            Apply(Dense(2), Apply(Concatenate(), {ids, numbers})));
+  REQUIRE(two.Compile(compile).ok());
+  REQUIRE(two.Build({5}).ok());
+  const absl::Status refused = ExportOnnx(two, FreshTestDir("onnx_two_inputs") + "/two.onnx");
   REQUIRE(refused.code() == absl::StatusCode::kInvalidArgument);
-  CHECK_THAT(std::string(refused.message()), Contains("conv2d (Conv2D) is not exported yet"));
+  CHECK_THAT(std::string(refused.message()),
+             Contains("(InputLayer) is not exported yet (a model of several inputs)"));
+}
+
+// A few steps, so that batch normalization's moving statistics are not the initial ones.
+void Train(Model& model, const Tensor& x, int classes) {
+  Batch batch;
+  batch.features = x;
+  for (int64_t i = 0; i < x.dim(0); ++i) batch.labels.push_back(static_cast<int32_t>(i % classes));
+  for (int step = 0; step < 3; ++step) REQUIRE(model.TrainStep(batch).ok());
+}
+
+CompileOptions Adam() {
+  CompileOptions compile;
+  compile.optimizer = {.name = "adam", .learning_rate = 0.01f};
+  compile.intra_op_threads = 1;
+  return compile;
+}
+
+TEST_CASE("a CNN with batch normalization, both paddings, strides and both pools exports",
+          "[onnx]") {
+  SymbolicTensor x = Input({9, 9, 2});
+  SymbolicTensor h = Apply(Conv2D(4, 3, {.padding = "same", .activation = "relu"}), x);
+  h = Apply(MaxPool2D(2, {.padding = "same"}), Apply(BatchNormalization(), h));
+  h = Apply(Conv2D(6, 3, {.strides = 2, .padding = "same"}), h);
+  h = Apply(AveragePooling2D(2, {.strides = 1}), Apply(Conv2D(5, 2), h));
+  h = Apply(LayerNormalization(), Apply(Flatten(), h));
+  Model model(x, Apply(Dense(3, {.activation = "softmax"}), h));
+  REQUIRE(model.Compile(Adam()).ok());
+  Train(model, Inputs({12, 9, 9, 2}), 3);
+  CheckAgainstOnnxRuntime(model, Inputs({5, 9, 9, 2}), "dense", FreshTestDir("onnx_cnn"));
+}
+
+TEST_CASE("the built-in ResNet and Wide & Deep export", "[onnx]") {
+  Model resnet = SmallResNet({8, 8, 1}, 4, {.random_flip = true});
+  REQUIRE(resnet.Compile(Adam()).ok());
+  Train(resnet, Inputs({8, 8, 8, 1}), 4);
+  const std::string resnet_out = resnet.output_names()[0];
+  CheckAgainstOnnxRuntime(resnet, Inputs({3, 8, 8, 1}), resnet_out, FreshTestDir("onnx_resnet"));
+
+  Model wide = WideAndDeep(/*num_ids=*/20, /*id_columns=*/2, /*numeric_columns=*/3);
+  CompileOptions compile = Adam();
+  compile.loss = {"binary_crossentropy"};
+  compile.metrics = {};
+  REQUIRE(wide.Compile(compile).ok());
+  Tensor rows({6, 5});
+  for (int64_t i = 0; i < 6; ++i) {
+    rows[i * 5] = static_cast<float>((i * 7) % 20);  // Ids first, then numbers.
+    rows[i * 5 + 1] = static_cast<float>((i * 3) % 20);
+    for (int64_t j = 2; j < 5; ++j) rows[i * 5 + j] = std::sin(0.4f * (i * 5 + j));
+  }
+  Train(wide, rows, 2);
+  CheckAgainstOnnxRuntime(wide, rows, wide.output_names()[0], FreshTestDir("onnx_wide"));
 }
 
 }  // namespace

@@ -83,6 +83,7 @@ class SliceLastAxisLayer : public Layer {
   SliceLastAxisLayer(int64_t begin, int64_t end) : begin_(begin), end_(end) {}
   std::string type() const override { return "SliceLastAxis"; }
   std::string config() const override { return absl::StrCat("columns ", begin_, " to ", end_); }
+  nlohmann::json keras_config() const override { return {{"begin", begin_}, {"end", end_}}; }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
     if (input.empty() || begin_ < 0 || end_ <= begin_ || end_ > input.back()) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": columns [", begin_, ", ", end_,
