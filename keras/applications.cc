@@ -1,5 +1,7 @@
 #include "keras/applications.h"
 
+#include "keras/sequential.h"
+
 namespace ringwork {
 namespace {
 
@@ -21,6 +23,27 @@ SymbolicTensor ResidualBlock(const SymbolicTensor& x, int64_t filters, int64_t s
 }
 
 }  // namespace
+
+Model MlpClassifier(int64_t outputs) {
+  Sequential model;
+  model.Add(Flatten());
+  model.Add(Dense(256, {.activation = "relu"}));
+  model.Add(Dense(128, {.activation = "relu"}));
+  model.Add(Dense(outputs));
+  return Model(std::move(model));  // A Sequential adds nothing to the Model it is.
+}
+
+Model SmallCnn(int64_t outputs) {
+  Sequential model;
+  model.Add(Conv2D(16, 3, {.padding = "same", .activation = "relu"}));
+  model.Add(MaxPool2D(2));
+  model.Add(Conv2D(32, 3, {.padding = "same", .activation = "relu"}));
+  model.Add(MaxPool2D(2));
+  model.Add(Flatten());
+  model.Add(Dense(128, {.activation = "relu"}));
+  model.Add(Dense(outputs));
+  return Model(std::move(model));
+}
 
 Model SmallResNet(const Shape& input, int64_t classes, SmallResNetOptions options) {
   const bool sync_batch_norm = options.sync_batch_norm;

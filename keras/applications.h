@@ -32,6 +32,12 @@ Model SmallResNet(const Shape& input, int64_t classes, SmallResNetOptions option
 // added and a sigmoid gives the click probability (binary_crossentropy, "auc").
 Model WideAndDeep(int64_t num_ids, int64_t id_columns, int64_t numeric_columns);
 
+// train's --model=mlp: Flatten, Dense 256 and 128 (ReLU), Dense `outputs` (logits).
+Model MlpClassifier(int64_t outputs);
+// train's --model=cnn: two 3x3 convolutions (16 and 32 filters, same padding, ReLU)
+// each followed by a 2x2 max pool, then Dense 128 (ReLU) and Dense `outputs`.
+Model SmallCnn(int64_t outputs);
+
 }  // namespace ringwork
 
 #endif  // RINGWORK_KERAS_APPLICATIONS_H_

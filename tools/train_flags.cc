@@ -322,25 +322,7 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
     return WideAndDeep(f.clicks_users + f.clicks_items, ClickLog::kIdColumns,
                        ClickLog::kNumericColumns);
   }
-  Sequential model;
-  if (name == "mlp") {
-    model.Add(Flatten());
-    model.Add(Dense(256, {.activation = "relu"}));
-    model.Add(Dense(128, {.activation = "relu"}));
-    model.Add(Dense(outputs));
-  } else if (name == "cnn") {
-    model.Add(Conv2D(16, 3, {.padding = "same", .activation = "relu"}));
-    model.Add(MaxPool2D(2));
-    model.Add(Conv2D(32, 3, {.padding = "same", .activation = "relu"}));
-    model.Add(MaxPool2D(2));
-    model.Add(Flatten());
-    model.Add(Dense(128, {.activation = "relu"}));
-    model.Add(Dense(outputs));
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));
-  }
-  return Model(std::move(model));  // A Sequential adds nothing to the Model it is.
+  return name == "mlp" ? MlpClassifier(outputs) : SmallCnn(outputs);
 }
 
 absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f, bool numbers) {
