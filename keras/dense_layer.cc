@@ -17,6 +17,9 @@ class DenseLayer : public Layer, public SoftmaxOutput {
   DenseLayer(int64_t units, DenseOptions options) : units_(units), options_(options) {}
   std::string type() const override { return "Dense"; }
   std::string activation_name() const override { return activation_.name(); }
+  nlohmann::json keras_config() const override {
+    return {{"units", units_}, {"activation", activation_.name()}, {"use_bias", options_.use_bias}};
+  }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
     if (units_ <= 0) {

@@ -86,6 +86,7 @@ class ElementwiseLayer : public MergeLayer {
 class ConcatenateLayer : public MergeLayer {
  public:
   std::string type() const override { return "Concatenate"; }
+  nlohmann::json keras_config() const override { return {{"axis", -1}}; }
 
   absl::StatusOr<Shape> BuildMerge(const std::vector<Shape>& inputs) override {
     widths_.clear();

@@ -102,6 +102,7 @@ struct EvaluateResult {
 };
 
 class FitLoop;
+struct TfjsArtifacts;  // keras/tfjs_export.h
 
 class Model : private ElasticReplica {
  public:
@@ -239,6 +240,7 @@ class Model : private ElasticReplica {
  private:
   friend class FitLoop;
   friend absl::StatusOr<std::string> OnnxModelBytes(const Model& model);
+  friend absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model);
 
   // The functional constructor's work (keras/functional.cc): the graph's layers
   // in topological order; several inputs read one flat example.

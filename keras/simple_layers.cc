@@ -45,6 +45,7 @@ class ReshapeLayer : public ReshapingLayer {
  public:
   explicit ReshapeLayer(Shape target) : target_(std::move(target)) {}
   std::string type() const override { return "Reshape"; }
+  nlohmann::json keras_config() const override { return {{"target_shape", target_}}; }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
     const int64_t total = NumElements(input);
     int64_t known = 1, unknown = -1;
@@ -174,6 +175,7 @@ class DropoutLayer : public Layer {
   DropoutLayer(float rate, uint64_t seed) : rate_(rate), seed_(seed) {}
   std::string type() const override { return "Dropout"; }
   std::string config() const override { return absl::StrCat("rate ", ShortestDecimal(rate_)); }
+  nlohmann::json keras_config() const override { return {{"rate", rate_}}; }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
     if (!(rate_ >= 0 && rate_ < 1)) {
       return absl::InvalidArgumentError(
@@ -227,6 +229,7 @@ class ActivationLayerImpl : public Layer, public SoftmaxOutput {
   explicit ActivationLayerImpl(std::string activation) : activation_name_(std::move(activation)) {}
   std::string type() const override { return "Activation"; }
   std::string activation_name() const override { return activation_.name(); }
+  nlohmann::json keras_config() const override { return {{"activation", activation_.name()}}; }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
     RW_ASSIGN_OR_RETURN(activation_, ActivationFunction::Parse(activation_name_));
     output_shape_ = input;

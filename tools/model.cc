@@ -93,10 +93,12 @@ absl::Status Inspect(const std::string& path) {
 }
 
 absl::Status Export(const std::string& to, const std::string& path, const std::string& out) {
-  if (to == "onnx") {
+  if (to == "onnx" || to == "tfjs") {
     return absl::InvalidArgumentError(
-        "--to=onnx: a checkpoint holds the weights, not the architecture; export ONNX from the "
-        "model (train --export_onnx=FILE, or ExportOnnx in C++)");
+        absl::StrCat("--to=", to,
+                     ": a checkpoint holds the weights, not the architecture; export from the "
+                     "model (train --export_",
+                     to, ", or Export", to == "onnx" ? "Onnx" : "Tfjs", " in C++)"));
   }
   if (to != "npz" && to != "safetensors") {
     return absl::InvalidArgumentError(

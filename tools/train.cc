@@ -27,6 +27,7 @@
 #include "keras/onnx_export.h"
 #include "keras/step_breakdown.h"
 #include "keras/tensorboard_callback.h"
+#include "keras/tfjs_export.h"
 #include "keras/training_state.h"
 #include "runtime/config/cluster_source.h"
 #include "strategy/multi_worker_mirrored_strategy.h"
@@ -157,6 +158,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     if (!f.initial_weights.empty()) RW_RETURN_IF_ERROR(model.LoadWeights(f.initial_weights));
     // Not after hours of training: whether the model exports at all.
     if (!f.export_onnx.empty()) RW_RETURN_IF_ERROR(OnnxModelBytes(model).status());
+    if (!f.export_tfjs.empty()) RW_RETURN_IF_ERROR(TfjsModel(model).status());
     int workers = strategy->num_replicas_in_sync();
     if (chief && f.verbose > 0) {
       std::printf("%s", model.Summary().c_str());
@@ -229,6 +231,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     workers = strategy->num_replicas_in_sync();
     if (!f.save_weights.empty()) RW_RETURN_IF_ERROR(model.SaveWeights(f.save_weights));
     if (!f.export_onnx.empty()) RW_RETURN_IF_ERROR(ExportOnnx(model, f.export_onnx));
+    if (!f.export_tfjs.empty()) RW_RETURN_IF_ERROR(ExportTfjs(model, f.export_tfjs));
     EvaluateResult result;
     if (!files.has_value()) {
       RW_ASSIGN_OR_RETURN(result, model.EvaluateAfterFit(test, f.global_batch_size));

@@ -97,6 +97,9 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "name and shape must match the model's): fine-tuning");
   flags->String("export_onnx", &f->export_onnx,
                 "after training the chief writes the inference graph here as ONNX (opset 17)");
+  flags->String("export_tfjs", &f->export_tfjs,
+                "after training the chief writes the model here for TensorFlow.js (a "
+                "directory: model.json and its weights)");
   flags->String("save_weights", &f->save_weights,
                 "after training the chief writes the weights here under Keras' names "
                 "(.npz for NumPy, .safetensors)");

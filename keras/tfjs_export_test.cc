@@ -1,0 +1,124 @@
+// TF.js export checked by TensorFlow.js itself (@tensorflow/tfjs 4.22, the
+// TensorFlow team's port of Keras' layers): it loads what ExportTfjs wrote and
+// predicts what Model::Predict does, for the MLP, a CNN with batch and layer
+// normalization and both pools, and a functional model with merges.
+#include "keras/tfjs_export.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "keras/applications.h"
+#include "keras/sequential.h"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
+
+namespace ringwork {
+namespace {
+
+using Catch::Matchers::Contains;
+
+std::string NodeModules() {
+  const char* dir = std::getenv("RINGWORK_NODE_MODULES");
+  return dir != nullptr ? dir : "/opt/ringwork-npm/node_modules";
+}
+
+Tensor Inputs(Shape shape) {
+  Tensor x(std::move(shape));
+  for (int64_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * i) + 0.2f * std::cos(1.3f * i);
+  return x;
+}
+
+void Train(Model& model, const Tensor& x, int classes) {
+  Batch batch;
+  batch.features = x;
+  for (int64_t i = 0; i < x.dim(0); ++i) batch.labels.push_back(static_cast<int32_t>(i % classes));
+  for (int step = 0; step < 3; ++step) REQUIRE(model.TrainStep(batch).ok());
+}
+
+// Exports `model` to a fresh directory; TF.js predicts `x` as Predict does.
+void CheckAgainstTfjs(Model& model, const Tensor& x, const std::string& name) {
+  std::ifstream package(NodeModules() + "/@tensorflow/tfjs/package.json");
+  INFO("TF.js is missing from " << NodeModules() << ": run scripts/setup.sh --suite");
+  REQUIRE(package.good());
+  const std::string dir = FreshTestDir(name);
+  REQUIRE(ExportTfjs(model, dir + "/model").ok());
+  std::ofstream(dir + "/x.f32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(x.data()), static_cast<std::streamsize>(x.size() * 4));
+  std::string dims = "[";
+  for (size_t i = 0; i < x.shape().size(); ++i) {
+    dims += (i ? ", " : "") + std::to_string(x.shape()[i]);
+  }
+  Subprocess::Options options;
+  options.env["NODE_PATH"] = NodeModules();
+  const SubprocessResult r =
+      RunSubprocess({"/usr/bin/node", "keras/testdata/tfjs_predict.js", dir + "/model",
+                     dir + "/x.f32", dims + "]", dir + "/y.f32"},
+                    options);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(dir + "/y.f32", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  absl::StatusOr<Tensor> ours = model.Predict(x);
+  REQUIRE(ours.ok());
+  REQUIRE(static_cast<int64_t>(bytes.size()) == ours->size() * 4);
+  std::vector<float> theirs(static_cast<size_t>(ours->size()));
+  std::memcpy(theirs.data(), bytes.data(), bytes.size());
+  for (int64_t i = 0; i < ours->size(); ++i) {
+    INFO("value " << i);
+    CHECK(theirs[static_cast<size_t>(i)] == Approx((*ours)[i]).margin(1e-4));
+  }
+}
+
+CompileOptions Adam() {
+  CompileOptions compile;
+  compile.optimizer = {.name = "adam", .learning_rate = 0.01f};
+  compile.intra_op_threads = 1;
+  return compile;
+}
+
+TEST_CASE("train's MLP and CNN exported to TF.js predict there as here", "[tfjs]") {
+  Model mlp = MlpClassifier(10);
+  CompileOptions logits = Adam();
+  logits.loss = {"sparse_categorical_crossentropy", true};
+  REQUIRE(mlp.Compile(logits).ok());
+  Train(mlp, Inputs({8, 28, 28, 1}), 10);
+  CheckAgainstTfjs(mlp, Inputs({4, 28, 28, 1}), "tfjs_mlp");
+
+  Model cnn = SmallCnn(10);
+  REQUIRE(cnn.Compile(logits).ok());
+  Train(cnn, Inputs({8, 28, 28, 1}), 10);
+  CheckAgainstTfjs(cnn, Inputs({3, 28, 28, 1}), "tfjs_cnn");
+}
+
+TEST_CASE("normalization, pools, merges and a softmax export to TF.js", "[tfjs]") {
+  SymbolicTensor x = Input({9, 9, 2});
+  SymbolicTensor h = Apply(Conv2D(4, 3, {.padding = "same", .activation = "relu"}), x);
+  h = Apply(MaxPool2D(2, {.padding = "same"}), Apply(BatchNormalization(), h));
+  SymbolicTensor a = Apply(Conv2D(4, 1), h);
+  h = Apply(Add(), {a, h});
+  SymbolicTensor pooled = Apply(GlobalAveragePooling2D(), h);
+  SymbolicTensor flat =
+      Apply(LayerNormalization(), Apply(Flatten(), Apply(AveragePooling2D(2), h)));
+  h = Apply(Concatenate(), {pooled, flat});
+  Model model(x, Apply(Dense(3, {.activation = "softmax"}), Apply(Dropout(0.2f), h)));
+  REQUIRE(model.Compile(Adam()).ok());
+  Train(model, Inputs({12, 9, 9, 2}), 3);
+  CheckAgainstTfjs(model, Inputs({5, 9, 9, 2}), "tfjs_functional");
+
+  Model wide = WideAndDeep(20, 2, 3);
+  CompileOptions binary = Adam();
+  binary.loss = {"binary_crossentropy"};
+  binary.metrics = {};
+  REQUIRE(wide.Compile(binary).ok());
+  REQUIRE(wide.Build({5}).ok());
+  const absl::Status refused = ExportTfjs(wide, FreshTestDir("tfjs_wide") + "/model");
+  REQUIRE(refused.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(refused.message()), Contains("(SliceLastAxis) is not exported"));
+}
+
+}  // namespace
+}  // namespace ringwork
