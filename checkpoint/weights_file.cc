@@ -393,11 +393,76 @@ absl::StatusOr<std::vector<NamedTensor>> ReadSafetensors(const std::string& path
   return out;
 }
 
+// TF.js' model.json: its weights manifest names the shards (beside it) and each
+// weight's name, shape and dtype, in the order of their bytes.
+absl::StatusOr<std::vector<NamedTensor>> ReadTfjs(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error) && !error) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  }
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open"));
+  const nlohmann::json model = nlohmann::json::parse(in, nullptr, false);
+  if (!model.is_object() || !model.contains("weightsManifest") ||
+      !model["weightsManifest"].is_array()) {
+    return Corrupt(path, "no weightsManifest (a TF.js layers model's model.json)");
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  std::vector<NamedTensor> out;
+  std::set<std::string> names;
+  for (const auto& group : model["weightsManifest"]) {
+    if (!group.is_object() || !group.contains("paths") || !group["paths"].is_array() ||
+        !group.contains("weights") || !group["weights"].is_array()) {
+      return Corrupt(path, "a weightsManifest group needs paths and weights");
+    }
+    std::string bytes;
+    for (const auto& shard : group["paths"]) {
+      if (!shard.is_string()) return Corrupt(path, "a shard path is not a string");
+      const std::string file = (std::filesystem::path(dir) / shard.get<std::string>()).string();
+      std::ifstream s(file, std::ios::binary);
+      if (!s)
+        return absl::NotFoundError(absl::StrCat(file, ": cannot open (a shard ", path, " names)"));
+      bytes.append(std::istreambuf_iterator<char>(s), std::istreambuf_iterator<char>());
+    }
+    uint64_t at = 0;
+    for (const auto& w : group["weights"]) {
+      if (!w.is_object() || !w.contains("name") || !w["name"].is_string() || !w.contains("shape") ||
+          !w["shape"].is_array()) {
+        return Corrupt(path, "a weight needs a name and a shape");
+      }
+      NamedTensor t;
+      t.name = w["name"].get<std::string>();
+      const std::string where = absl::StrCat(path, ", weight ", t.name);
+      if (w.value("dtype", "float32") != "float32" || w.contains("quantization")) {
+        return absl::InvalidArgumentError(where + ": only unquantized float32 weights");
+      }
+      for (const auto& d : w["shape"]) {
+        if (!d.is_number_unsigned() ||
+            d.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+          return absl::DataLossError(where + ": a bad shape");
+        }
+        t.shape.push_back(d.get<int64_t>());
+      }
+      uint64_t size = 0;
+      if (!ByteSize(t.shape, 4, &size) || size > bytes.size() - at) {
+        return absl::DataLossError(where + ": its shards end before it");
+      }
+      if (!names.insert(t.name).second) return absl::DataLossError(where + ": named twice");
+      RW_RETURN_IF_ERROR(
+          ToFloats("<f4", bytes.data() + at, static_cast<int64_t>(size / 4), &t.values));
+      at += size;
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 WeightsFormat WeightsFormatOf(const std::string& path) {
   if (absl::EndsWith(path, ".npz")) return WeightsFormat::kNpz;
   if (absl::EndsWith(path, ".safetensors")) return WeightsFormat::kSafetensors;
+  if (absl::EndsWith(path, ".json")) return WeightsFormat::kTfjs;
   return WeightsFormat::kOther;
 }
 
@@ -428,6 +493,8 @@ absl::StatusOr<std::vector<NamedTensor>> ReadWeightsFile(const std::string& path
       return ReadNpz(path);
     case WeightsFormat::kSafetensors:
       return ReadSafetensors(path);
+    case WeightsFormat::kTfjs:
+      return ReadTfjs(path);
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": weights files end in .npz or .safetensors"));

@@ -29,8 +29,9 @@ struct NamedTensor {
   std::vector<float> values;
 };
 
-enum class WeightsFormat { kNpz, kSafetensors, kOther };
-// By the path's extension: ".npz", ".safetensors", else kOther.
+enum class WeightsFormat { kNpz, kSafetensors, kTfjs, kOther };
+// By the path's extension: ".npz", ".safetensors", ".json" (a TF.js layers
+// model's model.json: its weights manifest and shards, read only), else kOther.
 WeightsFormat WeightsFormatOf(const std::string& path);
 
 absl::Status WriteWeightsFile(const std::vector<NamedTensor>& tensors, const std::string& path);

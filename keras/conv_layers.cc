@@ -31,7 +31,11 @@ class Conv2DLayer : public Layer {
   Conv2DLayer(int64_t filters, int64_t kernel_size, Conv2DOptions options)
       : filters_(filters), kernel_size_(kernel_size), options_(std::move(options)) {}
   std::string type() const override { return "Conv2D"; }
-  std::string activation_name() const override { return activation_.name(); }
+  std::string activation_name() const override {
+    // Before Build, as given.
+    if (!output_shape_.empty()) return activation_.name();
+    return options_.activation.empty() ? "linear" : options_.activation;
+  }
   nlohmann::json keras_config() const override {
     return {{"filters", filters_},
             {"kernel_size", {kernel_size_, kernel_size_}},

@@ -16,7 +16,11 @@ class DenseLayer : public Layer, public SoftmaxOutput {
  public:
   DenseLayer(int64_t units, DenseOptions options) : units_(units), options_(options) {}
   std::string type() const override { return "Dense"; }
-  std::string activation_name() const override { return activation_.name(); }
+  std::string activation_name() const override {
+    // Before Build, as given.
+    if (!output_shape_.empty()) return activation_.name();
+    return options_.activation.empty() ? "linear" : options_.activation;
+  }
   nlohmann::json keras_config() const override {
     return {{"units", units_}, {"activation", activation_.name()}, {"use_bias", options_.use_bias}};
   }

@@ -377,6 +377,12 @@ std::vector<std::string> Model::output_names() const {
   return names;
 }
 
+std::string Model::output_activation(size_t k) const {
+  if (layers_.empty()) return "";
+  const int a = outputs_.empty() ? static_cast<int>(layers_.size()) : outputs_[k];
+  return layers_[static_cast<size_t>(a - 1)]->activation_name();
+}
+
 ModelSignature Model::signature() const { return {input_names_, input_shapes_, output_names()}; }
 
 absl::Status Model::EnsureReady(const Shape& input_shape) {

@@ -25,7 +25,8 @@ absl::Status Model::SaveWeights(const std::string& path) {
         "cannot save the weights of a model that is not built (call Fit, Evaluate or Build "
         "first)");
   }
-  if (WeightsFormatOf(path) == WeightsFormat::kOther) {
+  if (WeightsFormatOf(path) != WeightsFormat::kNpz &&
+      WeightsFormatOf(path) != WeightsFormat::kSafetensors) {
     return absl::InvalidArgumentError(absl::StrCat(
         path,
         ": SaveWeights writes .npz or .safetensors (ModelCheckpoint and BackupAndRestore "

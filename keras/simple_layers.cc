@@ -228,7 +228,11 @@ class ActivationLayerImpl : public Layer, public SoftmaxOutput {
  public:
   explicit ActivationLayerImpl(std::string activation) : activation_name_(std::move(activation)) {}
   std::string type() const override { return "Activation"; }
-  std::string activation_name() const override { return activation_.name(); }
+  std::string activation_name() const override {
+    // Before Build, as given.
+    if (!output_shape_.empty()) return activation_.name();
+    return activation_name_.empty() ? "linear" : activation_name_;
+  }
   nlohmann::json keras_config() const override { return {{"activation", activation_.name()}}; }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
     RW_ASSIGN_OR_RETURN(activation_, ActivationFunction::Parse(activation_name_));

@@ -108,5 +108,34 @@ TEST_CASE("model inspects a checkpoint and exports its weights as save_weights w
   CHECK_THAT(corrupt.output, Contains(latest));
 }
 
+TEST_CASE("train takes a Keras JSON for its model, and refuses a layer it lacks with exit 2",
+          "[keras_import]") {
+  const std::string dir = FreshTestDir("model_config");
+  // Keras 3's config.json of a Sequential model on [28, 28] inputs (the data's
+  // [28, 28, 1] reshaped): Flatten, Dense 32 relu, Dense 10 softmax.
+  std::ofstream(dir + "/keras3.json") << R"({"module": "keras", "class_name": "Sequential",
+    "config": {"name": "sequential", "layers": [
+      {"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_shape": [null, 28, 28], "dtype": "float32", "sparse": false, "name": "input_layer"}},
+      {"module": "keras.layers", "class_name": "Flatten", "config": {"name": "flatten", "trainable": true, "dtype": "float32", "data_format": "channels_last"}},
+      {"module": "keras.layers", "class_name": "Dense", "config": {"name": "dense", "units": 32, "activation": "relu"}},
+      {"module": "keras.layers", "class_name": "Dense", "config": {"name": "dense_1", "units": 10, "activation": "softmax"}}]}})";
+  SubprocessResult trained =
+      Run({"tools/train", "--dataset=synthetic", "--synthetic_examples=2048", "--epochs=2",
+           "--global_batch_size=64", "--verbose=0", "--intra_op_threads=1",
+           "--model_config=" + dir + "/keras3.json", "--metrics_json=" + dir + "/m.json"});
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+  std::ifstream metrics(dir + "/m.json");
+  const nlohmann::json m = nlohmann::json::parse(metrics);
+  CHECK(m["test_accuracy"].get<double>() > 0.5);  // Ten synthetic classes: chance is 0.1.
+
+  std::ofstream(dir + "/lstm.json") << R"({"class_name": "Sequential", "config": {"layers": [
+      {"class_name": "Flatten", "config": {"batch_input_shape": [null, 28, 28]}},
+      {"class_name": "LSTM", "config": {"units": 4}}]}})";
+  SubprocessResult refused = Run({"tools/train", "--model_config=" + dir + "/lstm.json"});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.output, Contains("$.config.layers[1]: layer class LSTM is not supported"));
+}
+
 }  // namespace
 }  // namespace ringwork

@@ -48,7 +48,8 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
         absl::StrCat("--shard_policy=", f.shard_policy, ": expected auto, data, file or off"));
   }
   if (f.epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
-  if (!f.save_weights.empty() && WeightsFormatOf(f.save_weights) == WeightsFormat::kOther) {
+  if (!f.save_weights.empty() && WeightsFormatOf(f.save_weights) != WeightsFormat::kNpz &&
+      WeightsFormatOf(f.save_weights) != WeightsFormat::kSafetensors) {
     return absl::InvalidArgumentError(
         absl::StrCat("--save_weights=", f.save_weights, ": a path ending in .npz or .safetensors"));
   }
@@ -151,6 +152,20 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     {
       auto scope = strategy->scope();
       RW_ASSIGN_OR_RETURN(model, BuildModel(f, shape));
+    }
+    if (!f.model_config.empty()) {
+      // The loss takes what the configured model outputs: probabilities after a
+      // softmax, else logits.
+      if (compile.loss.name == "sparse_categorical_crossentropy") {
+        compile.loss.from_logits = model.output_activation() != "softmax";
+      }
+      // Keras' image models often take [28, 28]: the same values as [28, 28, 1].
+      const std::vector<Shape>& wanted = model.signature().input_shapes;
+      if (!files.has_value() && wanted.size() == 1 && wanted[0] != data.train.example_shape() &&
+          NumElements(wanted[0]) == NumElements(data.train.example_shape())) {
+        data.train.features.Reshape(WithBatch(data.train.count(), wanted[0]));
+        data.test.features.Reshape(WithBatch(data.test.count(), wanted[0]));
+      }
     }
     RW_RETURN_IF_ERROR(model.Compile(compile));
     RW_RETURN_IF_ERROR(

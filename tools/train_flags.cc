@@ -1,6 +1,8 @@
 #include "tools/train_flags.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <type_traits>
 
 #include "absl/strings/numbers.h"
@@ -9,6 +11,7 @@
 #include "base/status_macros.h"
 #include "data/synthetic_clicks.h"
 #include "keras/applications.h"
+#include "keras/keras_import.h"
 #include "keras/training_callbacks.h"
 
 namespace ringwork {
@@ -97,6 +100,10 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "name and shape must match the model's): fine-tuning");
   flags->String("export_onnx", &f->export_onnx,
                 "after training the chief writes the inference graph here as ONNX (opset 17)");
+  flags->String("model_config", &f->model_config,
+                "train the model this Keras JSON describes instead of --model: tf.keras 2's "
+                "model.to_json(), Keras 3's config.json, or a TF.js model.json (its weights: "
+                "--initial_weights=model.json)");
   flags->String("export_tfjs", &f->export_tfjs,
                 "after training the chief writes the model here for TensorFlow.js (a "
                 "directory: model.json and its weights)");
@@ -292,6 +299,19 @@ std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f,
 }
 
 absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
+  if (!f.model_config.empty()) {
+    std::ifstream in(f.model_config);
+    if (!in) {
+      return absl::NotFoundError(absl::StrCat("--model_config=", f.model_config, ": cannot read"));
+    }
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    absl::StatusOr<Model> model = ModelFromKerasJson(text);
+    if (!model.ok()) {
+      return absl::Status(model.status().code(), absl::StrCat("--model_config=", f.model_config,
+                                                              ": ", model.status().message()));
+    }
+    return model;
+  }
   const std::string& name = f.model;
   const bool clicks = f.dataset == "synthetic_clicks" && f.train_data.empty();
   if (name != "mlp" && name != "cnn" && name != "resnet" && name != "wide_deep") {

@@ -44,7 +44,8 @@ struct TrainFlags {
   std::string initial_weights;  // .npz, .safetensors or a Ringwork checkpoint.
   std::string save_weights;     // .npz or .safetensors.
   std::string export_onnx;
-  std::string export_tfjs;  // A directory.
+  std::string model_config;  // A Keras JSON, instead of --model.
+  std::string export_tfjs;   // A directory.
   int64_t steps_per_epoch = 0;
   int64_t replica_check_steps = 100;
   std::string resume_policy = "exact";

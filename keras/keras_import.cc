@@ -1,0 +1,396 @@
+#include "keras/keras_import.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "keras/layers.h"
+
+namespace ringwork {
+namespace {
+
+using Json = nlohmann::json;
+
+absl::Status Refuse(const std::string& path, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+// One layer's config: each key read is checked; keys it never read are refused
+// unless every layer may have them with the value given.
+class ConfigReader {
+ public:
+  ConfigReader(const Json& config, std::string path) : config_(config), path_(std::move(path)) {}
+
+  template <typename T>
+  absl::StatusOr<T> Get(const std::string& key, T fallback) {
+    used_.insert(key);
+    if (!config_.contains(key) || config_[key].is_null()) return fallback;
+    try {
+      return config_[key].get<T>();
+    } catch (const Json::exception&) {
+      return Refuse(At(key), absl::StrCat("unexpected value ", config_[key].dump()));
+    }
+  }
+  // A square window: n or [n, n] (Keras' kernel_size, strides, pool_size).
+  absl::StatusOr<int64_t> Square(const std::string& key, int64_t fallback) {
+    used_.insert(key);
+    if (!config_.contains(key) || config_[key].is_null()) return fallback;
+    const Json& v = config_[key];
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[0] == v[1]) {
+      return v[0].get<int64_t>();
+    }
+    return Refuse(At(key), absl::StrCat(v.dump(), ": Ringwork takes square windows"));
+  }
+  // `key` is absent, null, or one of `allowed`.
+  absl::Status Only(const std::string& key, const std::vector<Json>& allowed) {
+    used_.insert(key);
+    if (!config_.contains(key) || config_[key].is_null()) return absl::OkStatus();
+    for (const Json& a : allowed) {
+      if (config_[key] == a) return absl::OkStatus();
+    }
+    return Refuse(At(key), absl::StrCat(config_[key].dump(), " is not supported"));
+  }
+  // An initializer: where it differs from the one Ringwork uses (`names`, Keras'
+  // default), the import says so once per layer in a warning: it sets where
+  // training starts, not the model's math, and imported weights replace it.
+  absl::Status Initializer(const std::string& key, const std::vector<std::string>& names) {
+    used_.insert(key);
+    if (!config_.contains(key) || config_[key].is_null()) return absl::OkStatus();
+    const Json& v = config_[key];
+    std::string name = v.is_string() ? v.get<std::string>() : "";
+    if (v.is_object() && v.contains("class_name") && v["class_name"].is_string()) {
+      name = v["class_name"].get<std::string>();
+      const Json c = v.value("config", Json::object());
+      // Glorot uniform as VarianceScaling writes it.
+      if (name == "VarianceScaling" && c.value("scale", 0.0) == 1.0 &&
+          c.value("mode", "") == "fan_avg" && c.value("distribution", "") == "uniform") {
+        name = names[0];
+      }
+    }
+    for (const std::string& n : names) {
+      if (name == n) return absl::OkStatus();
+    }
+    RW_LOG(WARNING) << At(key) << ": " << (name.empty() ? v.dump() : name)
+                    << " initializer: Ringwork initializes with " << names[0]
+                    << " (weights loaded afterwards replace it)";
+    return absl::OkStatus();
+  }
+  // Every key of the config read, or shared by all layers with a value that changes nothing.
+  absl::Status Done() {
+    for (const auto& [key, value] : config_.items()) {
+      if (used_.count(key) || key == "name" || key == "batch_input_shape" || key == "batch_shape") {
+        continue;
+      }
+      if (key == "trainable") {
+        if (value != true) return Refuse(At(key), "frozen layers are not supported yet");
+        continue;
+      }
+      if (key == "dtype") {
+        const bool float32 =
+            value.is_null() || value == "float32" ||
+            (value.is_object() && value.contains("config") && value["config"].is_object() &&
+             value["config"].contains("name") && value["config"]["name"] == "float32");
+        if (!float32) return Refuse(At(key), absl::StrCat(value.dump(), ": only float32"));
+        continue;
+      }
+      if ((key == "activity_regularizer" || key == "kernel_regularizer" ||
+           key == "bias_regularizer" || key == "kernel_constraint" || key == "bias_constraint" ||
+           key == "lora_rank" || key == "input_length") &&
+          value.is_null()) {
+        continue;
+      }
+      if (key == "input_length") continue;  // Embedding: the ids' count, from the input.
+      return Refuse(At(key), absl::StrCat(value.dump(), " is not supported"));
+    }
+    return absl::OkStatus();
+  }
+  std::string At(const std::string& key) const { return absl::StrCat(path_, ".", key); }
+
+ private:
+  const Json& config_;
+  const std::string path_;
+  std::set<std::string> used_;
+};
+
+absl::StatusOr<std::string> Activation(ConfigReader& r, const std::string& key) {
+  RW_ASSIGN_OR_RETURN(std::string a, r.Get<std::string>(key, "linear"));
+  static const std::set<std::string> known = {"linear", "relu",    "sigmoid",
+                                              "tanh",   "softmax", "gelu"};
+  if (!known.count(a))
+    return Refuse(r.At(key), absl::StrCat("activation ", a, " is not supported"));
+  return a;
+}
+
+absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const Json& config,
+                                                 const std::string& path) {
+  ConfigReader r(config, path + ".config");
+  std::unique_ptr<Layer> layer;
+  if (type == "Dense") {
+    RW_ASSIGN_OR_RETURN(const int64_t units, r.Get<int64_t>("units", 0));
+    RW_ASSIGN_OR_RETURN(const std::string activation, Activation(r, "activation"));
+    RW_ASSIGN_OR_RETURN(const bool use_bias, r.Get<bool>("use_bias", true));
+    RW_RETURN_IF_ERROR(r.Initializer("kernel_initializer", {"GlorotUniform", "glorot_uniform"}));
+    RW_RETURN_IF_ERROR(r.Initializer("bias_initializer", {"Zeros", "zeros"}));
+    layer = Dense(units, {.activation = activation, .use_bias = use_bias});
+  } else if (type == "Conv2D") {
+    RW_ASSIGN_OR_RETURN(const int64_t filters, r.Get<int64_t>("filters", 0));
+    RW_ASSIGN_OR_RETURN(const int64_t kernel, r.Square("kernel_size", 0));
+    RW_ASSIGN_OR_RETURN(const int64_t strides, r.Square("strides", 1));
+    RW_ASSIGN_OR_RETURN(const int64_t dilation, r.Square("dilation_rate", 1));
+    if (dilation != 1) return Refuse(r.At("dilation_rate"), "dilation is not supported");
+    RW_ASSIGN_OR_RETURN(const std::string padding, r.Get<std::string>("padding", "valid"));
+    RW_ASSIGN_OR_RETURN(const std::string activation, Activation(r, "activation"));
+    RW_ASSIGN_OR_RETURN(const bool use_bias, r.Get<bool>("use_bias", true));
+    RW_RETURN_IF_ERROR(r.Only("data_format", {"channels_last"}));
+    RW_RETURN_IF_ERROR(r.Only("groups", {1}));
+    RW_RETURN_IF_ERROR(r.Initializer("kernel_initializer", {"GlorotUniform", "glorot_uniform"}));
+    RW_RETURN_IF_ERROR(r.Initializer("bias_initializer", {"Zeros", "zeros"}));
+    layer = Conv2D(
+        filters, kernel,
+        {.strides = strides, .padding = padding, .activation = activation, .use_bias = use_bias});
+  } else if (type == "MaxPooling2D" || type == "AveragePooling2D") {
+    RW_ASSIGN_OR_RETURN(const int64_t pool, r.Square("pool_size", 2));
+    RW_ASSIGN_OR_RETURN(const int64_t strides, r.Square("strides", pool));
+    RW_ASSIGN_OR_RETURN(const std::string padding, r.Get<std::string>("padding", "valid"));
+    RW_RETURN_IF_ERROR(r.Only("data_format", {"channels_last"}));
+    const PoolOptions options{.strides = strides, .padding = padding};
+    layer = type == "MaxPooling2D" ? MaxPool2D(pool, options) : AveragePooling2D(pool, options);
+  } else if (type == "GlobalAveragePooling2D") {
+    RW_RETURN_IF_ERROR(r.Only("data_format", {"channels_last"}));
+    RW_RETURN_IF_ERROR(r.Only("keepdims", {false}));
+    layer = GlobalAveragePooling2D();
+  } else if (type == "BatchNormalization" || type == "LayerNormalization") {
+    // The last axis: -1, or its index (Keras writes [3] for images).
+    RW_ASSIGN_OR_RETURN(const Json axis, r.Get<Json>("axis", Json(-1)));
+    const Json last = axis.is_array() && axis.size() == 1 ? axis[0] : axis;
+    if (!last.is_number_integer() || (last.get<int64_t>() != -1 && last.get<int64_t>() < 1)) {
+      return Refuse(r.At("axis"), absl::StrCat(axis.dump(), ": Ringwork normalizes the last axis"));
+    }
+    RW_ASSIGN_OR_RETURN(const double epsilon, r.Get<double>("epsilon", 1e-3));
+    RW_ASSIGN_OR_RETURN(const bool center, r.Get<bool>("center", true));
+    RW_ASSIGN_OR_RETURN(const bool scale, r.Get<bool>("scale", true));
+    RW_RETURN_IF_ERROR(r.Initializer("beta_initializer", {"Zeros", "zeros"}));
+    RW_RETURN_IF_ERROR(r.Initializer("gamma_initializer", {"Ones", "ones"}));
+    RW_RETURN_IF_ERROR(r.Only("beta_regularizer", {}));
+    RW_RETURN_IF_ERROR(r.Only("gamma_regularizer", {}));
+    RW_RETURN_IF_ERROR(r.Only("beta_constraint", {}));
+    RW_RETURN_IF_ERROR(r.Only("gamma_constraint", {}));
+    if (type == "BatchNormalization") {
+      RW_ASSIGN_OR_RETURN(const double momentum, r.Get<double>("momentum", 0.99));
+      RW_RETURN_IF_ERROR(r.Initializer("moving_mean_initializer", {"Zeros", "zeros"}));
+      RW_RETURN_IF_ERROR(r.Initializer("moving_variance_initializer", {"Ones", "ones"}));
+      RW_RETURN_IF_ERROR(r.Only("synchronized", {false}));
+      layer = BatchNormalization({.momentum = static_cast<float>(momentum),
+                                  .epsilon = static_cast<float>(epsilon),
+                                  .center = center,
+                                  .scale = scale});
+    } else {
+      RW_RETURN_IF_ERROR(r.Only("rms_scaling", {false}));
+      layer = LayerNormalization(
+          {.epsilon = static_cast<float>(epsilon), .center = center, .scale = scale});
+    }
+  } else if (type == "Embedding") {
+    RW_ASSIGN_OR_RETURN(const int64_t input_dim, r.Get<int64_t>("input_dim", 0));
+    RW_ASSIGN_OR_RETURN(const int64_t output_dim, r.Get<int64_t>("output_dim", 0));
+    RW_RETURN_IF_ERROR(r.Only("mask_zero", {false}));
+    RW_RETURN_IF_ERROR(r.Only("embeddings_regularizer", {}));
+    RW_RETURN_IF_ERROR(r.Only("embeddings_constraint", {}));
+    RW_RETURN_IF_ERROR(r.Only("sparse", {false}));
+    RW_RETURN_IF_ERROR(r.Initializer("embeddings_initializer", {"RandomUniform", "uniform"}));
+    layer = Embedding(input_dim, output_dim);
+  } else if (type == "Activation") {
+    RW_ASSIGN_OR_RETURN(const std::string activation, Activation(r, "activation"));
+    layer = ActivationLayer(activation);
+  } else if (type == "Flatten") {
+    RW_RETURN_IF_ERROR(r.Only("data_format", {"channels_last"}));
+    layer = Flatten();
+  } else if (type == "Reshape") {
+    RW_ASSIGN_OR_RETURN(const std::vector<int64_t> target,
+                        r.Get<std::vector<int64_t>>("target_shape", {}));
+    layer = Reshape(Shape(target.begin(), target.end()));
+  } else if (type == "Dropout") {
+    RW_ASSIGN_OR_RETURN(const double rate, r.Get<double>("rate", 0));
+    RW_RETURN_IF_ERROR(r.Only("noise_shape", {}));
+    RW_ASSIGN_OR_RETURN(const int64_t seed, r.Get<int64_t>("seed", 0));
+    layer = Dropout(static_cast<float>(rate), static_cast<uint64_t>(seed));
+  } else if (type == "Add" || type == "Multiply") {
+    layer = type == "Add" ? Add() : Multiply();
+  } else if (type == "Concatenate") {
+    RW_RETURN_IF_ERROR(r.Only("axis", {-1}));
+    layer = Concatenate();
+  } else {
+    return Refuse(path, absl::StrCat("layer class ", type, " is not supported"));
+  }
+  RW_RETURN_IF_ERROR(r.Done());
+  RW_ASSIGN_OR_RETURN(const std::string name, r.Get<std::string>("name", ""));
+  if (!name.empty()) layer->set_name(name);
+  return layer;
+}
+
+// An example's shape from an InputLayer's (or a Sequential's first layer's) config.
+absl::StatusOr<Shape> InputShape(const Json& config, const std::string& path) {
+  const char* key = config.contains("batch_input_shape") ? "batch_input_shape" : "batch_shape";
+  if (!config.contains(key) || !config[key].is_array() || config[key].empty()) {
+    return Refuse(path, "no batch_input_shape (or batch_shape): the input's shape is unknown");
+  }
+  Shape shape;
+  for (size_t i = 1; i < config[key].size(); ++i) {
+    if (!config[key][i].is_number_integer() || config[key][i].get<int64_t>() <= 0) {
+      return Refuse(absl::StrCat(path, ".", key),
+                    "every dimension but the batch's must be a known size");
+    }
+    shape.push_back(config[key][i].get<int64_t>());
+  }
+  return shape;
+}
+
+// The layers a functional layer reads: tf.keras 2's [[[name, 0, 0, {}], ...]] or
+// Keras 3's [{"args": [{"class_name": "__keras_tensor__", ...keras_history}]}].
+absl::StatusOr<std::vector<std::string>> Inbound(const Json& layer, const std::string& path) {
+  const std::string at = path + ".inbound_nodes";
+  if (!layer.contains("inbound_nodes") || !layer["inbound_nodes"].is_array() ||
+      layer["inbound_nodes"].size() != 1) {
+    return Refuse(at, "a layer is called once (no shared layers)");
+  }
+  const Json& node = layer["inbound_nodes"][0];
+  std::vector<std::string> names;
+  if (node.is_array()) {
+    for (const Json& t : node) {
+      if (!t.is_array() || t.empty() || !t[0].is_string()) return Refuse(at, t.dump());
+      names.push_back(t[0].get<std::string>());
+    }
+  } else if (node.is_object() && node.contains("args")) {
+    std::vector<const Json*> pending = {&node["args"]};
+    while (!pending.empty()) {
+      const Json& a = *pending.back();
+      pending.pop_back();
+      if (a.is_array()) {
+        for (auto it = a.rbegin(); it != a.rend(); ++it) pending.push_back(&*it);
+      } else if (a.is_object() && a.value("class_name", "") == "__keras_tensor__") {
+        const Json history = a.value("config", Json::object()).value("keras_history", Json());
+        if (!history.is_array() || history.empty() || !history[0].is_string()) {
+          return Refuse(at, a.dump());
+        }
+        names.push_back(history[0].get<std::string>());
+      }
+    }
+  } else {
+    return Refuse(at, node.dump());
+  }
+  if (names.empty()) return Refuse(at, "reads nothing");
+  return names;
+}
+
+// input_layers / output_layers: [[name, 0, 0], ...], or one [name, 0, 0].
+std::vector<std::string> Endpoints(const Json& v) {
+  std::vector<std::string> names;
+  if (v.is_array() && !v.empty() && v[0].is_string()) return {v[0].get<std::string>()};
+  if (v.is_array()) {
+    for (const Json& e : v) {
+      if (e.is_array() && !e.empty() && e[0].is_string()) names.push_back(e[0].get<std::string>());
+    }
+  }
+  return names;
+}
+
+absl::StatusOr<Model> SequentialFromJson(const Json& config, const std::string& path) {
+  const bool bare = config.is_array();  // tf.keras 1's config: the list itself.
+  const Json& layers = bare ? config : config.value("layers", Json());
+  const std::string at = path + (bare ? ".config" : ".config.layers");
+  if (!layers.is_array() || layers.empty()) return Refuse(at, "no layers");
+  std::optional<SymbolicTensor> x, y;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Json& l = layers[i];
+    const std::string p = absl::StrCat(at, "[", i, "]");
+    const std::string type = l.value("class_name", "");
+    const Json config_of = l.value("config", Json::object());
+    if (type == "InputLayer") {
+      if (x.has_value()) return Refuse(p, "a second InputLayer");
+      RW_ASSIGN_OR_RETURN(const Shape shape, InputShape(config_of, p + ".config"));
+      x = y = Input(shape, config_of.value("name", ""));
+      continue;
+    }
+    if (!x.has_value()) {  // tf.keras 2: the first layer holds the input's shape.
+      RW_ASSIGN_OR_RETURN(const Shape shape, InputShape(config_of, p + ".config"));
+      x = y = Input(shape);
+    }
+    RW_ASSIGN_OR_RETURN(std::unique_ptr<Layer> layer, MakeLayer(type, config_of, p));
+    y = Apply(std::move(layer), *y);
+  }
+  if (y->node() == x->node()) return Refuse(at, "no layers after the input");
+  return Model(*x, *y);
+}
+
+absl::StatusOr<Model> FunctionalFromJson(const Json& config, const std::string& path) {
+  const std::string at = path + ".config.layers";
+  const Json layers = config.value("layers", Json());
+  if (!layers.is_array()) return Refuse(at, "no layers");
+  std::map<std::string, SymbolicTensor> made;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Json& l = layers[i];
+    const std::string p = absl::StrCat(at, "[", i, "]");
+    const std::string type = l.value("class_name", "");
+    const Json config_of = l.value("config", Json::object());
+    const std::string name = l.value("name", config_of.value("name", ""));
+    if (name.empty() || made.count(name)) return Refuse(p, "a layer needs a name of its own");
+    if (type == "InputLayer") {
+      RW_ASSIGN_OR_RETURN(const Shape shape, InputShape(config_of, p + ".config"));
+      made.emplace(name, Input(shape, name));
+      continue;
+    }
+    RW_ASSIGN_OR_RETURN(const std::vector<std::string> reads, Inbound(l, p));
+    std::vector<SymbolicTensor> xs;
+    for (const std::string& r : reads) {
+      const auto it = made.find(r);
+      if (it == made.end()) {
+        return Refuse(p + ".inbound_nodes",
+                      absl::StrCat("reads ", r, ", which no layer before it makes"));
+      }
+      xs.push_back(it->second);
+    }
+    RW_ASSIGN_OR_RETURN(std::unique_ptr<Layer> layer, MakeLayer(type, config_of, p));
+    made.emplace(name,
+                 xs.size() == 1 ? Apply(std::move(layer), xs[0]) : Apply(std::move(layer), xs));
+  }
+  std::vector<SymbolicTensor> inputs, outputs;
+  for (const auto& [key, into] :
+       {std::pair{"input_layers", &inputs}, {"output_layers", &outputs}}) {
+    for (const std::string& n : Endpoints(config.value(key, Json()))) {
+      const auto it = made.find(n);
+      if (it == made.end()) return Refuse(absl::StrCat(path, ".config.", key), "names " + n);
+      into->push_back(it->second);
+    }
+    if (into->empty()) return Refuse(absl::StrCat(path, ".config.", key), "none");
+  }
+  return outputs.size() == 1 ? Model(inputs, outputs[0]) : Model(inputs, outputs);
+}
+
+}  // namespace
+
+absl::StatusOr<Model> ModelFromKerasJson(const std::string& json_text) {
+  Json j = Json::parse(json_text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Refuse("$", "not a JSON object");
+  std::string path = "$";
+  if (j.contains("modelTopology")) {  // TF.js' model.json.
+    j = Json(j["modelTopology"]);
+    path = "$.modelTopology";
+  }
+  if (j.contains("model_config") && j["model_config"].is_object()) {  // Keras' HDF5 attribute.
+    j = Json(j["model_config"]);
+    path += ".model_config";
+  }
+  const std::string type = j.value("class_name", "");
+  const Json config = j.value("config", Json());
+  if (type == "Sequential") return SequentialFromJson(config, path);
+  if (type == "Model" || type == "Functional") return FunctionalFromJson(config, path);
+  return Refuse(path + ".class_name",
+                absl::StrCat("\"", type, "\" is not a Sequential or Functional model"));
+}
+
+}  // namespace ringwork

@@ -1,0 +1,33 @@
+// Keras models from their JSON: tf.keras 2's model.to_json() (which TF.js'
+// model.json holds as its modelTopology) and Keras 3's config.json, Sequential and
+// Functional, for the layers Ringwork has, with Keras' argument names and
+// defaults. A layer, argument or value Ringwork does not support is refused with
+// INVALID_ARGUMENT (exit 2) naming it and its JSON path: nothing that changes the
+// math is ignored (regularizers, constraints, frozen layers, other initializers,
+// dilation, channels first, masking).
+//
+//   auto scope = strategy->scope();
+//   RW_ASSIGN_OR_RETURN(Model model, ModelFromKerasJson(text));
+//   RW_RETURN_IF_ERROR(model.Compile(...));
+//   RW_RETURN_IF_ERROR(model.Build(model.signature().input_shapes[0]));
+//   RW_RETURN_IF_ERROR(model.LoadWeights("tfjs_model/model.json"));  // or .npz, ...
+//
+// Layers: InputLayer, Dense, Conv2D (square kernels and strides), MaxPooling2D,
+// AveragePooling2D, GlobalAveragePooling2D, BatchNormalization,
+// LayerNormalization, Embedding, Activation, Flatten, Reshape, Dropout, Add,
+// Multiply, Concatenate (last axis); models of one input.
+#ifndef RINGWORK_KERAS_KERAS_IMPORT_H_
+#define RINGWORK_KERAS_KERAS_IMPORT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "keras/model.h"
+
+namespace ringwork {
+
+absl::StatusOr<Model> ModelFromKerasJson(const std::string& json_text);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERAS_KERAS_IMPORT_H_

@@ -1,0 +1,71 @@
+// Held-out models from TensorFlow.js (@tensorflow/tfjs 4.22, the TensorFlow team's
+// port of Keras' layers), with non-trivial weights (batch normalization's moving
+// statistics included), saved as TF.js layers models: OUT/NAME/model.json and
+// weights.bin, with an input OUT/NAME/x.f32 and TF.js' predictions OUT/NAME/y.f32.
+//
+//   NODE_PATH=/opt/ringwork-npm/node_modules node tfjs_make_models.js OUT
+const fs = require('fs');
+const path = require('path');
+const tf = require('@tensorflow/tfjs');
+
+function randomize(model, seed) {
+  for (const layer of model.layers) {
+    const weights = layer.getWeights();
+    if (weights.length === 0) continue;
+    layer.setWeights(weights.map((w, i) => {
+      const r = tf.randomUniform(w.shape, -0.5, 0.5, 'float32', seed + 17 * i);
+      // Variances stay positive.
+      return w.name && w.name.includes('moving_variance') ? r.abs().add(0.5) : r;
+    }));
+    seed += 101;
+  }
+}
+
+async function save(model, dir, inputShape, seed) {
+  fs.mkdirSync(dir, {recursive: true});
+  await model.save(tf.io.withSaveHandler(async (a) => {
+    fs.writeFileSync(path.join(dir, 'weights.bin'), Buffer.from(a.weightData));
+    fs.writeFileSync(path.join(dir, 'model.json'), JSON.stringify({
+      format: 'layers-model',
+      modelTopology: a.modelTopology,
+      weightsManifest: [{paths: ['weights.bin'], weights: a.weightSpecs}],
+    }));
+    return {modelArtifactsInfo: {dateSaved: new Date(), modelTopologyType: 'JSON'}};
+  }));
+  const x = tf.randomUniform([4, ...inputShape], -1, 1, 'float32', seed);
+  const y = model.predict(x);
+  fs.writeFileSync(path.join(dir, 'x.f32'), Buffer.from((await x.data()).buffer));
+  fs.writeFileSync(path.join(dir, 'y.f32'), Buffer.from((await y.data()).buffer));
+}
+
+async function main() {
+  const out = process.argv[2];
+  // Convolutions with batch normalization (tf.keras 2's Sequential format).
+  const cnn = tf.sequential();
+  cnn.add(tf.layers.conv2d({inputShape: [10, 10, 2], filters: 8, kernelSize: 3, padding: 'same',
+                            activation: 'relu'}));
+  cnn.add(tf.layers.batchNormalization());
+  cnn.add(tf.layers.maxPooling2d({poolSize: 2}));
+  cnn.add(tf.layers.conv2d({filters: 4, kernelSize: 3, strides: 2, padding: 'same'}));
+  cnn.add(tf.layers.batchNormalization({epsilon: 0.01}));
+  cnn.add(tf.layers.flatten());
+  cnn.add(tf.layers.dropout({rate: 0.3}));
+  cnn.add(tf.layers.dense({units: 5, activation: 'softmax'}));
+  randomize(cnn, 1);
+  await save(cnn, path.join(out, 'cnn'), [10, 10, 2], 7);
+  // A regression MLP of two branches (the functional format).
+  const x = tf.input({shape: [6]});
+  const a = tf.layers.dense({units: 16, activation: 'tanh'}).apply(x);
+  const b = tf.layers.dense({units: 16, activation: 'relu'}).apply(x);
+  const joined = tf.layers.concatenate().apply([a, b]);
+  const y = tf.layers.dense({units: 3}).apply(tf.layers.layerNormalization().apply(joined));
+  const mlp = tf.model({inputs: x, outputs: y});
+  randomize(mlp, 50);
+  await save(mlp, path.join(out, 'regression'), [6], 9);
+  console.log('saved');
+}
+
+main().catch((e) => {
+  console.error(String(e.stack || e));
+  process.exit(1);
+});
