@@ -12,6 +12,7 @@
 #include <iterator>
 
 #include "keras/applications.h"
+#include "keras/saved_model.h"
 #include "keras/sequential.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
@@ -118,6 +119,28 @@ TEST_CASE("normalization, pools, merges and a softmax export to TF.js", "[tfjs]"
   const absl::Status refused = ExportTfjs(wide, FreshTestDir("tfjs_wide") + "/model");
   REQUIRE(refused.code() == absl::StatusCode::kInvalidArgument);
   CHECK_THAT(std::string(refused.message()), Contains("(SliceLastAxis) is not exported"));
+}
+
+TEST_CASE("a saved model loads without its C++ and predicts bit-identically", "[tfjs]") {
+  SymbolicTensor x = Input({9, 9, 2});
+  SymbolicTensor h = Apply(Conv2D(4, 3, {.padding = "same", .activation = "relu"}), x);
+  h = Apply(BatchNormalization(), Apply(MaxPool2D(2), h));
+  SymbolicTensor a = Apply(Dense(6, {.activation = "tanh"}), Apply(Flatten(), h));
+  SymbolicTensor b = Apply(Dense(6), Apply(GlobalAveragePooling2D(), h));
+  Model model(x, Apply(Dense(3, {.activation = "softmax"}), Apply(Add(), {a, b})));
+  REQUIRE(model.Compile(Adam()).ok());
+  Train(model, Inputs({12, 9, 9, 2}), 3);
+  const std::string dir = FreshTestDir("saved_model") + "/model";
+  REQUIRE(SaveModel(model, dir).ok());
+  absl::StatusOr<Model> loaded = LoadModel(dir);
+  REQUIRE(loaded.ok());
+  const Tensor probe = Inputs({5, 9, 9, 2});
+  absl::StatusOr<Tensor> before = model.Predict(probe), after = loaded->Predict(probe);
+  REQUIRE(before.ok());
+  REQUIRE(after.ok());
+  REQUIRE(before->size() == after->size());
+  for (int64_t i = 0; i < before->size(); ++i) CHECK((*after)[i] == (*before)[i]);
+  CHECK(loaded->param_count() == model.param_count());
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "keras/checkpoint_callbacks.h"
 #include "keras/input_report.h"
 #include "keras/onnx_export.h"
+#include "keras/saved_model.h"
 #include "keras/step_breakdown.h"
 #include "keras/tensorboard_callback.h"
 #include "keras/tfjs_export.h"
@@ -173,7 +174,9 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     if (!f.initial_weights.empty()) RW_RETURN_IF_ERROR(model.LoadWeights(f.initial_weights));
     // Not after hours of training: whether the model exports at all.
     if (!f.export_onnx.empty()) RW_RETURN_IF_ERROR(OnnxModelBytes(model).status());
-    if (!f.export_tfjs.empty()) RW_RETURN_IF_ERROR(TfjsModel(model).status());
+    if (!f.export_tfjs.empty() || !f.save_model.empty()) {
+      RW_RETURN_IF_ERROR(TfjsModel(model).status());
+    }
     int workers = strategy->num_replicas_in_sync();
     if (chief && f.verbose > 0) {
       std::printf("%s", model.Summary().c_str());
@@ -247,6 +250,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
     if (!f.save_weights.empty()) RW_RETURN_IF_ERROR(model.SaveWeights(f.save_weights));
     if (!f.export_onnx.empty()) RW_RETURN_IF_ERROR(ExportOnnx(model, f.export_onnx));
     if (!f.export_tfjs.empty()) RW_RETURN_IF_ERROR(ExportTfjs(model, f.export_tfjs));
+    if (!f.save_model.empty()) RW_RETURN_IF_ERROR(SaveModel(model, f.save_model));
     EvaluateResult result;
     if (!files.has_value()) {
       RW_ASSIGN_OR_RETURN(result, model.EvaluateAfterFit(test, f.global_batch_size));

@@ -107,6 +107,9 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->String("export_tfjs", &f->export_tfjs,
                 "after training the chief writes the model here for TensorFlow.js (a "
                 "directory: model.json and its weights)");
+  flags->String("save_model", &f->save_model,
+                "after training the chief saves the whole model here (a directory: model.json "
+                "and its weights, TF.js' layers format), for LoadModel and TensorFlow.js");
   flags->String("save_weights", &f->save_weights,
                 "after training the chief writes the weights here under Keras' names "
                 "(.npz for NumPy, .safetensors)");

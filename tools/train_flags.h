@@ -46,6 +46,7 @@ struct TrainFlags {
   std::string export_onnx;
   std::string model_config;  // A Keras JSON, instead of --model.
   std::string export_tfjs;   // A directory.
+  std::string save_model;    // A directory.
   int64_t steps_per_epoch = 0;
   int64_t replica_check_steps = 100;
   std::string resume_policy = "exact";
