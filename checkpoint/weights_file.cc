@@ -415,13 +415,45 @@ absl::StatusOr<std::vector<NamedTensor>> ReadTfjs(const std::string& path) {
         !group.contains("weights") || !group["weights"].is_array()) {
       return Corrupt(path, "a weightsManifest group needs paths and weights");
     }
-    std::string bytes;
+    // The shards lie beside model.json: a path that leaves its folder is refused.
+    std::vector<std::string> files;
+    uint64_t total = 0;
     for (const auto& shard : group["paths"]) {
       if (!shard.is_string()) return Corrupt(path, "a shard path is not a string");
-      const std::string file = (std::filesystem::path(dir) / shard.get<std::string>()).string();
+      const std::filesystem::path relative(shard.get<std::string>());
+      bool inside = !relative.empty() && relative.is_relative();
+      for (const auto& part : relative) inside = inside && part != "..";
+      if (!inside) {
+        return Corrupt(path, absl::StrCat("shard ", relative.string(), " is not beside it"));
+      }
+      const std::string file = (std::filesystem::path(dir) / relative).string();
+      if (!std::filesystem::is_regular_file(file, error)) {
+        return absl::NotFoundError(absl::StrCat(file, ": no such file (a shard ", path, " names)"));
+      }
+      total += std::filesystem::file_size(file, error);
+      files.push_back(file);
+    }
+    uint64_t declared = 0;
+    for (const auto& w : group["weights"]) {
+      uint64_t size = 0;
+      std::vector<int64_t> shape;
+      if (w.is_object() && w.contains("shape") && w["shape"].is_array()) {
+        for (const auto& d : w["shape"]) {
+          shape.push_back(d.is_number_unsigned() ? d.get<int64_t>() : -1);
+        }
+      }
+      if (!ByteSize(shape, 4, &size) || __builtin_add_overflow(declared, size, &declared)) {
+        return Corrupt(path, "a weight's shape is not a list of sizes, or too large");
+      }
+    }
+    if (declared != total) {
+      return Corrupt(
+          path, absl::StrCat("its weights take ", declared, " bytes; its shards hold ", total));
+    }
+    std::string bytes;
+    for (const std::string& file : files) {
       std::ifstream s(file, std::ios::binary);
-      if (!s)
-        return absl::NotFoundError(absl::StrCat(file, ": cannot open (a shard ", path, " names)"));
+      if (!s) return absl::InvalidArgumentError(absl::StrCat(file, ": cannot open"));
       bytes.append(std::istreambuf_iterator<char>(s), std::istreambuf_iterator<char>());
     }
     uint64_t at = 0;
@@ -494,7 +526,11 @@ absl::StatusOr<std::vector<NamedTensor>> ReadWeightsFile(const std::string& path
     case WeightsFormat::kSafetensors:
       return ReadSafetensors(path);
     case WeightsFormat::kTfjs:
-      return ReadTfjs(path);
+      try {
+        return ReadTfjs(path);
+      } catch (const nlohmann::json::exception& e) {  // A value of another type than TF.js writes.
+        return Corrupt(path, absl::StrCat("not a TF.js model.json: ", e.what()));
+      }
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": weights files end in .npz or .safetensors"));

@@ -31,6 +31,11 @@ class DenseLayer : public Layer, public SoftmaxOutput {
           absl::StrCat(name_, ": units must be positive, got ", units_));
     }
     RW_ASSIGN_OR_RETURN(activation_, ActivationFunction::Parse(options_.activation));
+    if (!options_.flatten_input && input.size() > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": Keras' Dense acts on the last axis of its ", ShapeString(input),
+                       " input, which Ringwork's Dense does not do: put a Flatten before it"));
+    }
     in_ = NumElements(input);
     Variable* kernel = AddVariable("kernel", {in_, units_});
     GlorotUniform(kernel->value, in_, units_, ctx.seed, kernel->name);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -30,6 +31,15 @@ class ConfigReader {
   absl::StatusOr<T> Get(const std::string& key, T fallback) {
     used_.insert(key);
     if (!config_.contains(key) || config_[key].is_null()) return fallback;
+    if constexpr (std::is_same_v<T, int64_t>) {
+      if (!config_[key].is_number_integer()) {
+        return Refuse(At(key), absl::StrCat(config_[key].dump(), " is not a whole number"));
+      }
+    }
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!config_[key].is_boolean())
+        return Refuse(At(key), config_[key].dump() + " is not true or false");
+    }
     try {
       return config_[key].get<T>();
     } catch (const Json::exception&) {
@@ -127,8 +137,10 @@ absl::StatusOr<std::string> Activation(ConfigReader& r, const std::string& key) 
   return a;
 }
 
+// `name`: the layer's (else its config's, else an automatic one).
 absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const Json& config,
-                                                 const std::string& path) {
+                                                 const std::string& path,
+                                                 const std::string& name = "") {
   ConfigReader r(config, path + ".config");
   std::unique_ptr<Layer> layer;
   if (type == "Dense") {
@@ -137,7 +149,7 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
     RW_ASSIGN_OR_RETURN(const bool use_bias, r.Get<bool>("use_bias", true));
     RW_RETURN_IF_ERROR(r.Initializer("kernel_initializer", {"GlorotUniform", "glorot_uniform"}));
     RW_RETURN_IF_ERROR(r.Initializer("bias_initializer", {"Zeros", "zeros"}));
-    layer = Dense(units, {.activation = activation, .use_bias = use_bias});
+    layer = Dense(units, {.activation = activation, .use_bias = use_bias, .flatten_input = false});
   } else if (type == "Conv2D") {
     RW_ASSIGN_OR_RETURN(const int64_t filters, r.Get<int64_t>("filters", 0));
     RW_ASSIGN_OR_RETURN(const int64_t kernel, r.Square("kernel_size", 0));
@@ -172,6 +184,7 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
     if (!last.is_number_integer() || (last.get<int64_t>() != -1 && last.get<int64_t>() < 1)) {
       return Refuse(r.At("axis"), absl::StrCat(axis.dump(), ": Ringwork normalizes the last axis"));
     }
+    const int64_t axis_index = last.get<int64_t>();  // Build checks that it is the last.
     RW_ASSIGN_OR_RETURN(const double epsilon, r.Get<double>("epsilon", 1e-3));
     RW_ASSIGN_OR_RETURN(const bool center, r.Get<bool>("center", true));
     RW_ASSIGN_OR_RETURN(const bool scale, r.Get<bool>("scale", true));
@@ -189,11 +202,14 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
       layer = BatchNormalization({.momentum = static_cast<float>(momentum),
                                   .epsilon = static_cast<float>(epsilon),
                                   .center = center,
-                                  .scale = scale});
+                                  .scale = scale,
+                                  .axis = axis_index});
     } else {
       RW_RETURN_IF_ERROR(r.Only("rms_scaling", {false}));
-      layer = LayerNormalization(
-          {.epsilon = static_cast<float>(epsilon), .center = center, .scale = scale});
+      layer = LayerNormalization({.epsilon = static_cast<float>(epsilon),
+                                  .center = center,
+                                  .scale = scale,
+                                  .axis = axis_index});
     }
   } else if (type == "Embedding") {
     RW_ASSIGN_OR_RETURN(const int64_t input_dim, r.Get<int64_t>("input_dim", 0));
@@ -228,8 +244,8 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
     return Refuse(path, absl::StrCat("layer class ", type, " is not supported"));
   }
   RW_RETURN_IF_ERROR(r.Done());
-  RW_ASSIGN_OR_RETURN(const std::string name, r.Get<std::string>("name", ""));
-  if (!name.empty()) layer->set_name(name);
+  RW_ASSIGN_OR_RETURN(const std::string configured, r.Get<std::string>("name", ""));
+  if (!name.empty() || !configured.empty()) layer->set_name(name.empty() ? configured : name);
   return layer;
 }
 
@@ -354,7 +370,7 @@ absl::StatusOr<Model> FunctionalFromJson(const Json& config, const std::string& 
       }
       xs.push_back(it->second);
     }
-    RW_ASSIGN_OR_RETURN(std::unique_ptr<Layer> layer, MakeLayer(type, config_of, p));
+    RW_ASSIGN_OR_RETURN(std::unique_ptr<Layer> layer, MakeLayer(type, config_of, p, name));
     made.emplace(name,
                  xs.size() == 1 ? Apply(std::move(layer), xs[0]) : Apply(std::move(layer), xs));
   }
@@ -371,9 +387,7 @@ absl::StatusOr<Model> FunctionalFromJson(const Json& config, const std::string& 
   return outputs.size() == 1 ? Model(inputs, outputs[0]) : Model(inputs, outputs);
 }
 
-}  // namespace
-
-absl::StatusOr<Model> ModelFromKerasJson(const std::string& json_text) {
+absl::StatusOr<Model> ParseModel(const std::string& json_text) {
   Json j = Json::parse(json_text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Refuse("$", "not a JSON object");
   std::string path = "$";
@@ -391,6 +405,16 @@ absl::StatusOr<Model> ModelFromKerasJson(const std::string& json_text) {
   if (type == "Model" || type == "Functional") return FunctionalFromJson(config, path);
   return Refuse(path + ".class_name",
                 absl::StrCat("\"", type, "\" is not a Sequential or Functional model"));
+}
+
+}  // namespace
+
+absl::StatusOr<Model> ModelFromKerasJson(const std::string& json_text) {
+  try {
+    return ParseModel(json_text);
+  } catch (const Json::exception& e) {  // A value of another type than Keras writes.
+    return Refuse("$", absl::StrCat("not a Keras model's JSON: ", e.what()));
+  }
 }
 
 }  // namespace ringwork

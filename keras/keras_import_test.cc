@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "checkpoint/weights_file.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
@@ -144,6 +145,56 @@ TEST_CASE("what Ringwork cannot honour is refused, naming its JSON path", "[kera
   }
   CHECK_THAT(std::string(ModelFromKerasJson(R"({"class_name": "Custom"})").status().message()),
              Contains("$.class_name: \"Custom\" is not a Sequential or Functional model"));
+}
+
+TEST_CASE("malformed JSON and Keras semantics Ringwork lacks are refused, not crashed on",
+          "[keras_import]") {
+  for (
+      const std::string& text :
+      {std::string(R"({"modelTopology": 5})"),
+       std::string(R"({"class_name": "Sequential", "config": {"layers": [1]}})"),
+       std::string(R"({"class_name": "Functional", "config": []})"),
+       std::string(
+           R"({"class_name": "Functional", "config": {"layers": [{"class_name": "Dense", "name": "d", "config": {}, "inbound_nodes": [[5]]}]}})"),
+       std::string(
+           R"({"class_name": "Sequential", "config": {"layers": [{"class_name": "Dense", "config": {"units": 12.7, "batch_input_shape": [null, 3]}}]}})")}) {
+    INFO(text);
+    CHECK(ModelFromKerasJson(text).status().code() == absl::StatusCode::kInvalidArgument);
+  }
+  // Keras' Dense on [ids, 4] acts per id; Ringwork's would read them flat.
+  absl::StatusOr<Model> dense =
+      ModelFromKerasJson(R"({"class_name": "Sequential", "config": {"layers": [
+      {"class_name": "Embedding", "config": {"input_dim": 10, "output_dim": 4, "batch_input_shape": [null, 5]}},
+      {"class_name": "Dense", "config": {"units": 2}}]}})");
+  REQUIRE(dense.ok());
+  REQUIRE(dense->Compile(Plain("mse")).ok());
+  CHECK_THAT(std::string(dense->Build({5}).message()),
+             Contains("Keras' Dense acts on the last axis") && Contains("put a Flatten before it"));
+  // Batch normalization over axis 1 of an image, not its channels.
+  absl::StatusOr<Model> bn =
+      ModelFromKerasJson(R"({"class_name": "Sequential", "config": {"layers": [
+      {"class_name": "Conv2D", "config": {"filters": 2, "kernel_size": 3, "batch_input_shape": [null, 6, 6, 1]}},
+      {"class_name": "BatchNormalization", "config": {"axis": 1}}]}})");
+  REQUIRE(bn.ok());
+  REQUIRE(bn->Compile(Plain("mse")).ok());
+  CHECK_THAT(std::string(bn->Build({6, 6, 1}).message()), Contains("but axis is 1"));
+}
+
+TEST_CASE("a TF.js manifest's shards stay beside it and hold exactly its weights",
+          "[keras_import]") {
+  const std::string dir = FreshTestDir("tfjs_manifest");
+  std::ofstream(dir + "/w.bin", std::ios::binary) << std::string(16, '\0');
+  const auto manifest = [&](const std::string& shard, int floats) {
+    std::ofstream(dir + "/model.json") << R"({"weightsManifest": [{"paths": [")" << shard
+                                       << R"("], "weights": [{"name": "d/kernel", "shape": [)"
+                                       << floats << R"(], "dtype": "float32"}]}]})";
+    return ReadWeightsFile(dir + "/model.json").status();
+  };
+  CHECK(manifest("w.bin", 4).ok());
+  CHECK_THAT(std::string(manifest("../w.bin", 4).message()), Contains("is not beside it"));
+  CHECK_THAT(std::string(manifest("/etc/passwd", 4).message()), Contains("is not beside it"));
+  CHECK_THAT(std::string(manifest("w.bin", 3).message()),
+             Contains("its weights take 12 bytes; its shards hold 16"));
 }
 
 }  // namespace

@@ -23,6 +23,9 @@ namespace ringwork {
 struct DenseOptions {
   std::string activation;  // "" = linear
   bool use_bias = true;
+  // Inputs of rank > 1 are flattened; false (Keras' Dense, which acts on the last
+  // axis alone, as imported) refuses them.
+  bool flatten_input = true;
 };
 std::unique_ptr<Layer> Dense(int64_t units, DenseOptions options = {});
 
@@ -60,6 +63,7 @@ struct LayerNormalizationOptions {
   float epsilon = 1e-3f;
   bool center = true;
   bool scale = true;
+  int64_t axis = -1;  // Keras' index (the batch is 0); only the last axis.
 };
 std::unique_ptr<Layer> LayerNormalization(LayerNormalizationOptions options = {});
 
@@ -73,6 +77,7 @@ struct BatchNormalizationOptions {
   float epsilon = 1e-3f;
   bool center = true;
   bool scale = true;
+  int64_t axis = -1;  // Keras' index (the batch is 0); only the last axis.
 };
 std::unique_ptr<Layer> BatchNormalization(BatchNormalizationOptions options = {});
 // TensorFlow's SyncBatchNormalization: in training, statistics over the global

@@ -379,8 +379,14 @@ std::vector<std::string> Model::output_names() const {
 
 std::string Model::output_activation(size_t k) const {
   if (layers_.empty()) return "";
-  const int a = outputs_.empty() ? static_cast<int>(layers_.size()) : outputs_[k];
-  return layers_[static_cast<size_t>(a - 1)]->activation_name();
+  int a = outputs_.empty() ? static_cast<int>(layers_.size()) : outputs_[k];
+  // Through layers that pass values on as they are (in inference).
+  static const std::set<std::string> through = {"Dropout", "Flatten", "Reshape", "RandomFlip"};
+  while (a > 0 && through.count(layers_[static_cast<size_t>(a - 1)]->type()) &&
+         inputs_[static_cast<size_t>(a - 1)].size() == 1) {
+    a = inputs_[static_cast<size_t>(a - 1)][0];
+  }
+  return a > 0 ? layers_[static_cast<size_t>(a - 1)]->activation_name() : "";
 }
 
 ModelSignature Model::signature() const { return {input_names_, input_shapes_, output_names()}; }

@@ -175,7 +175,8 @@ class Model : private ElasticReplica {
   // them), as pipelines bind to them.
   ModelSignature signature() const;
   std::vector<std::string> output_names() const;
-  // The activation output `k`'s layer applies last ("softmax", "linear", ...).
+  // The activation output `k` ends in ("softmax", "linear", ...), looking through
+  // Dropout, Flatten, Reshape and RandomFlip.
   std::string output_activation(size_t k = 0) const;
 
   // One training step on this replica's `batch`: forward, backward, gradients

@@ -2,6 +2,7 @@
 // files other tools read (checkpoint/weights_file.h) or a Ringwork checkpoint.
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -36,10 +37,13 @@ absl::Status Model::SaveWeights(const std::string& path) {
   absl::Status written;
   if (strategy_->is_chief()) {
     std::vector<NamedTensor> tensors;
-    for (const Variable* v : weights()) {
-      tensors.push_back({v->name,
-                         std::vector<int64_t>(v->value.shape().begin(), v->value.shape().end()),
-                         std::vector<float>(v->value.data(), v->value.data() + v->size())});
+    for (const auto& layer : layers_) {
+      for (const Variable* v : layer->weights()) {
+        if (IsUnusedBias(*layer, *v)) continue;  // Keras has none.
+        tensors.push_back({v->name,
+                           std::vector<int64_t>(v->value.shape().begin(), v->value.shape().end()),
+                           std::vector<float>(v->value.data(), v->value.data() + v->size())});
+      }
     }
     written = WriteWeightsFile(tensors, path);
   }
@@ -74,10 +78,17 @@ absl::Status Model::LoadWeights(const std::string& path) {
     if (read.ok()) {
       for (const NamedTensor& t : *file) by_name[t.name] = &t;
     }
+    std::set<const Variable*> optional;  // Biases use_bias=false keeps at zero.
+    for (const auto& layer : layers_) {
+      for (const Variable* v : layer->weights()) {
+        if (IsUnusedBias(*layer, *v)) optional.insert(v);
+      }
+    }
     for (const Variable* v : all) {
       if (!read.ok()) break;
       const auto it = by_name.find(v->name);
       const std::vector<int64_t> shape(v->value.shape().begin(), v->value.shape().end());
+      if (it == by_name.end() && optional.count(v)) continue;
       if (it == by_name.end()) {
         read = absl::FailedPreconditionError(absl::StrCat(
             path, " has no tensor ", v->name, " (the model's, of shape ", ShapeText(shape), ")"));

@@ -29,9 +29,11 @@ class LayerNormalizationLayer : public Layer {
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
-    if (input.empty() || input.back() <= 0) {
+    if (input.empty() || input.back() <= 0 ||
+        (options_.axis != -1 && options_.axis != static_cast<int64_t>(input.size()))) {
       return absl::InvalidArgumentError(
-          absl::StrCat(name_, " normalizes the last axis, but the input is ", ShapeString(input)));
+          absl::StrCat(name_, " normalizes the last axis (axis -1 or ", input.size(),
+                       "), but axis is ", options_.axis, " of an input ", ShapeString(input)));
     }
     if (!(options_.epsilon > 0)) {
       return absl::InvalidArgumentError(
@@ -97,9 +99,11 @@ class BatchNormBase : public Layer {
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
-    if (input.empty() || input.back() <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name_, " normalizes the last axis (channels), but the input is ", ShapeString(input)));
+    if (input.empty() || input.back() <= 0 ||
+        (options_.axis != -1 && options_.axis != static_cast<int64_t>(input.size()))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, " normalizes the last axis (channels: axis -1 or ", input.size(),
+                       "), but axis is ", options_.axis, " of an input ", ShapeString(input)));
     }
     if (!(options_.epsilon > 0) || !(options_.momentum >= 0 && options_.momentum <= 1)) {
       return absl::InvalidArgumentError(

@@ -24,7 +24,10 @@ absl::StatusOr<Model> LoadModel(const std::string& path, std::optional<CompileOp
   RW_ASSIGN_OR_RETURN(Model model, ModelFromKerasJson(text));
   if (!compile.has_value()) {
     compile = CompileOptions{};
-    compile->loss = {"sparse_categorical_crossentropy", model.output_activation() != "softmax"};
+    const std::string activation = model.output_activation();
+    compile->loss = activation == "sigmoid"
+                        ? LossSpec{"binary_crossentropy", false}
+                        : LossSpec{"sparse_categorical_crossentropy", activation != "softmax"};
     compile->optimizer = {.name = "adam"};
   }
   RW_RETURN_IF_ERROR(model.Compile(*compile));

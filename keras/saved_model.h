@@ -9,9 +9,9 @@
 //
 // LoadModel reads DIR/model.json (or the model.json given): any TF.js layers model
 // or Ringwork's own, through ModelFromKerasJson (keras/keras_import.h). Without
-// `compile` it compiles for prediction and fine-tuning: sparse categorical
-// cross-entropy on the output (from probabilities after a softmax, else from
-// logits), Adam. Errors as ModelFromKerasJson's and LoadWeights'.
+// `compile` it compiles for prediction and fine-tuning: binary cross-entropy on
+// a sigmoid output, else sparse categorical cross-entropy (from probabilities
+// after a softmax, else from logits), Adam. Errors as ModelFromKerasJson's and LoadWeights'.
 #ifndef RINGWORK_KERAS_SAVED_MODEL_H_
 #define RINGWORK_KERAS_SAVED_MODEL_H_
 

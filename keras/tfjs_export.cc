@@ -51,7 +51,7 @@ absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model) {
   }
   // Layers by the Keras name of what each activation is (0: the input).
   std::vector<std::string> source(model.layers_.size() + 1);
-  source[0] = "input_1";
+  source[0] = model.input_names_.empty() ? "input_1" : model.input_names_[0];
   nlohmann::json layers = nlohmann::json::array();
   layers.push_back({{"class_name", "InputLayer"},
                     {"name", source[0]},
@@ -89,12 +89,27 @@ absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model) {
     for (int a : model.inputs_[l]) {
       inbound.push_back({source[static_cast<size_t>(a)], 0, 0, nlohmann::json::object()});
     }
+    const int first = model.inputs_[l][0];
+    const Shape& in_shape = first == 0
+                                ? model.input_shape_
+                                : model.layers_[static_cast<size_t>(first - 1)]->output_shape();
+    if (type == "Dense" && in_shape.size() > 1) {
+      // Ringwork's Dense reads its input flat; Keras' acts on the last axis: a
+      // Flatten first says the same thing in Keras.
+      const std::string flat = layer.name() + "_flatten";
+      layers.push_back({{"class_name", "Flatten"},
+                        {"name", flat},
+                        {"config", {{"name", flat}, {"trainable", true}, {"dtype", "float32"}}},
+                        {"inbound_nodes", nlohmann::json::array({inbound})}});
+      inbound = nlohmann::json::array({{flat, 0, 0, nlohmann::json::object()}});
+    }
     layers.push_back({{"class_name", keras->second},
                       {"name", layer.name()},
                       {"config", config},
                       {"inbound_nodes", nlohmann::json::array({inbound})}});
     source[l + 1] = layer.name();
     for (const Variable* v : layer.weights()) {
+      if (IsUnusedBias(layer, *v)) continue;  // Keras has none.
       nlohmann::json shape = nlohmann::json::array();
       for (int64_t d : v->value.shape()) shape.push_back(d);
       manifest.push_back({{"name", v->name}, {"shape", shape}, {"dtype", "float32"}});

@@ -143,5 +143,16 @@ TEST_CASE("a saved model loads without its C++ and predicts bit-identically", "[
   CHECK(loaded->param_count() == model.param_count());
 }
 
+TEST_CASE("biases use_bias=false leaves out, and a Dense on an image, export to TF.js", "[tfjs]") {
+  SymbolicTensor x = Input({6, 6, 2});
+  SymbolicTensor h = Apply(Conv2D(3, 3, {.padding = "same", .use_bias = false}), x);
+  h = Apply(AveragePooling2D(2, {.padding = "same"}), Apply(BatchNormalization(), h));
+  Model model(
+      x, Apply(Dense(4, {.activation = "softmax", .use_bias = false}), h));  // Reads [3, 3, 3].
+  REQUIRE(model.Compile(Adam()).ok());
+  Train(model, Inputs({6, 6, 6, 2}), 4);
+  CheckAgainstTfjs(model, Inputs({3, 6, 6, 2}), "tfjs_no_bias");
+}
+
 }  // namespace
 }  // namespace ringwork

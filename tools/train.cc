@@ -159,6 +159,8 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
       // softmax, else logits.
       if (compile.loss.name == "sparse_categorical_crossentropy") {
         compile.loss.from_logits = model.output_activation() != "softmax";
+      } else if (compile.loss.name == "binary_crossentropy") {
+        compile.loss.from_logits = model.output_activation() != "sigmoid";
       }
       // Keras' image models often take [28, 28]: the same values as [28, 28, 1].
       const std::vector<Shape>& wanted = model.signature().input_shapes;
