@@ -111,7 +111,7 @@ class ConfigReader {
       }
       if ((key == "activity_regularizer" || key == "kernel_regularizer" ||
            key == "bias_regularizer" || key == "kernel_constraint" || key == "bias_constraint" ||
-           key == "lora_rank" || key == "input_length") &&
+           key == "lora_rank") &&
           value.is_null()) {
         continue;
       }

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "checkpoint/weights_file.h"
+#include "keras/node_reference_testing.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
@@ -18,11 +19,6 @@ namespace ringwork {
 namespace {
 
 using Catch::Matchers::Contains;
-
-std::string NodeModules() {
-  const char* dir = std::getenv("RINGWORK_NODE_MODULES");
-  return dir != nullptr ? dir : "/opt/ringwork-npm/node_modules";
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -46,12 +42,9 @@ CompileOptions Plain(const std::string& loss) {
 
 TEST_CASE("TF.js layers models load with their weights and predict as TF.js does",
           "[keras_import]") {
-  std::ifstream package(NodeModules() + "/@tensorflow/tfjs/package.json");
-  INFO("TF.js is missing from " << NodeModules() << ": run scripts/setup.sh --suite");
-  REQUIRE(package.good());
+  RequireNodePackage("@tensorflow/tfjs");
   const std::string dir = FreshTestDir("tfjs_models");
-  Subprocess::Options options;
-  options.env["NODE_PATH"] = NodeModules();
+  const Subprocess::Options options = NodeOptions();
   const SubprocessResult made =
       RunSubprocess({"/usr/bin/node", "keras/testdata/tfjs_make_models.js", dir}, options);
   INFO(made.output);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "keras/model.h"
+#include "keras/node_reference_testing.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
@@ -17,16 +18,9 @@ namespace {
 
 constexpr int64_t kFeatures = 4, kHidden = 6, kClasses = 3, kExamples = 8;
 
-std::string NodeModules() {
-  const char* dir = std::getenv("RINGWORK_NODE_MODULES");
-  return dir != nullptr ? dir : "/opt/ringwork-npm/node_modules";
-}
-
 TEST_CASE("two outputs: each output's loss and one SGD step as Keras' (tfjs) gives them",
           "[multi_output][keras_reference]") {
-  std::ifstream installed(NodeModules() + "/@tensorflow/tfjs/package.json");
-  INFO("the reference is missing from " << NodeModules() << ": run scripts/setup.sh --suite");
-  REQUIRE(installed.good());
+  RequireNodePackage("@tensorflow/tfjs");
 
   SymbolicTensor x = Input({kFeatures}, "x");
   SymbolicTensor h = Apply(Dense(kHidden, {.activation = "tanh"}), x);
@@ -68,8 +62,7 @@ TEST_CASE("two outputs: each output's loss and one SGD step as Keras' (tfjs) giv
   c["kind"] = std::vector<int64_t>(kinds.data<int64_t>(), kinds.data<int64_t>() + kExamples);
   const std::string path = FreshTestDir("keras_reference") + "/case.json";
   std::ofstream(path) << c.dump();
-  Subprocess::Options options;
-  options.env["NODE_PATH"] = NodeModules();
+  const Subprocess::Options options = NodeOptions();
   const SubprocessResult r =
       RunSubprocess({"/usr/bin/node", "keras/testdata/keras_reference.js", path}, options);
   INFO(r.output);

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "keras/applications.h"
+#include "keras/node_reference_testing.h"
 #include "keras/sequential.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
@@ -19,17 +20,6 @@ namespace ringwork {
 namespace {
 
 using Catch::Matchers::Contains;
-
-std::string NodeModules() {
-  const char* dir = std::getenv("RINGWORK_NODE_MODULES");
-  return dir != nullptr ? dir : "/opt/ringwork-npm/node_modules";
-}
-
-Tensor Inputs(Shape shape) {
-  Tensor x(std::move(shape));
-  for (int64_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * i) + 0.2f * std::cos(1.3f * i);
-  return x;
-}
 
 // Exports `model`, checks it with onnx.checker, runs `x` in ONNX Runtime and
 // compares its output `output` with Predict's.
@@ -48,9 +38,7 @@ void CheckAgainstOnnxRuntime(Model& model, const Tensor& x, const std::string& o
   REQUIRE(checked.exit_code == 0);
   CHECK_THAT(checked.output, Contains("ir 8 opset 17"));
 
-  std::ifstream package(NodeModules() + "/onnxruntime-node/package.json");
-  INFO("ONNX Runtime is missing from " << NodeModules() << ": run scripts/setup.sh --suite");
-  REQUIRE(package.good());
+  RequireNodePackage("onnxruntime-node");
   std::ofstream(dir + "/x.f32", std::ios::binary)
       .write(reinterpret_cast<const char*>(x.data()), static_cast<std::streamsize>(x.size() * 4));
   std::string dims = "[";
@@ -58,8 +46,7 @@ void CheckAgainstOnnxRuntime(Model& model, const Tensor& x, const std::string& o
     dims += (i ? ", " : "") + std::to_string(x.shape()[i]);
   }
   dims += "]";
-  Subprocess::Options options;
-  options.env["NODE_PATH"] = NodeModules();
+  const Subprocess::Options options = NodeOptions();
   const SubprocessResult ran = RunSubprocess(
       {"/usr/bin/node", "keras/testdata/onnx_run.js", path, dir + "/x.f32", dims, dir + "/y"},
       options);
@@ -89,10 +76,11 @@ TEST_CASE("an MLP exported to ONNX predicts in ONNX Runtime as in Ringwork", "[o
   compile.intra_op_threads = 1;
   REQUIRE(model.Compile(compile).ok());
   Batch batch;
-  batch.features = Inputs({16, 4, 4, 1});
+  batch.features = DeterministicInputs({16, 4, 4, 1});
   for (int i = 0; i < 16; ++i) batch.labels.push_back(i % 10);
   for (int step = 0; step < 3; ++step) REQUIRE(model.TrainStep(batch).ok());
-  CheckAgainstOnnxRuntime(model, Inputs({7, 4, 4, 1}), "dense_1", FreshTestDir("onnx_mlp"));
+  CheckAgainstOnnxRuntime(model, DeterministicInputs({7, 4, 4, 1}), "dense_1",
+                          FreshTestDir("onnx_mlp"));
 }
 
 TEST_CASE("a functional model with merges exports; a layer not exported yet is named", "[onnx]") {
@@ -107,7 +95,8 @@ TEST_CASE("a functional model with merges exports; a layer not exported yet is n
   compile.intra_op_threads = 1;
   REQUIRE(model.Compile(compile).ok());
   REQUIRE(model.Build({3, 4}).ok());
-  CheckAgainstOnnxRuntime(model, Inputs({5, 3, 4}), "activation", FreshTestDir("onnx_merge"));
+  CheckAgainstOnnxRuntime(model, DeterministicInputs({5, 3, 4}), "activation",
+                          FreshTestDir("onnx_merge"));
 
   SymbolicTensor ids = Input({2}), numbers = Input({3});
   Model two(std::vector<SymbolicTensor>{ids, numbers},
@@ -120,21 +109,6 @@ TEST_CASE("a functional model with merges exports; a layer not exported yet is n
              Contains("(InputLayer) is not exported yet (a model of several inputs)"));
 }
 
-// A few steps, so that batch normalization's moving statistics are not the initial ones.
-void Train(Model& model, const Tensor& x, int classes) {
-  Batch batch;
-  batch.features = x;
-  for (int64_t i = 0; i < x.dim(0); ++i) batch.labels.push_back(static_cast<int32_t>(i % classes));
-  for (int step = 0; step < 3; ++step) REQUIRE(model.TrainStep(batch).ok());
-}
-
-CompileOptions Adam() {
-  CompileOptions compile;
-  compile.optimizer = {.name = "adam", .learning_rate = 0.01f};
-  compile.intra_op_threads = 1;
-  return compile;
-}
-
 TEST_CASE("a CNN with batch normalization, both paddings, strides and both pools exports",
           "[onnx]") {
   SymbolicTensor x = Input({9, 9, 2});
@@ -144,20 +118,22 @@ TEST_CASE("a CNN with batch normalization, both paddings, strides and both pools
   h = Apply(AveragePooling2D(2, {.strides = 1}), Apply(Conv2D(5, 2), h));
   h = Apply(LayerNormalization(), Apply(Flatten(), h));
   Model model(x, Apply(Dense(3, {.activation = "softmax"}), h));
-  REQUIRE(model.Compile(Adam()).ok());
-  Train(model, Inputs({12, 9, 9, 2}), 3);
-  CheckAgainstOnnxRuntime(model, Inputs({5, 9, 9, 2}), "dense", FreshTestDir("onnx_cnn"));
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  TrainFewSteps(model, DeterministicInputs({12, 9, 9, 2}), 3);
+  CheckAgainstOnnxRuntime(model, DeterministicInputs({5, 9, 9, 2}), "dense",
+                          FreshTestDir("onnx_cnn"));
 }
 
 TEST_CASE("the built-in ResNet and Wide & Deep export", "[onnx]") {
   Model resnet = SmallResNet({8, 8, 1}, 4, {.random_flip = true});
-  REQUIRE(resnet.Compile(Adam()).ok());
-  Train(resnet, Inputs({8, 8, 8, 1}), 4);
+  REQUIRE(resnet.Compile(AdamOneThread()).ok());
+  TrainFewSteps(resnet, DeterministicInputs({8, 8, 8, 1}), 4);
   const std::string resnet_out = resnet.output_names()[0];
-  CheckAgainstOnnxRuntime(resnet, Inputs({3, 8, 8, 1}), resnet_out, FreshTestDir("onnx_resnet"));
+  CheckAgainstOnnxRuntime(resnet, DeterministicInputs({3, 8, 8, 1}), resnet_out,
+                          FreshTestDir("onnx_resnet"));
 
   Model wide = WideAndDeep(/*num_ids=*/20, /*id_columns=*/2, /*numeric_columns=*/3);
-  CompileOptions compile = Adam();
+  CompileOptions compile = AdamOneThread();
   compile.loss = {"binary_crossentropy"};
   compile.metrics = {};
   REQUIRE(wide.Compile(compile).ok());
@@ -167,7 +143,7 @@ TEST_CASE("the built-in ResNet and Wide & Deep export", "[onnx]") {
     rows[i * 5 + 1] = static_cast<float>((i * 3) % 20);
     for (int64_t j = 2; j < 5; ++j) rows[i * 5 + j] = std::sin(0.4f * (i * 5 + j));
   }
-  Train(wide, rows, 2);
+  TrainFewSteps(wide, rows, 2);
   CheckAgainstOnnxRuntime(wide, rows, wide.output_names()[0], FreshTestDir("onnx_wide"));
 }
 

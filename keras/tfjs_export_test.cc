@@ -12,6 +12,7 @@
 #include <iterator>
 
 #include "keras/applications.h"
+#include "keras/node_reference_testing.h"
 #include "keras/saved_model.h"
 #include "keras/sequential.h"
 #include "testing/subprocess.h"
@@ -22,29 +23,9 @@ namespace {
 
 using Catch::Matchers::Contains;
 
-std::string NodeModules() {
-  const char* dir = std::getenv("RINGWORK_NODE_MODULES");
-  return dir != nullptr ? dir : "/opt/ringwork-npm/node_modules";
-}
-
-Tensor Inputs(Shape shape) {
-  Tensor x(std::move(shape));
-  for (int64_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * i) + 0.2f * std::cos(1.3f * i);
-  return x;
-}
-
-void Train(Model& model, const Tensor& x, int classes) {
-  Batch batch;
-  batch.features = x;
-  for (int64_t i = 0; i < x.dim(0); ++i) batch.labels.push_back(static_cast<int32_t>(i % classes));
-  for (int step = 0; step < 3; ++step) REQUIRE(model.TrainStep(batch).ok());
-}
-
 // Exports `model` to a fresh directory; TF.js predicts `x` as Predict does.
 void CheckAgainstTfjs(Model& model, const Tensor& x, const std::string& name) {
-  std::ifstream package(NodeModules() + "/@tensorflow/tfjs/package.json");
-  INFO("TF.js is missing from " << NodeModules() << ": run scripts/setup.sh --suite");
-  REQUIRE(package.good());
+  RequireNodePackage("@tensorflow/tfjs");
   const std::string dir = FreshTestDir(name);
   REQUIRE(ExportTfjs(model, dir + "/model").ok());
   std::ofstream(dir + "/x.f32", std::ios::binary)
@@ -53,8 +34,7 @@ void CheckAgainstTfjs(Model& model, const Tensor& x, const std::string& name) {
   for (size_t i = 0; i < x.shape().size(); ++i) {
     dims += (i ? ", " : "") + std::to_string(x.shape()[i]);
   }
-  Subprocess::Options options;
-  options.env["NODE_PATH"] = NodeModules();
+  const Subprocess::Options options = NodeOptions();
   const SubprocessResult r =
       RunSubprocess({"/usr/bin/node", "keras/testdata/tfjs_predict.js", dir + "/model",
                      dir + "/x.f32", dims + "]", dir + "/y.f32"},
@@ -74,25 +54,18 @@ void CheckAgainstTfjs(Model& model, const Tensor& x, const std::string& name) {
   }
 }
 
-CompileOptions Adam() {
-  CompileOptions compile;
-  compile.optimizer = {.name = "adam", .learning_rate = 0.01f};
-  compile.intra_op_threads = 1;
-  return compile;
-}
-
 TEST_CASE("train's MLP and CNN exported to TF.js predict there as here", "[tfjs]") {
   Model mlp = MlpClassifier(10);
-  CompileOptions logits = Adam();
+  CompileOptions logits = AdamOneThread();
   logits.loss = {"sparse_categorical_crossentropy", true};
   REQUIRE(mlp.Compile(logits).ok());
-  Train(mlp, Inputs({8, 28, 28, 1}), 10);
-  CheckAgainstTfjs(mlp, Inputs({4, 28, 28, 1}), "tfjs_mlp");
+  TrainFewSteps(mlp, DeterministicInputs({8, 28, 28, 1}), 10);
+  CheckAgainstTfjs(mlp, DeterministicInputs({4, 28, 28, 1}), "tfjs_mlp");
 
   Model cnn = SmallCnn(10);
   REQUIRE(cnn.Compile(logits).ok());
-  Train(cnn, Inputs({8, 28, 28, 1}), 10);
-  CheckAgainstTfjs(cnn, Inputs({3, 28, 28, 1}), "tfjs_cnn");
+  TrainFewSteps(cnn, DeterministicInputs({8, 28, 28, 1}), 10);
+  CheckAgainstTfjs(cnn, DeterministicInputs({3, 28, 28, 1}), "tfjs_cnn");
 }
 
 TEST_CASE("normalization, pools, merges and a softmax export to TF.js", "[tfjs]") {
@@ -106,12 +79,12 @@ TEST_CASE("normalization, pools, merges and a softmax export to TF.js", "[tfjs]"
       Apply(LayerNormalization(), Apply(Flatten(), Apply(AveragePooling2D(2), h)));
   h = Apply(Concatenate(), {pooled, flat});
   Model model(x, Apply(Dense(3, {.activation = "softmax"}), Apply(Dropout(0.2f), h)));
-  REQUIRE(model.Compile(Adam()).ok());
-  Train(model, Inputs({12, 9, 9, 2}), 3);
-  CheckAgainstTfjs(model, Inputs({5, 9, 9, 2}), "tfjs_functional");
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  TrainFewSteps(model, DeterministicInputs({12, 9, 9, 2}), 3);
+  CheckAgainstTfjs(model, DeterministicInputs({5, 9, 9, 2}), "tfjs_functional");
 
   Model wide = WideAndDeep(20, 2, 3);
-  CompileOptions binary = Adam();
+  CompileOptions binary = AdamOneThread();
   binary.loss = {"binary_crossentropy"};
   binary.metrics = {};
   REQUIRE(wide.Compile(binary).ok());
@@ -128,13 +101,13 @@ TEST_CASE("a saved model loads without its C++ and predicts bit-identically", "[
   SymbolicTensor a = Apply(Dense(6, {.activation = "tanh"}), Apply(Flatten(), h));
   SymbolicTensor b = Apply(Dense(6), Apply(GlobalAveragePooling2D(), h));
   Model model(x, Apply(Dense(3, {.activation = "softmax"}), Apply(Add(), {a, b})));
-  REQUIRE(model.Compile(Adam()).ok());
-  Train(model, Inputs({12, 9, 9, 2}), 3);
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  TrainFewSteps(model, DeterministicInputs({12, 9, 9, 2}), 3);
   const std::string dir = FreshTestDir("saved_model") + "/model";
   REQUIRE(SaveModel(model, dir).ok());
   absl::StatusOr<Model> loaded = LoadModel(dir);
   REQUIRE(loaded.ok());
-  const Tensor probe = Inputs({5, 9, 9, 2});
+  const Tensor probe = DeterministicInputs({5, 9, 9, 2});
   absl::StatusOr<Tensor> before = model.Predict(probe), after = loaded->Predict(probe);
   REQUIRE(before.ok());
   REQUIRE(after.ok());
@@ -149,9 +122,9 @@ TEST_CASE("biases use_bias=false leaves out, and a Dense on an image, export to 
   h = Apply(AveragePooling2D(2, {.padding = "same"}), Apply(BatchNormalization(), h));
   Model model(
       x, Apply(Dense(4, {.activation = "softmax", .use_bias = false}), h));  // Reads [3, 3, 3].
-  REQUIRE(model.Compile(Adam()).ok());
-  Train(model, Inputs({6, 6, 6, 2}), 4);
-  CheckAgainstTfjs(model, Inputs({3, 6, 6, 2}), "tfjs_no_bias");
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  TrainFewSteps(model, DeterministicInputs({6, 6, 6, 2}), 4);
+  CheckAgainstTfjs(model, DeterministicInputs({3, 6, 6, 2}), "tfjs_no_bias");
 }
 
 }  // namespace

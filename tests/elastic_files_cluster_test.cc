@@ -37,6 +37,32 @@ void WriteClassFiles(const std::string& dir) {
   });
 }
 
+// launch --elastic of `workers` train tasks over the files WriteClassFiles wrote
+// in `dir` (global batch 120, one thread each, at least 2 workers), killed where
+// `crash_at` says, plus `more` train flags; what they printed.
+SubprocessResult RunElastic(const std::string& dir, int workers, const std::string& crash_at,
+                            const std::vector<std::string>& more) {
+  std::vector<std::string> argv = {kLaunch,
+                                   "--num_workers=" + std::to_string(workers),
+                                   "--elastic",
+                                   "--",
+                                   kTrain,
+                                   "--train_data=tfrecord:" + dir + "/f*.tfrecord",
+                                   "--targets=y",
+                                   "--num_classes=3",
+                                   "--global_batch_size=120",
+                                   "--verbose=0",
+                                   "--intra_op_threads=1",
+                                   "--inter_op_threads=1",
+                                   "--min_workers=2",
+                                   "--metrics_json=" + dir + "/metrics.json"};
+  argv.insert(argv.end(), more.begin(), more.end());
+  Subprocess::Options options;
+  options.env["RINGWORK_CRASH_AT"] = crash_at;
+  options.timeout_s = kGuardS;
+  return Subprocess::Start(argv, options).Wait();
+}
+
 TEST_CASE(
     "4 workers over TFRecord files; worker 2 killed: 3 go on from the step reached, every "
     "example trained once per epoch",
@@ -44,25 +70,7 @@ TEST_CASE(
   // With elastic training AUTO reads the files as DATA, one common order, 20 steps of 120.
   const std::string dir = FreshTestDir("elastic_files");
   WriteClassFiles(dir);
-  std::vector<std::string> argv = {kLaunch,
-                                   "--num_workers=4",
-                                   "--elastic",
-                                   "--",
-                                   kTrain,
-                                   "--train_data=tfrecord:" + dir + "/f*.tfrecord",
-                                   "--targets=y",
-                                   "--num_classes=3",
-                                   "--epochs=3",
-                                   "--global_batch_size=120",
-                                   "--verbose=0",
-                                   "--intra_op_threads=1",
-                                   "--inter_op_threads=1",
-                                   "--min_workers=2",
-                                   "--metrics_json=" + dir + "/metrics.json"};
-  Subprocess::Options options;
-  options.env["RINGWORK_CRASH_AT"] = "allreduce#30@worker:2";
-  options.timeout_s = kGuardS;
-  const SubprocessResult r = Subprocess::Start(argv, options).Wait();
+  const SubprocessResult r = RunElastic(dir, 4, "allreduce#30@worker:2", {"--epochs=3"});
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(LogLineTime(r.output, "crash point", "worker:2") >= 0);
@@ -82,26 +90,9 @@ TEST_CASE(
     "[elastic]") {
   const std::string dir = FreshTestDir("elastic_files_evaluate");
   WriteClassFiles(dir);
-  const std::vector<std::string> argv = {kLaunch,
-                                         "--num_workers=3",
-                                         "--elastic",
-                                         "--",
-                                         kTrain,
-                                         "--train_data=tfrecord:" + dir + "/f*.tfrecord",
-                                         "--test_data=tfrecord:" + dir + "/f0*.tfrecord",
-                                         "--targets=y",
-                                         "--num_classes=3",
-                                         "--epochs=1",
-                                         "--global_batch_size=120",
-                                         "--verbose=0",
-                                         "--intra_op_threads=1",
-                                         "--inter_op_threads=1",
-                                         "--min_workers=2",
-                                         "--metrics_json=" + dir + "/metrics.json"};
-  Subprocess::Options options;
-  options.env["RINGWORK_CRASH_AT"] = "final_evaluate@worker:1";
-  options.timeout_s = kGuardS;
-  const SubprocessResult r = Subprocess::Start(argv, options).Wait();
+  const SubprocessResult r =
+      RunElastic(dir, 3, "final_evaluate@worker:1",
+                 {"--epochs=1", "--test_data=tfrecord:" + dir + "/f0*.tfrecord"});
   INFO(r.output);
   CHECK(r.exit_code == 0);
   REQUIRE(LogLineTime(r.output, "crash point final_evaluate", "worker:1") >= 0);
