@@ -20,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "base/atomic_file.h"
 #include "base/status_macros.h"
+#include "checkpoint/zip_archive.h"
 
 namespace ringwork {
 namespace {
@@ -71,51 +72,10 @@ std::string NpyBytes(const NamedTensor& t) {
 }
 
 absl::Status WriteNpz(const std::vector<NamedTensor>& tensors, const std::string& path) {
-  if (tensors.empty()) {
-    // libzip writes no file for an empty archive: its end record alone.
-    return WriteFileAtomically(path, std::string("PK\x05\x06", 4) + std::string(18, '\0'),
-                               "weights file");
-  }
-  const std::string tmp = path + ".tmp";
-  std::remove(tmp.c_str());
-  int error = 0;
-  zip_t* z = zip_open(tmp.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error);
-  if (z == nullptr) {
-    zip_error_t e;
-    zip_error_init_with_code(&e, error);
-    const std::string why = zip_error_strerror(&e);
-    zip_error_fini(&e);
-    return absl::InvalidArgumentError(absl::StrCat("cannot write ", tmp, ": ", why));
-  }
-  std::vector<std::string> members;  // Alive until zip_close writes them.
+  ZipMembers members;
   members.reserve(tensors.size());
-  for (const NamedTensor& t : tensors) {
-    members.push_back(NpyBytes(t));
-    zip_source_t* source = zip_source_buffer(z, members.back().data(), members.back().size(), 0);
-    const zip_int64_t index =
-        source == nullptr ? -1
-                          : zip_file_add(z, (t.name + ".npy").c_str(), source, ZIP_FL_ENC_UTF_8);
-    if (index < 0 || zip_set_file_compression(z, index, ZIP_CM_STORE, 0) != 0) {
-      if (source != nullptr && index < 0) zip_source_free(source);
-      const std::string why = zip_strerror(z);
-      zip_discard(z);
-      std::remove(tmp.c_str());
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot write ", t.name, " to ", tmp, ": ", why));
-    }
-  }
-  if (zip_close(z) != 0) {
-    const std::string why = zip_strerror(z);
-    zip_discard(z);
-    std::remove(tmp.c_str());
-    return absl::InvalidArgumentError(absl::StrCat("cannot write ", tmp, ": ", why));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  for (const NamedTensor& t : tensors) members.emplace_back(t.name + ".npy", NpyBytes(t));
+  return WriteZipArchive(members, path);
 }
 
 // safetensors: an 8-byte little-endian header size, the JSON header (padded with

@@ -102,7 +102,7 @@ struct EvaluateResult {
 };
 
 class FitLoop;
-struct TfjsArtifacts;  // keras/tfjs_export.h
+struct KerasGraph;  // keras/keras_graph.h
 
 class Model : private ElasticReplica {
  public:
@@ -243,7 +243,7 @@ class Model : private ElasticReplica {
  private:
   friend class FitLoop;
   friend absl::StatusOr<std::string> OnnxModelBytes(const Model& model);
-  friend absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model);
+  friend absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& what);
 
   // The functional constructor's work (keras/functional.cc): the graph's layers
   // in topological order; several inputs read one flat example.

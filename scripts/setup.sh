@@ -12,7 +12,8 @@
 #                              NumPy (independent PNG/JPEG and .npz writers),
 #                              clang-format and
 #                              universal-ctags (the source checks), python3-onnx
-#                              (onnx.checker), and from npm in /opt/ringwork-npm
+#                              (onnx.checker), python3-h5py (an independent
+#                              .weights.h5 reader), and from npm in /opt/ringwork-npm
 #                              @tensorflow/tfjs 4.22 (Keras' semantics) and
 #                              onnxruntime-node (ONNX Runtime's CPU library), run
 #                              by the machine's node
@@ -25,6 +26,7 @@ packages=(
   bazel-bootstrap bazel-platforms bazel-rules-java
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libdnnl-dev catch2 libabsl-dev zlib1g-dev libpng-dev libjpeg-dev libzip-dev
+  libhdf5-dev
   dataset-fashion-mnist
   openssl libssl-dev
 )
@@ -35,7 +37,7 @@ for arg in "$@"; do
       suite=1
       packages+=(slurm-wlm munge chromium clang libclang-rt-14-dev iproute2 libgtest-dev
                  python3-yaml python3-protobuf python3-crcmod python3-pil python3-numpy clang-format
-                 universal-ctags python3-onnx) ;;
+                 universal-ctags python3-onnx python3-h5py) ;;
     --peers)
       # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS
       # (about 5x slower here), which would flatter Ringwork.

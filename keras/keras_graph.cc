@@ -1,0 +1,114 @@
+#include "keras/keras_graph.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringwork {
+namespace {
+
+// Ringwork's layer type -> Keras' class.
+const std::map<std::string, std::string>& KerasClasses() {
+  static const auto* classes = new std::map<std::string, std::string>{
+      {"Dense", "Dense"},
+      {"Conv2D", "Conv2D"},
+      {"MaxPooling2D", "MaxPooling2D"},
+      {"AveragePooling2D", "AveragePooling2D"},
+      {"GlobalAveragePooling2D", "GlobalAveragePooling2D"},
+      {"BatchNormalization", "BatchNormalization"},
+      {"SyncBatchNormalization", "BatchNormalization"},
+      {"LayerNormalization", "LayerNormalization"},
+      {"Embedding", "Embedding"},
+      {"Activation", "Activation"},
+      {"Flatten", "Flatten"},
+      {"Reshape", "Reshape"},
+      {"Dropout", "Dropout"},
+      {"Add", "Add"},
+      {"Multiply", "Multiply"},
+      {"Concatenate", "Concatenate"},
+  };
+  return *classes;
+}
+
+nlohmann::json BaseConfig(const std::string& name) {
+  return {{"name", name}, {"trainable", true}, {"dtype", "float32"}};
+}
+
+}  // namespace
+
+nlohmann::json KerasBatchShape(const Shape& shape) {
+  nlohmann::json out = nlohmann::json::array({nullptr});
+  for (int64_t d : shape) out.push_back(d);
+  return out;
+}
+
+absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& what) {
+  if (!model.built()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": the model is not built (call Fit, Evaluate or Build first)"));
+  }
+  KerasGraph graph;
+  graph.name = model.model_name_;
+  // What each activation is (0: the input) by the Keras layer that gives it.
+  std::vector<std::string> source(model.layers_.size() + 1);
+  std::vector<Shape> shape(model.layers_.size() + 1);
+  source[0] = model.input_names_.empty() ? "input_1" : model.input_names_[0];
+  shape[0] = model.input_shape_;
+  KerasNode input{"InputLayer", source[0], BaseConfig(source[0]), {}, {}, shape[0], {}};
+  input.config.erase("trainable");
+  input.config["batch_input_shape"] = KerasBatchShape(shape[0]);
+  input.config["sparse"] = false;
+  graph.nodes.push_back(std::move(input));
+  for (size_t l = 0; l < model.layers_.size(); ++l) {
+    const Layer& layer = *model.layers_[l];
+    const std::string type = layer.type();
+    const int first = model.inputs_[l][0];
+    if (type == "RandomFlip") {  // Nothing in inference.
+      source[l + 1] = source[static_cast<size_t>(first)];
+      shape[l + 1] = shape[static_cast<size_t>(first)];
+      continue;
+    }
+    const auto keras = KerasClasses().find(type);
+    if (keras == KerasClasses().end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": layer ", layer.name(), " (", type, ") is not exported",
+                       type == "InputLayer" ? " (a model of several inputs)" : ""));
+    }
+    KerasNode node{
+        keras->second, layer.name(), BaseConfig(layer.name()), {}, {}, layer.output_shape(), {}};
+    node.config.update(layer.keras_config());
+    if (type == "Conv2D" || type == "MaxPooling2D" || type == "AveragePooling2D" ||
+        type == "GlobalAveragePooling2D") {
+      node.config["data_format"] = "channels_last";
+    }
+    if (type == "Conv2D") node.config["dilation_rate"] = {1, 1};
+    for (int a : model.inputs_[l]) {
+      node.inbound.push_back(source[static_cast<size_t>(a)]);
+      node.inbound_shapes.push_back(shape[static_cast<size_t>(a)]);
+    }
+    if (type == "Dense" && node.inbound_shapes[0].size() > 1) {
+      // Ringwork's Dense reads its input flat; Keras' acts on the last axis: a
+      // Flatten first says the same thing in Keras.
+      const std::string flat = layer.name() + "_flatten";
+      graph.nodes.push_back({"Flatten",
+                             flat,
+                             BaseConfig(flat),
+                             node.inbound,
+                             node.inbound_shapes,
+                             Shape{NumElements(node.inbound_shapes[0])},
+                             {}});
+      node.inbound = {flat};
+      node.inbound_shapes = {graph.nodes.back().output_shape};
+    }
+    for (const Variable* v : layer.weights()) {
+      if (!IsUnusedBias(layer, *v)) node.weights.push_back(v);  // Keras has none.
+    }
+    source[l + 1] = layer.name();
+    shape[l + 1] = layer.output_shape();
+    graph.nodes.push_back(std::move(node));
+  }
+  for (int a : model.outputs_) graph.outputs.push_back(source[static_cast<size_t>(a)]);
+  return graph;
+}
+
+}  // namespace ringwork

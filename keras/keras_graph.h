@@ -1,0 +1,49 @@
+// A model as Keras describes it: its layers in order, each with Keras' class,
+// its config under Keras' argument names, the layers it reads and the variables
+// Keras would give it. What the Keras-format writers (TF.js' model.json, Keras
+// 3's config.json and .weights.h5) share.
+//
+//   RW_ASSIGN_OR_RETURN(KerasGraph graph, KerasGraphOf(model, "TF.js export"));
+//   for (const KerasNode& node : graph.nodes) ...   // nodes[0]: the InputLayer
+//
+// RandomFlip is left out (inference); SyncBatchNormalization is a
+// BatchNormalization; a Dense that reads a rank > 1 input gets a Flatten before
+// it (NAME_flatten), because Keras' Dense acts on the last axis only. Another
+// layer, or a model of several inputs, is INVALID_ARGUMENT naming it after `what`.
+#ifndef RINGWORK_KERAS_KERAS_GRAPH_H_
+#define RINGWORK_KERAS_KERAS_GRAPH_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "keras/model.h"
+
+namespace ringwork {
+
+struct KerasNode {
+  std::string class_name;  // Keras' ("BatchNormalization" for SyncBatchNormalization)
+  std::string name;
+  // name, trainable and dtype ("float32"), with the layer's own arguments.
+  nlohmann::json config;
+  std::vector<std::string> inbound;   // The layers it reads, by name.
+  std::vector<Shape> inbound_shapes;  // Their outputs' shapes, without the batch.
+  Shape output_shape;
+  std::vector<const Variable*> weights;  // Keras' variables, in Keras' order.
+};
+
+struct KerasGraph {
+  std::string name;
+  std::vector<KerasNode> nodes;      // nodes[0]: the InputLayer.
+  std::vector<std::string> outputs;  // The layers whose outputs the model gives.
+};
+
+absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& what);
+
+// Keras' [null, d1, d2, ...].
+nlohmann::json KerasBatchShape(const Shape& shape);
+
+}  // namespace ringwork
+
+#endif  // RINGWORK_KERAS_KERAS_GRAPH_H_
