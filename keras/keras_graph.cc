@@ -1,5 +1,6 @@
 #include "keras/keras_graph.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +33,41 @@ const std::map<std::string, std::string>& KerasClasses() {
 
 nlohmann::json BaseConfig(const std::string& name) {
   return {{"name", name}, {"trainable", true}, {"dtype", "float32"}};
+}
+
+// Keras 3's layer order (keras/src/ops/function.py, map_graph): by depth, the
+// longest path to an output, deepest first; within a depth, in the order a
+// depth-first walk from the outputs, each node's inputs in order, first meets
+// them. Keras numbers the layers' weights in this order (dense, dense_1, ...).
+void SortAsKeras(KerasGraph& graph) {
+  std::map<std::string, size_t> at;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) at[graph.nodes[i].name] = i;
+  std::vector<int> met(graph.nodes.size(), -1);
+  std::vector<size_t> finished;  // Inputs before what reads them.
+  std::vector<bool> done(graph.nodes.size(), false);
+  int next = 0;
+  auto walk = [&](auto&& self, size_t n) -> void {
+    if (done[n]) return;
+    if (met[n] < 0) met[n] = next++;
+    for (const std::string& from : graph.nodes[n].inbound) self(self, at.at(from));
+    done[n] = true;
+    finished.push_back(n);
+  };
+  for (const std::string& o : graph.outputs) walk(walk, at.at(o));
+  std::vector<int> depth(graph.nodes.size(), 0);
+  for (auto n = finished.rbegin(); n != finished.rend(); ++n) {
+    for (const std::string& from : graph.nodes[*n].inbound) {
+      int& d = depth[at.at(from)];
+      d = std::max(d, depth[*n] + 1);
+    }
+  }
+  std::vector<size_t> order(finished.begin(), finished.end());
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return depth[a] != depth[b] ? depth[a] > depth[b] : met[a] < met[b];
+  });
+  std::vector<KerasNode> sorted;
+  for (size_t n : order) sorted.push_back(std::move(graph.nodes[n]));
+  graph.nodes = std::move(sorted);
 }
 
 }  // namespace
@@ -108,6 +144,7 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
     graph.nodes.push_back(std::move(node));
   }
   for (int a : model.outputs_) graph.outputs.push_back(source[static_cast<size_t>(a)]);
+  SortAsKeras(graph);
   return graph;
 }
 

@@ -1,4 +1,5 @@
-// A model as Keras describes it: its layers in order, each with Keras' class,
+// A model as Keras describes it: its layers in Keras 3's order (by depth, as
+// Keras' map_graph sorts them; it numbers weights by it), each with Keras' class,
 // its config under Keras' argument names, the layers it reads and the variables
 // Keras would give it. What the Keras-format writers (TF.js' model.json, Keras
 // 3's config.json and .weights.h5) share.
@@ -35,7 +36,7 @@ struct KerasNode {
 
 struct KerasGraph {
   std::string name;
-  std::vector<KerasNode> nodes;      // nodes[0]: the InputLayer.
+  std::vector<KerasNode> nodes;      // nodes[0]: the InputLayer (the deepest).
   std::vector<std::string> outputs;  // The layers whose outputs the model gives.
 };
 

@@ -161,10 +161,12 @@ class Model : private ElasticReplica {
 
   // Keras' save_weights: every weight (Keras' model.weights) under its Keras name
   // ("dense/kernel"), float32, in Keras' layout, to PATH ending in .npz (NumPy's
-  // np.load) or .safetensors (checkpoint/weights_file.h). The chief writes
-  // (atomically); every worker returns its result. The model must be built.
+  // np.load) or .safetensors (checkpoint/weights_file.h), or in Keras 3's
+  // .weights.h5 layout (keras/keras_archive.h). The chief writes (atomically);
+  // every worker returns its result. The model must be built.
   absl::Status SaveWeights(const std::string& path);
-  // Keras' load_weights from .npz, .safetensors or a Ringwork checkpoint (a file, or
+  // Keras' load_weights from .npz, .safetensors, a TF.js model.json, Keras 3's
+  // .weights.h5 or .keras archive, or a Ringwork checkpoint (a file, or
   // a ModelCheckpoint/BackupAndRestore directory: its latest): read on
   // the chief, every name and shape checked before anything changes, then given to
   // every replica. FAILED_PRECONDITION (exit 7) naming the tensor for one the file
@@ -226,6 +228,7 @@ class Model : private ElasticReplica {
   std::vector<Variable*> weights() const;
   int64_t param_count() const;
   MultiWorkerMirroredStrategy* strategy() const { return strategy_; }
+  const CompileOptions& compile_options() const { return compile_options_; }
   KernelContext* kernel_context() { return kernels_.get(); }
   Optimizer* optimizer() { return optimizer_.get(); }
   // The compiled metrics (their names; values come back in Logs and results).

@@ -1,13 +1,20 @@
 // Model::SaveWeights and LoadWeights: Keras' save_weights / load_weights, in
 // files other tools read (checkpoint/weights_file.h) or a Ringwork checkpoint.
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "checkpoint/checkpoint_directory.h"
+#include "checkpoint/h5_file.h"
 #include "checkpoint/weights_file.h"
+#include "checkpoint/zip_archive.h"
+#include "keras/keras_archive.h"
 #include "keras/model.h"
 #include "keras/training_state.h"
 
@@ -16,6 +23,34 @@ namespace {
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
   return ShapeString(Shape(shape.begin(), shape.end()));
+}
+
+// Keras 3's .weights.h5, or the weights in a .keras archive, under the model's
+// variable names (the file knows them by layer class and position).
+absl::StatusOr<std::vector<NamedTensor>> ReadKerasWeights(const Model& model,
+                                                          const std::string& path) {
+  std::string image;
+  if (absl::EndsWith(path, ".keras")) {
+    RW_ASSIGN_OR_RETURN(image, ReadZipMember(path, "model.weights.h5"));
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read"));
+    image.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  RW_ASSIGN_OR_RETURN(std::vector<NamedTensor> read, ReadH5Datasets(image, path));
+  RW_ASSIGN_OR_RETURN(const auto layout, KerasH5Layout(model));
+  std::vector<NamedTensor> out;
+  for (NamedTensor& t : read) {
+    if (absl::StartsWith(t.name, "optimizer/")) continue;  // Keras' optimizer state: not read.
+    const auto it = layout.find(t.name);
+    if (it != layout.end()) t.name = it->second;  // Else refused below, by its path.
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+bool IsKerasWeights(const std::string& path) {
+  return absl::EndsWith(path, ".h5") || absl::EndsWith(path, ".keras");
 }
 
 }  // namespace
@@ -27,15 +62,19 @@ absl::Status Model::SaveWeights(const std::string& path) {
         "first)");
   }
   if (WeightsFormatOf(path) != WeightsFormat::kNpz &&
-      WeightsFormatOf(path) != WeightsFormat::kSafetensors) {
+      WeightsFormatOf(path) != WeightsFormat::kSafetensors &&
+      !absl::EndsWith(path, ".weights.h5")) {
     return absl::InvalidArgumentError(absl::StrCat(
         path,
-        ": SaveWeights writes .npz or .safetensors (ModelCheckpoint and BackupAndRestore "
-        "write Ringwork checkpoints)"));
+        ": SaveWeights writes .npz, .safetensors or .weights.h5 (SaveKerasArchive writes .keras; "
+        "ModelCheckpoint and BackupAndRestore write Ringwork checkpoints)"));
   }
   // The replicas are identical: the chief writes, every worker learns how it went.
   absl::Status written;
-  if (strategy_->is_chief()) {
+  if (strategy_->is_chief() && absl::EndsWith(path, ".weights.h5")) {
+    absl::StatusOr<std::string> image = KerasWeightsH5(*this);
+    written = image.ok() ? WriteFileAtomically(path, *image, "weights file") : image.status();
+  } else if (strategy_->is_chief()) {
     std::vector<NamedTensor> tensors;
     for (const auto& layer : layers_) {
       for (const Variable* v : layer->weights()) {
@@ -55,7 +94,7 @@ absl::Status Model::LoadWeights(const std::string& path) {
     return absl::FailedPreconditionError(
         "cannot load weights into a model that is not built (call Build first)");
   }
-  if (WeightsFormatOf(path) == WeightsFormat::kOther) {
+  if (WeightsFormatOf(path) == WeightsFormat::kOther && !IsKerasWeights(path)) {
     // A Ringwork checkpoint, or a directory of them: its latest (the chief's view).
     std::string file = path;
     absl::Status found;
@@ -72,7 +111,8 @@ absl::Status Model::LoadWeights(const std::string& path) {
   // The chief reads and checks the whole file before it changes anything.
   absl::Status read;
   if (strategy_->is_chief()) {
-    absl::StatusOr<std::vector<NamedTensor>> file = ReadWeightsFile(path);
+    absl::StatusOr<std::vector<NamedTensor>> file =
+        IsKerasWeights(path) ? ReadKerasWeights(*this, path) : ReadWeightsFile(path);
     read = file.status();
     std::map<std::string, const NamedTensor*> by_name;
     if (read.ok()) {

@@ -3,25 +3,44 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "checkpoint/zip_archive.h"
+#include "keras/keras_archive.h"
+#include "keras/keras_compile_config.h"
 #include "keras/keras_import.h"
 #include "keras/tfjs_export.h"
 
 namespace ringwork {
 
-absl::Status SaveModel(const Model& model, const std::string& dir) {
-  return ExportTfjs(model, dir);
+absl::Status SaveModel(const Model& model, const std::string& path) {
+  if (absl::EndsWith(path, ".keras")) return SaveKerasArchive(model, path);
+  return ExportTfjs(model, path);
 }
 
 absl::StatusOr<Model> LoadModel(const std::string& path, std::optional<CompileOptions> compile) {
   std::error_code error;
   const std::string file = std::filesystem::is_directory(path, error) ? path + "/model.json" : path;
-  std::ifstream in(file);
-  if (!in) return absl::NotFoundError(absl::StrCat(file, ": cannot read"));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  if (absl::EndsWith(file, ".keras")) {
+    RW_ASSIGN_OR_RETURN(text, ReadZipMember(file, "config.json"));
+  } else {
+    std::ifstream in(file);
+    if (!in) return absl::NotFoundError(absl::StrCat(file, ": cannot read"));
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   RW_ASSIGN_OR_RETURN(Model model, ModelFromKerasJson(text));
+  if (!compile.has_value()) {
+    // A .keras archive's compile_config: as the model was compiled.
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_object() && j.contains("compile_config") && !j["compile_config"].is_null()) {
+      RW_ASSIGN_OR_RETURN(compile,
+                          CompileOptionsFromKeras(j["compile_config"], "$.compile_config"));
+    }
+  }
   if (!compile.has_value()) {
     compile = CompileOptions{};
     const std::string activation = model.output_activation();

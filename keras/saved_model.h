@@ -1,17 +1,21 @@
 // A whole model, its architecture and its weights, saved in a format other tools
-// read (TF.js' layers format: DIR/model.json and its weights, keras/tfjs_export.h)
-// and loaded back without the C++ that defined it.
+// read and loaded back without the C++ that defined it: a PATH ending in .keras
+// is Keras 3's archive (keras/keras_archive.h, with the compile settings), any
+// other a directory in TF.js' layers format (DIR/model.json and its weights,
+// keras/tfjs_export.h).
 //
-//   RW_RETURN_IF_ERROR(SaveModel(model, "/srv/model"));        // every worker calls it
+//   RW_RETURN_IF_ERROR(SaveModel(model, "/srv/model.keras"));        // every worker calls it
 //   auto scope = strategy->scope();
-//   RW_ASSIGN_OR_RETURN(Model loaded, LoadModel("/srv/model"));  // compiled, built, weights in
-//   loaded.Predict(x);   // bit-identical to model.Predict(x)
+//   RW_ASSIGN_OR_RETURN(Model loaded, LoadModel("/srv/model.keras"));  // compiled, built, weights
+//   in loaded.Predict(x);   // bit-identical to model.Predict(x)
 //
-// LoadModel reads DIR/model.json (or the model.json given): any TF.js layers model
-// or Ringwork's own, through ModelFromKerasJson (keras/keras_import.h). Without
-// `compile` it compiles for prediction and fine-tuning: binary cross-entropy on
+// LoadModel reads a .keras archive, DIR/model.json or the model.json given: any
+// TF.js layers model or Ringwork's own, through ModelFromKerasJson
+// (keras/keras_import.h). It compiles with `compile`, else an archive's
+// compile_config, else for prediction and fine-tuning: binary cross-entropy on
 // a sigmoid output, else sparse categorical cross-entropy (from probabilities
-// after a softmax, else from logits), Adam. Errors as ModelFromKerasJson's and LoadWeights'.
+// after a softmax, else from logits), Adam. Errors as ModelFromKerasJson's,
+// CompileOptionsFromKeras' and LoadWeights'.
 #ifndef RINGWORK_KERAS_SAVED_MODEL_H_
 #define RINGWORK_KERAS_SAVED_MODEL_H_
 
@@ -23,7 +27,7 @@
 
 namespace ringwork {
 
-absl::Status SaveModel(const Model& model, const std::string& dir);
+absl::Status SaveModel(const Model& model, const std::string& path);
 absl::StatusOr<Model> LoadModel(const std::string& path,
                                 std::optional<CompileOptions> compile = std::nullopt);
 

@@ -1,0 +1,225 @@
+// Keras 3's files: a .keras archive and a .weights.h5 read by Python's zipfile
+// and h5py (python3-h5py) in Keras 3's layout, against NumPy's reading of the
+// same weights; loading them back predicts bit-identically; damaged, crafted
+// or mismatched files are refused naming what is wrong.
+#include "keras/keras_archive.h"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/h5_file.h"
+#include "keras/keras_compile_config.h"
+#include "keras/node_reference_testing.h"
+#include "keras/saved_model.h"
+#include "keras/sequential.h"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
+
+namespace ringwork {
+namespace {
+
+using Catch::Matchers::Contains;
+
+// Two branches of different depths; the shorter one is made first, so that
+// Ringwork's layer order and Keras' differ.
+Model TwoBranches(int64_t classes) {
+  SymbolicTensor x = Input({9, 9, 2});
+  SymbolicTensor h =
+      Apply(Named(Conv2D(4, 3, {.padding = "same", .activation = "relu"}), "conv"), x);
+  h = Apply(MaxPool2D(2), Apply(Named(BatchNormalization(), "bn"), h));
+  SymbolicTensor b = Apply(Named(Dense(5), "b"), Apply(GlobalAveragePooling2D(), h));
+  SymbolicTensor a = Apply(Named(Dense(6, {.activation = "tanh"}), "a1"), Apply(Flatten(), h));
+  a = Apply(Named(Dense(5), "a2"), a);
+  return Model(x, Apply(Named(Dense(classes, {.activation = "softmax"}), "out"),
+                        Apply(Concatenate(), {a, b})));
+}
+
+// Where Keras 3 keeps each weight of TwoBranches, worked out by hand from
+// keras/src/saving/saving_lib.py (layers/<class in snake case, numbered>/vars/<i>)
+// and keras/src/ops/function.py (layers by depth, then by a walk from the output).
+const nlohmann::json& ExpectedLayout() {
+  static const auto* layout =
+      new nlohmann::json{{"layers/conv2d/vars/0", "conv/kernel"},
+                         {"layers/conv2d/vars/1", "conv/bias"},
+                         {"layers/batch_normalization/vars/0", "bn/gamma"},
+                         {"layers/batch_normalization/vars/1", "bn/beta"},
+                         {"layers/batch_normalization/vars/2", "bn/moving_mean"},
+                         {"layers/batch_normalization/vars/3", "bn/moving_variance"},
+                         {"layers/dense/vars/0", "a1/kernel"},
+                         {"layers/dense/vars/1", "a1/bias"},
+                         {"layers/dense_1/vars/0", "a2/kernel"},
+                         {"layers/dense_1/vars/1", "a2/bias"},
+                         {"layers/dense_2/vars/0", "b/kernel"},
+                         {"layers/dense_2/vars/1", "b/bias"},
+                         {"layers/dense_3/vars/0", "out/kernel"},
+                         {"layers/dense_3/vars/1", "out/bias"}};
+  return *layout;
+}
+
+// Python's reading of `file` against the .npz: its JSON report.
+nlohmann::json ReadWithH5py(const std::string& file, const std::string& npz,
+                            const std::string& dir) {
+  std::ofstream(dir + "/layout.json") << ExpectedLayout().dump();
+  const SubprocessResult r = RunSubprocess(
+      {"/usr/bin/python3", "keras/testdata/keras_archive_read.py", file, npz, dir + "/layout.json"},
+      {});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.output.substr(r.output.find('{')));
+}
+
+void RequireSamePredictions(Model& a, Model& b, const Tensor& x) {
+  absl::StatusOr<Tensor> pa = a.Predict(x), pb = b.Predict(x);
+  REQUIRE(pa.ok());
+  REQUIRE(pb.ok());
+  REQUIRE(pa->size() == pb->size());
+  for (int64_t i = 0; i < pa->size(); ++i) CHECK((*pa)[i] == (*pb)[i]);
+}
+
+TEST_CASE("Keras' snake-case names of layer classes", "[keras_archive]") {
+  CHECK(KerasSnakeCase("Conv2D") == "conv2d");
+  CHECK(KerasSnakeCase("BatchNormalization") == "batch_normalization");
+  CHECK(KerasSnakeCase("GlobalAveragePooling2D") == "global_average_pooling2d");
+  CHECK(KerasSnakeCase("MaxPooling2D") == "max_pooling2d");
+  CHECK(KerasSnakeCase("InputLayer") == "input_layer");
+  CHECK(KerasSnakeCase("Dense") == "dense");
+}
+
+TEST_CASE("a .keras archive and a .weights.h5 in Keras 3's layout, read by h5py",
+          "[keras_archive]") {
+  Model model = TwoBranches(3);
+  CompileOptions compile = AdamOneThread();
+  REQUIRE(model.Compile(compile).ok());
+  TrainFewSteps(model, DeterministicInputs({12, 9, 9, 2}), 3);
+  const std::string dir = FreshTestDir("keras_archive");
+  REQUIRE(SaveModel(model, dir + "/m.keras").ok());
+  REQUIRE(model.SaveWeights(dir + "/m.weights.h5").ok());
+  REQUIRE(model.SaveWeights(dir + "/m.npz").ok());
+
+  const nlohmann::json archive = ReadWithH5py(dir + "/m.keras", dir + "/m.npz", dir);
+  CHECK(archive["members"] == nlohmann::json({"config.json", "metadata.json", "model.weights.h5"}));
+  CHECK(archive["class_name"] == "Functional");
+  CHECK(archive["layers"] ==
+        nlohmann::json({"InputLayer", "Conv2D", "BatchNormalization", "MaxPooling2D", "Flatten",
+                        "Dense", "GlobalAveragePooling2D", "Dense", "Dense", "Concatenate",
+                        "Dense"}));
+  CHECK(archive["root_vars"] == true);
+  CHECK(archive["layer_groups"].size() == 11);  // Every layer's, as Keras makes them.
+  CHECK(archive["compile_config"]["optimizer"]["class_name"] == "Adam");
+  CHECK(archive["compile_config"]["optimizer"]["config"]["learning_rate"] ==
+        Approx(0.01).epsilon(1e-6));
+  CHECK(archive["compile_config"]["loss"] == "sparse_categorical_crossentropy");
+  const nlohmann::json weights = ReadWithH5py(dir + "/m.weights.h5", dir + "/m.npz", dir);
+  CHECK(weights["layer_groups"].size() == 11);
+
+  // Back without the C++: as compiled, bit-identical.
+  absl::StatusOr<Model> loaded = LoadModel(dir + "/m.keras");
+  REQUIRE(loaded.ok());
+  CHECK(loaded->compile_options().optimizer.name == "adam");
+  CHECK(loaded->compile_options().optimizer.learning_rate == Approx(0.01f));
+  RequireSamePredictions(model, *loaded, DeterministicInputs({5, 9, 9, 2}));
+  Model same = TwoBranches(3);
+  REQUIRE(same.Compile(compile).ok());
+  REQUIRE(same.Build({9, 9, 2}).ok());
+  REQUIRE(same.LoadWeights(dir + "/m.weights.h5").ok());
+  RequireSamePredictions(model, same, DeterministicInputs({5, 9, 9, 2}));
+  Model other = TwoBranches(3);
+  REQUIRE(other.Compile(compile).ok());
+  REQUIRE(other.Build({9, 9, 2}).ok());
+  REQUIRE(other.LoadWeights(dir + "/m.keras").ok());  // Keras' load_weights reads archives too.
+  RequireSamePredictions(model, other, DeterministicInputs({5, 9, 9, 2}));
+}
+
+TEST_CASE("mismatched, damaged and crafted Keras files are refused", "[keras_archive]") {
+  Model model = TwoBranches(3);
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  REQUIRE(model.Build({9, 9, 2}).ok());
+  const std::string dir = FreshTestDir("keras_archive_bad");
+  REQUIRE(SaveModel(model, dir + "/m.keras").ok());
+
+  Model wider = TwoBranches(4);
+  REQUIRE(wider.Compile(AdamOneThread()).ok());
+  REQUIRE(wider.Build({9, 9, 2}).ok());
+  absl::Status s = wider.LoadWeights(dir + "/m.keras");
+  CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(std::string(s.message()), Contains("out/kernel has shape [10, 3]"));
+  CHECK_THAT(std::string(s.message()), Contains("[10, 4]"));
+
+  std::ifstream in(dir + "/m.keras", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(dir + "/cut.keras", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  absl::StatusOr<Model> cut = LoadModel(dir + "/cut.keras");
+  CHECK(cut.status().code() == absl::StatusCode::kDataLoss);
+
+  std::ofstream(dir + "/text.weights.h5") << "not hdf5 at all";
+  s = model.LoadWeights(dir + "/text.weights.h5");
+  CHECK(s.code() == absl::StatusCode::kDataLoss);
+  CHECK_THAT(std::string(s.message()), Contains("not an HDF5 file"));
+
+  // A layer the model lacks, by its place in the file.
+  REQUIRE(model.SaveWeights(dir + "/m.weights.h5").ok());
+  REQUIRE(RunSubprocess({"/usr/bin/python3", "-c",
+                         "import h5py,sys\n"
+                         "f=h5py.File(sys.argv[1],'a')\n"
+                         "f['layers/dense_9/vars/0']=[1.0]\n",
+                         dir + "/m.weights.h5"},
+                        {})
+              .exit_code == 0);
+  s = model.LoadWeights(dir + "/m.weights.h5");
+  CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(std::string(s.message()), Contains("layers/dense_9/vars/0"));
+
+  // A few bytes that claim a 40 GB tensor: refused before anything is allocated.
+  REQUIRE(RunSubprocess({"/usr/bin/python3", "-c",
+                         "import h5py,sys\n"
+                         "f=h5py.File(sys.argv[1],'w')\n"
+                         "f.create_dataset('layers/dense/vars/0',shape=(100000,100000),"
+                         "dtype='f4')\n",
+                         dir + "/huge.weights.h5"},
+                        {})
+              .exit_code == 0);
+  s = model.LoadWeights(dir + "/huge.weights.h5");
+  CHECK(s.code() == absl::StatusCode::kDataLoss);
+  CHECK_THAT(std::string(s.message()), Contains("layers/dense/vars/0"));
+}
+
+TEST_CASE("compile settings go into config.json and come back", "[keras_archive]") {
+  CompileOptions options;
+  options.optimizer = {.name = "sgd", .learning_rate = 0.05f, .momentum = 0.9f, .nesterov = true};
+  options.optimizer.clipping.clipnorm = 1.5f;
+  options.losses["price"] = {"mean_squared_error", false};
+  options.losses["kind"] = {"sparse_categorical_crossentropy", true};
+  options.loss_weights["price"] = 0.25f;
+  options.metrics = {"accuracy", "mae"};
+  const nlohmann::json config = KerasCompileConfig(options);
+  CHECK(config["optimizer"]["class_name"] == "SGD");
+  CHECK(config["loss"]["kind"]["class_name"] == "SparseCategoricalCrossentropy");
+  absl::StatusOr<CompileOptions> back = CompileOptionsFromKeras(config, "$.compile_config");
+  REQUIRE(back.ok());
+  CHECK(back->optimizer.name == "sgd");
+  CHECK(back->optimizer.learning_rate == 0.05f);
+  CHECK(back->optimizer.momentum == 0.9f);
+  CHECK(back->optimizer.nesterov);
+  CHECK(back->optimizer.clipping.clipnorm == 1.5f);
+  CHECK(back->losses.at("kind").from_logits);
+  CHECK(back->losses.at("price").name == "mean_squared_error");
+  CHECK(back->loss_weights.at("price") == 0.25f);
+  CHECK(back->metrics == std::vector<std::string>{"accuracy", "mae"});
+
+  nlohmann::json amsgrad = config;
+  amsgrad["optimizer"] = {{"class_name", "Adam"}, {"config", {{"amsgrad", true}}}};
+  absl::StatusOr<CompileOptions> refused = CompileOptionsFromKeras(amsgrad, "$.compile_config");
+  CHECK(refused.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(refused.status().message()),
+             Contains("$.compile_config.optimizer.config.amsgrad"));
+  nlohmann::json hinge = config;
+  hinge["loss"] = "hinge";
+  refused = CompileOptionsFromKeras(hinge, "$.compile_config");
+  CHECK_THAT(std::string(refused.status().message()), Contains("$.compile_config.loss"));
+  CHECK_THAT(std::string(refused.status().message()), Contains("hinge"));
+}
+
+}  // namespace
+}  // namespace ringwork
