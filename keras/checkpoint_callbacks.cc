@@ -1,8 +1,12 @@
 #include "keras/checkpoint_callbacks.h"
 
+#include <regex>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "keras/keras_archive.h"
 #include "keras/model.h"
 #include "keras/training_state.h"
 
@@ -54,16 +58,51 @@ absl::StatusOr<bool> TakeOverDirectory(Model& model, const std::string& dir, int
   return false;
 }
 
+// Keras' filepath formatting, for the one key that does not need the logs:
+// {epoch} and {epoch:0Nd}.
+std::string FormatEpoch(const std::string& pattern, int64_t epoch) {
+  static const std::regex key("\\{epoch(:0?([0-9]+)d)?\\}");
+  std::string out;
+  std::sregex_iterator it(pattern.begin(), pattern.end(), key), end;
+  size_t from = 0;
+  for (; it != end; ++it) {
+    out += pattern.substr(from, static_cast<size_t>(it->position()) - from);
+    std::string digits = std::to_string(epoch);
+    const size_t width = (*it)[2].matched ? std::stoul((*it)[2].str()) : 0;
+    if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
+    out += digits;
+    from = static_cast<size_t>(it->position() + it->length());
+  }
+  return out + pattern.substr(from);
+}
+
 }  // namespace
 
 absl::Status ModelCheckpoint::OnTrainBegin(const TrainInfo& info) {
   info_ = info;
+  if (!options_.filepath.empty()) {
+    if (!absl::EndsWith(options_.filepath, ".keras") &&
+        !absl::EndsWith(options_.filepath, ".weights.h5")) {
+      return absl::InvalidArgumentError(absl::StrCat("ModelCheckpoint filepath ", options_.filepath,
+                                                     " must end in .keras or .weights.h5"));
+    }
+    return absl::OkStatus();
+  }
   RW_ASSIGN_OR_RETURN(dir_, OpenOnChief(*model_, options_.directory, options_.keep));
+  return absl::OkStatus();
+}
+
+absl::Status ModelCheckpoint::SaveFile(int64_t epoch) {
+  const std::string path = FormatEpoch(options_.filepath, epoch);
+  RW_RETURN_IF_ERROR(absl::EndsWith(path, ".keras") ? SaveKerasArchive(*model_, path)
+                                                    : model_->SaveWeights(path));
+  last_path_ = path;
   return absl::OkStatus();
 }
 
 absl::Status ModelCheckpoint::OnRegroup(const TrainInfo& info) {
   info_ = info;
+  if (!options_.filepath.empty()) return absl::OkStatus();  // Whoever is chief writes.
   RW_ASSIGN_OR_RETURN(const bool usable,
                       TakeOverDirectory(*model_, options_.directory, options_.keep, &dir_));
   paused_ = !usable;
@@ -71,6 +110,7 @@ absl::Status ModelCheckpoint::OnRegroup(const TrainInfo& info) {
 }
 
 absl::Status ModelCheckpoint::Save(const TrainPosition& position, bool final) {
+  if (!options_.filepath.empty()) return SaveFile(position.epoch);
   if (paused_) {
     RW_ASSIGN_OR_RETURN(const bool usable,
                         TakeOverDirectory(*model_, options_.directory, options_.keep, &dir_));

@@ -2,7 +2,8 @@
 //
 // ModelCheckpoint keeps checkpoints of the training state in a directory (the
 // newest `keep`), every epoch or every N steps, and a final one marked final (what
-// a sidecar evaluator waits for).
+// a sidecar evaluator waits for); or, as Keras' ModelCheckpoint("ckpt.keras"),
+// the model in a file other tools read (keras/keras_archive.h).
 //
 // BackupAndRestore makes a job survive a crash or a preemption: at the start of
 // fit it restores the last backup (weights, optimizer, data position) if there is
@@ -14,6 +15,7 @@
 //
 //   BackupAndRestore backup({.backup_dir = "/ckpt/backup", .save_freq_steps = 100});
 //   ModelCheckpoint checkpoints({.directory = "/ckpt/models"});
+//   ModelCheckpoint keras({.filepath = "/ckpt/model-{epoch:02d}.keras"});
 //   model.Fit(train, {.epochs = 10, .batch_size = 256, .callbacks = {&backup, &checkpoints}});
 //
 // Only the chief writes (and holds the directory's lock); every worker must use
@@ -32,6 +34,11 @@ namespace ringwork {
 
 struct ModelCheckpointOptions {
   std::string directory;
+  // Keras' filepath: instead of a directory, the whole model as a Keras 3
+  // archive (PATH ending in .keras) or its weights (.weights.h5), written over
+  // at each save; {epoch} or {epoch:02d} in it becomes the epochs done, so
+  // that each epoch keeps its own file. The final save is the last epoch's.
+  std::string filepath;
   int64_t save_freq_steps = 0;  // 0: at the end of every epoch.
   int keep = 5;
 };
@@ -52,6 +59,7 @@ class ModelCheckpoint : public Callback {
 
  private:
   absl::Status Save(const TrainPosition& position, bool final);
+  absl::Status SaveFile(int64_t epoch);
 
   ModelCheckpointOptions options_;
   TrainInfo info_;

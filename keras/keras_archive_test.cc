@@ -5,11 +5,15 @@
 #include "keras/keras_archive.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/h5_file.h"
+#include "data/fashion_mnist.h"
+#include "keras/applications.h"
+#include "keras/checkpoint_callbacks.h"
 #include "keras/keras_compile_config.h"
 #include "keras/node_reference_testing.h"
 #include "keras/saved_model.h"
@@ -219,6 +223,39 @@ TEST_CASE("compile settings go into config.json and come back", "[keras_archive]
   refused = CompileOptionsFromKeras(hinge, "$.compile_config");
   CHECK_THAT(std::string(refused.status().message()), Contains("$.compile_config.loss"));
   CHECK_THAT(std::string(refused.status().message()), Contains("hinge"));
+}
+
+TEST_CASE("ModelCheckpoint writes Keras files, one per epoch with {epoch}", "[keras_archive]") {
+  Model model = MlpClassifier(10);
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  const std::string dir = FreshTestDir("keras_checkpoint");
+  ModelCheckpoint each({.filepath = dir + "/m-{epoch:02d}.keras"});
+  ModelCheckpoint last({.filepath = dir + "/last.weights.h5"});
+  const Dataset data = Dataset::FromExamples(SyntheticImages(96, 0, 3).train);
+  REQUIRE(
+      model.Fit(data, {.epochs = 3, .batch_size = 32, .verbose = 0, .callbacks = {&each, &last}})
+          .ok());
+  for (const char* name : {"m-01.keras", "m-02.keras", "m-03.keras", "last.weights.h5"}) {
+    INFO(name);
+    CHECK(std::filesystem::exists(dir + "/" + name));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir + "/m-00.keras"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/m-04.keras"));
+  // The last epoch's files hold the final weights.
+  absl::StatusOr<Model> loaded = LoadModel(dir + "/m-03.keras");
+  REQUIRE(loaded.ok());
+  RequireSamePredictions(model, *loaded, DeterministicInputs({4, 28, 28, 1}));
+  Model again = MlpClassifier(10);
+  REQUIRE(again.Compile(AdamOneThread()).ok());
+  REQUIRE(again.Build({28, 28, 1}).ok());
+  REQUIRE(again.LoadWeights(dir + "/last.weights.h5").ok());
+  RequireSamePredictions(model, again, DeterministicInputs({4, 28, 28, 1}));
+
+  ModelCheckpoint wrong({.filepath = dir + "/m.h5"});
+  const absl::Status refused =
+      model.Fit(data, {.epochs = 1, .verbose = 0, .callbacks = {&wrong}}).status();
+  CHECK(refused.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(refused.message()), Contains("must end in .keras or .weights.h5"));
 }
 
 }  // namespace
