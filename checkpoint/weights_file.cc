@@ -497,4 +497,11 @@ absl::StatusOr<std::vector<NamedTensor>> ReadWeightsFile(const std::string& path
   }
 }
 
+absl::Status WriteNpyFile(const NamedTensor& tensor, const std::string& path) {
+  if (static_cast<int64_t>(tensor.values.size()) != Elements(tensor.shape)) {
+    return absl::InvalidArgumentError(absl::StrCat(tensor.name, ": values do not fill its shape"));
+  }
+  return WriteFileAtomically(path, NpyBytes(tensor), path);
+}
+
 }  // namespace ringwork

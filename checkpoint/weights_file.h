@@ -38,6 +38,9 @@ absl::Status WriteWeightsFile(const std::vector<NamedTensor>& tensors, const std
 // In the file's order: the archive's members, the safetensors header's entries.
 absl::StatusOr<std::vector<NamedTensor>> ReadWeightsFile(const std::string& path);
 
+// One array as NumPy's .npy (np.load), float32, atomically.
+absl::Status WriteNpyFile(const NamedTensor& tensor, const std::string& path);
+
 }  // namespace ringwork
 
 #endif  // RINGWORK_CHECKPOINT_WEIGHTS_FILE_H_

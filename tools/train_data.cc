@@ -374,4 +374,29 @@ absl::StatusOr<std::optional<FileData>> LoadFileData(const TrainFlags& f) {
   return std::optional<FileData>(std::move(data));
 }
 
+absl::StatusOr<PredictData> LoadPredictData(const std::string& spec_text,
+                                            const std::string& features_text, bool pack) {
+  RW_ASSIGN_OR_RETURN(const Spec spec, ParseSpec("data", spec_text));
+  RW_ASSIGN_OR_RETURN(std::vector<NamedShape> features, ParseNames("features", features_text));
+  if (spec.kind == "images") {
+    TrainFlags f;
+    f.features = features_text;
+    f.shuffle_buffer = 0;  // In the folders' order.
+    RW_ASSIGN_OR_RETURN(FileData images, LoadImageFolders(f, spec.path, features, {}));
+    return PredictData{images.train, {.features = {"image"}}};
+  }
+  RW_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandGlob(spec.path));
+  RW_ASSIGN_OR_RETURN(const Reader reader, MakeReader(spec.kind, files, features, {}));
+  RW_ASSIGN_OR_RETURN(Pipeline parsed, reader.Open(files, kAutotune));
+  std::vector<std::string> names;
+  for (const FeatureInfo& info : parsed.spec()) names.push_back(info.name);
+  if (!pack) return PredictData{parsed, {}};  // Bound by the model's input names.
+  if (names.size() == 1 && !parsed.spec()[0].shape.empty()) {
+    return PredictData{parsed, {.features = {names[0]}}};
+  }
+  RW_ASSIGN_OR_RETURN(const ElementSpec packed, PackedSpec(parsed.spec(), names, "features"));
+  parsed = parsed.Map(PackFeaturesFn(parsed.spec(), names, "features"), 1, packed, "pack");
+  return PredictData{parsed, {.features = {"features"}}};
+}
+
 }  // namespace ringwork

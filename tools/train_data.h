@@ -41,6 +41,17 @@ struct FileData {
 // shape that cannot be used, naming the flag; NOT_FOUND for a glob without files.
 absl::StatusOr<std::optional<FileData>> LoadFileData(const TrainFlags& f);
 
+// model predict --data=SPEC [--features=...]: every element of the files, in
+// their order. With `pack`, the input as train binds it: the one feature (or the
+// one named) as it is, several (CSV's columns) side by side as "features";
+// without, the features as they are, for a model of several inputs to bind by name.
+struct PredictData {
+  Pipeline data;
+  DataBinding binding;
+};
+absl::StatusOr<PredictData> LoadPredictData(const std::string& spec, const std::string& features,
+                                            bool pack);
+
 }  // namespace ringwork
 
 #endif  // RINGWORK_TOOLS_TRAIN_DATA_H_
