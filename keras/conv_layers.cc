@@ -74,8 +74,15 @@ class Conv2DLayer : public Layer {
     return output_shape_;
   }
 
-  absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool) override {
+  absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool training) override {
     RW_ASSIGN_OR_RETURN(Conv2DKernel * kernel, KernelFor(k, x.dim(0)));
+    if (!training && (activation_.is_linear() || activation_.name() == "relu")) {
+      // Prediction: no z to keep for a backward pass, the ReLU fused in.
+      y->Resize(WithBatch(x.dim(0), output_shape_));
+      return kernel->ForwardInference(k, x.data(), variables_[0]->value.data(),
+                                      variables_[1]->value.data(), y->data(),
+                                      !activation_.is_linear());
+    }
     Tensor* z = activation_.is_linear() ? y : &z_;
     z->Resize(WithBatch(x.dim(0), output_shape_));
     kernel->Forward(k, x.data(), variables_[0]->value.data(), variables_[1]->value.data(),
@@ -147,9 +154,13 @@ class PoolLayer : public Layer {
     return output_shape_;
   }
 
-  absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool) override {
+  absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool training) override {
     RW_ASSIGN_OR_RETURN(Pool2DKernel * kernel, KernelFor(k, x.dim(0)));
     y->Resize(WithBatch(x.dim(0), output_shape_));
+    if (!training) {
+      kernel->ForwardInference(k, x.data(), y->data());  // No workspace for a backward pass.
+      return absl::OkStatus();
+    }
     kernel->Forward(k, x.data(), y->data());
     return absl::OkStatus();
   }

@@ -273,6 +273,8 @@ class Model : private ElasticReplica {
   const struct Batch& TargetsOf(const struct Batch& batch, size_t k, struct Batch* scratch) const;
   // Each output's shape (no batch dimension), once built.
   std::vector<Shape> OutputShapes() const;
+  // How many examples Predict runs through the layers at once, at most.
+  int64_t PredictTile() const;
   // Size of BatchSums: loss, examples, each output's loss (several), metric states.
   int64_t SumsSize() const;
   // Layer l's backward pass: its variables' gradients, and its inputs' where a

@@ -86,6 +86,55 @@ void Conv2DKernel::Forward(KernelContext& ctx, const float* x, const float* w, c
   fwd_y_.FinishOutput(s, y);
 }
 
+absl::Status Conv2DKernel::ForwardInference(KernelContext& ctx, const float* x, const float* w,
+                                            const float* bias, float* y, bool relu) {
+  KernelContext::ScopedThreads threads(ctx);
+  if (!inference_.has_value() || inference_relu_ != relu) {
+    const dnnl::engine& engine = ctx.engine();
+    const Conv2DShape& s = shape_;
+    const Window1D r = s.rows(), c = s.cols();
+    const DnnlType f32 = DnnlType::f32;
+    const DnnlType in = ctx.bf16() ? DnnlType::bf16 : f32;
+    const Dims src_dims = {s.batch, s.in_channels, s.height, s.width};
+    const Dims w_dims = {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w};
+    const Dims dst_dims = {s.batch, s.out_channels, r.out, c.out};
+    try {
+      const auto x_user = Md(src_dims, f32, Tag::nhwc), y_user = Md(dst_dims, f32, Tag::nhwc);
+      const auto w_user = Md(w_dims, f32, Tag::hwio), b = Md({s.out_channels}, f32, Tag::a);
+      dnnl::primitive_attr attr;
+      if (relu) {
+        dnnl::post_ops ops;
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+        attr.set_post_ops(ops);
+      }
+      dnnl::convolution_forward::primitive_desc fwd(
+          dnnl::convolution_forward::desc(
+              dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+              Md(src_dims, in, Tag::nhwc), Md(w_dims, in, Tag::any), b, y_user,
+              Dims{s.stride_h, s.stride_w}, Dims{r.pad_before, c.pad_before},
+              Dims{r.pad_after, c.pad_after}),
+          attr, engine);
+      inference_ = dnnl::convolution_forward(fwd);
+      inference_relu_ = relu;
+      RW_RETURN_IF_ERROR(inf_x_.Init(engine, x_user, fwd.src_desc(), Staged::kInput));
+      RW_RETURN_IF_ERROR(inf_w_.Init(engine, w_user, fwd.weights_desc(), Staged::kInput));
+      RW_RETURN_IF_ERROR(inf_bias_.Init(engine, b, fwd.bias_desc(), Staged::kInput));
+      RW_RETURN_IF_ERROR(inf_y_.Init(engine, y_user, fwd.dst_desc(), Staged::kOutput));
+    } catch (const dnnl::error& e) {
+      inference_.reset();
+      return DnnlError(e, "create the conv2d inference primitive");
+    }
+  }
+  dnnl::stream& s = ctx.stream();
+  Execute(*inference_, s,
+          {{DNNL_ARG_SRC, inf_x_.Input(s, x)},
+           {DNNL_ARG_WEIGHTS, inf_w_.Input(s, w)},
+           {DNNL_ARG_BIAS, inf_bias_.Input(s, bias)},
+           {DNNL_ARG_DST, inf_y_.Output(y)}});
+  inf_y_.FinishOutput(s, y);
+  return absl::OkStatus();
+}
+
 void Conv2DKernel::BackwardData(KernelContext& ctx, const float* dy, const float* w, float* dx) {
   KernelContext::ScopedThreads threads(ctx);
   dnnl::stream& s = ctx.stream();

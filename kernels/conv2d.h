@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "kernels/dnnl_util.h"
@@ -42,6 +43,11 @@ class Conv2DKernel {
   const Conv2DShape& shape() const { return shape_; }
 
   void Forward(KernelContext& ctx, const float* x, const float* w, const float* bias, float* y);
+  // Prediction's forward pass (oneDNN's forward_inference), with a ReLU fused in
+  // when `relu`: one pass over y instead of two. The primitive is made on the
+  // first call. Values equal Forward's (then a ReLU) up to float rounding.
+  absl::Status ForwardInference(KernelContext& ctx, const float* x, const float* w,
+                                const float* bias, float* y, bool relu);
   void BackwardData(KernelContext& ctx, const float* dy, const float* w, float* dx);
   void BackwardWeights(KernelContext& ctx, const float* x, const float* dy, float* dw,
                        float* dbias);
@@ -57,6 +63,10 @@ class Conv2DKernel {
   Staged fwd_x_, fwd_w_, fwd_bias_, fwd_y_;
   Staged bd_dy_, bd_w_, bd_dx_;
   Staged bw_x_, bw_dy_, bw_dw_, bw_db_;
+  // ForwardInference's, made on its first call (`inference_relu_`: with the ReLU).
+  std::optional<dnnl::convolution_forward> inference_;
+  bool inference_relu_ = false;
+  Staged inf_x_, inf_w_, inf_bias_, inf_y_;
 };
 
 }  // namespace ringwork

@@ -1,6 +1,7 @@
 // oneDNN conv2d kernels against their reference twins, in NHWC / HWIO.
 #include "kernels/conv2d.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -56,6 +57,25 @@ TEST_CASE("conv2d kernels match the reference in float32", "[conv2d]") {
 
 TEST_CASE("conv2d kernels match the reference in bfloat16 within its precision", "[conv2d]") {
   for (const Conv2DShape& s : Shapes()) Compare(Precision::kBFloat16, s, 2e-2);
+}
+
+TEST_CASE("prediction's forward pass, ReLU fused or not, matches the reference", "[conv2d]") {
+  for (const Conv2DShape& s : Shapes()) {
+    KernelContext ctx({1, Precision::kFloat32});
+    auto kernel = Conv2DKernel::Create(ctx, s);
+    REQUIRE(kernel.ok());
+    const int64_t xs = s.batch * s.height * s.width * s.in_channels;
+    const int64_t ws = s.kernel_h * s.kernel_w * s.in_channels * s.out_channels;
+    const int64_t ys = s.batch * s.rows().out * s.cols().out * s.out_channels;
+    auto x = RandomVector(xs, 21), w = RandomVector(ws, 22), b = RandomVector(s.out_channels, 23);
+    std::vector<float> ry(ys), y(ys), relu(ys);
+    reference::Conv2DForward(s, x.data(), w.data(), b.data(), ry.data());
+    REQUIRE((*kernel)->ForwardInference(ctx, x.data(), w.data(), b.data(), y.data(), false).ok());
+    REQUIRE((*kernel)->ForwardInference(ctx, x.data(), w.data(), b.data(), relu.data(), true).ok());
+    CHECK(MaxRelativeError(y, ry) < 1e-5);
+    for (float& v : ry) v = std::max(v, 0.0f);
+    CHECK(MaxRelativeError(relu, ry) < 1e-5);
+  }
 }
 
 TEST_CASE("windows that do not fit are refused with a clear message", "[conv2d]") {

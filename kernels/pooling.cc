@@ -36,6 +36,10 @@ absl::Status Pool2DKernel::Init(KernelContext& ctx) {
                                     kernel, pad_l, pad_r),
         ctx.engine());
     forward_ = dnnl::pooling_forward(fwd);
+    inference_ = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(
+        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, algorithm, x, y, strides,
+                                    kernel, pad_l, pad_r),
+        ctx.engine()));
     dnnl::pooling_backward::primitive_desc bwd(
         dnnl::pooling_backward::desc(algorithm, x, y, strides, kernel, pad_l, pad_r), ctx.engine(),
         fwd);
@@ -58,6 +62,13 @@ void Pool2DKernel::Forward(KernelContext& ctx, const float* x, float* y) {
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}};
   if (shape_.kind == PoolKind::kMax) args[DNNL_ARG_WORKSPACE] = workspace_;
   Execute(forward_, ctx.stream(), args);
+}
+
+void Pool2DKernel::ForwardInference(KernelContext& ctx, const float* x, float* y) {
+  KernelContext::ScopedThreads threads(ctx);
+  x_.set_data_handle(const_cast<float*>(x));
+  y_.set_data_handle(y);
+  Execute(inference_, ctx.stream(), {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}});
 }
 
 void Pool2DKernel::Backward(KernelContext& ctx, const float* dy, float* dx) {

@@ -33,6 +33,9 @@ class Pool2DKernel {
                                                               Pool2DShape shape);
   const Pool2DShape& shape() const { return shape_; }
   void Forward(KernelContext& ctx, const float* x, float* y);
+  // Prediction's forward pass (forward_inference): the same values, without the
+  // workspace a max pool's backward pass needs.
+  void ForwardInference(KernelContext& ctx, const float* x, float* y);
   void Backward(KernelContext& ctx, const float* dy, float* dx);
 
  private:
@@ -40,7 +43,7 @@ class Pool2DKernel {
   absl::Status Init(KernelContext& ctx);
 
   Pool2DShape shape_;
-  dnnl::pooling_forward forward_;
+  dnnl::pooling_forward forward_, inference_;
   dnnl::pooling_backward backward_;
   dnnl::memory workspace_;  // Max pooling only.
   dnnl::memory x_, y_, dy_, dx_;

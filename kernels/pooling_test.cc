@@ -33,8 +33,10 @@ TEST_CASE("pooling matches the reference", "[pooling]") {
       const int64_t ys = s.batch * s.rows().out * s.cols().out * s.channels;
       auto x = Distinct(xs, 5);
       auto dy = RandomVector(ys, 6);
-      std::vector<float> y(ys), dx(xs), ry(ys), rdx(xs);
+      std::vector<float> y(ys), dx(xs), ry(ys), rdx(xs), inference(ys);
+      (*k)->ForwardInference(ctx, x.data(), inference.data());
       (*k)->Forward(ctx, x.data(), y.data());
+      CHECK(inference == y);  // The same values, without a workspace.
       (*k)->Backward(ctx, dy.data(), dx.data());
       reference::Pool2DForward(s, x.data(), ry.data());
       reference::Pool2DBackward(s, x.data(), dy.data(), rdx.data());
