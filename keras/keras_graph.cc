@@ -113,6 +113,7 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
     KerasNode node{
         keras->second, layer.name(), BaseConfig(layer.name()), {}, {}, layer.output_shape(), {}};
     node.config.update(layer.keras_config());
+    node.config["trainable"] = layer.trainable();
     if (type == "Conv2D" || type == "MaxPooling2D" || type == "AveragePooling2D" ||
         type == "GlobalAveragePooling2D") {
       node.config["data_format"] = "channels_last";

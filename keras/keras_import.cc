@@ -97,8 +97,8 @@ class ConfigReader {
       if (used_.count(key) || key == "name" || key == "batch_input_shape" || key == "batch_shape") {
         continue;
       }
-      if (key == "trainable") {
-        if (value != true) return Refuse(At(key), "frozen layers are not supported yet");
+      if (key == "trainable") {  // Read by MakeLayer.
+        if (!value.is_boolean()) return Refuse(At(key), value.dump() + " is not true or false");
         continue;
       }
       if (key == "dtype") {
@@ -246,6 +246,7 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
   RW_RETURN_IF_ERROR(r.Done());
   RW_ASSIGN_OR_RETURN(const std::string configured, r.Get<std::string>("name", ""));
   if (!name.empty() || !configured.empty()) layer->set_name(name.empty() ? configured : name);
+  layer->set_trainable(config.value("trainable", Json(true)) != false);  // Keras' freezing.
   return layer;
 }
 

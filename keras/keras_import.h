@@ -3,8 +3,8 @@
 // Functional, for the layers Ringwork has, with Keras' argument names and
 // defaults. A layer, argument or value Ringwork does not support is refused with
 // INVALID_ARGUMENT (exit 2) naming it and its JSON path: nothing that changes the
-// math is ignored (regularizers, constraints, frozen layers, other initializers,
-// dilation, channels first, masking).
+// math is ignored (regularizers, constraints, other initializers, dilation,
+// channels first, masking). "trainable": false freezes the layer (Layer::set_trainable).
 //
 //   auto scope = strategy->scope();
 //   RW_ASSIGN_OR_RETURN(Model model, ModelFromKerasJson(text));

@@ -12,31 +12,42 @@ absl::Status MergeLayer::OneInput() const {
 
 std::vector<Variable*> Layer::variables() const {
   std::vector<Variable*> out;
+  if (!trainable_) return out;
+  for (const auto& v : variables_) out.push_back(v.get());
+  return out;
+}
+
+std::vector<Variable*> Layer::frozen_variables() const {
+  std::vector<Variable*> out;
+  if (trainable_) return out;
   for (const auto& v : variables_) out.push_back(v.get());
   return out;
 }
 
 std::vector<Variable*> Layer::non_trainable_variables() const {
-  std::vector<Variable*> out;
+  std::vector<Variable*> out = frozen_variables();
   for (const auto& v : non_trainable_) out.push_back(v.get());
   return out;
 }
 
+// Keras' order either way: the layer's own variables (kernel, bias, gamma, beta),
+// then its statistics.
 std::vector<Variable*> Layer::weights() const {
-  std::vector<Variable*> out = variables();
+  std::vector<Variable*> out;
+  for (const auto& v : variables_) out.push_back(v.get());
   for (const auto& v : non_trainable_) out.push_back(v.get());
   return out;
 }
 
 int64_t Layer::trainable_param_count() const {
   int64_t n = 0;
-  for (const auto& v : variables_) n += v->size();
+  for (const Variable* v : variables()) n += v->size();
   return n;
 }
 
 int64_t Layer::param_count() const {
-  int64_t n = trainable_param_count();
-  for (const auto& v : non_trainable_) n += v->size();
+  int64_t n = 0;
+  for (const Variable* v : weights()) n += v->size();
   return n;
 }
 

@@ -54,12 +54,20 @@ class Layer {
   virtual absl::Status Backward(KernelContext& k, const Tensor& x, const Tensor& y,
                                 const Tensor& dy, Tensor* dx) = 0;
 
-  // Trainable variables (gradients, the optimizer).
+  // Keras' layer.trainable: false freezes the layer (set it before Compile, as
+  // Keras asks to compile again): its variables become non-trainable, neither
+  // updated nor all-reduced, and a frozen BatchNormalization normalizes with its
+  // moving statistics in training too and leaves them as they are.
+  void set_trainable(bool trainable) { trainable_ = trainable; }
+  bool trainable() const { return trainable_; }
+  // Trainable variables (gradients, the optimizer); none when frozen.
   std::vector<Variable*> variables() const;
-  // Keras' non-trainable weights (BatchNormalization's moving statistics): saved,
-  // broadcast from the chief and compared across replicas as the trainable ones,
-  // never trained.
+  // Keras' non-trainable weights (BatchNormalization's moving statistics, and
+  // every variable of a frozen layer): saved, broadcast from the chief and
+  // compared across replicas as the trainable ones, never trained.
   std::vector<Variable*> non_trainable_variables() const;
+  // The variables that trainable=false froze (their gradients go nowhere).
+  std::vector<Variable*> frozen_variables() const;
   // Trainable, then non-trainable (Keras' layer.weights).
   std::vector<Variable*> weights() const;
   int64_t param_count() const;  // Of every weight, as Keras' summary counts them.
@@ -104,6 +112,7 @@ class Layer {
   Variable* AddNonTrainableVariable(const std::string& suffix, Shape shape);
 
   std::string name_;
+  bool trainable_ = true;
   Shape output_shape_;
   std::vector<std::unique_ptr<Variable>> variables_;
   std::vector<std::unique_ptr<Variable>> non_trainable_;

@@ -240,6 +240,15 @@ absl::Status Model::Build(const Shape& input_shape) {
                                    [](const auto& layer) { return layer->sums_over_replicas(); });
   reducer_ = strategy_->MakeGradientReducer(
       vars, /*allow_overlap=*/!layer_collectives_);  // Sets every gradient slot.
+  // A frozen layer between trainable ones still runs backward (for its input's
+  // gradient); what it computes for its own variables goes here, unused.
+  frozen_grads_.clear();
+  for (const auto& layer : layers_) {
+    for (Variable* v : layer->frozen_variables()) {
+      frozen_grads_.emplace_back(static_cast<size_t>(v->size()), 0.0f);
+      v->grad = frozen_grads_.back().data();
+    }
+  }
   RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(weights()));
   batch_sums_size_ = 0;
   for (const auto& layer : layers_) batch_sums_size_ += layer->batch_sums_size();

@@ -323,6 +323,7 @@ class Model : private ElasticReplica {
   MultiWorkerMirroredStrategy* strategy_ = nullptr;  // Not owned (or default_strategy_).
   std::unique_ptr<MultiWorkerMirroredStrategy> default_strategy_;
   bool compiled_ = false, built_ = false;
+  std::vector<std::vector<float>> frozen_grads_;  // Frozen variables' gradient slots.
   CompileOptions compile_options_;
   Shape input_shape_;
   std::unique_ptr<KernelContext> kernels_;

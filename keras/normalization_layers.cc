@@ -1,6 +1,7 @@
 // LayerNormalization (kernels/layer_norm.h) and BatchNormalization
 // (kernels/batch_norm.h), over the last axis of any input.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -131,6 +132,15 @@ class BatchNormBase : public Layer {
                    moving_variance_->value.data(), x.size() / channels_, channels_,
                    options_.epsilon, y->data());
   }
+  // The input's gradient of Infer: dy times gamma / sqrt(moving variance + epsilon).
+  void InferBackward(const Tensor& dy, Tensor* dx) const {
+    std::vector<float> scale(static_cast<size_t>(channels_));
+    for (int64_t c = 0; c < channels_; ++c) {
+      scale[c] = (gamma() != nullptr ? gamma()[c] : 1.0f) /
+                 std::sqrt(moving_variance_->value[c] + options_.epsilon);
+    }
+    for (int64_t i = 0; i < dy.size(); ++i) (*dx)[i] = dy[i] * scale[i % channels_];
+  }
   void UpdateMoving(const double* totals) {
     UpdateMovingStatistics(totals, channels_, options_.momentum, moving_mean_->value.data(),
                            moving_variance_->value.data());
@@ -157,7 +167,7 @@ class BatchNormalizationLayer : public BatchNormBase {
 
   absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool training) override {
     y->Resize(x.shape());
-    if (!training) {
+    if (!training || !trainable_) {  // Frozen: Keras normalizes as in inference.
       Infer(x, y);
       return absl::OkStatus();
     }
@@ -172,6 +182,10 @@ class BatchNormalizationLayer : public BatchNormBase {
   absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
                         Tensor* dx) override {
     if (dx != nullptr) dx->Resize(x.shape());
+    if (!trainable_) {
+      if (dx != nullptr) InferBackward(dy, dx);
+      return absl::OkStatus();
+    }
     BatchNormBackward(dy.data(), gamma(), xhat_.data(), rstd_.data(), x.size() / channels_,
                       channels_, dx != nullptr ? dx->data() : nullptr,
                       gamma_ != nullptr ? gamma_->grad : nullptr,
@@ -179,8 +193,9 @@ class BatchNormalizationLayer : public BatchNormBase {
     return absl::OkStatus();
   }
 
-  // [rows, sum(x) per channel, sum(x^2) per channel] of the last training batch.
-  int64_t batch_sums_size() const override { return 1 + 2 * channels_; }
+  // [rows, sum(x) per channel, sum(x^2) per channel] of the last training batch;
+  // none when frozen (the moving statistics stay).
+  int64_t batch_sums_size() const override { return trainable_ ? 1 + 2 * channels_ : 0; }
   void BatchSums(double* out) const override { std::copy(sums_.begin(), sums_.end(), out); }
   void UpdateFromBatchSums(const double* totals) override { UpdateMoving(totals); }
 
@@ -205,12 +220,18 @@ class SyncBatchNormalizationLayer : public BatchNormBase {
     if (!ctx.sum_over_replicas)
       return absl::InternalError(absl::StrCat(name_, ": built without a way to sum over replicas"));
     sum_ = ctx.sum_over_replicas;
+    if (!trainable_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_,
+                       ": a frozen SyncBatchNormalization is not supported yet; freeze a "
+                       "BatchNormalization (frozen, it no longer uses the batch's statistics)"));
+    }
     return BatchNormBase::Build(input, ctx);
   }
 
   absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool training) override {
     y->Resize(x.shape());
-    if (!training) {
+    if (!training || !trainable_) {  // Frozen: Keras normalizes as in inference.
       Infer(x, y);
       return absl::OkStatus();
     }

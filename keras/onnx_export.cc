@@ -189,7 +189,7 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
         g.Node("Flatten", {x}, name + "/flat", {{"axis", {1}}});
         x = name + "/flat";
       }
-      const std::vector<Variable*> vars = layer.variables();
+      const std::vector<Variable*> vars = layer.weights();
       for (const Variable* v : vars) g.Initializer(v->name, v->value.shape(), v->value.data());
       g.Node("MatMul", {x, vars[0]->name}, name + "/matmul");
       g.Node("Add", {name + "/matmul", vars[1]->name}, name + "/linear");
@@ -208,7 +208,7 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
       g.Node("Concat", in, name, {{"axis", {-1}}});
     } else if (type == "Conv2D") {
       const nlohmann::json config = layer.keras_config();
-      const std::vector<Variable*> vars = layer.variables();
+      const std::vector<Variable*> vars = layer.weights();
       // Keras' [height, width, in, out] kernel as ONNX's [out, in, height, width].
       const Shape& hwio = vars[0]->value.shape();
       Tensor oihw({hwio[3], hwio[2], hwio[0], hwio[1]});
@@ -262,7 +262,7 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
       g.Node("LayerNormalization", {in[0], name + "/gamma", name + "/beta"}, name, {{"axis", {-1}}},
              {{"epsilon", config["epsilon"].get<float>()}});
     } else if (type == "Embedding") {
-      const Variable* table = layer.variables()[0];
+      const Variable* table = layer.weights()[0];
       g.Initializer(table->name, table->value.shape(), table->value.data());
       g.Node("Cast", {in[0]}, name + "/ids", {{"to", {kInt64}}});
       g.Node("Gather", {table->name, name + "/ids"}, name, {{"axis", {0}}});
