@@ -69,7 +69,13 @@ class Conv2DLayer : public Layer {
     Variable* kernel = AddVariable("kernel", {kernel_size_, kernel_size_, input[2], filters_});
     GlorotUniform(kernel->value, kernel_size_ * kernel_size_ * input[2],
                   kernel_size_ * kernel_size_ * filters_, ctx.seed, kernel->name);
-    AddVariable("bias", {filters_});
+    // use_bias=false: no variable, as in Keras; the kernel adds zeros.
+    if (options_.use_bias) {
+      bias_ = AddVariable("bias", {filters_});
+    } else {
+      zero_bias_ = Tensor({filters_});
+      unused_bias_grad_.assign(static_cast<size_t>(filters_), 0.0f);
+    }
     output_shape_ = {shape_.rows().out, shape_.cols().out, filters_};
     return output_shape_;
   }
@@ -79,14 +85,12 @@ class Conv2DLayer : public Layer {
     if (!training && (activation_.is_linear() || activation_.name() == "relu")) {
       // Prediction: no z to keep for a backward pass, the ReLU fused in.
       y->Resize(WithBatch(x.dim(0), output_shape_));
-      return kernel->ForwardInference(k, x.data(), variables_[0]->value.data(),
-                                      variables_[1]->value.data(), y->data(),
+      return kernel->ForwardInference(k, x.data(), variables_[0]->value.data(), bias(), y->data(),
                                       !activation_.is_linear());
     }
     Tensor* z = activation_.is_linear() ? y : &z_;
     z->Resize(WithBatch(x.dim(0), output_shape_));
-    kernel->Forward(k, x.data(), variables_[0]->value.data(), variables_[1]->value.data(),
-                    z->data());
+    kernel->Forward(k, x.data(), variables_[0]->value.data(), bias(), z->data());
     if (!activation_.is_linear()) RW_RETURN_IF_ERROR(activation_.Forward(k, z_, y));
     return absl::OkStatus();
   }
@@ -99,8 +103,8 @@ class Conv2DLayer : public Layer {
       RW_RETURN_IF_ERROR(activation_.Backward(k, z_, y, dy, &dz_));
       dz = &dz_;
     }
-    kernel->BackwardWeights(k, x.data(), dz->data(), variables_[0]->grad, variables_[1]->grad);
-    if (!options_.use_bias) std::fill(variables_[1]->grad, variables_[1]->grad + filters_, 0.f);
+    kernel->BackwardWeights(k, x.data(), dz->data(), variables_[0]->grad,
+                            bias_ != nullptr ? bias_->grad : unused_bias_grad_.data());
     if (dx != nullptr) {
       dx->Resize(x.shape());
       kernel->BackwardData(k, dz->data(), variables_[0]->value.data(), dx->data());
@@ -117,9 +121,14 @@ class Conv2DLayer : public Layer {
     });
   }
 
+  const float* bias() const { return bias_ != nullptr ? bias_->value.data() : zero_bias_.data(); }
+
   const int64_t filters_, kernel_size_;
   const Conv2DOptions options_;
   Conv2DShape shape_;
+  Variable* bias_ = nullptr;             // None with use_bias=false.
+  Tensor zero_bias_;                     // What the kernel adds then,
+  std::vector<float> unused_bias_grad_;  // and where its bias gradient goes.
   ActivationFunction activation_;
   Tensor z_, dz_;
   PerBatch<Conv2DKernel> kernels_;

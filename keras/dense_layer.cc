@@ -39,7 +39,12 @@ class DenseLayer : public Layer, public SoftmaxOutput {
     in_ = NumElements(input);
     Variable* kernel = AddVariable("kernel", {in_, units_});
     GlorotUniform(kernel->value, in_, units_, ctx.seed, kernel->name);
-    bias_ = AddVariable("bias", {units_});  // Zeros; with use_bias=false it stays 0.
+    // use_bias=false: no variable, as in Keras; the kernel adds zeros.
+    if (options_.use_bias) {
+      bias_ = AddVariable("bias", {units_});
+    } else {
+      zero_bias_ = Tensor({units_});
+    }
     output_shape_ = {units_};
     return output_shape_;
   }
@@ -56,7 +61,8 @@ class DenseLayer : public Layer, public SoftmaxOutput {
     const bool skip_activation = activation_.is_linear() || logits_;
     Tensor* z = skip_activation ? y : &z_;
     z->Resize({batch, units_});
-    kernel->Forward(k, x.data(), variables_[0]->value.data(), bias_->value.data(), z->data());
+    kernel->Forward(k, x.data(), variables_[0]->value.data(),
+                    bias_ != nullptr ? bias_->value.data() : zero_bias_.data(), z->data());
     if (!skip_activation) RW_RETURN_IF_ERROR(activation_.Forward(k, z_, y));
     return absl::OkStatus();
   }
@@ -71,8 +77,7 @@ class DenseLayer : public Layer, public SoftmaxOutput {
       dz = &dz_;
     }
     kernel->BackwardWeights(k, x.data(), dz->data(), variables_[0]->grad,
-                            options_.use_bias ? bias_->grad : nullptr);
-    if (!options_.use_bias) std::fill(bias_->grad, bias_->grad + units_, 0.f);
+                            bias_ != nullptr ? bias_->grad : nullptr);
     if (dx != nullptr) {
       dx->Resize(x.shape());
       kernel->BackwardData(k, dz->data(), variables_[0]->value.data(), dx->data());
@@ -88,7 +93,8 @@ class DenseLayer : public Layer, public SoftmaxOutput {
   const int64_t units_;
   const DenseOptions options_;
   int64_t in_ = 0;
-  Variable* bias_ = nullptr;
+  Variable* bias_ = nullptr;  // None with use_bias=false.
+  Tensor zero_bias_;          // What the kernel adds then.
   ActivationFunction activation_;
   bool logits_ = false;
   Tensor z_, dz_;  // Pre-activation and its gradient.

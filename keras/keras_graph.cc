@@ -137,9 +137,7 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
       node.inbound = {flat};
       node.inbound_shapes = {graph.nodes.back().output_shape};
     }
-    for (const Variable* v : layer.weights()) {
-      if (!IsUnusedBias(layer, *v)) node.weights.push_back(v);  // Keras has none.
-    }
+    for (const Variable* v : layer.weights()) node.weights.push_back(v);
     source[l + 1] = layer.name();
     shape[l + 1] = layer.output_shape();
     graph.nodes.push_back(std::move(node));

@@ -149,12 +149,6 @@ inline Shape WithBatch(int64_t batch, const Shape& shape) {
   return s;
 }
 
-// A bias that use_bias=false keeps at zero: Keras has no such variable, so the
-// files other tools read leave it out (and loading does not ask for it).
-inline bool IsUnusedBias(const Layer& layer, const Variable& v) {
-  return v.name == layer.name() + "/bias" && layer.keras_config().value("use_bias", true) == false;
-}
-
 }  // namespace ringwork
 
 #endif  // RINGWORK_KERAS_LAYER_H_

@@ -78,7 +78,6 @@ absl::Status Model::SaveWeights(const std::string& path) {
     std::vector<NamedTensor> tensors;
     for (const auto& layer : layers_) {
       for (const Variable* v : layer->weights()) {
-        if (IsUnusedBias(*layer, *v)) continue;  // Keras has none.
         tensors.push_back({v->name,
                            std::vector<int64_t>(v->value.shape().begin(), v->value.shape().end()),
                            std::vector<float>(v->value.data(), v->value.data() + v->size())});
@@ -118,17 +117,10 @@ absl::Status Model::LoadWeights(const std::string& path) {
     if (read.ok()) {
       for (const NamedTensor& t : *file) by_name[t.name] = &t;
     }
-    std::set<const Variable*> optional;  // Biases use_bias=false keeps at zero.
-    for (const auto& layer : layers_) {
-      for (const Variable* v : layer->weights()) {
-        if (IsUnusedBias(*layer, *v)) optional.insert(v);
-      }
-    }
     for (const Variable* v : all) {
       if (!read.ok()) break;
       const auto it = by_name.find(v->name);
       const std::vector<int64_t> shape(v->value.shape().begin(), v->value.shape().end());
-      if (it == by_name.end() && optional.count(v)) continue;
       if (it == by_name.end()) {
         read = absl::FailedPreconditionError(absl::StrCat(
             path, " has no tensor ", v->name, " (the model's, of shape ", ShapeText(shape), ")"));

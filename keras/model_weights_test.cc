@@ -8,6 +8,7 @@
 #include "base/status_macros.h"
 #include "checkpoint/weights_file.h"
 #include "keras/sequential.h"
+#include "keras/training_state.h"
 #include "testing/local_cluster.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
@@ -137,6 +138,48 @@ TEST_CASE("in a cluster the chief saves and every replica loads the same weights
   absl::StatusOr<std::vector<NamedTensor>> file = ReadWeightsFile(dir + "/mlp.npz");
   REQUIRE(file.ok());
   CHECK(std::vector<float>(loaded[0].begin(), loaded[0].begin() + 96) == (*file)[0].values);
+}
+
+// A checkpoint in `dir` of Dense(4) named d on 3 inputs, with a bias: zeros as
+// initialised, or `bias` everywhere.
+void CheckpointWithBias(float bias, const std::string& dir) {
+  Sequential model;
+  model.Add(Named(Dense(4), "d"));
+  CompileOptions compile;
+  compile.optimizer = {.name = "sgd", .learning_rate = 0.1f, .momentum = 0.9f};
+  compile.intra_op_threads = 1;
+  REQUIRE(model.Compile(compile).ok());
+  REQUIRE(model.Build({3}).ok());
+  for (Variable* v : model.weights()) {
+    if (v->name == "d/bias") std::fill(v->value.data(), v->value.data() + v->size(), bias);
+  }
+  absl::StatusOr<std::unique_ptr<CheckpointDirectory>> opened =
+      CheckpointDirectory::OpenForWriting(dir, 1);
+  REQUIRE(opened.ok());
+  REQUIRE(SaveTrainingState(model, opened->get(), TrainPosition{}, true).ok());
+}
+
+TEST_CASE("use_bias=false makes no bias variable; older checkpoints' zero biases still load",
+          "[weights]") {
+  Sequential dense;
+  dense.Add(Named(Dense(4, {.use_bias = false}), "d"));
+  REQUIRE(dense.Compile({}).ok());
+  REQUIRE(dense.Build({3}).ok());
+  REQUIRE(dense.weights().size() == 1);  // d/kernel, as in Keras.
+  CHECK(dense.weights()[0]->name == "d/kernel");
+
+  // A checkpoint written with a bias that stayed zero (as use_bias=false kept it)
+  // loads; one whose bias is not zero is refused, naming it.
+  const std::string zero = FreshTestDir("dropped_bias_zero");
+  CheckpointWithBias(0.0f, zero);
+  const absl::Status loaded = dense.LoadWeights(zero);
+  INFO(loaded.message());
+  CHECK(loaded.ok());
+  const std::string learned = FreshTestDir("dropped_bias_learned");
+  CheckpointWithBias(0.5f, learned);
+  const absl::Status refused = dense.LoadWeights(learned);
+  CHECK_FALSE(refused.ok());
+  CHECK_THAT(std::string(refused.message()), Contains("d/bias"));
 }
 
 }  // namespace

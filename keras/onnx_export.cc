@@ -191,9 +191,10 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
       }
       const std::vector<Variable*> vars = layer.weights();
       for (const Variable* v : vars) g.Initializer(v->name, v->value.shape(), v->value.data());
+      const std::string linear = vars.size() > 1 ? name + "/linear" : name + "/matmul";
       g.Node("MatMul", {x, vars[0]->name}, name + "/matmul");
-      g.Node("Add", {name + "/matmul", vars[1]->name}, name + "/linear");
-      RW_RETURN_IF_ERROR(AddActivation(&g, layer.activation_name(), name, name + "/linear", name));
+      if (vars.size() > 1) g.Node("Add", {name + "/matmul", vars[1]->name}, linear);
+      RW_RETURN_IF_ERROR(AddActivation(&g, layer.activation_name(), name, linear, name));
     } else if (type == "Activation") {
       RW_RETURN_IF_ERROR(AddActivation(&g, layer.activation_name(), name, in[0], name));
     } else if (type == "Add" || type == "Multiply") {
@@ -219,8 +220,12 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
               oihw[((o * hwio[2] + i) * hwio[0] + h) * hwio[1] + w] =
                   vars[0]->value[((h * hwio[1] + w) * hwio[2] + i) * hwio[3] + o];
       g.Initializer(vars[0]->name, oihw.shape(), oihw.data());
-      g.Initializer(vars[1]->name, vars[1]->value.shape(), vars[1]->value.data());
-      ChannelsFirst(&g, "Conv", {in[0], vars[0]->name, vars[1]->name}, name, name + "/linear",
+      std::vector<std::string> conv_in = {in[0], vars[0]->name};
+      if (vars.size() > 1) {  // use_bias=false: none (ONNX's B is optional).
+        g.Initializer(vars[1]->name, vars[1]->value.shape(), vars[1]->value.data());
+        conv_in.push_back(vars[1]->name);
+      }
+      ChannelsFirst(&g, "Conv", conv_in, name, name + "/linear",
                     WindowAttributes(config, "kernel_size", in_shape, layer.output_shape()));
       RW_RETURN_IF_ERROR(AddActivation(&g, layer.activation_name(), name, name + "/linear", name));
     } else if (type == "MaxPooling2D" || type == "AveragePooling2D") {

@@ -57,6 +57,23 @@ std::vector<StateTensor> StateTensors(Model& model, bool include_optimizer) {
   return state;
 }
 
+// Checkpoints written before use_bias=false stopped making a bias variable hold
+// it (zeros) and its optimizer slots: LAYER/bias where the model has LAYER/kernel
+// and no LAYER/bias. Restoring skips them when they are zeros, so those
+// checkpoints still resume; a bias that is not zero is refused as before.
+bool IsDroppedBias(const std::string& name, const std::set<std::string>& ours) {
+  std::string variable = name;
+  if (absl::StartsWith(variable, kOptimizerPrefix)) {
+    variable = variable.substr(sizeof(kOptimizerPrefix) - 1);
+    const size_t slot = variable.rfind("/slot");
+    if (slot == std::string::npos) return false;
+    variable.resize(slot);
+  }
+  if (!absl::EndsWith(variable, "/bias")) return false;
+  const std::string layer = variable.substr(0, variable.size() - 5);
+  return ours.count(layer + "/kernel") > 0 && ours.count(variable) == 0;
+}
+
 absl::Status MustBeBuilt(const Model& model, const char* doing) {
   if (model.built()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
@@ -100,6 +117,11 @@ absl::Status ReadVerified(const std::string& path, const std::vector<StateTensor
       continue;
     }
     if (!include_optimizer && absl::StartsWith(t.name, kOptimizerPrefix)) continue;
+    if (!ours.count(t.name) && IsDroppedBias(t.name, ours) && t.dtype == DataType::kFloat32) {
+      std::vector<float> values(static_cast<size_t>(NumElements(t.shape)));
+      RW_RETURN_IF_ERROR(reader->Read(t, values.data()));
+      if (std::all_of(values.begin(), values.end(), [](float v) { return v == 0.0f; })) continue;
+    }
     if (!ours.count(t.name)) {
       return MismatchError(absl::StrCat("checkpoint ", path,
                                         " was written by another model: this model has no \"",
