@@ -4,10 +4,10 @@
 # (//docs:flags_doc_test runs this with --check).
 #
 #   bash scripts/flag_reference.sh            # builds the binaries, rewrites docs/FLAGS.md
-#   scripts/flag_reference.sh --check DOC TRAIN LAUNCH TFCONFIG REPORT
+#   scripts/flag_reference.sh --check DOC TRAIN LAUNCH TFCONFIG REPORT MODEL
 #                                             # compares DOC with what these binaries say
 set -uo pipefail
-generate() {  # generate TRAIN LAUNCH TFCONFIG REPORT
+generate() {  # generate TRAIN LAUNCH TFCONFIG REPORT MODEL
   cat <<'HEAD'
 # Flags
 
@@ -20,7 +20,7 @@ Generated from the flag definitions by `bash scripts/flag_reference.sh`; the tes
 suite fails when this file is stale. Do not edit it by hand.
 
 HEAD
-  local names=(train launch tfconfig report) i=0
+  local names=(train launch tfconfig report model) i=0
   for binary in "$@"; do
     # A clean environment: no TF_CONFIG or RINGWORK_* of this shell in the defaults.
     env -i PATH=/usr/bin:/bin "$binary" --helpmarkdown || {
@@ -30,7 +30,7 @@ HEAD
   return 0
 }
 if [[ ${1:-} == --check ]]; then
-  [[ $# -eq 6 ]] || { echo "usage: flag_reference.sh --check DOC TRAIN LAUNCH TFCONFIG REPORT" >&2; exit 2; }
+  [[ $# -eq 7 ]] || { echo "usage: flag_reference.sh --check DOC TRAIN LAUNCH TFCONFIG REPORT MODEL" >&2; exit 2; }
   doc=$2; shift 2
   if ! diff -u "$doc" <(generate "$@"); then
     echo "docs/FLAGS.md is stale: run bash scripts/flag_reference.sh and commit it" >&2
@@ -40,7 +40,7 @@ if [[ ${1:-} == --check ]]; then
   exit 0
 fi
 cd "$(dirname "$0")/.."
-bazel build //tools:train //tools/launch:launch //tools:tfconfig //tools/report:report >&2 || exit 1
+bazel build //tools:train //tools/launch:launch //tools:tfconfig //tools/report:report //tools:model >&2 || exit 1
 generate bazel-bin/tools/train bazel-bin/tools/launch/launch bazel-bin/tools/tfconfig \
-  bazel-bin/tools/report/report > docs/FLAGS.md || exit 1
+  bazel-bin/tools/report/report bazel-bin/tools/model > docs/FLAGS.md || exit 1
 echo "wrote docs/FLAGS.md" >&2
