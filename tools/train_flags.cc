@@ -5,10 +5,12 @@
 #include <iterator>
 #include <type_traits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "checkpoint/zip_archive.h"
 #include "data/synthetic_clicks.h"
 #include "keras/applications.h"
 #include "keras/keras_import.h"
@@ -102,17 +104,18 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
                 "after training the chief writes the inference graph here as ONNX (opset 17)");
   flags->String("model_config", &f->model_config,
                 "train the model this Keras JSON describes instead of --model: tf.keras 2's "
-                "model.to_json(), Keras 3's config.json, or a TF.js model.json (its weights: "
-                "--initial_weights=model.json)");
+                "model.to_json(), Keras 3's config.json or .keras archive, or a TF.js "
+                "model.json (their weights: --initial_weights=the same file)");
   flags->String("export_tfjs", &f->export_tfjs,
                 "after training the chief writes the model here for TensorFlow.js (a "
                 "directory: model.json and its weights)");
   flags->String("save_model", &f->save_model,
-                "after training the chief saves the whole model here (a directory: model.json "
-                "and its weights, TF.js' layers format), for LoadModel and TensorFlow.js");
+                "after training the chief saves the whole model here: a .keras archive (Keras "
+                "3's, with the compile settings), else a directory (model.json and its "
+                "weights, TF.js' layers format); for LoadModel, Keras and TensorFlow.js");
   flags->String("save_weights", &f->save_weights,
                 "after training the chief writes the weights here under Keras' names "
-                "(.npz for NumPy, .safetensors)");
+                "(.npz for NumPy, .safetensors) or in Keras 3's layout (.weights.h5)");
   flags->Int("steps_per_epoch", &f->steps_per_epoch,
              "epochs of this many steps of one stream over the data, pass after pass "
              "(Keras' steps_per_epoch); 0: an epoch is one pass");
@@ -303,11 +306,22 @@ std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f,
 
 absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
   if (!f.model_config.empty()) {
-    std::ifstream in(f.model_config);
-    if (!in) {
-      return absl::NotFoundError(absl::StrCat("--model_config=", f.model_config, ": cannot read"));
+    std::string text;
+    if (absl::EndsWith(f.model_config, ".keras")) {  // The archive's config.json.
+      absl::StatusOr<std::string> config = ReadZipMember(f.model_config, "config.json");
+      if (!config.ok()) {
+        return absl::Status(config.status().code(),
+                            absl::StrCat("--model_config=", config.status().message()));
+      }
+      text = *std::move(config);
+    } else {
+      std::ifstream in(f.model_config);
+      if (!in) {
+        return absl::NotFoundError(
+            absl::StrCat("--model_config=", f.model_config, ": cannot read"));
+      }
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     absl::StatusOr<Model> model = ModelFromKerasJson(text);
     if (!model.ok()) {
       return absl::Status(model.status().code(), absl::StrCat("--model_config=", f.model_config,
