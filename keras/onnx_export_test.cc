@@ -89,7 +89,7 @@ TEST_CASE("a functional model with merges exports; a layer not exported yet is n
   SymbolicTensor b = Apply(Dense(6, {.activation = "sigmoid"}), x);
   SymbolicTensor sum = Apply(Add(), {a, b});
   SymbolicTensor joined = Apply(Concatenate(), {a, sum});
-  Model model(x, Apply(ActivationLayer("relu"), Apply(Dense(3), joined)));
+  Model model(x, Apply(ActivationLayer("relu"), Apply(Dense(3, {.use_bias = false}), joined)));
   CompileOptions compile;
   compile.loss = {"mse"};
   compile.intra_op_threads = 1;
