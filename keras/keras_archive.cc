@@ -91,7 +91,8 @@ absl::StatusOr<std::string> KerasConfigJson(const Model& model) {
   RW_ASSIGN_OR_RETURN(KerasGraph graph, KerasGraphOf(model, "Keras export"));
   Json layers = Json::array();
   for (const KerasNode& node : graph.nodes) layers.push_back(Keras3Layer(node));
-  Json outputs = Json::array();
+  Json inputs = Json::array(), outputs = Json::array();
+  for (const std::string& i : graph.inputs) inputs.push_back({i, 0, 0});
   for (const std::string& o : graph.outputs) outputs.push_back({o, 0, 0});
   const Json config = {{"module", "keras.src.models.functional"},
                        {"class_name", "Functional"},
@@ -99,7 +100,7 @@ absl::StatusOr<std::string> KerasConfigJson(const Model& model) {
                         {{"name", graph.name},
                          {"trainable", true},
                          {"layers", layers},
-                         {"input_layers", {{graph.nodes[0].name, 0, 0}}},
+                         {"input_layers", inputs},
                          {"output_layers", outputs}}},
                        {"registered_name", "Functional"},
                        {"build_config", {{"input_shape", nullptr}}},

@@ -136,6 +136,29 @@ TEST_CASE("a .keras archive and a .weights.h5 in Keras 3's layout, read by h5py"
   RequireSamePredictions(model, other, DeterministicInputs({5, 9, 9, 2}));
 }
 
+TEST_CASE("a model of two named inputs goes into a .keras archive and back", "[keras_archive]") {
+  SymbolicTensor image = Input({4, 4, 1}, "image"), numbers = Input({3}, "numbers");
+  SymbolicTensor a =
+      Apply(Named(Dense(5, {.activation = "relu"}), "seen"), Apply(Flatten(), image));
+  SymbolicTensor b = Apply(Named(Dense(5), "counted"), numbers);
+  Model model(
+      std::vector<SymbolicTensor>{image, numbers},
+      Apply(Named(Dense(2, {.activation = "softmax"}), "out"), Apply(Concatenate(), {a, b})));
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  TrainFewSteps(model, DeterministicInputs({6, 19}), 2);  // 16 + 3 values side by side.
+  const std::string dir = FreshTestDir("keras_archive_two_inputs");
+  REQUIRE(SaveModel(model, dir + "/two.keras").ok());
+  absl::StatusOr<std::string> config = KerasConfigJson(model);
+  REQUIRE(config.ok());
+  CHECK(nlohmann::json::parse(*config)["config"]["input_layers"] ==
+        nlohmann::json({{"image", 0, 0}, {"numbers", 0, 0}}));
+  absl::StatusOr<Model> loaded = LoadModel(dir + "/two.keras");
+  INFO(loaded.status().message());
+  REQUIRE(loaded.ok());
+  CHECK(loaded->signature().input_shapes == model.signature().input_shapes);
+  RequireSamePredictions(model, *loaded, DeterministicInputs({4, 19}));
+}
+
 TEST_CASE("mismatched, damaged and crafted Keras files are refused", "[keras_archive]") {
   Model model = TwoBranches(3);
   REQUIRE(model.Compile(AdamOneThread()).ok());

@@ -88,17 +88,29 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
   // What each activation is (0: the input) by the Keras layer that gives it.
   std::vector<std::string> source(model.layers_.size() + 1);
   std::vector<Shape> shape(model.layers_.size() + 1);
+  auto input_layer = [&](const std::string& name, const Shape& input_shape) {
+    KerasNode input{"InputLayer", name, BaseConfig(name), {}, {}, input_shape, {}};
+    input.config.erase("trainable");
+    input.config["batch_input_shape"] = KerasBatchShape(input_shape);
+    input.config["sparse"] = false;
+    graph.nodes.push_back(std::move(input));
+    graph.inputs.push_back(name);
+  };
+  // One input is activation 0; several are InputLayers that cut the flat example.
+  const bool several = model.input_names_.size() > 1;
   source[0] = model.input_names_.empty() ? "input_1" : model.input_names_[0];
   shape[0] = model.input_shape_;
-  KerasNode input{"InputLayer", source[0], BaseConfig(source[0]), {}, {}, shape[0], {}};
-  input.config.erase("trainable");
-  input.config["batch_input_shape"] = KerasBatchShape(shape[0]);
-  input.config["sparse"] = false;
-  graph.nodes.push_back(std::move(input));
+  if (!several) input_layer(source[0], shape[0]);
   for (size_t l = 0; l < model.layers_.size(); ++l) {
     const Layer& layer = *model.layers_[l];
     const std::string type = layer.type();
     const int first = model.inputs_[l][0];
+    if (type == "InputLayer" && several) {
+      input_layer(layer.name(), layer.output_shape());
+      source[l + 1] = layer.name();
+      shape[l + 1] = layer.output_shape();
+      continue;
+    }
     if (type == "RandomFlip") {  // Nothing in inference.
       source[l + 1] = source[static_cast<size_t>(first)];
       shape[l + 1] = shape[static_cast<size_t>(first)];
@@ -107,8 +119,7 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
     const auto keras = KerasClasses().find(type);
     if (keras == KerasClasses().end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": layer ", layer.name(), " (", type, ") is not exported",
-                       type == "InputLayer" ? " (a model of several inputs)" : ""));
+          absl::StrCat(what, ": layer ", layer.name(), " (", type, ") is not exported"));
     }
     KerasNode node{
         keras->second, layer.name(), BaseConfig(layer.name()), {}, {}, layer.output_shape(), {}};

@@ -5,12 +5,13 @@
 // 3's config.json and .weights.h5) share.
 //
 //   RW_ASSIGN_OR_RETURN(KerasGraph graph, KerasGraphOf(model, "TF.js export"));
-//   for (const KerasNode& node : graph.nodes) ...   // nodes[0]: the InputLayer
+//   for (const KerasNode& node : graph.nodes) ...   // InputLayers first
 //
 // RandomFlip is left out (inference); SyncBatchNormalization is a
 // BatchNormalization; a Dense that reads a rank > 1 input gets a Flatten before
-// it (NAME_flatten), because Keras' Dense acts on the last axis only. Another
-// layer, or a model of several inputs, is INVALID_ARGUMENT naming it after `what`.
+// it (NAME_flatten), because Keras' Dense acts on the last axis only; a model of
+// several inputs has an InputLayer for each. Another layer is INVALID_ARGUMENT
+// naming it after `what`.
 #ifndef RINGWORK_KERAS_KERAS_GRAPH_H_
 #define RINGWORK_KERAS_KERAS_GRAPH_H_
 
@@ -36,7 +37,8 @@ struct KerasNode {
 
 struct KerasGraph {
   std::string name;
-  std::vector<KerasNode> nodes;      // nodes[0]: the InputLayer (the deepest).
+  std::vector<KerasNode> nodes;
+  std::vector<std::string> inputs;   // The InputLayers, in the model's input order.
   std::vector<std::string> outputs;  // The layers whose outputs the model gives.
 };
 

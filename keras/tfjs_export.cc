@@ -38,13 +38,14 @@ absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model) {
                          sizeof(float) * static_cast<size_t>(v->size()));
     }
   }
-  nlohmann::json outputs = nlohmann::json::array();
+  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
+  for (const std::string& i : graph.inputs) inputs.push_back({i, 0, 0});
   for (const std::string& o : graph.outputs) outputs.push_back({o, 0, 0});
   const nlohmann::json topology = {{"class_name", "Model"},
                                    {"config",
                                     {{"name", graph.name},
                                      {"layers", layers},
-                                     {"input_layers", {{graph.nodes[0].name, 0, 0}}},
+                                     {"input_layers", inputs},
                                      {"output_layers", outputs}}},
                                    {"keras_version", "2.15.0"},
                                    {"backend", "tensorflow"}};

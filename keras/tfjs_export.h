@@ -8,8 +8,8 @@
 // RandomFlip is left out (inference); SyncBatchNormalization is a
 // BatchNormalization. Layers: Dense, Conv2D, MaxPooling2D, AveragePooling2D,
 // GlobalAveragePooling2D, (Sync)BatchNormalization, LayerNormalization, Embedding,
-// Activation, Flatten, Reshape, Dropout, Add, Multiply, Concatenate; another (or
-// a model of several inputs) is refused with INVALID_ARGUMENT naming it. The chief
+// Activation, Flatten, Reshape, Dropout, Add, Multiply, Concatenate, and an
+// InputLayer per input; another is refused with INVALID_ARGUMENT naming it. The chief
 // writes (each file atomically, the weights first); every worker returns its result.
 #ifndef RINGWORK_KERAS_TFJS_EXPORT_H_
 #define RINGWORK_KERAS_TFJS_EXPORT_H_
