@@ -4,6 +4,23 @@
 #include "base/status_macros.h"
 
 namespace ringwork {
+namespace {
+
+// oneDNN's view of a Conv2DShape: dims in its NCHW/OIHW order, strides and pads.
+struct Geometry {
+  explicit Geometry(const Conv2DShape& s) {
+    const Window1D r = s.rows(), c = s.cols();
+    src = {s.batch, s.in_channels, s.height, s.width};
+    weights = {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w};
+    dst = {s.batch, s.out_channels, r.out, c.out};
+    strides = {s.stride_h, s.stride_w};
+    pad_l = {r.pad_before, c.pad_before};
+    pad_r = {r.pad_after, c.pad_after};
+  }
+  Dims src, weights, dst, strides, pad_l, pad_r;
+};
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Conv2DKernel>> Conv2DKernel::Create(KernelContext& ctx,
                                                                    Conv2DShape shape) {
@@ -25,14 +42,11 @@ absl::Status Conv2DKernel::Init(KernelContext& ctx) {
   KernelContext::ScopedThreads threads(ctx);
   const dnnl::engine& engine = ctx.engine();
   const Conv2DShape& s = shape_;
-  const Window1D r = s.rows(), c = s.cols();
   const DnnlType f32 = DnnlType::f32;
   const DnnlType in = ctx.bf16() ? DnnlType::bf16 : f32;
-  const Dims src_dims = {s.batch, s.in_channels, s.height, s.width};
-  const Dims w_dims = {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w};
-  const Dims dst_dims = {s.batch, s.out_channels, r.out, c.out};
-  const Dims strides = {s.stride_h, s.stride_w};
-  const Dims pad_l = {r.pad_before, c.pad_before}, pad_r = {r.pad_after, c.pad_after};
+  const Geometry g(s);
+  const Dims &src_dims = g.src, &w_dims = g.weights, &dst_dims = g.dst;
+  const Dims &strides = g.strides, &pad_l = g.pad_l, &pad_r = g.pad_r;
   const auto algorithm = dnnl::algorithm::convolution_direct;
   try {
     const auto x_user = Md(src_dims, f32, Tag::nhwc), y_user = Md(dst_dims, f32, Tag::nhwc);
@@ -91,16 +105,13 @@ absl::Status Conv2DKernel::ForwardInference(KernelContext& ctx, const float* x, 
   KernelContext::ScopedThreads threads(ctx);
   if (!inference_.has_value() || inference_relu_ != relu) {
     const dnnl::engine& engine = ctx.engine();
-    const Conv2DShape& s = shape_;
-    const Window1D r = s.rows(), c = s.cols();
     const DnnlType f32 = DnnlType::f32;
     const DnnlType in = ctx.bf16() ? DnnlType::bf16 : f32;
-    const Dims src_dims = {s.batch, s.in_channels, s.height, s.width};
-    const Dims w_dims = {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w};
-    const Dims dst_dims = {s.batch, s.out_channels, r.out, c.out};
+    const Geometry g(shape_);
     try {
-      const auto x_user = Md(src_dims, f32, Tag::nhwc), y_user = Md(dst_dims, f32, Tag::nhwc);
-      const auto w_user = Md(w_dims, f32, Tag::hwio), b = Md({s.out_channels}, f32, Tag::a);
+      const auto x_user = Md(g.src, f32, Tag::nhwc), y_user = Md(g.dst, f32, Tag::nhwc);
+      const auto w_user = Md(g.weights, f32, Tag::hwio);
+      const auto b = Md({shape_.out_channels}, f32, Tag::a);
       dnnl::primitive_attr attr;
       if (relu) {
         dnnl::post_ops ops;
@@ -108,11 +119,10 @@ absl::Status Conv2DKernel::ForwardInference(KernelContext& ctx, const float* x, 
         attr.set_post_ops(ops);
       }
       dnnl::convolution_forward::primitive_desc fwd(
-          dnnl::convolution_forward::desc(
-              dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-              Md(src_dims, in, Tag::nhwc), Md(w_dims, in, Tag::any), b, y_user,
-              Dims{s.stride_h, s.stride_w}, Dims{r.pad_before, c.pad_before},
-              Dims{r.pad_after, c.pad_after}),
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::convolution_direct,
+                                          Md(g.src, in, Tag::nhwc), Md(g.weights, in, Tag::any), b,
+                                          y_user, g.strides, g.pad_l, g.pad_r),
           attr, engine);
       inference_ = dnnl::convolution_forward(fwd);
       inference_relu_ = relu;
