@@ -152,6 +152,19 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> WindowAttributes(
   return {{"kernel_shape", {k, k}}, {"strides", {stride, stride}}, {"pads", pads}};
 }
 
+// Keras' [height, width, in, out] kernel as ONNX's [out, in, height, width].
+Tensor OihwFromHwio(const Tensor& kernel) {
+  const Shape& hwio = kernel.shape();
+  Tensor oihw({hwio[3], hwio[2], hwio[0], hwio[1]});
+  for (int64_t h = 0; h < hwio[0]; ++h)
+    for (int64_t w = 0; w < hwio[1]; ++w)
+      for (int64_t i = 0; i < hwio[2]; ++i)
+        for (int64_t o = 0; o < hwio[3]; ++o)
+          oihw[((o * hwio[2] + i) * hwio[0] + h) * hwio[1] + w] =
+              kernel[((h * hwio[1] + w) * hwio[2] + i) * hwio[3] + o];
+  return oihw;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
@@ -210,15 +223,7 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
     } else if (type == "Conv2D") {
       const nlohmann::json config = layer.keras_config();
       const std::vector<Variable*> vars = layer.weights();
-      // Keras' [height, width, in, out] kernel as ONNX's [out, in, height, width].
-      const Shape& hwio = vars[0]->value.shape();
-      Tensor oihw({hwio[3], hwio[2], hwio[0], hwio[1]});
-      for (int64_t h = 0; h < hwio[0]; ++h)
-        for (int64_t w = 0; w < hwio[1]; ++w)
-          for (int64_t i = 0; i < hwio[2]; ++i)
-            for (int64_t o = 0; o < hwio[3]; ++o)
-              oihw[((o * hwio[2] + i) * hwio[0] + h) * hwio[1] + w] =
-                  vars[0]->value[((h * hwio[1] + w) * hwio[2] + i) * hwio[3] + o];
+      const Tensor oihw = OihwFromHwio(vars[0]->value);
       g.Initializer(vars[0]->name, oihw.shape(), oihw.data());
       std::vector<std::string> conv_in = {in[0], vars[0]->name};
       if (vars.size() > 1) {  // use_bias=false: none (ONNX's B is optional).
