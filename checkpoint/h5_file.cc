@@ -29,7 +29,10 @@ class Handle {
 // libhdf5 prints its error stack to stderr by default; errors come back as statuses.
 void QuietErrors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
-// A file in memory (the core driver, nothing on disk).
+// A file in memory (the core driver, nothing on disk), under a name no file can
+// have: libhdf5 refuses an image whose name exists on disk.
+constexpr char kImageName[] = "/nonexistent-ringwork-dir/in-memory.h5";
+
 hid_t MemoryAccess() {
   const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   if (fapl >= 0) H5Pset_fapl_core(fapl, 1 << 20, /*backing_store=*/0);
@@ -67,7 +70,9 @@ herr_t CollectDataset(hid_t group, const char* name, const H5L_info_t* info, voi
   return 0;
 }
 
-absl::Status ReadDataset(hid_t file, const std::string& where, NamedTensor* t) {
+// `budget`: the bytes the file may still hold; uncompressed data cannot exceed
+// the file, whatever its chunks claim.
+absl::Status ReadDataset(hid_t file, const std::string& where, NamedTensor* t, uint64_t* budget) {
   const std::string at = absl::StrCat(where, ", dataset ", t->name);
   Handle data(H5Dopen2(file, t->name.c_str(), H5P_DEFAULT), H5Dclose);
   Handle type(data.ok() ? H5Dget_type(data.get()) : -1, H5Tclose);
@@ -89,9 +94,11 @@ absl::Status ReadDataset(hid_t file, const std::string& where, NamedTensor* t) {
     t->shape.push_back(static_cast<int64_t>(d));
   }
   // What the file stores must cover the shape: a few bytes cannot claim gigabytes.
-  if (H5Dget_storage_size(data.get()) < elements * H5Tget_size(type.get())) {
+  const uint64_t bytes = elements * H5Tget_size(type.get());
+  if (H5Dget_storage_size(data.get()) < bytes || bytes > *budget) {
     return absl::DataLossError(at + ": its data is not stored whole (compressed or damaged)");
   }
+  *budget -= bytes;
   t->values.resize(elements);
   if (elements > 0 &&
       H5Dread(data.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->values.data()) < 0) {
@@ -110,7 +117,7 @@ absl::StatusOr<std::string> H5FileImage(const std::vector<std::string>& groups,
   if (!fapl.ok() || !lcpl.ok() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0) {
     return absl::InternalError("HDF5: cannot set up a file in memory");
   }
-  Handle file(H5Fcreate("weights.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+  Handle file(H5Fcreate(kImageName, H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
   if (!file.ok()) return absl::InternalError("HDF5: cannot make a file in memory");
   for (const std::string& g : groups) {
     if (H5Lexists(file.get(), g.c_str(), H5P_DEFAULT) > 0) continue;
@@ -147,17 +154,18 @@ absl::StatusOr<std::vector<NamedTensor>> ReadH5Datasets(const std::string& image
       H5Pset_file_image(fapl.get(), const_cast<char*>(image.data()), image.size()) < 0) {
     return absl::InternalError("HDF5: cannot set up a file in memory");
   }
-  Handle file(H5Fopen("weights.h5", H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+  Handle file(H5Fopen(kImageName, H5F_ACC_RDONLY, fapl.get()), H5Fclose);
   if (!file.ok()) return absl::DataLossError(where + ": not a readable HDF5 file");
   Visit visit{where, {}};
   if (H5Lvisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, CollectDataset, &visit) < 0) {
     return absl::DataLossError(where + ": its groups cannot be read");
   }
   std::vector<NamedTensor> out(visit.datasets.size());
+  uint64_t budget = image.size();
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].name = visit.datasets[i];
     try {
-      if (absl::Status s = ReadDataset(file.get(), where, &out[i]); !s.ok()) return s;
+      if (absl::Status s = ReadDataset(file.get(), where, &out[i], &budget); !s.ok()) return s;
     } catch (const std::bad_alloc&) {
       return absl::ResourceExhaustedError(
           absl::StrCat(where, ", dataset ", out[i].name, ": too large for this machine's memory"));

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "base/atomic_file.h"
@@ -73,6 +74,19 @@ absl::StatusOr<std::string> ReadZipMember(const std::string& path, const std::st
     return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open: ", ZipErrorText(error)));
   }
   const std::string where = absl::StrCat(path, ", member ", name);
+  // Deflate inflates at most about 1032:1: a member that claims more than that
+  // of the whole archive (or over 16 GiB) is refused before it is read.
+  std::error_code size_error;
+  const uint64_t archive_bytes = std::filesystem::file_size(path, size_error);
+  zip_stat_t st;
+  zip_stat_init(&st);
+  if (zip_stat(z, name.c_str(), 0, &st) == 0 && (st.valid & ZIP_STAT_SIZE) &&
+      (st.size > (uint64_t{16} << 30) || (!size_error && st.size > 1100 * archive_bytes + 4096))) {
+    zip_discard(z);
+    return absl::DataLossError(
+        absl::StrCat(where, ": claims ", st.size, " bytes, more than the archive can hold"));
+  }
+  const uint64_t declared = (st.valid & ZIP_STAT_SIZE) ? st.size : 0;
   zip_file_t* f = zip_fopen(z, name.c_str(), 0);
   if (f == nullptr) {
     const bool missing = zip_get_error(z)->zip_err == ZIP_ER_NOENT;
@@ -85,11 +99,15 @@ absl::StatusOr<std::string> ReadZipMember(const std::string& path, const std::st
   std::string out;
   char piece[1 << 16];
   zip_int64_t got = 0;
-  while ((got = zip_fread(f, piece, sizeof(piece))) > 0)
+  // No further than the member's declared size.
+  while (out.size() <= declared && (got = zip_fread(f, piece, sizeof(piece))) > 0) {
     out.append(piece, static_cast<size_t>(got));
+  }
   zip_fclose(f);
   zip_discard(z);
-  if (got < 0) return absl::DataLossError(where + ": cannot be read (damaged or truncated)");
+  if (got < 0 || out.size() != declared) {
+    return absl::DataLossError(where + ": cannot be read (damaged or truncated)");
+  }
   return out;
 }
 

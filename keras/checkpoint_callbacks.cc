@@ -59,22 +59,27 @@ absl::StatusOr<bool> TakeOverDirectory(Model& model, const std::string& dir, int
 }
 
 // Keras' filepath formatting, for the one key that does not need the logs:
-// {epoch} and {epoch:0Nd}.
+// {epoch}, {epoch:Nd} (padded with spaces) and {epoch:0Nd} (with zeros).
 std::string FormatEpoch(const std::string& pattern, int64_t epoch) {
-  static const std::regex key("\\{epoch(:0?([0-9]+)d)?\\}");
+  static const std::regex key("\\{epoch(:(0?)([0-9]{1,2})d)?\\}");
   std::string out;
   std::sregex_iterator it(pattern.begin(), pattern.end(), key), end;
   size_t from = 0;
   for (; it != end; ++it) {
     out += pattern.substr(from, static_cast<size_t>(it->position()) - from);
     std::string digits = std::to_string(epoch);
-    const size_t width = (*it)[2].matched ? std::stoul((*it)[2].str()) : 0;
-    if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
+    const size_t width = (*it)[3].matched ? std::stoul((*it)[3].str()) : 0;
+    const char pad = (*it)[2].length() > 0 ? '0' : ' ';
+    if (digits.size() < width) digits.insert(0, width - digits.size(), pad);
     out += digits;
     from = static_cast<size_t>(it->position() + it->length());
   }
   return out + pattern.substr(from);
 }
+
+// Keras numbers a save by the epoch it belongs to, from 1: the epochs done at an
+// epoch's end, the one under way in the middle of it.
+int64_t KerasEpoch(const TrainPosition& at) { return at.epoch + (at.step_in_epoch > 0 ? 1 : 0); }
 
 }  // namespace
 
@@ -110,7 +115,7 @@ absl::Status ModelCheckpoint::OnRegroup(const TrainInfo& info) {
 }
 
 absl::Status ModelCheckpoint::Save(const TrainPosition& position, bool final) {
-  if (!options_.filepath.empty()) return SaveFile(position.epoch);
+  if (!options_.filepath.empty()) return SaveFile(KerasEpoch(position));
   if (paused_) {
     RW_ASSIGN_OR_RETURN(const bool usable,
                         TakeOverDirectory(*model_, options_.directory, options_.keep, &dir_));
@@ -140,6 +145,8 @@ absl::Status ModelCheckpoint::OnEpochEnd(int64_t epoch, const Logs&) {
 }
 
 absl::Status ModelCheckpoint::OnTrainEnd(const Logs&) {
+  // Keras' filepath: the last epoch run (EarlyStopping may end before the last asked).
+  if (!options_.filepath.empty()) return SaveFile(KerasEpoch(model_->fit_position()));
   // The final state, marked final: a sidecar evaluator stops after it.
   // Also after a stop: the last state of this training, numbered as if every
   // epoch ran (unless a per-replica batch changed the steps: then the steps done).

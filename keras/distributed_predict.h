@@ -8,8 +8,9 @@
 //   if (strategy->is_chief()) ... write y
 //
 // `data` is every worker's same unbatched pipeline, in the same order (files
-// unshuffled). Collective: every worker calls it. A worker that fails makes
-// every worker return an error (its own, or "a peer could not predict"); the
+// unshuffled; a batched one is refused); fewer elements than workers is fine.
+// The model must be built (LoadModel builds). Collective: every worker calls it. A worker that
+// fails makes every worker return an error (its own, or "a peer could not predict"); the
 // collectives' deadlines bound the wait for a worker that is gone. Models of
 // one output. One worker: Model::Predict.
 #ifndef RINGWORK_KERAS_DISTRIBUTED_PREDICT_H_

@@ -102,6 +102,33 @@ TEST_CASE("gradients flow through a frozen BatchNormalization as finite differen
   CheckGradientsByFiniteDifferences(model, batch, 1);
 }
 
+TEST_CASE("freezing and unfreezing a built model take effect when it compiles again",
+          "[freezing]") {
+  Sequential model;
+  auto first = Dense(6, {.activation = "relu"});
+  Layer* base = first.get();
+  model.Add(std::move(first));
+  model.Add(Dense(3));
+  CompileOptions compile = AdamOneThread();
+  compile.loss = {"sparse_categorical_crossentropy", true};
+  REQUIRE(model.Compile(compile).ok());
+  REQUIRE(model.Build({4}).ok());  // As LoadModel leaves a model.
+  Batch batch;
+  batch.features = DeterministicInputs({6, 4});
+  for (int i = 0; i < 6; ++i) batch.labels.push_back(i % 3);
+  base->set_trainable(false);
+  REQUIRE(model.Compile(compile).ok());
+  CHECK(model.variables().size() == 2);
+  const std::vector<std::vector<float>> frozen = Values(base->weights());
+  for (int step = 0; step < 3; ++step) REQUIRE(model.TrainStep(batch).ok());
+  CHECK(Values(base->weights()) == frozen);
+  base->set_trainable(true);
+  REQUIRE(model.Compile(compile).ok());
+  CHECK(model.variables().size() == 4);
+  for (int step = 0; step < 3; ++step) REQUIRE(model.TrainStep(batch).ok());
+  CHECK(Values(base->weights()) != frozen);
+}
+
 TEST_CASE("Keras JSON freezes a layer, and the exports keep it frozen", "[freezing]") {
   const std::string json = R"({"class_name": "Sequential", "config": {"layers": [
       {"class_name": "Dense", "config": {"units": 4, "batch_input_shape": [null, 3],

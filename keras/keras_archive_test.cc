@@ -198,6 +198,64 @@ TEST_CASE("mismatched, damaged and crafted Keras files are refused", "[keras_arc
   CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
   CHECK_THAT(std::string(s.message()), Contains("layers/dense_9/vars/0"));
 
+  // A dataset whose path is a variable's name, beside the one Keras' layout puts
+  // there: refused, not copied twice.
+  REQUIRE(model.SaveWeights(dir + "/twice.weights.h5").ok());
+  REQUIRE(RunSubprocess({"/usr/bin/python3", "-c",
+                         "import h5py,sys\n"
+                         "f=h5py.File(sys.argv[1],'a')\n"
+                         "f['out/kernel']=[[1.0]*3]*10\n",
+                         dir + "/twice.weights.h5"},
+                        {})
+              .exit_code == 0);
+  s = model.LoadWeights(dir + "/twice.weights.h5");
+  CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(std::string(s.message()), Contains("holds out/kernel"));
+
+  // tf.keras 2's HDF5 layout: said so.
+  REQUIRE(RunSubprocess({"/usr/bin/python3", "-c",
+                         "import h5py,sys\n"
+                         "f=h5py.File(sys.argv[1],'w')\n"
+                         "f['dense/dense/kernel:0']=[[1.0]*3]*10\n",
+                         dir + "/legacy.h5"},
+                        {})
+              .exit_code == 0);
+  s = model.LoadWeights(dir + "/legacy.h5");
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(s.message()), Contains("not in Keras 3's layout"));
+
+  // An archive whose member claims 4 GiB in a file of a few hundred bytes.
+  REQUIRE(RunSubprocess({"/usr/bin/python3", "-c",
+                         "import struct,sys,zipfile\n"
+                         "with zipfile.ZipFile(sys.argv[1],'w') as z:\n"
+                         "  z.writestr('config.json','{}')\n"
+                         "d=bytearray(open(sys.argv[1],'rb').read())\n"
+                         "c=d.rfind(b'PK\\x01\\x02')\n"
+                         "d[c+24:c+28]=struct.pack('<I',0xfffffff0)\n"
+                         "open(sys.argv[1],'wb').write(d)\n",
+                         dir + "/bomb.keras"},
+                        {})
+              .exit_code == 0);
+  absl::StatusOr<Model> bomb = LoadModel(dir + "/bomb.keras");
+  CHECK(bomb.status().code() == absl::StatusCode::kDataLoss);
+  CHECK_THAT(std::string(bomb.status().message()), Contains("more than the archive can hold"));
+
+  // Compile settings Ringwork cannot honour (RMSprop) do not stop a model loading.
+  REQUIRE(RunSubprocess({"/usr/bin/python3", "-c",
+                         "import json,sys,zipfile\n"
+                         "src=zipfile.ZipFile(sys.argv[1])\n"
+                         "c=json.loads(src.read('config.json'))\n"
+                         "c['compile_config']['optimizer']='rmsprop'\n"
+                         "with zipfile.ZipFile(sys.argv[2],'w') as z:\n"
+                         "  for n in src.namelist():\n"
+                         "    z.writestr(n, json.dumps(c) if n=='config.json' else src.read(n))\n",
+                         dir + "/m.keras", dir + "/rmsprop.keras"},
+                        {})
+              .exit_code == 0);
+  absl::StatusOr<Model> rmsprop = LoadModel(dir + "/rmsprop.keras");
+  INFO(rmsprop.status().message());
+  CHECK(rmsprop.ok());
+
   // A few bytes that claim a 40 GB tensor: refused before anything is allocated.
   REQUIRE(RunSubprocess({"/usr/bin/python3", "-c",
                          "import h5py,sys\n"
@@ -241,6 +299,13 @@ TEST_CASE("compile settings go into config.json and come back", "[keras_archive]
   CHECK(refused.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK_THAT(std::string(refused.status().message()),
              Contains("$.compile_config.optimizer.config.amsgrad"));
+  for (const nlohmann::json& odd :
+       {nlohmann::json{{"loss", nlohmann::json::object()}}, nlohmann::json{{"optimizer", 5}},
+        nlohmann::json{{"loss", {{"class_name", 7}}}}}) {
+    INFO(odd.dump());
+    CHECK(CompileOptionsFromKeras(odd, "$.compile_config").status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  }
   nlohmann::json hinge = config;
   hinge["loss"] = "hinge";
   refused = CompileOptionsFromKeras(hinge, "$.compile_config");

@@ -156,28 +156,7 @@ absl::StatusOr<OptimizerSpec> OptimizerFrom(const Json& j, const std::string& pa
   return o;
 }
 
-}  // namespace
-
-nlohmann::json KerasCompileConfig(const CompileOptions& options) {
-  Json loss = LossJson(options.loss);
-  if (!options.losses.empty()) {
-    loss = Json::object();
-    for (const auto& [output, spec] : options.losses) loss[output] = LossJson(spec);
-  }
-  Json weights = nullptr;
-  if (!options.loss_weights.empty()) weights = options.loss_weights;
-  return {{"optimizer", OptimizerJson(options.optimizer)},
-          {"loss", loss},
-          {"loss_weights", weights},
-          {"metrics", options.metrics},
-          {"weighted_metrics", nullptr},
-          {"run_eagerly", false},
-          {"steps_per_execution", 1},
-          {"jit_compile", false}};
-}
-
-absl::StatusOr<CompileOptions> CompileOptionsFromKeras(const nlohmann::json& config,
-                                                       const std::string& path) {
+absl::StatusOr<CompileOptions> ReadCompileConfig(const Json& config, const std::string& path) {
   if (!config.is_object()) return Refuse(path, "not an object");
   CompileOptions options;
   for (const auto& [key, value] : config.items()) {
@@ -185,6 +164,7 @@ absl::StatusOr<CompileOptions> CompileOptionsFromKeras(const nlohmann::json& con
     if (key == "optimizer") {
       RW_ASSIGN_OR_RETURN(options.optimizer, OptimizerFrom(value, at));
     } else if (key == "loss" && value.is_object() && !value.contains("class_name")) {
+      if (value.empty()) return Refuse(at, "no loss");
       for (const auto& [output, spec] : value.items()) {
         RW_ASSIGN_OR_RETURN(options.losses[output], LossFrom(spec, at + "." + output));
       }
@@ -211,6 +191,35 @@ absl::StatusOr<CompileOptions> CompileOptionsFromKeras(const nlohmann::json& con
     }
   }
   return options;
+}
+
+}  // namespace
+
+nlohmann::json KerasCompileConfig(const CompileOptions& options) {
+  Json loss = LossJson(options.loss);
+  if (!options.losses.empty()) {
+    loss = Json::object();
+    for (const auto& [output, spec] : options.losses) loss[output] = LossJson(spec);
+  }
+  Json weights = nullptr;
+  if (!options.loss_weights.empty()) weights = options.loss_weights;
+  return {{"optimizer", OptimizerJson(options.optimizer)},
+          {"loss", loss},
+          {"loss_weights", weights},
+          {"metrics", options.metrics},
+          {"weighted_metrics", nullptr},
+          {"run_eagerly", false},
+          {"steps_per_execution", 1},
+          {"jit_compile", false}};
+}
+
+absl::StatusOr<CompileOptions> CompileOptionsFromKeras(const nlohmann::json& config,
+                                                       const std::string& path) {
+  try {
+    return ReadCompileConfig(config, path);
+  } catch (const Json::exception& e) {  // A value of another type than Keras writes.
+    return Refuse(path, absl::StrCat("not a Keras compile_config: ", e.what()));
+  }
 }
 
 }  // namespace ringwork

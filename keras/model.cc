@@ -99,6 +99,12 @@ absl::Status Model::Compile(const CompileOptions& options) {
                                                      "\": a model's layer names must be unique"));
     }
   }
+  if (built_ && (options.intra_op_threads != compile_options_.intra_op_threads ||
+                 options.precision != compile_options_.precision)) {
+    // The layers' kernels were made for the first ones.
+    return absl::FailedPreconditionError(
+        "a built model keeps its intra_op_threads and precision when it compiles again");
+  }
   compile_options_ = options;
   const std::vector<std::string> outputs = output_names();
   auto check_name = [&](const std::string& name, const char* field) -> absl::Status {
@@ -149,10 +155,55 @@ absl::Status Model::Compile(const CompileOptions& options) {
                                                ClusterConfig::Local("local (no strategy)"), local));
     strategy_ = default_strategy_.get();
   }
-  kernels_ =
-      std::make_unique<KernelContext>(KernelOptions{options.intra_op_threads, options.precision},
-                                      strategy_->workers_on_this_host());
+  if (!built_) {  // Built, its layers' kernels hold on to the context they were made in.
+    kernels_ =
+        std::make_unique<KernelContext>(KernelOptions{options.intra_op_threads, options.precision},
+                                        strategy_->workers_on_this_host());
+  }
   compiled_ = true;
+  if (built_) return PrepareGradients();  // Layers may have been frozen or unfrozen.
+  return absl::OkStatus();
+}
+
+// What training needs beyond the weights, from which layers learn: the
+// gradient arena and its reducer, frozen layers' scratch slots, the batch
+// statistics' size, where the backward pass runs. Build does it; Compile again
+// after Layer::set_trainable redoes it, as Keras asks to compile after freezing.
+absl::Status Model::PrepareGradients() {
+  const std::vector<Variable*> vars = variables();
+  // Before anything is exchanged: a different model would otherwise fail later
+  // with a less helpful collective mismatch, or train on garbage.
+  RW_RETURN_IF_ERROR(strategy_->CheckSameOnEveryWorker("model", AgreementLines()));
+  // A layer that sums over replicas inside its backward pass needs the
+  // communicator then: gradients are reduced after the backward pass.
+  layer_collectives_ = std::any_of(layers_.begin(), layers_.end(),
+                                   [](const auto& layer) { return layer->sums_over_replicas(); });
+  reducer_ = strategy_->MakeGradientReducer(
+      vars, /*allow_overlap=*/!layer_collectives_);  // Sets every gradient slot.
+  // A frozen layer between trainable ones still runs backward (for its input's
+  // gradient); what it computes for its own variables goes here, unused.
+  frozen_grads_.clear();
+  for (const auto& layer : layers_) {
+    for (Variable* v : layer->frozen_variables()) {
+      frozen_grads_.emplace_back(static_cast<size_t>(v->size()), 0.0f);
+      v->grad = frozen_grads_.back().data();
+    }
+  }
+  RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(weights()));
+  batch_sums_size_ = 0;
+  for (const auto& layer : layers_) batch_sums_size_ += layer->batch_sums_size();
+  acts_.assign(layers_.size() + 1, Tensor());
+  grads_.assign(layers_.size() + 1, Tensor());
+  grad_set_.assign(layers_.size() + 1, 0);
+  // Below the layers with variables no gradient is needed: a model that opens
+  // with Flatten would otherwise compute its first Dense layer's input gradient
+  // (the largest matmul of an MLP's step) for nothing.
+  runs_backward_.assign(layers_.size(), false);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    bool runs = !layers_[l]->variables().empty();
+    for (int a : inputs_[l]) runs = runs || (a > 0 && runs_backward_[a - 1]);
+    runs_backward_[l] = runs;
+  }
   return absl::OkStatus();
 }
 
@@ -230,40 +281,7 @@ absl::Status Model::Build(const Shape& input_shape) {
       RW_RETURN_IF_ERROR(fits);
     }
   }
-  const std::vector<Variable*> vars = variables();
-  // Before anything is exchanged: a different model would otherwise fail later
-  // with a less helpful collective mismatch, or train on garbage.
-  RW_RETURN_IF_ERROR(strategy_->CheckSameOnEveryWorker("model", AgreementLines()));
-  // A layer that sums over replicas inside its backward pass needs the
-  // communicator then: gradients are reduced after the backward pass.
-  layer_collectives_ = std::any_of(layers_.begin(), layers_.end(),
-                                   [](const auto& layer) { return layer->sums_over_replicas(); });
-  reducer_ = strategy_->MakeGradientReducer(
-      vars, /*allow_overlap=*/!layer_collectives_);  // Sets every gradient slot.
-  // A frozen layer between trainable ones still runs backward (for its input's
-  // gradient); what it computes for its own variables goes here, unused.
-  frozen_grads_.clear();
-  for (const auto& layer : layers_) {
-    for (Variable* v : layer->frozen_variables()) {
-      frozen_grads_.emplace_back(static_cast<size_t>(v->size()), 0.0f);
-      v->grad = frozen_grads_.back().data();
-    }
-  }
-  RW_RETURN_IF_ERROR(strategy_->BroadcastVariables(weights()));
-  batch_sums_size_ = 0;
-  for (const auto& layer : layers_) batch_sums_size_ += layer->batch_sums_size();
-  acts_.assign(layers_.size() + 1, Tensor());
-  grads_.assign(layers_.size() + 1, Tensor());
-  grad_set_.assign(layers_.size() + 1, 0);
-  // Below the layers with variables no gradient is needed: a model that opens
-  // with Flatten would otherwise compute its first Dense layer's input gradient
-  // (the largest matmul of an MLP's step) for nothing.
-  runs_backward_.assign(layers_.size(), false);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    bool runs = !layers_[l]->variables().empty();
-    for (int a : inputs_[l]) runs = runs || (a > 0 && runs_backward_[a - 1]);
-    runs_backward_[l] = runs;
-  }
+  RW_RETURN_IF_ERROR(PrepareGradients());
   built_ = true;
   LogThreadChoice();
   RW_VLOG(1) << "model built: " << param_count() << " parameters; gradients in "

@@ -103,6 +103,7 @@ struct EvaluateResult {
 
 class FitLoop;
 struct KerasGraph;  // keras/keras_graph.h
+inline constexpr char kPredictOnNoExamples[] = "predict on no examples";
 
 class Model : private ElasticReplica {
  public:
@@ -145,6 +146,7 @@ class Model : private ElasticReplica {
                                                   int64_t batch_size = 256);
   // Outputs for `x` [count, ...] (probabilities when the model ends in a softmax;
   // several inputs side by side). A model of several outputs: PredictOutputs.
+  // No examples: INVALID_ARGUMENT with the message kPredictOnNoExamples.
   absl::StatusOr<Tensor> Predict(const Tensor& x, int64_t batch_size = 256);
   // Every element of `data`, in order, on this worker alone (no collective: the
   // replicas are identical), batched by batch_size unless it is batched already;
@@ -177,6 +179,8 @@ class Model : private ElasticReplica {
   // them), as pipelines bind to them.
   ModelSignature signature() const;
   std::vector<std::string> output_names() const;
+  // Each output's shape, without the batch (the model must be built).
+  std::vector<Shape> OutputShapes() const;
   // The activation output `k` ends in ("softmax", "linear", ...), looking through
   // Dropout, Flatten, Reshape and RandomFlip.
   std::string output_activation(size_t k = 0) const;
@@ -259,6 +263,7 @@ class Model : private ElasticReplica {
   // The names of what layer l reads ("input", "conv2d, dense").
   std::string InputNames(size_t l) const;
   absl::Status EnsureReady(const Shape& input_shape);
+  absl::Status PrepareGradients();
   absl::Status CheckFitOptions(const FitOptions& options) const;
   absl::Status Forward(const Tensor& x, bool training);
   // Forward in inference on one chunk of examples: the model's outputs (a final
@@ -272,7 +277,6 @@ class Model : private ElasticReplica {
   // The targets of output k of `batch` (k > 0: from more_targets, copied into `scratch`).
   const struct Batch& TargetsOf(const struct Batch& batch, size_t k, struct Batch* scratch) const;
   // Each output's shape (no batch dimension), once built.
-  std::vector<Shape> OutputShapes() const;
   // How many examples Predict runs through the layers at once, at most.
   int64_t PredictTile() const;
   // Size of BatchSums: loss, examples, each output's loss (several), metric states.

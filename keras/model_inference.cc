@@ -232,7 +232,7 @@ absl::StatusOr<Tensor> Model::Predict(const Pipeline& data, const DataBinding& b
 }
 
 absl::StatusOr<std::vector<Tensor>> Model::PredictOutputs(const Tensor& x, int64_t batch_size) {
-  if (x.rank() < 1 || x.dim(0) == 0) return absl::InvalidArgumentError("predict on no examples");
+  if (x.rank() < 1 || x.dim(0) == 0) return absl::InvalidArgumentError(kPredictOnNoExamples);
   RW_RETURN_IF_ERROR(EnsureReady(Shape(x.shape().begin() + 1, x.shape().end())));
   const int64_t count = x.dim(0), size = x.size() / count;
   // batch_size only sets how many examples go through at once, as in Keras; a
@@ -280,7 +280,7 @@ absl::StatusOr<std::vector<Tensor>> Model::PredictOutputs(const Pipeline& data,
   }
   PipelineBinding bound;
   RW_RETURN_IF_ERROR(BindInputs(spec, features, signature(), &bound));
-  const Pipeline batched = batched_already ? data : data.Batch(batch_size);
+  const Pipeline batched = batched_already ? data : data.Batch(std::min(batch_size, PredictTile()));
   std::unique_ptr<ElementIterator> it =
       batched.Iterate({.autotune_threads = strategy_->cores_per_worker()});
   Element element;
@@ -300,7 +300,7 @@ absl::StatusOr<std::vector<Tensor>> Model::PredictOutputs(const Pipeline& data,
     predictions.Add(y);
     count += x.dim(0);
   }
-  if (count == 0) return absl::InvalidArgumentError("predict on no examples");
+  if (count == 0) return absl::InvalidArgumentError(kPredictOnNoExamples);
   return predictions.Take(count, OutputShapes());
 }
 

@@ -1,5 +1,6 @@
 // Model::SaveWeights and LoadWeights: Keras' save_weights / load_weights, in
 // files other tools read (checkpoint/weights_file.h) or a Ringwork checkpoint.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -39,11 +40,25 @@ absl::StatusOr<std::vector<NamedTensor>> ReadKerasWeights(const Model& model,
   }
   RW_ASSIGN_OR_RETURN(std::vector<NamedTensor> read, ReadH5Datasets(image, path));
   RW_ASSIGN_OR_RETURN(const auto layout, KerasH5Layout(model));
+  const bool keras3 =
+      read.empty() || std::any_of(read.begin(), read.end(), [](const auto& t) {
+        return absl::StartsWith(t.name, "layers/") || absl::StartsWith(t.name, "optimizer/");
+      });
+  if (!keras3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " is not in Keras 3's layout (", read[0].name,
+        ": tf.keras 2's HDF5 format?); Ringwork reads Keras 3's .weights.h5 and .keras, "
+        "or save the weights as .npz or .safetensors"));
+  }
   std::vector<NamedTensor> out;
   for (NamedTensor& t : read) {
     if (absl::StartsWith(t.name, "optimizer/")) continue;  // Keras' optimizer state: not read.
     const auto it = layout.find(t.name);
-    if (it != layout.end()) t.name = it->second;  // Else refused below, by its path.
+    if (it == layout.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, " holds ", t.name, ", which the model does not have"));
+    }
+    t.name = it->second;
     out.push_back(std::move(t));
   }
   return out;
@@ -114,9 +129,13 @@ absl::Status Model::LoadWeights(const std::string& path) {
         IsKerasWeights(path) ? ReadKerasWeights(*this, path) : ReadWeightsFile(path);
     read = file.status();
     std::map<std::string, const NamedTensor*> by_name;
-    if (read.ok()) {
-      for (const NamedTensor& t : *file) by_name[t.name] = &t;
+    for (size_t i = 0; read.ok() && i < file->size(); ++i) {
+      const NamedTensor& t = (*file)[i];
+      if (!by_name.emplace(t.name, &t).second) {
+        read = absl::DataLossError(absl::StrCat(path, " holds ", t.name, " twice"));
+      }
     }
+    const std::map<std::string, const NamedTensor*> checked = by_name;
     for (const Variable* v : all) {
       if (!read.ok()) break;
       const auto it = by_name.find(v->name);
@@ -139,10 +158,9 @@ absl::Status Model::LoadWeights(const std::string& path) {
     }
     if (read.ok()) {
       for (Variable* v : all) {
-        for (const NamedTensor& t : *file) {
-          // Into the existing buffers: kernels may hold on to where the weights live.
-          if (t.name == v->name) std::copy(t.values.begin(), t.values.end(), v->value.data());
-        }
+        // Into the existing buffers: kernels may hold on to where the weights live.
+        const NamedTensor& t = *checked.at(v->name);
+        std::copy(t.values.begin(), t.values.end(), v->value.data());
       }
     }
   }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/logging.h"
 #include "base/status_macros.h"
 #include "checkpoint/zip_archive.h"
 #include "keras/keras_archive.h"
@@ -37,8 +38,15 @@ absl::StatusOr<Model> LoadModel(const std::string& path, std::optional<CompileOp
     // A .keras archive's compile_config: as the model was compiled.
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_object() && j.contains("compile_config") && !j["compile_config"].is_null()) {
-      RW_ASSIGN_OR_RETURN(compile,
-                          CompileOptionsFromKeras(j["compile_config"], "$.compile_config"));
+      absl::StatusOr<CompileOptions> kept =
+          CompileOptionsFromKeras(j["compile_config"], "$.compile_config");
+      if (kept.ok()) {
+        compile = *std::move(kept);
+      } else {  // The model predicts the same; training on would not be as compiled.
+        RW_LOG(WARNING) << file << ": its compile settings are not used ("
+                        << kept.status().message()
+                        << "); compiled for prediction and fine-tuning instead";
+      }
     }
   }
   if (!compile.has_value()) {

@@ -12,7 +12,8 @@
 // LoadModel reads a .keras archive, DIR/model.json or the model.json given: any
 // TF.js layers model or Ringwork's own, through ModelFromKerasJson
 // (keras/keras_import.h). It compiles with `compile`, else an archive's
-// compile_config, else for prediction and fine-tuning: binary cross-entropy on
+// compile_config (one Ringwork cannot honour is set aside with a warning), else
+// for prediction and fine-tuning: binary cross-entropy on
 // a sigmoid output, else sparse categorical cross-entropy (from probabilities
 // after a softmax, else from logits), Adam. Errors as ModelFromKerasJson's,
 // CompileOptionsFromKeras' and LoadWeights'.

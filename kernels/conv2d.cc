@@ -124,12 +124,14 @@ absl::Status Conv2DKernel::ForwardInference(KernelContext& ctx, const float* x, 
                                           Md(g.src, in, Tag::nhwc), Md(g.weights, in, Tag::any), b,
                                           y_user, g.strides, g.pad_l, g.pad_r),
           attr, engine);
-      inference_ = dnnl::convolution_forward(fwd);
-      inference_relu_ = relu;
+      // The primitive only once its staging is whole: a failure leaves none.
+      inference_.reset();
       RW_RETURN_IF_ERROR(inf_x_.Init(engine, x_user, fwd.src_desc(), Staged::kInput));
       RW_RETURN_IF_ERROR(inf_w_.Init(engine, w_user, fwd.weights_desc(), Staged::kInput));
       RW_RETURN_IF_ERROR(inf_bias_.Init(engine, b, fwd.bias_desc(), Staged::kInput));
       RW_RETURN_IF_ERROR(inf_y_.Init(engine, y_user, fwd.dst_desc(), Staged::kOutput));
+      inference_ = dnnl::convolution_forward(fwd);
+      inference_relu_ = relu;
     } catch (const dnnl::error& e) {
       inference_.reset();
       return DnnlError(e, "create the conv2d inference primitive");

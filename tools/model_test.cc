@@ -2,6 +2,7 @@
 // export its weights (equal to the ones --save_weights wrote at the end, as NumPy
 // reads them), and clear errors for a format it lacks, a missing path, a
 // damaged checkpoint.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -156,7 +157,8 @@ TEST_CASE("model predicts from a saved model as ONNX Runtime does, alone or over
                ".read()\n"
                "x = np.frombuffer(raw, np.uint8, offset=16)[:301 * 784].reshape(301, 28, 28, 1)\n"
                "x = x.astype(np.float32) * np.float32(1 / 255)\n"
-               "np.savez(sys.argv[1] + '/test.npz', image=x); x.tofile(sys.argv[1] + '/x.f32')\n",
+               "np.savez(sys.argv[1] + '/test.npz', image=x); x.tofile(sys.argv[1] + '/x.f32')\n"
+               "np.savez(sys.argv[1] + '/one.npz', image=x[:1])\n",
                dir})
               .exit_code == 0);
 
@@ -181,8 +183,12 @@ TEST_CASE("model predicts from a saved model as ONNX Runtime does, alone or over
   std::vector<std::string> alone = predict, two = {"tools/launch/launch", "--num_workers=2", "--"};
   alone.push_back("--output=" + dir + "/alone.npy");
   two.insert(two.end(), predict.begin(), predict.end());
+  std::vector<std::string> one = two;  // Fewer examples than workers.
   two.push_back("--output=" + dir + "/two.npy");
-  for (const auto& argv : {alone, two}) {
+  *std::find(one.begin(), one.end(), "--data=npz:" + dir + "/test.npz") =
+      "--data=npz:" + dir + "/one.npz";
+  one.push_back("--output=" + dir + "/one.npy");
+  for (const auto& argv : {alone, two, one}) {
     SubprocessResult predicted = Run(argv);
     INFO(predicted.output);
     REQUIRE(predicted.exit_code == 0);
@@ -204,6 +210,7 @@ TEST_CASE("model predicts from a saved model as ONNX Runtime does, alone or over
            "o = np.fromfile(glob.glob(d + '/ort.*.f32')[0], np.float32).reshape(a.shape)\n"
            "assert a.shape == (301, 10), a.shape\n"
            "assert np.array_equal(a, b), 'two workers differ'\n"
+           "assert np.array_equal(np.load(d + '/one.npy'), a[:1]), 'one example differs'\n"
            "err = np.abs(a - o) / np.maximum(1, np.abs(o) * 10)\n"
            "assert err.max() <= 1e-4, err.max()\n"
            "assert (a.argmax(1) == o.argmax(1)).all()\n"
