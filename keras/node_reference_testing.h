@@ -12,8 +12,11 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "keras/model.h"
 #include "testing/subprocess.h"
@@ -53,6 +56,23 @@ inline void TrainFewSteps(Model& model, const Tensor& x, int classes) {
   batch.features = x;
   for (int64_t i = 0; i < x.dim(0); ++i) batch.labels.push_back(static_cast<int32_t>(i % classes));
   for (int step = 0; step < 3; ++step) REQUIRE(model.TrainStep(batch).ok());
+}
+
+// What another runtime wrote to `path` (raw float32) equals `model.Predict(x)`
+// within `margin`, value by value.
+inline void RequireSameAsPredict(Model& model, const Tensor& x, const std::string& path,
+                                 double margin) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  absl::StatusOr<Tensor> ours = model.Predict(x);
+  REQUIRE(ours.ok());
+  REQUIRE(static_cast<int64_t>(bytes.size()) == ours->size() * 4);
+  std::vector<float> theirs(static_cast<size_t>(ours->size()));
+  std::memcpy(theirs.data(), bytes.data(), bytes.size());
+  for (int64_t i = 0; i < ours->size(); ++i) {
+    INFO("value " << i);
+    CHECK(theirs[static_cast<size_t>(i)] == Approx((*ours)[i]).margin(margin));
+  }
 }
 
 inline CompileOptions AdamOneThread() {

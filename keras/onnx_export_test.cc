@@ -52,17 +52,7 @@ void CheckAgainstOnnxRuntime(Model& model, const Tensor& x, const std::string& o
       options);
   INFO(ran.output);
   REQUIRE(ran.exit_code == 0);
-  std::ifstream in(dir + "/y." + output + ".f32", std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  absl::StatusOr<Tensor> ours = model.Predict(x);
-  REQUIRE(ours.ok());
-  REQUIRE(static_cast<int64_t>(bytes.size()) == ours->size() * 4);
-  std::vector<float> theirs(static_cast<size_t>(ours->size()));
-  std::memcpy(theirs.data(), bytes.data(), bytes.size());
-  for (int64_t i = 0; i < ours->size(); ++i) {
-    INFO("value " << i);
-    CHECK(theirs[static_cast<size_t>(i)] == Approx((*ours)[i]).margin(1e-5));
-  }
+  RequireSameAsPredict(model, x, dir + "/y." + output + ".f32", 1e-5);
 }
 
 TEST_CASE("an MLP exported to ONNX predicts in ONNX Runtime as in Ringwork", "[onnx]") {

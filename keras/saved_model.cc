@@ -22,17 +22,27 @@ absl::Status SaveModel(const Model& model, const std::string& path) {
   return ExportTfjs(model, path);
 }
 
-absl::StatusOr<Model> LoadModel(const std::string& path, std::optional<CompileOptions> compile) {
+namespace {
+
+// A TF.js directory's model.json, else the path itself.
+std::string ModelJsonFile(const std::string& path) {
   std::error_code error;
-  const std::string file = std::filesystem::is_directory(path, error) ? path + "/model.json" : path;
-  std::string text;
-  if (absl::EndsWith(file, ".keras")) {
-    RW_ASSIGN_OR_RETURN(text, ReadZipMember(file, "config.json"));
-  } else {
-    std::ifstream in(file);
-    if (!in) return absl::NotFoundError(absl::StrCat(file, ": cannot read"));
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  return std::filesystem::is_directory(path, error) ? path + "/model.json" : path;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadModelJson(const std::string& path) {
+  const std::string file = ModelJsonFile(path);
+  if (absl::EndsWith(file, ".keras")) return ReadZipMember(file, "config.json");
+  std::ifstream in(file);
+  if (!in) return absl::NotFoundError(absl::StrCat(file, ": cannot read"));
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+absl::StatusOr<Model> LoadModel(const std::string& path, std::optional<CompileOptions> compile) {
+  const std::string file = ModelJsonFile(path);
+  RW_ASSIGN_OR_RETURN(const std::string text, ReadModelJson(file));
   RW_ASSIGN_OR_RETURN(Model model, ModelFromKerasJson(text));
   if (!compile.has_value()) {
     // A .keras archive's compile_config: as the model was compiled.

@@ -31,6 +31,9 @@ namespace ringwork {
 absl::Status SaveModel(const Model& model, const std::string& path);
 absl::StatusOr<Model> LoadModel(const std::string& path,
                                 std::optional<CompileOptions> compile = std::nullopt);
+// The model's Keras JSON alone: a .keras archive's config.json, DIR/model.json,
+// or the JSON file given. NOT_FOUND for a missing file; DATA_LOSS for a damaged archive.
+absl::StatusOr<std::string> ReadModelJson(const std::string& path);
 
 }  // namespace ringwork
 

@@ -41,17 +41,7 @@ void CheckAgainstTfjs(Model& model, const Tensor& x, const std::string& name) {
                     options);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  std::ifstream in(dir + "/y.f32", std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  absl::StatusOr<Tensor> ours = model.Predict(x);
-  REQUIRE(ours.ok());
-  REQUIRE(static_cast<int64_t>(bytes.size()) == ours->size() * 4);
-  std::vector<float> theirs(static_cast<size_t>(ours->size()));
-  std::memcpy(theirs.data(), bytes.data(), bytes.size());
-  for (int64_t i = 0; i < ours->size(); ++i) {
-    INFO("value " << i);
-    CHECK(theirs[static_cast<size_t>(i)] == Approx((*ours)[i]).margin(1e-4));
-  }
+  RequireSameAsPredict(model, x, dir + "/y.f32", 1e-4);
 }
 
 TEST_CASE("train's MLP and CNN exported to TF.js predict there as here", "[tfjs]") {

@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
-#include "checkpoint/zip_archive.h"
 #include "data/synthetic_clicks.h"
 #include "keras/applications.h"
 #include "keras/keras_import.h"
+#include "keras/saved_model.h"
 #include "keras/training_callbacks.h"
 
 namespace ringwork {
@@ -306,23 +306,12 @@ std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f,
 
 absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
   if (!f.model_config.empty()) {
-    std::string text;
-    if (absl::EndsWith(f.model_config, ".keras")) {  // The archive's config.json.
-      absl::StatusOr<std::string> config = ReadZipMember(f.model_config, "config.json");
-      if (!config.ok()) {
-        return absl::Status(config.status().code(),
-                            absl::StrCat("--model_config=", config.status().message()));
-      }
-      text = *std::move(config);
-    } else {
-      std::ifstream in(f.model_config);
-      if (!in) {
-        return absl::NotFoundError(
-            absl::StrCat("--model_config=", f.model_config, ": cannot read"));
-      }
-      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    absl::StatusOr<std::string> text = ReadModelJson(f.model_config);
+    if (!text.ok()) {
+      return absl::Status(text.status().code(),
+                          absl::StrCat("--model_config=", text.status().message()));
     }
-    absl::StatusOr<Model> model = ModelFromKerasJson(text);
+    absl::StatusOr<Model> model = ModelFromKerasJson(*text);
     if (!model.ok()) {
       return absl::Status(model.status().code(), absl::StrCat("--model_config=", f.model_config,
                                                               ": ", model.status().message()));
