@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -20,7 +22,8 @@ namespace {
 struct Plan {
   std::string point;
   int64_t nth = 1;
-  std::string task;  // Empty: any.
+  std::string task;    // Empty: any.
+  double pause_s = 0;  // > 0: stop this long instead of dying.
 };
 
 // One plan per comma-separated item; none outside a job's first run.
@@ -33,6 +36,13 @@ std::vector<Plan> ParsePlans() {
   for (absl::string_view item : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
     Plan plan;
     std::string text(item);
+    const size_t equals = text.find('=');
+    if (equals != std::string::npos) {
+      if (!absl::SimpleAtod(text.substr(equals + 1), &plan.pause_s) || plan.pause_s < 0) {
+        plan.pause_s = 0;
+      }
+      text.resize(equals);
+    }
     const size_t at = text.find('@');
     if (at != std::string::npos) {
       plan.task = text.substr(at + 1);
@@ -85,6 +95,13 @@ void CrashPoint(const char* point) {
     if (plan.point != point) continue;
     if (!plan.task.empty() && plan.task != LogTask()) continue;
     if (g_passes[i].fetch_add(1) + 1 != plan.nth) continue;
+    if (plan.pause_s > 0) {
+      RW_LOG(WARNING) << "crash point " << point << " #" << plan.nth << ": pausing this thread for "
+                      << plan.pause_s << " s (RINGWORK_CRASH_AT)";
+      std::this_thread::sleep_for(std::chrono::duration<double>(plan.pause_s));
+      RW_LOG(WARNING) << "crash point " << point << " #" << plan.nth << ": going on";
+      continue;
+    }
     RW_LOG(WARNING) << "crash point " << point << " #" << plan.nth
                     << ": killing this process (RINGWORK_CRASH_AT)";
     ::kill(::getpid(), SIGKILL);

@@ -46,6 +46,9 @@ struct FitAgreement {
   // Taken, not compared: whether any worker has a callback that decides per batch
   // (a callback on some workers only must not leave the others out of a broadcast).
   bool decide_per_batch = false;
+  // Compared: MultiWorkerMirroredStrategy::ElasticSettings() (all but the first
+  // only where --min_workers is set).
+  std::vector<std::pair<std::string, int64_t>> elastic_settings;
 };
 
 // Agrees `*mine` with every worker (one MIN all-reduce): its decide_per_batch

@@ -27,9 +27,26 @@ absl::Status AgreeOnFit(MultiWorkerMirroredStrategy* strategy, FitAgreement* min
                       mine->decide_per_batch ? -1 : 0,
                       batch_rule,
                       -batch_rule};
-  RW_RETURN_IF_ERROR(
-      strategy->communicator()->AllReduce(words, 9, DataType::kInt64, ReduceOp::kMin));
+  std::vector<int64_t> all(words, words + 9);
+  for (const auto& [flag, value] : mine->elastic_settings) {
+    all.push_back(value);
+    all.push_back(-value);
+  }
+  RW_RETURN_IF_ERROR(strategy->communicator()->AllReduce(all.data(), all.size(), DataType::kInt64,
+                                                         ReduceOp::kMin));
+  std::copy(all.begin(), all.begin() + 9, words);
   mine->decide_per_batch = words[6] < 0;
+  // Elastic settings (the first: --min_workers; the others matter only with it).
+  for (size_t i = 0; i < mine->elastic_settings.size(); ++i) {
+    const int64_t least = all[9 + 2 * i], most = -all[10 + 2 * i];
+    if (least == most || (i > 0 && mine->elastic_settings[0].second == 0)) continue;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the workers' elastic training settings differ: ", mine->elastic_settings[i].first,
+        " ranges from ", least, " to ", most, " across the workers (this worker, rank ",
+        strategy->rank(), ": ", mine->elastic_settings[i].second,
+        "); every worker must decide the quorum and detect failures alike: give every worker "
+        "the same flags"));
+  }
   if (words[0] != -words[1] || words[2] != -words[3] || words[4] != -words[5] ||
       words[7] != -words[8]) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -54,8 +71,8 @@ absl::Status FitLoop::Start(const Dataset& train) {
   RW_RETURN_IF_ERROR(CountSteps());
   SortCallbacks();
   // Every worker must run the same steps: a difference would misalign collectives.
-  FitAgreement agreement{steps_, options_.epochs, options_.replica_check_steps, per_replica_,
-                         decides_here_};
+  FitAgreement agreement{steps_,       options_.epochs, options_.replica_check_steps,
+                         per_replica_, decides_here_,   strategy_->ElasticSettings()};
   RW_RETURN_IF_ERROR(AgreeOnFit(strategy_, &agreement));
   RW_RETURN_IF_ERROR(BeginTraining(agreement.decide_per_batch));
   return PositionData();
@@ -173,6 +190,7 @@ absl::Status FitLoop::PositionData() {
                  decide_per_batch_,
                  start_.epoch,
                  start_.step_in_epoch};
+  shape.elastic_settings = strategy_->ElasticSettingsHash();
   // Steps are numbered as they ran with a per-replica batch, else as every epoch
   // has `steps_` (a checkpoint of a per-replica run may count otherwise).
   shape.epoch_first_step =

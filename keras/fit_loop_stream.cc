@@ -78,8 +78,8 @@ absl::Status FitLoop::StartStream(const Pipeline& train) {
   configured_workers_ = strategy_->cluster().configured_world_size();
   replica_batch_ = options_.batch_size / configured_workers_;
   SortCallbacks();
-  FitAgreement agreement{steps_, options_.epochs, options_.replica_check_steps, false,
-                         decides_here_};
+  FitAgreement agreement{steps_, options_.epochs, options_.replica_check_steps,
+                         false,  decides_here_,   strategy_->ElasticSettings()};
   RW_RETURN_IF_ERROR(AgreeOnFit(strategy_, &agreement));
   RW_RETURN_IF_ERROR(BeginTraining(agreement.decide_per_batch));
   // The numbering of an epoch's operations holds any number of steps.
@@ -95,6 +95,7 @@ absl::Status FitLoop::StartStream(const Pipeline& train) {
   shape.start_step_in_epoch = start_.step_in_epoch;
   shape.epoch_first_step = start_.step - start_.step_in_epoch;
   shape.epoch_steps = steps_;
+  shape.elastic_settings = strategy_->ElasticSettingsHash();
   ElasticReplica* replica = model_;
   run_.emplace(strategy_, replica, shape, ops_.Begin(start_.epoch));
   // A resumed epoch: this worker's batches before it are read again and dropped

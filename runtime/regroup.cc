@@ -88,7 +88,9 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& pr
                                                  discovery.status().message()));
     }
     absl::StatusOr<WorkerRuntime::Discovered> present =
-        (*discovery)->Discover(regroup.discovery_s, joining ? regroup.join_wait_s : 0);
+        (*discovery)
+            ->Discover(regroup.discovery_s, joining ? regroup.join_wait_s : 0,
+                       regroup.late_member_wait_s);
     RW_RETURN_IF_ERROR((*discovery)->Shutdown());
     if (!present.ok()) {
       return absl::UnavailableError(
@@ -136,17 +138,19 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& pr
 
 absl::StatusOr<std::unique_ptr<WorkerRuntime>> Regroup(const ClusterConfig& previous,
                                                        const RuntimeOptions& options,
-                                                       const RegroupOptions& regroup) {
+                                                       const RegroupOptions& regroup,
+                                                       int* tried_up_to) {
   RuntimeOptions round = options;
+  const int first = std::max(previous.generation() + 1, regroup.first_generation);
   round.timeline_path.clear();  // The first runtime wrote the timeline when it shut down.
   absl::Status last;
   // Workers whose views differed (one saw a peer the other did not) find each
   // other in the next round: by then all of them look.
   for (int attempt = 0; attempt < regroup.rounds; ++attempt) {
     bool views_differ = false;
+    if (tried_up_to != nullptr) *tried_up_to = first + attempt;
     absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
-        RegroupAt(previous, previous.generation() + 1 + attempt, round, regroup, /*joining=*/false,
-                  &views_differ);
+        RegroupAt(previous, first + attempt, round, regroup, /*joining=*/false, &views_differ);
     if (runtime.ok() || !views_differ) return runtime;
     RW_LOG(WARNING) << runtime.status().message() << "; trying again";
     last = runtime.status();

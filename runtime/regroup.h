@@ -13,7 +13,9 @@
 //     "discovery" in the fingerprint): each worker Joins every other one for
 //     `discovery_s`, or until all answered. The members are this worker and
 //     every peer that answered one of its Joins or called it: a dead, stopped or
-//     cut-off peer does neither.
+//     cut-off peer does neither. A peer whose server answers that it is still in
+//     the previous ring (busy there: a slow step, a checkpoint write) is awaited
+//     past the window, up to `late_member_wait_s`.
 //  2. Quorum: the members must be more than half of TF_CONFIG's ring and at least
 //     `min_workers`; otherwise UNAVAILABLE (exit 3), "lost the quorum". Two
 //     groups can never both hold more than half, so the job never splits.
@@ -45,13 +47,22 @@ struct RegroupOptions {
   // JoinRunningJob: how long a joining worker waits in a discovery round for the
   // members to come (they come at their next step boundary) before it asks again.
   double join_wait_s = 10;
+  // A membership round waits past `discovery_s` for workers still busy in the
+  // previous ring (a slow step or checkpoint write: their server answers), up to
+  // this long from its start (RendezvousOptions::late_member_wait_s).
+  double late_member_wait_s = 10;
+  // The first generation to try: the previous ring's + 1, or later (a worker
+  // whose earlier regroup failed after trying generations never uses one again).
+  int first_generation = 0;
 };
 
 // The next generation's runtime, connected; `previous` is the failed ring's
 // configuration. UNAVAILABLE (exit 3) for a lost quorum or a failed regroup.
+// `*tried_up_to` (if set): the highest generation it tried, failed or not.
 absl::StatusOr<std::unique_ptr<WorkerRuntime>> Regroup(const ClusterConfig& previous,
                                                        const RuntimeOptions& options,
-                                                       const RegroupOptions& regroup);
+                                                       const RegroupOptions& regroup,
+                                                       int* tried_up_to = nullptr);
 
 // A worker starting (again) while its job runs elastically (its first rendezvous
 // ended in JobRunningError: a member ran `running_generation`): it asks to join

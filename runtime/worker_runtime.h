@@ -66,11 +66,13 @@ class WorkerRuntime {
   // that answered or called. Shut it down after.
   // `first_contact_wait_s` > 0: the window opens at the first peer that answers
   // or calls, awaited that long (a worker joining a running job).
+  // `late_member_wait_s`: RendezvousOptions::late_member_wait_s.
   struct Discovered {
     std::vector<int> present;       // Ranks, this one included, in order.
     std::vector<int> member_since;  // Of each of them (JoinRequest.member_since).
   };
-  absl::StatusOr<Discovered> Discover(double seconds, double first_contact_wait_s = 0);
+  absl::StatusOr<Discovered> Discover(double seconds, double first_contact_wait_s = 0,
+                                      double late_member_wait_s = 0);
   // Elastic training (RendezvousOptions::elastic): how many asks to join this
   // running ring refused with its generation (RendezvousOptions::asks_to_join;
   // each asking runtime counts once); it lets them in at its next step boundary

@@ -8,7 +8,8 @@
 namespace ringwork {
 
 absl::StatusOr<WorkerRuntime::Discovered> WorkerRuntime::Discover(double seconds,
-                                                                  double first_contact_wait_s) {
+                                                                  double first_contact_wait_s,
+                                                                  double late_member_wait_s) {
   Discovered found;
   if (config_.world_size() == 1) {
     found.present = {config_.rank()};
@@ -20,6 +21,7 @@ absl::StatusOr<WorkerRuntime::Discovered> WorkerRuntime::Discover(double seconds
   discovery.discovery = true;
   discovery.startup_timeout_s = seconds;
   discovery.first_contact_wait_s = first_contact_wait_s;
+  discovery.late_member_wait_s = late_member_wait_s;
   discovery.attempt_timeout_s = std::min(discovery.attempt_timeout_s, seconds);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   absl::StatusOr<std::vector<JoinedPeer>> peers = RunJoins(discovery, &channels);

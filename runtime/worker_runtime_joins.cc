@@ -29,6 +29,23 @@ grpc::Status WorkerRuntime::Refuse(grpc::ServerContextBase* context, const std::
 grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
                                        const proto::JoinRequest& request,
                                        proto::JoinResponse* response) {
+  if (options_.rendezvous.elastic && !config_.alone() &&
+      (config_.discovery() || inbound_joins_->sealed())) {
+    // A member of a formed ring (or of a membership round): a round of a later
+    // generation that this worker has not reached yet waits for it.
+    context->AddTrailingMetadata(kMemberOfGenerationKey, std::to_string(config_.generation()));
+  }
+  // A worker joining a running job is no proof that it runs (its members may be
+  // gone): its membership round tells a starting worker nothing.
+  const bool joiners_round =
+      config_.discovery() && options_.rendezvous.member_since >= config_.generation();
+  if (IsJoinOfAStartingWorker(request) && joiners_round) {
+    return ToGrpcStatus(absl::UnavailableError(
+        absl::StrCat(config_.DescribeRank(config_.rank()), " is joining a running job itself; ",
+                     config_.DescribeOriginalRank(request.from_rank()),
+                     " can join that job only through a "
+                     "member")));
+  }
   if (IsJoinOfAStartingWorker(request)) {
     const std::string who = config_.DescribeOriginalRank(request.from_rank());
     // A membership round of generation g is still deciding g: the joiner waits
@@ -47,7 +64,15 @@ grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
         config_.DescribeRank(config_.rank()), " trains at generation ", config_.generation(),
         " (elastic training); it lets ", who, " in at its next step")));
   }
-  if (const int later = LaterGenerationCalling(request); later > 0) {
+  if (const int later = LaterGenerationCalling(request);
+      later > 0 && request.member_since() >= later) {
+    // A joiner's membership round (it is a member only from that generation on):
+    // no proof that the job runs, and no mismatch either.
+    return ToGrpcStatus(
+        absl::UnavailableError(absl::StrCat(config_.DescribeRank(config_.rank()), " is starting; ",
+                                            config_.DescribeOriginalRank(request.from_rank()),
+                                            " joins a job, which only a member can show to run")));
+  } else if (later > 0) {
     // A member's (or a joiner's) membership round reached this worker, which is
     // starting: the job runs. Its rendezvous ends (JobRunningError); the caller
     // asks again.

@@ -85,6 +85,8 @@ struct FitShape {
   // next step's examples begin, the steps before the current epoch, and that
   // epoch's steps (with a per-replica batch they follow the ring's size).
   int64_t data_pass = 0, data_offset = 0, epoch_first_step = 0, epoch_steps = 0;
+  // Compared: MultiWorkerMirroredStrategy::ElasticSettingsHash().
+  int64_t elastic_settings = 0;
 };
 
 class ElasticRun {

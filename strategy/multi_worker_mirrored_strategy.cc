@@ -1,10 +1,12 @@
 #include "strategy/multi_worker_mirrored_strategy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "base/cpu_cores.h"
+#include "base/crash_points.h"
 #include "base/exit_code.h"
 #include "base/fnv1a.h"
 #include "base/logging.h"
@@ -326,6 +328,22 @@ bool MultiWorkerMirroredStrategy::elastic() const {
          options_.min_workers < runtime_->config().configured_world_size();
 }
 
+std::vector<std::pair<std::string, int64_t>> MultiWorkerMirroredStrategy::ElasticSettings() const {
+  auto ms = [](double seconds) { return static_cast<int64_t>(std::llround(seconds * 1000)); };
+  return {{"--min_workers", options_.min_workers},
+          {"--regroup_discovery_s (ms)", ms(options_.regroup_discovery_s)},
+          {"--regroup_timeout_s (ms)", ms(options_.regroup_timeout_s)},
+          {"--heartbeat_interval_s (ms)", ms(options_.runtime.heartbeat.interval_s)},
+          {"--heartbeat_misses", options_.runtime.heartbeat.misses}};
+}
+
+int64_t MultiWorkerMirroredStrategy::ElasticSettingsHash() const {
+  std::string text;
+  for (const auto& [flag, value] : ElasticSettings())
+    absl::StrAppend(&text, flag, "=", value, "\n");
+  return static_cast<int64_t>(Fnv1a64(text) >> 1);
+}
+
 bool MultiWorkerMirroredStrategy::ring_failed() const {
   return runtime_->transport() == nullptr || !runtime_->transport()->status().ok();
 }
@@ -336,6 +354,7 @@ RegroupOptions MultiWorkerMirroredStrategy::regroup_options() const {
   regroup.discovery_s = options_.regroup_discovery_s;
   regroup.connect_timeout_s = options_.regroup_timeout_s;
   regroup.join_wait_s = std::max(10.0, 2 * options_.regroup_timeout_s);
+  regroup.late_member_wait_s = regroup.join_wait_s;
   return regroup;
 }
 
@@ -360,6 +379,17 @@ absl::Status MultiWorkerMirroredStrategy::ReplaceRuntime(
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> MultiWorkerMirroredStrategy::RegroupFrom(
+    const ClusterConfig& previous) {
+  RegroupOptions regroup = regroup_options();
+  regroup.first_generation = std::max(previous.generation(), generations_tried_) + 1;
+  int tried = 0;
+  absl::StatusOr<std::unique_ptr<WorkerRuntime>> next =
+      ::ringwork::Regroup(previous, elastic_runtime_options(), regroup, &tried);
+  generations_tried_ = std::max(generations_tried_, tried);
+  return next;
+}
+
 absl::Status MultiWorkerMirroredStrategy::Regroup(const absl::Status& cause) {
   if (!elastic()) return cause;
   const ClusterConfig previous = runtime_->config();
@@ -369,9 +399,7 @@ absl::Status MultiWorkerMirroredStrategy::Regroup(const absl::Status& cause) {
   // Shut down but kept until a new ring replaces it: after a failed regroup the
   // strategy still answers Abort and Shutdown (it has no communicator).
   (void)owned_runtime_->Shutdown();
-  return ReplaceRuntime(previous,
-                        ::ringwork::Regroup(previous, elastic_runtime_options(), regroup_options()),
-                        std::string(cause.message()));
+  return ReplaceRuntime(previous, RegroupFrom(previous), std::string(cause.message()));
 }
 
 int MultiWorkerMirroredStrategy::joiners_waiting() const {
@@ -387,9 +415,7 @@ absl::Status MultiWorkerMirroredStrategy::Grow() {
   // after the barrier nothing of this ring travels any more.
   RW_RETURN_IF_ERROR(comm()->Barrier());
   (void)owned_runtime_->Shutdown();
-  return ReplaceRuntime(previous,
-                        ::ringwork::Regroup(previous, elastic_runtime_options(), regroup_options()),
-                        "letting workers join");
+  return ReplaceRuntime(previous, RegroupFrom(previous), "letting workers join");
 }
 
 absl::Status MultiWorkerMirroredStrategy::JoinRunningJob() {
@@ -414,7 +440,20 @@ absl::Status MultiWorkerMirroredStrategy::Shutdown() {
   if (owned_runtime_ == nullptr) return absl::OkStatus();
   if (comm() == nullptr) return owned_runtime_->Shutdown();  // A regroup failed: no ring left.
   // Nobody leaves while another still needs it (its last collectives).
-  RW_RETURN_IF_ERROR(comm()->Barrier());
+  const bool failed_before = ring_failed();
+  CrashPoint("shutdown");  // Tests: a worker dies after training and evaluation.
+  const absl::Status barrier = comm()->Barrier();
+  if (!barrier.ok() && elastic() && !joining() && !failed_before && IsPeerFailure(barrier) &&
+      ring_failed()) {
+    // Every collective before the barrier completed on every worker: the work is
+    // done, and a peer that left now needs nothing more of this one.
+    RW_LOG(WARNING) << "elastic training: a peer left after the work was done ("
+                    << barrier.message() << "); this worker ends normally";
+    Abort(barrier);
+    (void)owned_runtime_->Shutdown();
+    return absl::OkStatus();
+  }
+  RW_RETURN_IF_ERROR(barrier);
   return owned_runtime_->Shutdown();
 }
 

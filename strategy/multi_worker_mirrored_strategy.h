@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -188,6 +189,12 @@ class MultiWorkerMirroredStrategy {
   // Elastic training: Options::min_workers allows losing workers, and this
   // strategy owns its runtime (a cluster made by Create).
   bool elastic() const;
+  // The settings every worker must share for elastic training (workers that
+  // decided the quorum or detected failures differently could disagree on the
+  // membership): {flag, value}, durations in milliseconds. --min_workers first.
+  std::vector<std::pair<std::string, int64_t>> ElasticSettings() const;
+  // A hash of them (non-negative), for agreements that compare one word.
+  int64_t ElasticSettingsHash() const;
   // Elastic training that keeps each replica's batch (ElasticBatch::kPerReplica).
   bool per_replica_batch() const {
     return elastic() && options().elastic_batch == ElasticBatch::kPerReplica;
@@ -246,6 +253,11 @@ class MultiWorkerMirroredStrategy {
   bool first_step_done_ = false;
   std::string departed_, arrived_;
   int joining_generation_ = -1;  // While joining(): the generation found running.
+  // The highest generation a membership round of this worker tried: a later
+  // regroup (after a failed one, or a failed grow) starts above it.
+  int generations_tried_ = 0;
+  // Regroup's rounds from above every generation tried, noting the ones tried.
+  absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupFrom(const ClusterConfig& previous);
 };
 
 }  // namespace ringwork

@@ -134,10 +134,13 @@ void Launcher::Reap() {
     task.exited = true;
     task.exit_code = ExitCodeOfWaitStatus(status);
     // Elastic: a task that failed for its peers (3, 4) or was killed is what the
-    // others survive; any other failure (a bug, a config or checkpoint error, a
+    // others survive, and so is any failure of a restarted task (it was joining
+    // the running job, and only it ends: a mismatch with the ring, its own
+    // machine); any other failure (a bug, a config or checkpoint error, a
     // mismatch) is the job's.
-    const bool survivable =
-        task.exit_code == kPeerFailure || task.exit_code == kTimeout || task.exit_code > 128;
+    const bool joiner = options_.elastic && task.restarts > 0;
+    const bool survivable = task.exit_code == kPeerFailure || task.exit_code == kTimeout ||
+                            task.exit_code > 128 || joiner;
     if (task.exit_code != 0 && !survivable && other_failure_code_ == 0)
       other_failure_code_ = task.exit_code;
     // Not after SIGTERM's exit (143): every worker stopped together, on purpose.
@@ -145,15 +148,18 @@ void Launcher::Reap() {
         task.id.type != TaskType::kEvaluator) {
       MaybeRestartLater(task);
     }
-    if (task.exit_code != 0 && first_failure_task_.empty()) {
-      first_failure_code_ = task.exit_code;
-      first_failure_task_ = task.id.ToString();
+    if (task.exit_code != 0 && (first_failure_task_.empty() || options_.elastic)) {
+      if (first_failure_task_.empty()) {
+        first_failure_code_ = task.exit_code;
+        first_failure_task_ = task.id.ToString();
+      }
       RW_LOG(ERROR) << task.id.ToString() << " exited with code " << task.exit_code << " ("
                     << (task.exit_code > 128
                             ? absl::StrCat("killed by signal ", task.exit_code - 128)
                             : std::string(ExitCodeName(task.exit_code)))
                     << (options_.elastic
-                            ? "); --elastic: the others go on without it"
+                            ? absl::StrCat(joiner ? "; it was started again to join the job" : "",
+                                           "); --elastic: the others go on without it")
                             : absl::StrCat("); the other tasks get ", options_.grace_s,
                                            " s (--grace_s) to exit before they are stopped"));
     } else {
@@ -208,6 +214,7 @@ void Launcher::RestartDueTasks() {
     }
     task.exited = false;
     task.exit_code = 0;
+    ++task.restarts;
     absl::Status spawned = Spawn(task, task.tf_config, elastic_restarts_);
     if (!spawned.ok()) {
       RW_LOG(ERROR) << "--elastic: cannot restart " << task.id.ToString() << ": "

@@ -76,6 +76,8 @@ class Launcher {
     std::string tf_config;
     Deadline restart_at = Deadline::Never();  // Elastic: a restart is due then.
     bool restart_pending = false;
+    // Elastic: times it was started again (each such process joins the running job).
+    int restarts = 0;
   };
   // Elastic: schedules a restart of `task`, which failed, if one is left and the
   // job still runs.

@@ -159,6 +159,9 @@ struct Attempt {
   uint64_t challenge = 0;       // The peer's incarnation, as its refusal told it.
   uint64_t sent_challenge = 0;  // The one the call in flight is bound to.
   int challenges = 0;           // Challenges answered.
+  // Its last refusal's kMemberOfGenerationKey: a member of that generation's
+  // ring (-1: none said, or no answer).
+  int member_of_generation = -1;
   std::unique_ptr<grpc::ClientContext> context;
   proto::JoinResponse response;
   grpc::Status status;
@@ -175,6 +178,17 @@ std::string Reason(const Attempt& a, const InboundJoins& inbound) {
   if (!a.joined) return absl::StrCat("not reachable: ", a.last_error.message());
   if (!inbound.joined(a.rank)) return "reachable, but it has not joined this task yet";
   return "restarted during startup; joining again";
+}
+
+// "worker:0 (h:p) in generation 1's ring, ..."
+std::string DescribeLate(const ClusterConfig& config, const std::vector<Attempt>& attempts,
+                         const std::vector<int>& ranks) {
+  std::vector<std::string> parts;
+  for (int r : ranks) {
+    parts.push_back(absl::StrCat(config.DescribeRank(r), " in generation ",
+                                 attempts[r].member_of_generation, "'s ring"));
+  }
+  return absl::StrJoin(parts, ", ");
 }
 
 }  // namespace
@@ -219,6 +233,22 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     return absl::StrJoin(parts, "; ");
   };
 
+  // A discovery round waits past its window for members of earlier rings that
+  // are alive and not here yet (RendezvousOptions::late_member_wait_s).
+  const Deadline late_members_deadline = Deadline::AfterSeconds(options.late_member_wait_s);
+  bool waiting_for_late_members = false;
+  auto late_members = [&] {
+    std::vector<int> ranks;
+    for (int r = 0; r < world; ++r) {
+      const Attempt& a = attempts[r];
+      if (r != config.rank() && !a.joined && !inbound.joined(r) && a.member_of_generation >= 0 &&
+          a.member_of_generation < config.generation()) {
+        ranks.push_back(r);
+      }
+    }
+    return ranks;
+  };
+
   while (true) {
     if (!options.regroup) {
       result = inbound.rejection();
@@ -239,7 +269,19 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
       // The window opens now (Attempts in flight keep their own deadlines).
       if (contacted) deadline = Deadline::AfterSeconds(options.startup_timeout_s);
     }
-    if (deadline.Expired() && options.discovery) break;  // Who answered is the result.
+    if (waiting_for_late_members && late_members().empty()) break;
+    if (deadline.Expired() && options.discovery) {
+      const std::vector<int> late = late_members();
+      if (waiting_for_late_members || late.empty() || late_members_deadline.Expired()) break;
+      // Who answered is the result, once the members still busy in their ring
+      // came (or the wait for them ended).
+      waiting_for_late_members = true;
+      deadline = late_members_deadline;
+      RW_LOG(INFO) << "membership round: waiting up to " << options.late_member_wait_s
+                   << " s in all for workers alive and still busy in an earlier ring: "
+                   << DescribeLate(config, attempts, late);
+      continue;
+    }
     if (deadline.Expired()) {
       // A timeout (exit 4), like every other deadline: the peer may only be slow.
       result = absl::DeadlineExceededError(absl::StrCat(
@@ -283,6 +325,16 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     if (cq.AsyncNext(&tag, &ok, wait_until) != grpc::CompletionQueue::GOT_EVENT) continue;
     Attempt& a = *static_cast<Attempt*>(tag);
     a.in_flight = false;
+    a.member_of_generation = -1;
+    if (!a.status.ok() && options.discovery) {
+      const auto& trailing = a.context->GetServerTrailingMetadata();
+      auto it = trailing.find(kMemberOfGenerationKey);
+      int generation = -1;
+      if (it != trailing.end() &&
+          absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &generation)) {
+        a.member_of_generation = generation;
+      }
+    }
     if (a.status.ok()) {
       a.joined = true;
       a.result.incarnation = a.response.incarnation();

@@ -49,6 +49,12 @@ struct RendezvousOptions {
   // a running job waits there for the members to reach a step boundary). 0: the
   // window opens at once.
   double first_contact_wait_s = 0;
+  // With `discovery`: when the window ends while a peer that is a member of an
+  // earlier generation's ring (kMemberOfGenerationKey in its refusal: alive, and
+  // still busy in that ring, e.g. writing a checkpoint) has not come, the round
+  // waits for it up to this long from its start, and ends once none is behind.
+  // A peer that died (no server) or went on to this generation is not awaited.
+  double late_member_wait_s = 0;
   // Elastic training: a running member refuses a Join of the job's first
   // generation from a worker that is not one of its ring (one that starts again)
   // with the generation it runs (kRunningGenerationKey) and counts it as a worker
@@ -62,6 +68,9 @@ struct RendezvousOptions {
 
 // The trailing metadata of such a refusal: the refusing worker's generation.
 inline constexpr char kRunningGenerationKey[] = "rw-running-generation";
+// The trailing metadata of a Join's answer from a worker of an elastic ring that
+// formed (or of a membership round): its generation.
+inline constexpr char kMemberOfGenerationKey[] = "rw-member-of-generation";
 
 // UNAVAILABLE (exit 3), "the job runs already", carrying `generation`.
 absl::Status JobRunningError(int generation, absl::string_view message);

@@ -1,0 +1,211 @@
+// Faults that elastic training survives, on localhost clusters of real `train`
+// processes: a worker that joins with other flags leaves alone (the members go
+// on; `launch --elastic` still succeeds); a survivor that reaches the membership
+// round late (a slow step or checkpoint write) is waited for; a worker joining a
+// job whose members are gone does not make freshly started workers join it; a
+// peer dying at the final barrier leaves the others' success alone; workers with
+// different elastic settings refuse to train together (exit 7).
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "testing/log_lines.h"
+#include "testing/process_cluster.h"
+#include "testing/temp_dir.h"
+
+namespace ringwork {
+namespace {
+
+constexpr char kTrain[] = "tools/train";
+constexpr char kLaunch[] = "tools/launch/launch";
+constexpr double kGuardS = 150;  // Per process; reaching it is a failure.
+
+// MLP on the synthetic images: 35 steps of 120 per epoch. --inter_op_threads=1:
+// one gradient all-reduce per step, so RINGWORK_CRASH_AT counts land alike.
+std::vector<std::string> TrainArgs(int64_t epochs, int min_workers) {
+  return {"--dataset=synthetic",
+          "--synthetic_examples=4096",
+          "--global_batch_size=120",
+          absl::StrCat("--epochs=", epochs),
+          "--verbose=0",
+          "--intra_op_threads=1",
+          "--inter_op_threads=1",
+          absl::StrCat("--min_workers=", min_workers)};
+}
+
+// `launch --elastic` of `workers` running `program` (train, or a wrapper of it).
+SubprocessResult LaunchElastic(int workers, int max_restarts,
+                               const std::vector<std::string>& program,
+                               const std::string& crash_at) {
+  std::vector<std::string> argv = {kLaunch, absl::StrCat("--num_workers=", workers), "--elastic",
+                                   absl::StrCat("--max_restarts=", max_restarts), "--"};
+  argv.insert(argv.end(), program.begin(), program.end());
+  Subprocess::Options options;
+  options.env["RINGWORK_CRASH_AT"] = crash_at;
+  options.timeout_s = kGuardS;
+  return Subprocess::Start(argv, options).Wait();
+}
+
+size_t CountMatches(const std::string& output, const std::string& pattern) {
+  const std::regex re(pattern);
+  return static_cast<size_t>(std::distance(std::sregex_iterator(output.begin(), output.end(), re),
+                                           std::sregex_iterator()));
+}
+
+void CheckOneFingerprint(const std::string& output, size_t workers) {
+  const std::vector<std::string> fingerprints = WeightsFingerprints(output);
+  CHECK(fingerprints.size() == workers);
+  CHECK(std::set<std::string>(fingerprints.begin(), fingerprints.end()).size() == 1);
+}
+
+TEST_CASE(
+    "a restarted worker joins with another --replica_check_steps: it alone exits 7, twice; "
+    "the members go on and launch --elastic exits 0",
+    "[elastic]") {
+  // The wrapper gives restarted processes (RINGWORK_RESTART set) another flag.
+  const std::string dir = FreshTestDir("elastic_mismatched_joiner");
+  const std::string wrapper = dir + "/restarted_differ.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\n"
+                            "if [ \"${RINGWORK_RESTART:-0}\" != 0 ]; then\n"
+                            "  exec \"$@\" --replica_check_steps=7\n"
+                            "fi\n"
+                            "exec \"$@\"\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  std::vector<std::string> program = {wrapper, kTrain};
+  for (const std::string& a : TrainArgs(20, 2)) program.push_back(a);
+  const SubprocessResult r = LaunchElastic(4, 2, program, "allreduce#30@worker:2");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(r.timed_out);
+  // Each restarted incarnation found the ring, differed, and left it alone.
+  CHECK(CountMatches(r.output,
+                     "exited with code 7 \\(model or collective mismatch between "
+                     "workers; it was started again to join the job\\)") == 2);
+  CHECK(LogLineTime(r.output, "this worker fits differently from the ring it joins", "worker:2") >=
+        0);
+  for (const std::string task : {"worker:0", "worker:1", "worker:3"}) {
+    INFO(task);
+    CHECK(LogLineTime(r.output,
+                      "generation [0-9]+: worker:2 \\(127\\.0\\.0\\.1:[0-9]+\\) left: .*fits "
+                      "differently from the ring.*; 3 of 4 workers go on",
+                      task) >= 0);
+  }
+  CheckOneFingerprint(r.output, 3);
+  CHECK(LogLineTime(r.output, "the job succeeded without the tasks that failed") >= 0);
+}
+
+TEST_CASE(
+    "a survivor reaches the membership round 3 s late (a slow step): the others wait for it "
+    "and 3 of 4 go on",
+    "[elastic]") {
+  // worker 2 dies in all-reduce 30 while the chief is held up 3 s just before it.
+  std::vector<std::string> program = {kTrain};
+  for (const std::string& a : TrainArgs(3, 2)) program.push_back(a);
+  const SubprocessResult r =
+      LaunchElastic(4, 0, program, "allreduce#30@worker:2,allreduce#30@worker:0=3");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(r.timed_out);
+  REQUIRE(LogLineTime(r.output, "crash point allreduce #30: pausing", "worker:0") >= 0);
+  CHECK(LogLineTime(r.output,
+                    "membership round: waiting up to 10 s in all for workers alive and "
+                    "still busy in an earlier ring: worker:0") >= 0);
+  for (const std::string task : {"worker:0", "worker:1", "worker:3"}) {
+    INFO(task);
+    CHECK(LogLineTime(r.output,
+                      "generation 1: worker:2 \\(127\\.0\\.0\\.1:[0-9]+\\) left: .*3 of "
+                      "4 workers go on",
+                      task) >= 0);
+  }
+  CHECK(r.output.find("lost the quorum") == std::string::npos);
+  CheckOneFingerprint(r.output, 3);
+}
+
+TEST_CASE(
+    "the members die while a restarted worker waits to join: fresh workers started then are "
+    "not told that a job runs; they start a new job with the next fresh worker",
+    "[elastic]") {
+  ProcessCluster cluster({kTrain, 3, false, {}, {}, kGuardS});
+  const std::vector<std::string> args = TrainArgs(200, 2);
+  auto start = [&](int task, const std::string& crash_at) {
+    Subprocess::Options options;
+    options.env["TF_CONFIG"] = cluster.tf_config(task);
+    if (!crash_at.empty()) options.env["RINGWORK_CRASH_AT"] = crash_at;
+    options.timeout_s = kGuardS;
+    std::vector<std::string> argv = {kTrain};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return Subprocess::Start(argv, options);
+  };
+  // Worker 2 dies; the members hold 25 s as they are about to let it back in.
+  const std::string crash_at = "allreduce#30@worker:2,let_in@worker:0=25,let_in@worker:1=25";
+  Subprocess member0 = start(0, crash_at), member1 = start(1, crash_at);
+  CHECK(start(2, crash_at).Wait().exit_code == 128 + SIGKILL);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  Subprocess joiner = start(2, "");
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // It waits in its membership round.
+  member0.Signal(SIGKILL);
+  member1.Signal(SIGKILL);
+  (void)member0.Wait();
+  (void)member1.Wait();
+  Subprocess fresh0 = start(0, ""), fresh1 = start(1, "");
+  const SubprocessResult joined = joiner.Wait();
+  INFO("the joiner:\n" << joined.output);
+  CHECK(joined.exit_code == 3);
+  CHECK(joined.output.find("is gone") != std::string::npos);
+  Subprocess fresh2 = start(2, "");
+  std::vector<std::string> outputs;
+  for (Subprocess* p : {&fresh0, &fresh1, &fresh2}) {
+    const SubprocessResult r = p->Wait();
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("runs the job already") == std::string::npos);
+    outputs.push_back(r.output);
+  }
+  CheckOneFingerprint(absl::StrCat(outputs[0], outputs[1], outputs[2]), 3);
+}
+
+TEST_CASE("a worker dies at the final barrier, after training and evaluation: the others exit 0",
+          "[elastic]") {
+  std::vector<std::string> program = {kTrain};
+  for (const std::string& a : TrainArgs(1, 2)) program.push_back(a);
+  const SubprocessResult r = LaunchElastic(3, 0, program, "shutdown@worker:2");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  REQUIRE(LogLineTime(r.output, "crash point shutdown", "worker:2") >= 0);
+  for (const std::string task : {"worker:0", "worker:1"}) {
+    INFO(task);
+    CHECK(LogLineTime(r.output, "a peer left after the work was done", task) >= 0);
+    CHECK(LogLineTime(r.output, absl::StrCat(task, " exited with code 0")) >= 0);
+  }
+  CheckOneFingerprint(r.output, 3);  // Worker 2 finished its work before it died.
+}
+
+TEST_CASE("workers with different --min_workers or --heartbeat_misses refuse to train (exit 7)",
+          "[elastic]") {
+  for (const std::string flag : {"--min_workers=1", "--heartbeat_misses=9"}) {
+    INFO(flag);
+    ProcessCluster cluster({kTrain, 3, false, TrainArgs(1, 2), {}, kGuardS});
+    cluster.AddArgs(2, {flag});
+    const std::vector<SubprocessResult> results = cluster.Run();
+    const std::string name = flag.substr(0, flag.find('='));
+    for (const SubprocessResult& r : results) {
+      INFO(r.output);
+      CHECK(r.exit_code == 7);
+      CHECK(r.output.find("the workers' elastic training settings differ: " + name) !=
+            std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ringwork
