@@ -101,18 +101,29 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& pr
     for (int r : present->present) present_original.push_back(originals[static_cast<size_t>(r)]);
     since = present->member_since;
   }
-  // 2. A majority of TF_CONFIG's ring, and at least min_workers.
+  // 2. A majority of TF_CONFIG's ring that hold the job's state (members of an
+  // earlier generation; a worker joining now has none), and at least min_workers
+  // in all. Joiners never make up a majority with a worker that was stopped or
+  // cut off while the others trained on: its state may be older than theirs.
   const int configured = previous.configured_world_size();
   const int count = static_cast<int>(present_original.size());
+  std::vector<int> holders;
+  for (size_t i = 0; i < since.size(); ++i) {
+    if (since[i] < generation) holders.push_back(present_original[i]);
+  }
+  const int joining_now = count - static_cast<int>(holders.size());
   if (joining && count == 1) {
     return absl::UnavailableError(absl::StrCat("no member of the running job came to generation ",
                                                generation, " within ", regroup.join_wait_s, " s"));
   }
-  if (2 * count <= configured || count < regroup.min_workers) {
+  if (2 * static_cast<int>(holders.size()) <= configured || count < regroup.min_workers) {
     return absl::UnavailableError(absl::StrCat(
-        "lost the quorum: at generation ", generation, " only ", count, " of the ", configured,
-        " workers of the cluster answered within ", regroup.discovery_s, " s (",
-        DescribeOriginal(previous, present_original), "); a group needs more than half of them",
+        "lost the quorum: at generation ", generation, " only ", holders.size(), " of the ",
+        configured, " workers of the cluster answered within ", regroup.discovery_s, " s (",
+        DescribeOriginal(previous, holders), ")",
+        joining_now > 0 ? absl::StrCat(", and ", joining_now, " joining without the job's state")
+                        : std::string(),
+        "; a group needs more than half of them",
         regroup.min_workers > 1 ? absl::StrCat(" and at least --min_workers=", regroup.min_workers)
                                 : std::string(),
         " to go on, so this worker stops (a majority elsewhere may continue)"));

@@ -3,8 +3,10 @@
 // on; `launch --elastic` still succeeds); a survivor that reaches the membership
 // round late (a slow step or checkpoint write) is waited for; a worker joining a
 // job whose members are gone does not make freshly started workers join it; a
-// peer dying at the final barrier leaves the others' success alone; workers with
-// different elastic settings refuse to train together (exit 7).
+// worker stopped while the others trained on never makes a quorum with workers
+// that have no state; a peer dying at the final barrier leaves the others'
+// success alone; workers with different elastic settings refuse to train
+// together (exit 7).
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -60,6 +62,11 @@ size_t CountMatches(const std::string& output, const std::string& pattern) {
   const std::regex re(pattern);
   return static_cast<size_t>(std::distance(std::sregex_iterator(output.begin(), output.end(), re),
                                            std::sregex_iterator()));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 void CheckOneFingerprint(const std::string& output, size_t workers) {
@@ -172,6 +179,50 @@ TEST_CASE(
     outputs.push_back(r.output);
   }
   CheckOneFingerprint(absl::StrCat(outputs[0], outputs[1], outputs[2]), 3);
+}
+
+TEST_CASE(
+    "a stopped worker resumes after the majority that went on died and was started afresh: "
+    "the fresh ones (no state) do not make a quorum with it; nobody trains from its old state",
+    "[elastic]") {
+  const std::string dir = FreshTestDir("elastic_stale_worker");
+  ProcessCluster cluster({kTrain, 3, false, {}, {}, kGuardS});
+  std::vector<std::string> args = TrainArgs(200, 2);
+  args.insert(args.end(), {"--heartbeat_interval_s=0.5", "--heartbeat_misses=4",
+                           "--checkpoint_dir=" + dir + "/ckpt", "--checkpoint_freq_steps=20"});
+  auto start = [&](int task) {
+    Subprocess::Options options;
+    options.env["TF_CONFIG"] = cluster.tf_config(task);
+    options.timeout_s = kGuardS;
+    std::vector<std::string> argv = {kTrain};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return Subprocess::Start(argv, options);
+  };
+  Subprocess worker0 = start(0), worker1 = start(1), stale = start(2);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  stale.Signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::seconds(6));  // 0 and 1 go on without it.
+  worker0.Signal(SIGKILL);
+  worker1.Signal(SIGKILL);
+  const SubprocessResult r0 = worker0.Wait();
+  INFO(r0.output);
+  REQUIRE(LogLineTime(r0.output, "generation 1: worker:2 \\(127\\.0\\.0\\.1:[0-9]+\\) left") >= 0);
+  (void)worker1.Wait();
+  const std::string latest_before = ReadFile(dir + "/ckpt/latest");
+  Subprocess fresh0 = start(0), fresh1 = start(1);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  stale.Signal(SIGCONT);
+  const SubprocessResult s = stale.Wait();
+  INFO("the stale worker:\n" << s.output);
+  CHECK(s.exit_code == 3);
+  CHECK(s.output.find("2 joining without the job's state") != std::string::npos);
+  for (Subprocess* p : {&fresh0, &fresh1}) {
+    const SubprocessResult r = p->Wait();
+    INFO(r.output);
+    CHECK(r.exit_code == 3);
+    CHECK(WeightsFingerprints(r.output).empty());
+  }
+  CHECK(ReadFile(dir + "/ckpt/latest") == latest_before);  // Never moved backwards.
 }
 
 TEST_CASE("a worker dies at the final barrier, after training and evaluation: the others exit 0",
