@@ -112,6 +112,31 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "two workers restarted at once while the members are slow to let them in: both get in "
+    "together",
+    "[elastic]") {
+  // Workers 3 and 4 of 5 die in all-reduce 30; launch starts them again 1 and 2 s
+  // later; the members hold 4 s as they are about to let them in.
+  std::vector<std::string> program = {kTrain};
+  for (const std::string& a : TrainArgs(20, 2)) program.push_back(a);
+  const SubprocessResult r = LaunchElastic(
+      5, 2, program,
+      "allreduce#30@worker:3,allreduce#30@worker:4,let_in@worker:0=4,let_in@worker:1=4,"
+      "let_in@worker:2=4");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(r.timed_out);
+  for (const std::string task : {"worker:0", "worker:1", "worker:2"}) {
+    INFO(task);
+    CHECK(LogLineTime(r.output,
+                      "generation 2: worker:3 \\(127\\.0\\.0\\.1:[0-9]+\\), worker:4 "
+                      "\\(127\\.0\\.0\\.1:[0-9]+\\) joined; 5 workers go on",
+                      task) >= 0);
+  }
+  CheckOneFingerprint(r.output, 5);
+}
+
+TEST_CASE(
     "a survivor reaches the membership round 3 s late (a slow step): the others wait for it "
     "and 3 of 4 go on",
     "[elastic]") {

@@ -263,8 +263,12 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     std::vector<int> waiting = missing();
     if (waiting.empty()) break;
     if (!contacted) {
+      // Only a member (of an earlier generation) opens it: other workers joining
+      // at once would open each other's, and miss members slower than the window.
       for (int r = 0; r < world && !contacted; ++r) {
-        contacted = r != config.rank() && (attempts[r].joined || inbound.joined(r));
+        if (r == config.rank()) continue;
+        contacted = (attempts[r].joined && attempts[r].result.member_since < config.generation()) ||
+                    (inbound.joined(r) && inbound.member_since(r) < config.generation());
       }
       // The window opens now (Attempts in flight keep their own deadlines).
       if (contacted) deadline = Deadline::AfterSeconds(options.startup_timeout_s);

@@ -45,7 +45,8 @@ struct RendezvousOptions {
   // JoinedPeer::present says who answered or called.
   bool discovery = false;
   // With `discovery`: the round's window (startup_timeout_s) opens at the first
-  // peer that answers or calls, waiting up to this long for one (a worker joining
+  // member of an earlier generation (member_since) that answers or calls (not at
+  // another worker joining), waiting up to this long for one (a worker joining
   // a running job waits there for the members to reach a step boundary). 0: the
   // window opens at once.
   double first_contact_wait_s = 0;
