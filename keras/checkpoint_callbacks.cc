@@ -256,7 +256,21 @@ absl::Status BackupAndRestore::OnPreempted(const TrainPosition& next) {
 // handling, stay (a SIGTERM or a failed final checkpoint is resumed from it).
 absl::Status BackupAndRestore::OnTrainCommitted() {
   absl::Status status;
-  if (dir_ != nullptr && options_.delete_checkpoint) status = dir_->RemoveAll();
+  if (dir_ != nullptr && options_.delete_checkpoint) {
+    status = dir_->RemoveAll();
+  } else if (options_.delete_checkpoint && !ListCheckpoints(options_.backup_dir).empty()) {
+    // Not the chief when its callbacks began: a chief that left as the run ended
+    // (or one on another host, with a directory per host) may have left the
+    // backup of this finished run, which a rerun must not resume. The directory
+    // is free only if its writer is gone (a live chief holds it and removes it).
+    absl::StatusOr<std::unique_ptr<CheckpointDirectory>> left =
+        CheckpointDirectory::OpenForWriting(options_.backup_dir, /*keep=*/1);
+    if (left.ok()) {
+      RW_LOG(INFO) << "BackupAndRestore: removing the backup in " << options_.backup_dir
+                   << " that a chief which left as training ended did not";
+      status = (*left)->RemoveAll();
+    }
+  }
   dir_.reset();
   sigterm_.reset();
   return status;

@@ -4,9 +4,9 @@
 // round late (a slow step or checkpoint write) is waited for; a worker joining a
 // job whose members are gone does not make freshly started workers join it; a
 // worker stopped while the others trained on never makes a quorum with workers
-// that have no state; a peer dying at the final barrier leaves the others'
-// success alone; workers with different elastic settings refuse to train
-// together (exit 7).
+// that have no state; the backup of a run whose chief died as it ended is
+// removed; a peer dying at the final barrier leaves the others' success alone;
+// workers with different elastic settings refuse to train together (exit 7).
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "checkpoint/checkpoint_directory.h"
 #include "testing/log_lines.h"
 #include "testing/process_cluster.h"
 #include "testing/temp_dir.h"
@@ -248,6 +249,28 @@ TEST_CASE(
     CHECK(WeightsFingerprints(r.output).empty());
   }
   CHECK(ReadFile(dir + "/ckpt/latest") == latest_before);  // Never moved backwards.
+}
+
+TEST_CASE(
+    "the chief dies in the all-reduce that ends fit: the backup of the finished run is removed "
+    "by the workers that finish it, and the same command runs afresh",
+    "[elastic]") {
+  const std::string dir = FreshTestDir("elastic_backup_after_chief");
+  std::vector<std::string> program = {kTrain};
+  for (const std::string& a : TrainArgs(2, 2)) program.push_back(a);
+  program.push_back("--backup_dir=" + dir + "/backup");
+  // allreduce_round#86: with these flags the agreement that training ended.
+  const SubprocessResult r = LaunchElastic(4, 0, program, "allreduce_round#86@worker:0");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  REQUIRE(LogLineTime(r.output, "crash point allreduce_round", "worker:0") >= 0);
+  REQUIRE(LogLineTime(r.output, "training had ended on another worker") >= 0);
+  CHECK(ListCheckpoints(dir + "/backup").empty());
+  CHECK_FALSE(std::filesystem::exists(dir + "/backup/latest"));
+  const SubprocessResult again = LaunchElastic(4, 0, program, "");
+  INFO(again.output);
+  CHECK(again.exit_code == 0);
+  CHECK(again.output.find("resuming from the backup") == std::string::npos);
 }
 
 TEST_CASE("a worker dies at the final barrier, after training and evaluation: the others exit 0",
