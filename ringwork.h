@@ -37,6 +37,7 @@
 #include "kernels/optimizers.h"
 #include "runtime/config/cluster_source.h"
 #include "runtime/worker_runtime.h"
+#include "strategy/elastic_loop.h"
 #include "strategy/multi_worker_mirrored_strategy.h"
 
 #endif  // RINGWORK_RINGWORK_H_

@@ -145,8 +145,8 @@ absl::Status MultiWorkerMirroredStrategy::NotJoining() const {
   if (!joining()) return absl::OkStatus();
   return absl::UnavailableError(absl::StrCat(
       "this worker started while its job ran (generation ", joining_generation_,
-      ") and is alone until it joins, which only Model.fit() does (at the members' next step); "
-      "a custom training loop cannot join a running job: start every worker anew"));
+      ") and is alone until it joins, which Model.fit() and RunElastic (strategy/elastic_loop.h) "
+      "do at the members' next step; a custom training loop joins through RunElastic"));
 }
 
 absl::Status MultiWorkerMirroredStrategy::Reduce(ReduceOp op, float* values, int64_t count) {

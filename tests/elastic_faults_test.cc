@@ -6,7 +6,8 @@
 // worker stopped while the others trained on never makes a quorum with workers
 // that have no state; the backup of a run whose chief died as it ended is
 // removed; a peer dying at the final barrier leaves the others' success alone;
-// workers with different elastic settings refuse to train together (exit 7).
+// workers with different elastic settings refuse to train together (exit 7); a
+// custom training loop survives a worker's death and lets it back in.
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -31,6 +32,7 @@ namespace {
 
 constexpr char kTrain[] = "tools/train";
 constexpr char kLaunch[] = "tools/launch/launch";
+constexpr char kCustomLoop[] = "examples/custom_training_loop";
 constexpr double kGuardS = 150;  // Per process; reaching it is a failure.
 
 // MLP on the synthetic images: 35 steps of 120 per epoch. --inter_op_threads=1:
@@ -287,6 +289,43 @@ TEST_CASE("a worker dies at the final barrier, after training and evaluation: th
     CHECK(LogLineTime(r.output, absl::StrCat(task, " exited with code 0")) >= 0);
   }
   CheckOneFingerprint(r.output, 3);  // Worker 2 finished its work before it died.
+}
+
+TEST_CASE(
+    "a custom training loop (RunElastic): one of 3 workers SIGKILLed, the other 2 go on; it "
+    "starts again, joins, and all 3 end alike",
+    "[elastic]") {
+  ProcessCluster cluster({kCustomLoop, 3, false, {}, {}, kGuardS});
+  auto start = [&](int task) {
+    Subprocess::Options options;
+    options.env["TF_CONFIG"] = cluster.tf_config(task);
+    options.timeout_s = kGuardS;
+    return Subprocess::Start({kCustomLoop, "--min_workers=2", "--epochs=4000"}, options);
+  };
+  Subprocess worker0 = start(0), worker1 = start(1), worker2 = start(2);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  worker1.Signal(SIGKILL);
+  CHECK(worker1.Wait().exit_code == 128 + SIGKILL);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  Subprocess again = start(1);
+  std::set<std::string> checksums;
+  for (Subprocess* p : {&worker0, &worker2, &again}) {
+    const SubprocessResult r = p->Wait();
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(LogLineTime(r.output,
+                      "generation [12]: worker:1 \\(127\\.0\\.0\\.1:[0-9]+\\) "
+                      "joined; 3 workers go on") >= 0);
+    if (p != &again) {
+      CHECK(LogLineTime(r.output,
+                        "generation 1: worker:1 \\(127\\.0\\.0\\.1:[0-9]+\\) left: "
+                        ".*; 2 workers go on") >= 0);
+    }
+    std::smatch m;
+    REQUIRE(std::regex_search(r.output, m, std::regex("weights checksum (\\S+)")));
+    checksums.insert(m[1]);
+  }
+  CHECK(checksums.size() == 1);
 }
 
 TEST_CASE("workers with different --min_workers or --heartbeat_misses refuse to train (exit 7)",
