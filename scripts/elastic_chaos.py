@@ -1,0 +1,254 @@
+#!/usr/bin/python3
+"""Seeded random faults during elastic `train` runs on a localhost cluster.
+
+Each scenario starts N workers (each its own process and TF_CONFIG) training
+with --min_workers=2, a checkpoint directory and a backup directory, then, at
+random moments (inside membership rounds, grows and checkpoint writes as they
+happen to fall), kills workers (SIGKILL), stops and resumes them (SIGSTOP bursts)
+and starts killed ones again (they join the running job). After each scenario it
+checks the invariants:
+
+  - every process exits within its bound, with a code a fault explains
+    (0; 3 or 4 for a worker that lost its ring or quorum; 137 for one it killed);
+  - every worker that exits 0 has the same weights fingerprint;
+  - `latest` in the checkpoint and backup directories never moves backwards
+    (polled every 20 ms);
+  - workers that report a generation agree on how many workers go on in it;
+  - when the run finished: every example of every epoch trained exactly once
+    (the metrics' train_examples), unless a stopped-and-resumed worker started
+    a run afresh.
+
+  scripts/elastic_chaos.py --scenarios=20 --seed=1          # from the repo root, built
+  scripts/elastic_chaos.py --scenarios=1 --seed=1 --first=7  # replays scenario 7
+
+Exit 0 when no invariant was violated, 1 otherwise (each violation printed with
+its scenario's replay command and the workers' logs kept in --work_dir).
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+EXAMPLES = 4096
+EXPLAINED_EXITS = {0, 3, 4, 128 + signal.SIGKILL}
+
+
+def tf_configs(tfconfig, n):
+    out = subprocess.run([tfconfig, "localhost", f"--num_workers={n}"], check=True,
+                         capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def latest_step(directory):
+    try:
+        with open(os.path.join(directory, "latest")) as f:
+            m = re.search(r"ckpt-(\d+)", f.read())
+            return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+class Watcher(threading.Thread):
+    """Polls `latest` of each directory; records any step lower than one seen."""
+
+    def __init__(self, directories):
+        super().__init__(daemon=True)
+        self.directories = directories
+        self.highest = {d: -1 for d in directories}
+        self.backwards = []
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            for d in self.directories:
+                step = latest_step(d)
+                if step is None:
+                    continue
+                if step < self.highest[d]:
+                    self.backwards.append(f"{d}/latest went from step {self.highest[d]} to {step}")
+                self.highest[d] = max(self.highest[d], step)
+            time.sleep(0.02)
+
+
+class Worker:
+    def __init__(self, args, index, tf_config, log_dir):
+        self.args, self.index, self.tf_config, self.log_dir = args, index, tf_config, log_dir
+        self.proc, self.incarnation, self.results, self.stopped = None, 0, [], False
+
+    def start(self, train_args):
+        self.incarnation += 1
+        log = open(os.path.join(self.log_dir, f"worker{self.index}.{self.incarnation}.log"), "w")
+        env = dict(os.environ, TF_CONFIG=self.tf_config)
+        env.pop("RINGWORK_CRASH_AT", None)
+        self.proc = subprocess.Popen([self.args.train] + train_args, env=env, stdout=log,
+                                     stderr=subprocess.STDOUT)
+        self.log_path = log.name
+        self.started = time.monotonic()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def collect(self):
+        """Records the exit of the current process (once)."""
+        code = self.proc.returncode
+        code = 128 - code if code < 0 else code
+        with open(self.log_path) as f:
+            text = f.read()
+        self.results.append({"code": code, "log": self.log_path, "text": text,
+                             "seconds": time.monotonic() - self.started})
+        self.proc = None
+
+
+def plan(rng, n, duration):
+    """Random faults: (time, kind, worker, seconds)."""
+    events = []
+    for _ in range(rng.randint(1, 3)):
+        t = rng.uniform(0.5, duration)
+        kind = rng.choice(["kill", "kill_restart", "stop", "stop", "kill_restart"])
+        events.append((t, kind, rng.randrange(n), rng.uniform(0.3, 4.0)))
+    return sorted(events)
+
+
+def run_scenario(args, index, rng):
+    n = rng.choice([3, 4, 5])
+    epochs = rng.choice([6, 10, 14])
+    work = os.path.join(args.work_dir, f"scenario{index}")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    ckpt, backup = os.path.join(work, "ckpt"), os.path.join(work, "backup")
+    train_args = ["--dataset=synthetic", f"--synthetic_examples={EXAMPLES}",
+                  "--global_batch_size=120", f"--epochs={epochs}", "--verbose=0",
+                  "--intra_op_threads=1", "--inter_op_threads=1", "--min_workers=2",
+                  "--heartbeat_interval_s=0.5", "--heartbeat_misses=4",
+                  # A worker started again after the run ended waits for peers
+                  # that never come: it gives up (exit 4) within the bound.
+                  "--startup_timeout_s=15",
+                  f"--checkpoint_dir={ckpt}", "--checkpoint_freq_steps=10",
+                  f"--backup_dir={backup}", f"--metrics_json={work}/metrics.json"]
+    events = plan(rng, n, duration=0.35 * epochs)
+    workers = [Worker(args, i, c, work) for i, c in enumerate(tf_configs(args.tfconfig, n))]
+    watcher = Watcher([ckpt, backup])
+    watcher.start()
+    for w in workers:
+        w.start(train_args)
+    begin = time.monotonic()
+    pending = [(t, kind, k, s, False) for (t, kind, k, s) in events]
+    violations = []
+    while True:
+        now = time.monotonic() - begin
+        for w in workers:
+            if w.proc is not None and w.proc.poll() is not None:
+                w.collect()
+        still = []
+        for (t, kind, k, s, second_half) in pending:
+            w = workers[k]
+            if now < t:
+                still.append((t, kind, k, s, second_half))
+                continue
+            if kind == "kill" and w.alive():
+                w.proc.send_signal(signal.SIGKILL)
+            elif kind == "kill_restart":
+                if not second_half:
+                    if w.alive():
+                        w.proc.send_signal(signal.SIGKILL)
+                        still.append((t + s, kind, k, s, True))
+                elif w.proc is None and any(o.alive() for o in workers):
+                    w.start(train_args)
+                elif w.proc is not None and w.alive() and now < t + 5:
+                    still.append((t + 0.1, kind, k, s, True))  # Not reaped yet.
+            elif kind == "stop":
+                if not second_half and w.alive():
+                    w.proc.send_signal(signal.SIGSTOP)
+                    w.stopped = True
+                    still.append((t + s, kind, k, s, True))
+                elif second_half and w.proc is not None:
+                    w.proc.send_signal(signal.SIGCONT)
+                    w.stopped = False
+        pending = still
+        if not any(w.alive() for w in workers) and not pending:
+            break
+        if now > args.bound_s:
+            for w in workers:
+                if w.alive():
+                    violations.append(f"worker {w.index} still running after {args.bound_s} s")
+                    w.proc.send_signal(signal.SIGCONT)
+                    w.proc.send_signal(signal.SIGKILL)
+                    w.proc.wait()
+                    w.collect()
+            break
+        time.sleep(0.02)
+    watcher.stop.set()
+    watcher.join()
+    violations += watcher.backwards
+    return check(n, epochs, events, workers, work, violations)
+
+
+def check(n, epochs, events, workers, work, violations):
+    fingerprints, generations = set(), {}
+    finished = False
+    for w in workers:
+        for r in w.results:
+            if r["code"] not in EXPLAINED_EXITS:
+                violations.append(f"worker {w.index} exited {r['code']} ({r['log']})")
+            if r["code"] == 0:
+                finished = True
+                fingerprints.update(re.findall(r"weights fingerprint ([0-9a-f]{16})", r["text"]))
+            for g, count in re.findall(r"generation (\d+): .*?(\d+) (?:of \d+ )?workers go on",
+                                       r["text"]):
+                generations.setdefault(int(g), set()).add(int(count))
+    if len(fingerprints) > 1:
+        violations.append(f"different weights fingerprints: {sorted(fingerprints)}")
+    for g, counts in sorted(generations.items()):
+        if len(counts) > 1:
+            violations.append(f"generation {g}: workers disagree on its size {sorted(counts)}")
+    metrics_path = os.path.join(work, "metrics.json")
+    examples = None
+    if finished and os.path.exists(metrics_path):
+        with open(metrics_path) as f:
+            examples = json.load(f).get("train_examples")
+        if examples != epochs * EXAMPLES:
+            violations.append(f"trained {examples} examples, not {epochs} x {EXAMPLES}")
+    codes = [[r["code"] for r in w.results] for w in workers]
+    summary = (f"{n} workers, {epochs} epochs, faults "
+               + ", ".join(f"{kind} w{k} at {t:.1f}s ({s:.1f}s)" for t, kind, k, s in events)
+               + f"; exits {codes}; {'finished' if finished else 'stopped'}")
+    return summary, violations
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--first", type=int, default=0, help="index of the first scenario")
+    parser.add_argument("--train", default="bazel-bin/tools/train")
+    parser.add_argument("--tfconfig", default="bazel-bin/tools/tfconfig")
+    parser.add_argument("--work_dir", default="/tmp/elastic_chaos")
+    parser.add_argument("--bound_s", type=float, default=120, help="a scenario's time bound")
+    args = parser.parse_args()
+    failed = 0
+    for index in range(args.first, args.first + args.scenarios):
+        rng = random.Random(args.seed * 1000003 + index)
+        started = time.monotonic()
+        summary, violations = run_scenario(args, index, rng)
+        took = time.monotonic() - started
+        print(f"scenario {index} (seed {args.seed}, {took:.1f} s): {summary}", flush=True)
+        for v in violations:
+            print(f"  VIOLATION: {v}", flush=True)
+        if violations:
+            failed += 1
+            print(f"  replay: {sys.argv[0]} --seed={args.seed} --first={index} --scenarios=1",
+                  flush=True)
+    print(f"{args.scenarios - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
