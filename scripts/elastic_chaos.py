@@ -119,7 +119,7 @@ def plan(rng, n, duration):
 
 def run_scenario(args, index, rng):
     n = rng.choice([3, 4, 5])
-    epochs = rng.choice([6, 10, 14])
+    epochs = rng.choice([15, 20, 30])
     work = os.path.join(args.work_dir, f"scenario{index}")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -133,7 +133,7 @@ def run_scenario(args, index, rng):
                   "--startup_timeout_s=15",
                   f"--checkpoint_dir={ckpt}", "--checkpoint_freq_steps=10",
                   f"--backup_dir={backup}", f"--metrics_json={work}/metrics.json"]
-    events = plan(rng, n, duration=0.35 * epochs)
+    events = plan(rng, n, duration=0.2 * epochs)  # Most land while it trains.
     workers = [Worker(args, i, c, work) for i, c in enumerate(tf_configs(args.tfconfig, n))]
     watcher = Watcher([ckpt, backup])
     watcher.start()
