@@ -61,6 +61,16 @@ SubprocessResult LaunchElastic(int workers, int max_restarts,
   return Subprocess::Start(argv, options).Wait();
 }
 
+// Task `task` of `cluster` running `argv`, with RINGWORK_CRASH_AT if given.
+Subprocess StartTask(const ProcessCluster& cluster, int task, const std::vector<std::string>& argv,
+                     const std::string& crash_at = "") {
+  Subprocess::Options options;
+  options.env["TF_CONFIG"] = cluster.tf_config(task);
+  if (!crash_at.empty()) options.env["RINGWORK_CRASH_AT"] = crash_at;
+  options.timeout_s = kGuardS;
+  return Subprocess::Start(argv, options);
+}
+
 size_t CountMatches(const std::string& output, const std::string& pattern) {
   const std::regex re(pattern);
   return static_cast<size_t>(std::distance(std::sregex_iterator(output.begin(), output.end(), re),
@@ -172,14 +182,10 @@ TEST_CASE(
     "[elastic]") {
   ProcessCluster cluster({kTrain, 3, false, {}, {}, kGuardS});
   const std::vector<std::string> args = TrainArgs(200, 2);
+  std::vector<std::string> argv = {kTrain};
+  argv.insert(argv.end(), args.begin(), args.end());
   auto start = [&](int task, const std::string& crash_at) {
-    Subprocess::Options options;
-    options.env["TF_CONFIG"] = cluster.tf_config(task);
-    if (!crash_at.empty()) options.env["RINGWORK_CRASH_AT"] = crash_at;
-    options.timeout_s = kGuardS;
-    std::vector<std::string> argv = {kTrain};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return Subprocess::Start(argv, options);
+    return StartTask(cluster, task, argv, crash_at);
   };
   // Worker 2 dies; the members hold 25 s as they are about to let it back in.
   const std::string crash_at = "allreduce#30@worker:2,let_in@worker:0=25,let_in@worker:1=25";
@@ -218,14 +224,9 @@ TEST_CASE(
   std::vector<std::string> args = TrainArgs(200, 2);
   args.insert(args.end(), {"--heartbeat_interval_s=0.5", "--heartbeat_misses=4",
                            "--checkpoint_dir=" + dir + "/ckpt", "--checkpoint_freq_steps=20"});
-  auto start = [&](int task) {
-    Subprocess::Options options;
-    options.env["TF_CONFIG"] = cluster.tf_config(task);
-    options.timeout_s = kGuardS;
-    std::vector<std::string> argv = {kTrain};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return Subprocess::Start(argv, options);
-  };
+  std::vector<std::string> argv = {kTrain};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto start = [&](int task) { return StartTask(cluster, task, argv); };
   Subprocess worker0 = start(0), worker1 = start(1), stale = start(2);
   std::this_thread::sleep_for(std::chrono::seconds(3));
   stale.Signal(SIGSTOP);
@@ -297,10 +298,7 @@ TEST_CASE(
     "[elastic]") {
   ProcessCluster cluster({kCustomLoop, 3, false, {}, {}, kGuardS});
   auto start = [&](int task) {
-    Subprocess::Options options;
-    options.env["TF_CONFIG"] = cluster.tf_config(task);
-    options.timeout_s = kGuardS;
-    return Subprocess::Start({kCustomLoop, "--min_workers=2", "--epochs=4000"}, options);
+    return StartTask(cluster, task, {kCustomLoop, "--min_workers=2", "--epochs=4000"});
   };
   Subprocess worker0 = start(0), worker1 = start(1), worker2 = start(2);
   std::this_thread::sleep_for(std::chrono::seconds(3));
