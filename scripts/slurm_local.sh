@@ -241,9 +241,12 @@ run_test() {
   log "PASSED: srun, sbatch, scancel and resubmission under a real Slurm"
 }
 
-case "${1:-}" in
-  start) start "${2:?start DIR}";;
-  stop) stop "${2:?stop DIR}";;
-  test) shift; run_test "$@";;
-  *) echo "usage: $0 start DIR | stop DIR | test [--train=PATH] [--sbatch=PATH]" >&2; exit 2;;
-esac
+# Sourced (scripts/slurm_nodes.sh): its functions only.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  case "${1:-}" in
+    start) start "${2:?start DIR}";;
+    stop) stop "${2:?stop DIR}";;
+    test) shift; run_test "$@";;
+    *) echo "usage: $0 start DIR | stop DIR | test [--train=PATH] [--sbatch=PATH]" >&2; exit 2;;
+  esac
+fi
