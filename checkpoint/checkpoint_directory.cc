@@ -201,8 +201,27 @@ CheckpointDirectory::~CheckpointDirectory() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // Releases the flock.
 }
 
+int64_t CheckpointDirectory::LatestStep(const std::string& dir) {
+  absl::StatusOr<std::string> latest = LatestCheckpoint(dir);
+  if (!latest.ok()) return -1;
+  const std::string name = latest->substr(latest->rfind('/') + 1);
+  int64_t step = -1;
+  const size_t dash = name.find('-'), dot = name.find('.');
+  if (dash == std::string::npos || dot == std::string::npos ||
+      !absl::SimpleAtoi(name.substr(dash + 1, dot - dash - 1), &step)) {
+    return -1;
+  }
+  return step;
+}
+
 absl::StatusOr<std::string> CheckpointDirectory::Write(const CheckpointManifest& manifest,
                                                        const std::vector<TensorData>& tensors) {
+  if (manifest.step < min_step_) {
+    return absl::UnavailableError(absl::StrCat(
+        "not writing the checkpoint of step ", manifest.step, " in ", dir_,
+        ": the writer before this one wrote step ", min_step_,
+        " there; this worker's training state is older than the job's (it was left behind)"));
+  }
   const std::string name = CheckpointFileName(manifest.step);
   const std::string temp = Join(dir_, absl::StrCat(kTempPrefix, name, "-", ::getpid()));
   ::unlink(temp.c_str());

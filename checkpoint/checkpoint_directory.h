@@ -43,6 +43,12 @@ class CheckpointDirectory {
                                     const std::vector<TensorData>& tensors);
   // Removes every checkpoint and `latest` (a finished BackupAndRestore).
   absl::Status RemoveAll();
+  // From now on Write refuses a step below `step` (UNAVAILABLE, writing
+  // nothing): a writer taking over from another (a new chief in elastic
+  // training) never moves `latest` behind what the other one wrote.
+  void RefuseStepsBefore(int64_t step) { min_step_ = step; }
+  // The step of the checkpoint `latest` names (-1: none, or unreadable).
+  static int64_t LatestStep(const std::string& dir);
 
  private:
   CheckpointDirectory(std::string dir, int keep, int lock_fd)
@@ -50,6 +56,7 @@ class CheckpointDirectory {
   std::string dir_;
   int keep_;
   int lock_fd_;
+  int64_t min_step_ = -1;
 };
 
 // "ckpt-000000000120.rwckpt" for step 120.

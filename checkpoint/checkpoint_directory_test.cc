@@ -56,6 +56,31 @@ TEST_CASE("writes point latest at the newest and keep the last K", "[checkpoint]
   CHECK(LatestCheckpoint(dir).status().code() == absl::StatusCode::kNotFound);
 }
 
+TEST_CASE("a writer that takes over never moves latest behind the step written before",
+          "[checkpoint]") {
+  const std::string dir = FreshDir("ckpt_take_over");
+  const std::vector<float> values = {1, 2, 3};
+  {
+    auto before = CheckpointDirectory::OpenForWriting(dir, 3);
+    REQUIRE(before.ok());
+    REQUIRE((*before)->Write(AtStep(300), Tensors(values)).ok());
+  }
+  CHECK(CheckpointDirectory::LatestStep(dir) == 300);
+  auto after = CheckpointDirectory::OpenForWriting(dir, 3);
+  REQUIRE(after.ok());
+  (*after)->RefuseStepsBefore(CheckpointDirectory::LatestStep(dir));
+  const absl::StatusOr<std::string> behind = (*after)->Write(AtStep(150), Tensors(values));
+  REQUIRE_FALSE(behind.ok());
+  CHECK(behind.status().code() == absl::StatusCode::kUnavailable);
+  CHECK_THAT(std::string(behind.status().message()),
+             Catch::Contains("not writing the checkpoint of step 150") &&
+                 Catch::Contains("wrote step 300"));
+  CHECK(CheckpointDirectory::LatestStep(dir) == 300);
+  CHECK(ListCheckpoints(dir).size() == 1);
+  CHECK((*after)->Write(AtStep(310), Tensors(values)).ok());
+  CHECK(CheckpointDirectory::LatestStep(dir) == 310);
+}
+
 TEST_CASE("a second writer of one directory is refused with a config error", "[checkpoint]") {
   const std::string dir = FreshDir("ckpt_lock");
   auto first = CheckpointDirectory::OpenForWriting(dir, 3);

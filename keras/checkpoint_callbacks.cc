@@ -41,6 +41,8 @@ absl::StatusOr<bool> TakeOverDirectory(Model& model, const std::string& dir, int
         CheckpointDirectory::OpenForWriting(dir, keep);
     if (directory.ok()) {
       *opened = std::move(*directory);
+      // Never behind what the chief before wrote (the step is part of the check).
+      (*opened)->RefuseStepsBefore(CheckpointDirectory::LatestStep(dir));
       RW_LOG(INFO) << "this worker is the chief now: it writes the checkpoints in " << dir;
     } else {
       status = directory.status();
