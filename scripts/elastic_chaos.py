@@ -14,9 +14,9 @@ checks the invariants:
   - `latest` in the checkpoint and backup directories never moves backwards
     (polled every 20 ms);
   - workers that report a generation agree on how many workers go on in it;
-  - when the run finished: every example of every epoch trained exactly once
-    (the metrics' train_examples), unless a stopped-and-resumed worker started
-    a run afresh.
+  - when the run finished: the metrics count no example more than once per
+    epoch (train_examples; fewer is reported as a note: a step whose metrics
+    all-reduce was lost in a regroup trained but is not counted, a known gap).
 
   scripts/elastic_chaos.py --scenarios=20 --seed=1          # from the repo root, built
   scripts/elastic_chaos.py --scenarios=1 --seed=1 --first=7  # replays scenario 7
@@ -141,7 +141,7 @@ def run_scenario(args, index, rng):
         w.start(train_args)
     begin = time.monotonic()
     pending = [(t, kind, k, s, False) for (t, kind, k, s) in events]
-    violations = []
+    violations, notes = [], []
     while True:
         now = time.monotonic() - begin
         for w in workers:
@@ -188,19 +188,21 @@ def run_scenario(args, index, rng):
     watcher.stop.set()
     watcher.join()
     violations += watcher.backwards
-    return check(n, epochs, events, workers, work, violations)
+    return check(n, epochs, events, workers, work, violations, notes)
 
 
-def check(n, epochs, events, workers, work, violations):
+def check(n, epochs, events, workers, work, violations, notes):
     fingerprints, generations = set(), {}
     finished = False
     for w in workers:
-        for r in w.results:
+        for incarnation, r in enumerate(w.results):
             if r["code"] not in EXPLAINED_EXITS:
                 violations.append(f"worker {w.index} exited {r['code']} ({r['log']})")
             if r["code"] == 0:
                 finished = True
                 fingerprints.update(re.findall(r"weights fingerprint ([0-9a-f]{16})", r["text"]))
+            if incarnation > 0:
+                continue  # A restarted worker may have started a new job (its own generations).
             for g, count in re.findall(r"generation (\d+): .*?(\d+) (?:of \d+ )?workers go on",
                                        r["text"]):
                 generations.setdefault(int(g), set()).add(int(count))
@@ -214,13 +216,19 @@ def check(n, epochs, events, workers, work, violations):
     if finished and os.path.exists(metrics_path):
         with open(metrics_path) as f:
             examples = json.load(f).get("train_examples")
-        if examples != epochs * EXAMPLES:
+        if examples is None or examples > epochs * EXAMPLES:
             violations.append(f"trained {examples} examples, not {epochs} x {EXAMPLES}")
+        elif examples < epochs * EXAMPLES:
+            # A step whose metrics all-reduce failed trained (its update was
+            # applied everywhere) but its examples were not counted (the known
+            # gap of docs/ARCHITECTURE.md): reported, not a violation.
+            notes.append(f"counted {examples} examples, not {epochs} x {EXAMPLES} (a step's "
+                         "tail lost in a regroup is not counted)")
     codes = [[r["code"] for r in w.results] for w in workers]
     summary = (f"{n} workers, {epochs} epochs, faults "
                + ", ".join(f"{kind} w{k} at {t:.1f}s ({s:.1f}s)" for t, kind, k, s in events)
                + f"; exits {codes}; {'finished' if finished else 'stopped'}")
-    return summary, violations
+    return summary, violations, notes
 
 
 def main():
@@ -230,18 +238,21 @@ def main():
     parser.add_argument("--first", type=int, default=0, help="index of the first scenario")
     parser.add_argument("--train", default="bazel-bin/tools/train")
     parser.add_argument("--tfconfig", default="bazel-bin/tools/tfconfig")
-    parser.add_argument("--work_dir", default="/tmp/elastic_chaos")
+    parser.add_argument("--work_dir",
+                        default=os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "elastic_chaos"))
     parser.add_argument("--bound_s", type=float, default=120, help="a scenario's time bound")
     args = parser.parse_args()
     failed = 0
     for index in range(args.first, args.first + args.scenarios):
         rng = random.Random(args.seed * 1000003 + index)
         started = time.monotonic()
-        summary, violations = run_scenario(args, index, rng)
+        summary, violations, notes = run_scenario(args, index, rng)
         took = time.monotonic() - started
         print(f"scenario {index} (seed {args.seed}, {took:.1f} s): {summary}", flush=True)
         for v in violations:
             print(f"  VIOLATION: {v}", flush=True)
+        for note in notes:
+            print(f"  note: {note}", flush=True)
         if violations:
             failed += 1
             print(f"  replay: {sys.argv[0]} --seed={args.seed} --first={index} --scenarios=1",

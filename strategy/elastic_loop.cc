@@ -66,14 +66,21 @@ namespace {
 
 // After `failure` (or a ring change) ended the body: the ring changes and every
 // member agrees where to go on (up to 3 failures in a row are survived).
-absl::Status ChangeRing(ElasticRun* run, ElasticState* state, absl::Status failure) {
+absl::Status ChangeRing(ElasticRun* run, ElasticState* state, absl::Status failure,
+                        bool has_state = true) {
   MultiWorkerMirroredStrategy* strategy = state->strategy();
+  if (state->ShapeHash() != run->shape().model) {
+    return absl::FailedPreconditionError(
+        "ElasticState: a tensor or counter was tracked after RunElastic started; track "
+        "everything before, so that every worker (a joiner too) has the same state");
+  }
   const int before = strategy->num_replicas_in_sync();
   std::vector<double> carried(1, 0.0);
   int64_t slowest = 0;
   const std::string cause(failure.message());
   for (int round = 1;; ++round) {
-    run->set_progress(state->commits());
+    // A joiner that has not taken the state yet has none to offer (as in fit).
+    run->set_progress(has_state ? state->commits() : -1);
     if (IsRingChange(failure)) {
       failure = run->LetJoinersIn(&slowest, &carried);
     } else if (run->CanSurvive(failure) && round <= 3) {
@@ -117,9 +124,10 @@ absl::Status RunElastic(ElasticState* state, const std::function<absl::Status()>
                       << " joined; " << strategy->num_replicas_in_sync()
                       << " workers go on, from commit " << state->commits();
     } else {
-      RW_RETURN_IF_ERROR(ChangeRing(&run, state, joined));
+      RW_RETURN_IF_ERROR(ChangeRing(&run, state, joined, /*has_state=*/false));
     }
-  } else if (strategy->elastic()) {
+  } else if (strategy->num_replicas_in_sync() > 1) {
+    // Every member, elastic or not: one that is not would skip Commit's all-reduce.
     std::vector<std::string> lines;
     for (const auto& [flag, value] : strategy->ElasticSettings()) {
       lines.push_back(absl::StrCat(flag, " ", value));

@@ -12,9 +12,10 @@
 //   absl::Status done = RunElastic(&state, [&]() -> absl::Status {
 //     // Made for the ring as it is now (called again after every change):
 //     std::unique_ptr<GradientReducer> reducer = strategy->MakeGradientReducer({&w});
-//     for (; step < total_steps; ++step) {
+//     while (step < total_steps) {
 //       ... forward, backward, RW_RETURN_IF_ERROR(reducer->FinishStep()), update ...
-//       RW_RETURN_IF_ERROR(state.Commit());  // Counters first: the step is done.
+//       ++step;                               // Counters first, then Commit.
+//       RW_RETURN_IF_ERROR(state.Commit());
 //     }
 //     return absl::OkStatus();
 //   });
@@ -24,6 +25,8 @@
 // and returns any other. Objects made over the ring (the gradient reducer, the
 // data shard) belong inside the body: they are made again for the new ring.
 // A counter that advances with the step must be incremented before Commit.
+// Everything is tracked before RunElastic starts (a tensor or counter added later
+// is refused when the ring changes: a joiner could not have it).
 //
 // Threads: the training thread only.
 #ifndef RINGWORK_STRATEGY_ELASTIC_LOOP_H_
@@ -87,8 +90,8 @@ bool IsRingChange(const absl::Status& status);
 // survived failure or a grow, runs it again from `state`'s committed step, with
 // the state taken from the worker that went furthest. A worker that started
 // while its job ran (strategy->joining()) first joins it. With a non-elastic
-// strategy it runs `body` once. At the start every member agrees on the elastic
-// settings (exit 7 if they differ).
+// strategy it runs `body` once. At the start every member of a ring of several
+// agrees on the elastic settings (exit 7 if they differ, --min_workers included).
 absl::Status RunElastic(ElasticState* state, const std::function<absl::Status()>& body);
 
 }  // namespace ringwork

@@ -440,13 +440,12 @@ absl::Status MultiWorkerMirroredStrategy::Shutdown() {
   if (owned_runtime_ == nullptr) return absl::OkStatus();
   if (comm() == nullptr) return owned_runtime_->Shutdown();  // A regroup failed: no ring left.
   // Nobody leaves while another still needs it (its last collectives).
-  const bool failed_before = ring_failed();
   CrashPoint("shutdown");  // Tests: a worker dies after training and evaluation.
   const absl::Status barrier = comm()->Barrier();
-  if (!barrier.ok() && elastic() && !joining() && !failed_before && IsPeerFailure(barrier) &&
-      ring_failed()) {
-    // Every collective before the barrier completed on every worker: the work is
-    // done, and a peer that left now needs nothing more of this one.
+  if (!barrier.ok() && elastic() && !joining() && IsPeerFailure(barrier) && ring_failed()) {
+    // The caller's collectives before Shutdown succeeded (it would not have come
+    // here otherwise): the work is done, and a peer that left now, or just before
+    // (the ring's failure already known), needs nothing more of this one.
     RW_LOG(WARNING) << "elastic training: a peer left after the work was done ("
                     << barrier.message() << "); this worker ends normally";
     Abort(barrier);

@@ -184,6 +184,8 @@ class MultiWorkerMirroredStrategy {
   void BeginStep(int64_t step);
   int64_t step() const { return runtime_->progress().step(); }
   // A barrier, then an orderly shutdown of the runtime (if the strategy owns it).
+  // In elastic training a peer failure there is logged and survived (OK): call it
+  // after the work, whose own collectives report their errors.
   absl::Status Shutdown();
 
   // Elastic training: Options::min_workers allows losing workers, and this

@@ -134,13 +134,12 @@ void Launcher::Reap() {
     task.exited = true;
     task.exit_code = ExitCodeOfWaitStatus(status);
     // Elastic: a task that failed for its peers (3, 4) or was killed is what the
-    // others survive, and so is any failure of a restarted task (it was joining
-    // the running job, and only it ends: a mismatch with the ring, its own
-    // machine); any other failure (a bug, a config or checkpoint error, a
-    // mismatch) is the job's.
+    // others survive, and so is a restarted task's mismatch with the ring it
+    // joined (7: it left alone, the others went on); any other failure (a bug, a
+    // config or checkpoint error, a mismatch of a first run) is the job's.
     const bool joiner = options_.elastic && task.restarts > 0;
     const bool survivable = task.exit_code == kPeerFailure || task.exit_code == kTimeout ||
-                            task.exit_code > 128 || joiner;
+                            task.exit_code > 128 || (joiner && task.exit_code == kMismatch);
     if (task.exit_code != 0 && !survivable && other_failure_code_ == 0)
       other_failure_code_ = task.exit_code;
     // Not after SIGTERM's exit (143): every worker stopped together, on purpose.

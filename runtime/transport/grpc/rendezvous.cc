@@ -147,6 +147,8 @@ absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest&
 namespace {
 
 constexpr char kChallengeKey[] = "rw-challenge";  // runtime/auth/rpc_auth.h
+// How long a late member is still awaited after its last answer that said so.
+constexpr double kLateMemberSilenceS = 3;
 
 struct Attempt {
   int rank = 0;
@@ -159,9 +161,12 @@ struct Attempt {
   uint64_t challenge = 0;       // The peer's incarnation, as its refusal told it.
   uint64_t sent_challenge = 0;  // The one the call in flight is bound to.
   int challenges = 0;           // Challenges answered.
-  // Its last refusal's kMemberOfGenerationKey: a member of that generation's
-  // ring (-1: none said, or no answer).
+  // The last kMemberOfGenerationKey its refusals carried: a member of that
+  // generation's ring (-1: none yet), and when it last said so. Kept through
+  // answers without it for a while: a late member moving to the round shuts its
+  // ring's server down and listens again (up to 2 s) in between.
   int member_of_generation = -1;
+  Deadline member_of_generation_fresh = Deadline::AfterSeconds(0);
   std::unique_ptr<grpc::ClientContext> context;
   proto::JoinResponse response;
   grpc::Status status;
@@ -242,7 +247,7 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     for (int r = 0; r < world; ++r) {
       const Attempt& a = attempts[r];
       if (r != config.rank() && !a.joined && !inbound.joined(r) && a.member_of_generation >= 0 &&
-          a.member_of_generation < config.generation()) {
+          a.member_of_generation < config.generation() && !a.member_of_generation_fresh.Expired()) {
         ranks.push_back(r);
       }
     }
@@ -329,7 +334,6 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
     if (cq.AsyncNext(&tag, &ok, wait_until) != grpc::CompletionQueue::GOT_EVENT) continue;
     Attempt& a = *static_cast<Attempt*>(tag);
     a.in_flight = false;
-    a.member_of_generation = -1;
     if (!a.status.ok() && options.discovery) {
       const auto& trailing = a.context->GetServerTrailingMetadata();
       auto it = trailing.find(kMemberOfGenerationKey);
@@ -337,6 +341,7 @@ absl::StatusOr<std::vector<JoinedPeer>> RunRendezvous(
       if (it != trailing.end() &&
           absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &generation)) {
         a.member_of_generation = generation;
+        a.member_of_generation_fresh = Deadline::AfterSeconds(kLateMemberSilenceS);
       }
     }
     if (a.status.ok()) {
