@@ -185,6 +185,10 @@ def run_scenario(args, index, rng):
                     w.collect()
             break
         time.sleep(0.02)
+    for w in workers:  # Exited after the loop last looked.
+        if w.proc is not None:
+            w.proc.wait()
+            w.collect()
     watcher.stop.set()
     watcher.join()
     violations += watcher.backwards
