@@ -19,7 +19,9 @@ absl::Status FitLoop::Unexpected(int64_t target, const std::string& where) {
 absl::StatusOr<int64_t> FitLoop::Survive(const absl::Status& failure, const std::string& where,
                                          bool in_step) {
   absl::Status current = failure;
-  const int before = strategy_->num_replicas_in_sync();
+  // The ring's size from its configuration: after a failed grow there is no
+  // transport left to ask.
+  const int before = strategy_->cluster().world_size();
   const int64_t mine = run_->progress();
   for (int round = 1;; ++round) {
     // Only a failed ring is survived (a callback's own error is not).
