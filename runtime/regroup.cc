@@ -65,15 +65,17 @@ namespace {
 // One round at `generation`: who is there, the quorum, and the ring of exactly them.
 // `views_differ`: the ring did not form (a retry at the next generation may agree).
 // `joining`: this worker is not in the running ring; it waits for its members.
-absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& previous,
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& before,
                                                          int generation, RuntimeOptions round,
                                                          const RegroupOptions& regroup,
                                                          bool joining, bool* views_differ) {
   *views_differ = false;
-  // 1. Who is there: any worker of TF_CONFIG's ring at this generation (not only
-  // the previous members: a worker whose last round failed may look at a generation
-  // from another previous ring).
-  std::vector<int> everyone(static_cast<size_t>(previous.configured_world_size()));
+  ClusterConfig previous = before;
+  // 1. Who is there: any worker of the roster (TF_CONFIG's ring and the workers
+  // added to the job that this one knows) at this generation (not only the
+  // previous members: a worker whose last round failed may look at a generation
+  // from another previous ring). Workers added that it did not know call it.
+  std::vector<int> everyone(static_cast<size_t>(previous.roster_size()));
   for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
   const ClusterConfig candidates = previous.Regrouped(everyone, generation, /*discovery=*/true);
   std::vector<int> present_original, since;
@@ -97,8 +99,12 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& pr
           absl::StrCat("generation ", generation,
                        ": the membership round failed: ", present.status().message()));
     }
-    const std::vector<int> originals = candidates.OriginalRanks();
-    for (int r : present->present) present_original.push_back(originals[static_cast<size_t>(r)]);
+    // A round's ranks are original ranks (its members are the whole roster, in
+    // order), those of workers it learned of included.
+    absl::StatusOr<ClusterConfig> learned = previous.WithExtraWorkers(present->extra_workers);
+    if (!learned.ok()) return absl::InvalidArgumentError(learned.status().message());
+    previous = *std::move(learned);
+    present_original = present->present;
     since = present->member_since;
   }
   // 2. A majority of TF_CONFIG's ring that hold the job's state (members of an
@@ -108,10 +114,15 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& pr
   const int configured = previous.configured_world_size();
   const int count = static_cast<int>(present_original.size());
   std::vector<int> holders;
+  // Workers added on new hosts (extras) train, but only TF_CONFIG's ring votes:
+  // two groups can never both hold a majority of it, however many were added.
   for (size_t i = 0; i < since.size(); ++i) {
-    if (since[i] < generation) holders.push_back(present_original[i]);
+    if (since[i] < generation && present_original[i] < configured) {
+      holders.push_back(present_original[i]);
+    }
   }
-  const int joining_now = count - static_cast<int>(holders.size());
+  int joining_now = 0;
+  for (int since_generation : since) joining_now += since_generation >= generation ? 1 : 0;
   if (joining && count == 1) {
     return absl::UnavailableError(absl::StrCat("no member of the running job came to generation ",
                                                generation, " within ", regroup.join_wait_s, " s"));

@@ -80,7 +80,10 @@ std::shared_ptr<grpc::Channel> MakeHeartbeatChannel(
 }  // namespace
 
 WorkerRuntime::WorkerRuntime(const ClusterConfig& config, const RuntimeOptions& options)
-    : config_(config), options_(options), incarnation_(NewIncarnation()) {}
+    : config_(config),
+      options_(options),
+      incarnation_(NewIncarnation()),
+      known_extras_(config.ExtraWorkers()) {}
 
 WorkerRuntime::~WorkerRuntime() { (void)Shutdown(); }
 
@@ -315,7 +318,8 @@ absl::StatusOr<std::vector<JoinedPeer>> WorkerRuntime::RunJoins(
     proto::JoinRequest request;
     request.set_protocol_version(kProtocolVersion);
     request.set_cluster_fingerprint(fingerprint_);
-    request.set_cluster_ring(config_.NormalizedRing());
+    // The extras this worker knows travel with it (the fingerprint omits them).
+    request.set_cluster_ring(config_.NormalizedRing() + config_.RosterText());
     request.set_from_rank(rank);
     request.set_from_task(config_.task().ToString());
     request.set_incarnation(incarnation_);

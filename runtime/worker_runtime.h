@@ -67,9 +67,13 @@ class WorkerRuntime {
   // `first_contact_wait_s` > 0: the window opens at the first peer that answers
   // or calls, awaited that long (a worker joining a running job).
   // `late_member_wait_s`: RendezvousOptions::late_member_wait_s.
+  // A round's ranks are original ranks; a worker added to the job that this one
+  // did not know yet (an extra past its roster) counts once it called, and its
+  // address comes with `extra_workers`.
   struct Discovered {
-    std::vector<int> present;       // Ranks, this one included, in order.
-    std::vector<int> member_since;  // Of each of them (JoinRequest.member_since).
+    std::vector<int> present;             // Ranks, this one included, in order.
+    std::vector<int> member_since;        // Of each of them (JoinRequest.member_since).
+    std::vector<HostPort> extra_workers;  // Every extra known now (ClusterConfig::ExtraWorkers).
   };
   absl::StatusOr<Discovered> Discover(double seconds, double first_contact_wait_s = 0,
                                       double late_member_wait_s = 0);
@@ -78,6 +82,10 @@ class WorkerRuntime {
   // each asking runtime counts once); it lets them in at its next step boundary
   // (a regroup).
   int joiners_waiting() const;
+  // The extras (workers added on new hosts) this worker knows: its configuration's,
+  // and those that Joins named since (a worker asking to join names itself and the
+  // extras before it). ClusterConfig::WithExtraWorkers takes them.
+  std::vector<HostPort> known_extra_workers() const;
 
   ~WorkerRuntime();
   WorkerRuntime(const WorkerRuntime&) = delete;
@@ -146,8 +154,15 @@ class WorkerRuntime {
   mutable std::mutex joiners_mu_;
   std::set<std::pair<int, uint64_t>> joiners_;  // (original rank, incarnation); joiners_mu_.
   std::string configured_fingerprint_;          // TF_CONFIG's ring at generation 0.
-  std::string fingerprint_;                     // Fixed when Connect starts.
-  std::unique_ptr<RpcAuth> auth_;               // Made when Connect starts; then read-only.
+  // The extras known (ClusterConfig::ExtraWorkers, then learned from Joins).
+  mutable std::mutex extras_mu_;
+  std::vector<HostPort> known_extras_;  // Guarded by extras_mu_.
+  // Learns the extras a Join names; true when the caller's rank is then known (a
+  // rank of this worker's roster, or an extra it named). INVALID_ARGUMENT when its
+  // roster contradicts this one's.
+  absl::StatusOr<bool> LearnExtrasOf(const proto::JoinRequest& request);
+  std::string fingerprint_;        // Fixed when Connect starts.
+  std::unique_ptr<RpcAuth> auth_;  // Made when Connect starts; then read-only.
   RefusalLog refusals_;
   Progress progress_;  // Read by the Heartbeat handler on gRPC's threads.
 

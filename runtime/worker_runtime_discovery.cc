@@ -31,17 +31,21 @@ absl::StatusOr<WorkerRuntime::Discovered> WorkerRuntime::Discover(double seconds
   // Nothing more travels in this round: its shutdown waits for nobody.
   transport_->Abort(absl::CancelledError("the membership round is over"));
   if (!peers.ok()) return peers.status();
-  for (int peer = 0; peer < config_.world_size(); ++peer) {
+  // Past the roster: workers added to the job that called (their Joins named them).
+  const int known = std::max(config_.world_size(), inbound_joins_->size());
+  for (int peer = 0; peer < known; ++peer) {
+    const bool answered = peer < config_.world_size() && (*peers)[peer].present;
     if (peer == config_.rank()) {
       found.present.push_back(peer);
       found.member_since.push_back(options_.rendezvous.member_since);
-    } else if ((*peers)[peer].present || inbound_joins_->joined(peer)) {
+    } else if (answered || inbound_joins_->joined(peer)) {
       found.present.push_back(peer);
       // Its Join may have come after the rendezvous ended, before the seal.
-      found.member_since.push_back((*peers)[peer].present ? (*peers)[peer].member_since
-                                                          : inbound_joins_->member_since(peer));
+      found.member_since.push_back(answered ? (*peers)[peer].member_since
+                                            : inbound_joins_->member_since(peer));
     }
   }
+  found.extra_workers = known_extra_workers();
   return found;
 }
 

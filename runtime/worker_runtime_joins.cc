@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "base/status_macros.h"
 #include "proto/worker.grpc.pb.h"
 #include "runtime/auth/rpc_auth.h"
 #include "runtime/transport/grpc/grpc_util.h"
@@ -35,6 +36,12 @@ grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
     // generation that this worker has not reached yet waits for it.
     context->AddTrailingMetadata(kMemberOfGenerationKey, std::to_string(config_.generation()));
   }
+  // A worker added on a new host (an extra) that this worker did not know names
+  // itself and the extras before it: learned here, from a signed Join.
+  absl::StatusOr<bool> known = LearnExtrasOf(request);
+  if (!known.ok()) return Refuse(context, "a Join", known.status());
+  // (A rank no roster names is refused below, as any stranger's.)
+  const bool beyond_ring = *known && request.from_rank() >= config_.world_size();
   // A worker joining a running job is no proof that it runs (its members may be
   // gone): its membership round tells a starting worker nothing.
   const bool joiners_round =
@@ -47,7 +54,9 @@ grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
                      "member")));
   }
   if (IsJoinOfAStartingWorker(request)) {
-    const std::string who = config_.DescribeOriginalRank(request.from_rank());
+    const std::string who = request.from_rank() < config_.roster_size()
+                                ? config_.DescribeOriginalRank(request.from_rank())
+                                : absl::StrCat(request.from_task(), " (added on a new host)");
     // A membership round of generation g is still deciding g: the joiner waits
     // in that round, or the next one. (A worker alone accepts no Joins at all:
     // a ring of one never listens for them.)
@@ -80,12 +89,23 @@ grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
     return ToGrpcStatus(absl::UnavailableError(absl::StrCat(
         config_.DescribeRank(config_.rank()), " is starting; it will join the running job")));
   }
+  if (beyond_ring && config_.generation() == 0 && !config_.discovery()) {
+    // An extra calls while the job is still starting: it waits (it joins a job
+    // that runs, never a starting one).
+    return ToGrpcStatus(absl::UnavailableError(
+        absl::StrCat(config_.DescribeRank(config_.rank()), " is still starting; ",
+                     request.from_task(), " (added to the job) joins once it runs")));
+  }
   if (request.asks_to_join()) {  // Never admitted: this worker runs no job to join.
     return ToGrpcStatus(absl::UnavailableError(
         absl::StrCat(config_.DescribeRank(config_.rank()), " runs no job that ",
                      config_.DescribeOriginalRank(request.from_rank()), " could join (yet)")));
   }
-  absl::Status valid = ValidateJoin(config_, request, context->peer());
+  // A membership round admits extras it did not know (their ranks are original
+  // ranks past its roster); nothing else is admitted from beyond the ring.
+  absl::Status valid =
+      ValidateJoin(config_, request, context->peer(),
+                   config_.discovery() && beyond_ring ? request.from_rank() + 1 : 0);
   if (!valid.ok()) {
     if (request.cluster_fingerprint() != fingerprint_) inbound_joins_->RecordRejection(valid);
     return Refuse(context, "a Join", valid);
@@ -97,7 +117,7 @@ grpc::Status WorkerRuntime::HandleJoin(grpc::ServerContextBase* context,
   absl::Status admitted = inbound_joins_->AdmitAndRecord(
       request.from_rank(), request.incarnation(), request.member_since(), [&] {
         // Never remaps under a live link (ShmEndpoint refuses): a retry maps nothing new.
-        if (shm_ == nullptr || request.shm_segment().empty()) return;
+        if (shm_ == nullptr || request.shm_segment().empty() || beyond_ring) return;
         absl::Status status = shm_->MapPeer(request.from_rank(), request.shm_segment());
         mapped = status.ok();
         if (!mapped)
@@ -133,12 +153,50 @@ int WorkerRuntime::joiners_waiting() const {
   return static_cast<int>(joiners_.size());
 }
 
+std::vector<HostPort> WorkerRuntime::known_extra_workers() const {
+  std::lock_guard<std::mutex> lock(extras_mu_);
+  return known_extras_;
+}
+
+absl::StatusOr<bool> WorkerRuntime::LearnExtrasOf(const proto::JoinRequest& request) {
+  const int voting = config_.configured_world_size();
+  std::lock_guard<std::mutex> lock(extras_mu_);
+  const int known_ranks = voting + static_cast<int>(known_extras_.size());
+  if (request.from_rank() < known_ranks || request.from_rank() < config_.world_size()) return true;
+  // Only a Join of this job (the voting ring's identity, any generation) names extras.
+  const std::string identity = config_.Configured().NormalizedRing();
+  const absl::string_view ring = request.cluster_ring();
+  if (!absl::StartsWith(ring, identity) ||
+      (ring.size() > identity.size() && ring[identity.size()] != ';'))
+    return false;
+  RW_ASSIGN_OR_RETURN(std::vector<HostPort> named,
+                      ClusterConfig::ParseRosterText(request.cluster_ring()));
+  for (size_t i = 0; i < known_extras_.size() && i < named.size(); ++i) {
+    if (known_extras_[i] != named[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(request.from_task(), " names ", named[i].ToString(), " as worker:",
+                       voting - static_cast<int>(config_.spec().chief.size()) + static_cast<int>(i),
+                       ", which is ", known_extras_[i].ToString(),
+                       " here: the workers added to the job differ (another job?)"));
+    }
+  }
+  if (named.size() > known_extras_.size()) {
+    for (size_t i = known_extras_.size(); i < named.size(); ++i) {
+      RW_LOG(INFO) << "worker:"
+                   << voting - static_cast<int>(config_.spec().chief.size()) + static_cast<int>(i)
+                   << " (" << named[i].ToString() << ") was added to the job on a new host";
+      known_extras_.push_back(named[i]);
+    }
+  }
+  return request.from_rank() < voting + static_cast<int>(known_extras_.size());
+}
+
 bool WorkerRuntime::IsJoinOfAStartingWorker(const proto::JoinRequest& request) const {
   if (!options_.rendezvous.elastic || request.cluster_fingerprint() != configured_fingerprint_ ||
-      request.from_rank() < 0 || request.from_rank() >= config_.configured_world_size() ||
-      request.from_rank() == config_.original_rank()) {
+      request.from_rank() < 0 || request.from_rank() == config_.original_rank()) {
     return false;
   }
+  // (Its rank is known: HandleJoin learned the extras its Join names.)
   // Later generations (their rounds, a worker alone too) never take such a Join.
   // At generation 0 the ring is TF_CONFIG's: once it formed, only a new process
   // of a rank counts (the joined one retrying is no joiner).

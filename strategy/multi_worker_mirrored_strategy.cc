@@ -49,6 +49,13 @@ absl::StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirrored
   RuntimeOptions runtime_options = WithCommunication(options.runtime, options.communication);
   const bool elastic =
       options.min_workers >= 1 && options.min_workers < cluster.configured_world_size();
+  if (cluster.is_extra() && !elastic) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        cluster.task().ToString(), " was added to the job (past its ",
+        cluster.configured_world_size(),
+        " voting workers, RINGWORK_VOTING_WORKERS): only an elastic job (--min_workers below ",
+        cluster.configured_world_size(), ") lets workers in while it runs"));
+  }
   runtime_options.rendezvous.elastic = elastic;
   absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
       WorkerRuntime::Start(cluster, runtime_options);
@@ -379,6 +386,13 @@ absl::Status MultiWorkerMirroredStrategy::ReplaceRuntime(
   return absl::OkStatus();
 }
 
+ClusterConfig MultiWorkerMirroredStrategy::ConfigWithKnownExtras() const {
+  // Workers added on new hosts that asked this one to let them in.
+  absl::StatusOr<ClusterConfig> known =
+      runtime_->config().WithExtraWorkers(runtime_->known_extra_workers());
+  return known.ok() ? *known : runtime_->config();
+}
+
 absl::StatusOr<std::unique_ptr<WorkerRuntime>> MultiWorkerMirroredStrategy::RegroupFrom(
     const ClusterConfig& previous) {
   RegroupOptions regroup = regroup_options();
@@ -392,7 +406,7 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> MultiWorkerMirroredStrategy::Regr
 
 absl::Status MultiWorkerMirroredStrategy::Regroup(const absl::Status& cause) {
   if (!elastic()) return cause;
-  const ClusterConfig previous = runtime_->config();
+  const ClusterConfig previous = ConfigWithKnownExtras();
   TimelineSpan span("elastic", "regroup");
   // Peers still waiting learn the cause at once; the shutdown waits for nobody.
   Abort(cause.ok() ? absl::AbortedError("regrouping") : cause);
@@ -409,7 +423,7 @@ int MultiWorkerMirroredStrategy::joiners_waiting() const {
 absl::Status MultiWorkerMirroredStrategy::Grow() {
   if (!elastic() || joining())
     return absl::FailedPreconditionError("Grow: not a member of an elastic ring");
-  const ClusterConfig previous = runtime_->config();
+  const ClusterConfig previous = ConfigWithKnownExtras();
   TimelineSpan span("elastic", "let workers join");
   // Every member is here (the count of joiners was all-reduced at the same step):
   // after the barrier nothing of this ring travels any more.

@@ -260,6 +260,9 @@ class MultiWorkerMirroredStrategy {
   int generations_tried_ = 0;
   // Regroup's rounds from above every generation tried, noting the ones tried.
   absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupFrom(const ClusterConfig& previous);
+  // The ring's configuration with every worker added to the job that asked this
+  // one to let it in (WorkerRuntime::known_extra_workers): what a regroup looks for.
+  ClusterConfig ConfigWithKnownExtras() const;
 };
 
 }  // namespace ringwork

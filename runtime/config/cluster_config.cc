@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/check.h"
 #include "base/fnv1a.h"
 
@@ -57,11 +58,88 @@ ClusterConfig::ClusterConfig(ClusterSpec spec, TaskId task, std::string source)
 
 int ClusterConfig::configured_world_size() const {
   if (local_mode_) return 1;
+  const size_t workers =
+      voting_workers_ < 0 ? spec_.worker.size() : static_cast<size_t>(voting_workers_);
+  return static_cast<int>(spec_.chief.size() + workers);
+}
+
+int ClusterConfig::roster_size() const {
+  if (local_mode_) return 1;
   return static_cast<int>(spec_.chief.size() + spec_.worker.size());
 }
 
+absl::Status ClusterConfig::SetVotingWorkers(int workers) {
+  if (local_mode_) return absl::InvalidArgumentError("voting workers: not a cluster");
+  if (workers < 0 || static_cast<size_t>(workers) > spec_.worker.size() ||
+      spec_.chief.size() + static_cast<size_t>(workers) < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RINGWORK_VOTING_WORKERS=", workers, ": the cluster lists ",
+                     spec_.worker.size(), " workers", spec_.chief.empty() ? "" : " and a chief",
+                     "; the voting ring needs at least one task and at most every worker"));
+  }
+  voting_workers_ = workers;
+  return absl::OkStatus();
+}
+
+bool ClusterConfig::is_extra() const {
+  return !local_mode_ && original_rank() >= configured_world_size();
+}
+
+std::vector<HostPort> ClusterConfig::ExtraWorkers() const {
+  const size_t voting = static_cast<size_t>(configured_world_size()) - spec_.chief.size();
+  if (local_mode_ || voting >= spec_.worker.size()) return {};
+  return std::vector<HostPort>(spec_.worker.begin() + static_cast<long>(voting),
+                               spec_.worker.end());
+}
+
+absl::StatusOr<ClusterConfig> ClusterConfig::WithExtraWorkers(
+    const std::vector<HostPort>& extras) const {
+  const std::vector<HostPort> known = ExtraWorkers();
+  for (size_t i = 0; i < known.size() && i < extras.size(); ++i) {
+    if (known[i].ToString() != extras[i].ToString()) {
+      const int index =
+          configured_world_size() - static_cast<int>(spec_.chief.size()) + static_cast<int>(i);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "worker:", index, " is ", known[i].ToString(), " here but ", extras[i].ToString(),
+          " in the caller's roster: the workers added to the job differ (another job?)"));
+    }
+  }
+  ClusterConfig grown = *this;
+  if (extras.size() <= known.size()) return grown;
+  // The ring stays what it was: the workers added are known, not members.
+  if (grown.members_.empty()) grown.members_ = OriginalRanks();
+  if (grown.voting_workers_ < 0) grown.voting_workers_ = static_cast<int>(spec_.worker.size());
+  for (size_t i = known.size(); i < extras.size(); ++i) grown.spec_.worker.push_back(extras[i]);
+  return grown;
+}
+
+std::string ClusterConfig::RosterText() const {
+  const std::vector<HostPort> extras = ExtraWorkers();
+  if (extras.empty()) return "";
+  std::vector<std::string> parts;
+  for (const HostPort& a : extras) parts.push_back(a.ToString());
+  return absl::StrCat(";roster=", absl::StrJoin(parts, ","));
+}
+
+absl::StatusOr<std::vector<HostPort>> ClusterConfig::ParseRosterText(absl::string_view ring_text) {
+  constexpr absl::string_view kKey = ";roster=";
+  const size_t at = ring_text.rfind(kKey);
+  if (at == absl::string_view::npos) return std::vector<HostPort>{};
+  absl::string_view list = ring_text.substr(at + kKey.size());
+  std::vector<HostPort> extras;
+  for (absl::string_view part : absl::StrSplit(list, ',')) {
+    absl::StatusOr<HostPort> address = ParseHostPort(part, "a Join's roster");
+    if (!address.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a malformed roster in a Join (", part, "): ", address.status().message()));
+    }
+    extras.push_back(*address);
+  }
+  return extras;
+}
+
 int ClusterConfig::world_size() const {
-  if (local_mode_ || members_.empty()) return configured_world_size();
+  if (local_mode_ || members_.empty()) return roster_size();
   return static_cast<int>(members_.size());
 }
 
@@ -74,7 +152,7 @@ int ClusterConfig::rank() const {
 
 std::vector<int> ClusterConfig::OriginalRanks() const {
   if (!members_.empty()) return members_;
-  std::vector<int> all(static_cast<size_t>(local_mode_ ? 1 : configured_world_size()));
+  std::vector<int> all(static_cast<size_t>(local_mode_ ? 1 : roster_size()));
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
   return all;
 }
@@ -101,7 +179,7 @@ ClusterConfig ClusterConfig::Regrouped(std::vector<int> original_ranks, int gene
   RW_CHECK(!original_ranks.empty());
   for (int rank : original_ranks) {
     RW_CHECK_GE(rank, 0);
-    RW_CHECK_LT(rank, configured_world_size());
+    RW_CHECK_LT(rank, roster_size());
   }
   RW_CHECK_GT(generation, 0);
   ClusterConfig next = *this;
@@ -219,14 +297,29 @@ std::string ClusterConfig::NormalizedRing() const {
     return absl::StrJoin(parts, ",");
   };
   if (local_mode_) return "v1;local";
+  // The voting ring is the identity; extras appear only as members.
+  const int voting = configured_world_size();
+  const std::vector<HostPort> voting_workers(
+      spec_.worker.begin(),
+      spec_.worker.begin() + (voting - static_cast<long>(spec_.chief.size())));
   std::string ring =
-      absl::StrCat("v1;chief=", addresses(spec_.chief), ";worker=", addresses(spec_.worker));
-  if (generation_ > 0 || !members_.empty()) {
+      absl::StrCat("v1;chief=", addresses(spec_.chief), ";worker=", addresses(voting_workers));
+  if (generation_ > 0 || alone_) {
     absl::StrAppend(&ring, ";generation=", generation_, discovery_ ? ";discovery" : "",
-                    alone_ ? ";alone" : "", ";members=", absl::StrJoin(members_, ","));
+                    alone_ ? ";alone" : "");
+    if (!discovery_) absl::StrAppend(&ring, ";members=", absl::StrJoin(members_, ","));
     if (std::any_of(member_since_.begin(), member_since_.end(), [](int g) { return g != 0; })) {
       absl::StrAppend(&ring, ";since=", absl::StrJoin(member_since_, ","));
     }
+    std::vector<std::string> extras;
+    const std::vector<RingMember> roster = ConfiguredRing();
+    for (int original : members_) {
+      if (original >= voting && !discovery_) {
+        extras.push_back(
+            absl::StrCat(original, "@", roster[static_cast<size_t>(original)].address.ToString()));
+      }
+    }
+    if (!extras.empty()) absl::StrAppend(&ring, ";extra=", absl::StrJoin(extras, ","));
   }
   return ring;
 }

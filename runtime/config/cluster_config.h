@@ -11,9 +11,21 @@
 //   // Elastic training: the survivors of ranks 0, 2, 3 as generation 1 (ranks
 //   // 0, 1, 2 of a ring of 3; worker:2 keeps its task name and address).
 //   ClusterConfig next = config->Regrouped({0, 2, 3}, /*generation=*/1);
+//   // Growing onto new hosts: worker:3, started by launch after the job began,
+//   // has the 3 workers of TF_CONFIG ("voting workers") and itself in its
+//   // cluster, and RINGWORK_VOTING_WORKERS=3.
+//   config->SetVotingWorkers(3);
+//   config->configured_world_size();  // 3: the quorum's base
+//   config->roster_size();            // 4: every worker it knows
 //
 // Terms: a *task* is one process ("worker:1"); the *ring* is the chief and the
-// workers, ordered by rank; an evaluator is a task outside the ring.
+// workers, ordered by rank; an evaluator is a task outside the ring. The
+// *voting* ring is TF_CONFIG's chief and first workers, the job as it started:
+// its size is the quorum's base and its addresses the cluster's identity (the
+// fingerprint). Workers after them (*extras*, `launch --host_discovery` adds
+// them on hosts that appear) are a *roster* that grows: every worker's list is
+// a prefix of one list, so a worker's original rank (chief count + index) is
+// the same wherever it is known.
 #ifndef RINGWORK_RUNTIME_CONFIG_CLUSTER_CONFIG_H_
 #define RINGWORK_RUNTIME_CONFIG_CLUSTER_CONFIG_H_
 
@@ -21,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "runtime/config/host_port.h"
 
@@ -104,8 +118,28 @@ class ClusterConfig {
   // The ring members' ranks in TF_CONFIG's ring (all of them unless regrouped), in
   // the ring's order.
   std::vector<int> OriginalRanks() const;
-  // The ring of TF_CONFIG: its size, and this task's rank in it.
+  // The voting ring's size (TF_CONFIG's ring unless RINGWORK_VOTING_WORKERS
+  // made later workers extras): the quorum's base.
   int configured_world_size() const;
+  // Every chief and worker this task knows: the voting ring and the extras.
+  int roster_size() const;
+  // The first `workers` of TF_CONFIG's workers vote; the others are extras.
+  // INVALID_ARGUMENT unless 1 <= chief + workers and workers <= the workers listed.
+  absl::Status SetVotingWorkers(int workers);
+  // This task is an extra (its original rank is past the voting ring).
+  bool is_extra() const;
+  // The extras' addresses (workers past the voting ones), in index order.
+  std::vector<HostPort> ExtraWorkers() const;
+  // The same configuration knowing `extras` (a longer list wins; a shorter one
+  // changes nothing). INVALID_ARGUMENT when the two lists differ where both
+  // name a worker: they come from different jobs.
+  absl::StatusOr<ClusterConfig> WithExtraWorkers(const std::vector<HostPort>& extras) const;
+  // ";roster=h:p,h:p" (the extras; "" when none): sent after NormalizedRing()
+  // in a Join, so that a worker learns the extras the caller knows.
+  std::string RosterText() const;
+  // The extras a Join's ring text names (empty when none); INVALID_ARGUMENT for a
+  // malformed list.
+  static absl::StatusOr<std::vector<HostPort>> ParseRosterText(absl::string_view ring_text);
   int original_rank() const;
   // DescribeRank for a rank of TF_CONFIG's ring.
   std::string DescribeOriginalRank(int original_rank) const;
@@ -119,7 +153,10 @@ class ClusterConfig {
   std::string DescribeRank(int rank) const;
 
   // A stable hash of the normalized ring ("v1;chief=a:1;worker=b:2,c:3"), as 16 hex
-  // digits. Equal on every ring task of one cluster; evaluators do not change it.
+  // digits. Equal on every ring task of one cluster; evaluators do not change it,
+  // nor do extras (only a regrouped ring that has some as members names them,
+  // ";extra=3@h:p"). A membership round's names no members: its workers may
+  // know different extras.
   std::string Fingerprint() const;
   // The canonical text the fingerprint hashes.
   std::string NormalizedRing() const;
@@ -144,6 +181,7 @@ class ClusterConfig {
   bool discovery_ = false;
   bool alone_ = false;
   std::vector<int> member_since_;  // Aligned with members_ (empty: all 0).
+  int voting_workers_ = -1;        // -1: every worker of the spec votes.
 };
 
 }  // namespace ringwork

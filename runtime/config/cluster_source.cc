@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -72,8 +73,10 @@ void ClusterSourceFlags::Register(FlagSet* flags) {
              "with Slurm, task i on a node listens on this port + i", "RINGWORK_SLURM_BASE_PORT");
 }
 
-absl::StatusOr<ClusterConfig> ResolveCluster(const ClusterSourceFlags& flags,
-                                             const EnvLookup& env) {
+namespace {
+
+absl::StatusOr<ClusterConfig> ResolveClusterSource(const ClusterSourceFlags& flags,
+                                                   const EnvLookup& env) {
   if (!flags.tf_config.empty() && !flags.tf_config_file.empty()) {
     return absl::InvalidArgumentError("give --tf_config or --tf_config_file, not both");
   }
@@ -106,6 +109,24 @@ absl::StatusOr<ClusterConfig> ResolveCluster(const ClusterSourceFlags& flags,
     return ClusterFromSlurm(env, static_cast<int>(flags.slurm_base_port));
   }
   return FromTfConfigEnv(env, /*required=*/false);
+}
+
+}  // namespace
+
+absl::StatusOr<ClusterConfig> ResolveCluster(const ClusterSourceFlags& flags,
+                                             const EnvLookup& env) {
+  RW_ASSIGN_OR_RETURN(ClusterConfig config, ResolveClusterSource(flags, env));
+  // A worker launch started on a host that appeared (launch --host_discovery):
+  // the first N workers of its cluster are the job's voting ring, the rest extras.
+  std::optional<std::string> voting = env("RINGWORK_VOTING_WORKERS");
+  if (!voting || voting->empty() || config.local_mode()) return config;
+  int workers = -1;
+  if (!absl::SimpleAtoi(*voting, &workers)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RINGWORK_VOTING_WORKERS=", *voting, ": expected a number of workers"));
+  }
+  RW_RETURN_IF_ERROR(config.SetVotingWorkers(workers));
+  return config;
 }
 
 }  // namespace ringwork

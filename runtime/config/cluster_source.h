@@ -4,6 +4,9 @@
 //   3. Slurm's srun environment (SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_NODELIST)
 //   4. nothing: single-worker local mode, with one log line saying so.
 // --cluster_from=tf_config|slurm|local forces one source instead of that order.
+// RINGWORK_VOTING_WORKERS=N (set by `launch --host_discovery` for a worker it adds
+// on a new host) makes only the first N workers the voting ring; the task and any
+// worker after them are extras (runtime/config/cluster_config.h).
 //
 //   ClusterSourceFlags source;
 //   source.Register(&flags);

@@ -101,5 +101,59 @@ TEST_CASE("auto: TF_CONFIG, then Slurm, then local", "[cluster_source]") {
         "--cluster_from=yaml: expected auto, tf_config, slurm or local");
 }
 
+const char* kExtra =
+    R"({"cluster": {"worker": ["a:1", "b:1", "c:1", "d:1"]}, "task": {"type": "worker", "index": 3}})";
+
+TEST_CASE("a worker added on a new host: the voting ring is the identity, extras a roster",
+          "[cluster_source][elastic]") {
+  ClusterSourceFlags flags;
+  auto extra =
+      ResolveCluster(flags, FakeEnv({{"TF_CONFIG", kExtra}, {"RINGWORK_VOTING_WORKERS", "2"}}));
+  REQUIRE(extra.ok());
+  CHECK(extra->is_extra());
+  CHECK(extra->configured_world_size() == 2);
+  CHECK(extra->roster_size() == 4);
+  CHECK(extra->original_rank() == 3);
+  auto voter = ResolveCluster(flags, FakeEnv({{"TF_CONFIG", kWorker0}}));
+  REQUIRE(voter.ok());
+  CHECK_FALSE(voter->is_extra());
+  // The same job: extras never change the fingerprint of TF_CONFIG's ring.
+  CHECK(extra->Fingerprint() == voter->Fingerprint());
+  CHECK(extra->RosterText() == ";roster=c:1,d:1");
+  auto named = ClusterConfig::ParseRosterText(extra->NormalizedRing() + extra->RosterText());
+  REQUIRE(named.ok());
+  REQUIRE(named->size() == 2);
+  // A voter learns them; a regrouped ring with an extra as member names its address.
+  auto grown = voter->WithExtraWorkers(*named);
+  REQUIRE(grown.ok());
+  CHECK(grown->roster_size() == 4);
+  CHECK(grown->world_size() == 2);  // Known, not members.
+  CHECK(grown->rank() == 0);
+  CHECK(grown->Fingerprint() == voter->Fingerprint());
+  const ClusterConfig ring = grown->Regrouped({0, 1, 3}, 2, false, {0, 0, 2});
+  const ClusterConfig same = extra->Regrouped({0, 1, 3}, 2, false, {0, 0, 2});
+  CHECK(ring.Fingerprint() == same.Fingerprint());
+  CHECK(ring.NormalizedRing().find(";extra=3@d:1") != std::string::npos);
+  CHECK(ring.DescribeRank(2) == "worker:3 (d:1)");
+  // Membership rounds match whatever extras each side knows.
+  CHECK(grown->Regrouped({0, 1, 2, 3}, 2, true).Fingerprint() ==
+        voter->Regrouped({0, 1}, 2, true).Fingerprint());
+  // A roster that contradicts the known one is another job's.
+  auto other = voter->WithExtraWorkers(*named)->WithExtraWorkers(
+      *ClusterConfig::ParseRosterText(";roster=x:1"));
+  CHECK(other.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(other.status().message().find("worker:2 is c:1 here but x:1") != std::string::npos);
+}
+
+TEST_CASE("RINGWORK_VOTING_WORKERS out of range is refused", "[cluster_source][elastic]") {
+  ClusterSourceFlags flags;
+  for (const char* bad : {"0", "5", "two"}) {
+    auto config =
+        ResolveCluster(flags, FakeEnv({{"TF_CONFIG", kExtra}, {"RINGWORK_VOTING_WORKERS", bad}}));
+    CHECK(config.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(config.status().message().find("RINGWORK_VOTING_WORKERS") != std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace ringwork

@@ -1,6 +1,7 @@
 // launch: runs a program as every task of a localhost cluster.
 //
 //   launch --num_workers=N [--chief] [--evaluator] [--max_restarts=K] -- PROGRAM ARGS...
+//   launch --elastic --host_discovery='cat hosts' --max_workers=8 -- PROGRAM ARGS...
 //
 // Each task gets a TF_CONFIG with free 127.0.0.1 ports; every output line is
 // prefixed with its task; the exit code is the first failing task's (0 if none).
@@ -27,6 +28,11 @@ int Main(int argc, char** argv) {
       "With --elastic a failed task leaves the others running (train --min_workers);\n"
       "with --max_restarts too, only it is started again (after 1, 2, 4... s), and\n"
       "it joins the running job at a step boundary.\n"
+      "With --elastic --host_discovery=CMD, CMD lists the hosts (HOST or HOST:SLOTS per\n"
+      "line): those listed at the start run the job's workers; every\n"
+      "--discovery_interval_s it runs again, hosts that appear get workers (up to\n"
+      "--max_workers) that join the running job, and the tasks of hosts no longer\n"
+      "listed are killed as failed. Other hosts are reached with --remote_shell.\n"
       "Exit code: the first failing task's code (0 when all succeed; with --elastic,\n"
       "0 when a ring task succeeded).");
   Launcher::Options options;
@@ -44,6 +50,23 @@ int Main(int argc, char** argv) {
   flags.Bool("elastic", &options.elastic,
              "elastic training (train --min_workers): a failed task does not stop the others; "
              "the job succeeds when the survivors do");
+  flags.String("host_discovery", &options.host_discovery,
+               "with --elastic: a shell command printing the hosts available now, one per line "
+               "(HOST or HOST:SLOTS); workers start on hosts that appear and hosts that "
+               "disappear count as failed (--num_workers is then ignored)");
+  int64_t max_workers = 0;
+  flags.Int("max_workers", &max_workers,
+            "with --host_discovery: at most this many ring tasks run (0: one per slot listed)");
+  flags.Double("discovery_interval_s", &options.discovery_interval_s,
+               "with --host_discovery: how often the hosts are listed again");
+  flags.String("remote_shell", &options.remote_shell,
+               "with --host_discovery: runs a task on a host as REMOTE_SHELL HOST COMMAND_LINE "
+               "(split on spaces; the default, for hosts other than this one, is "
+               "\"ssh -o BatchMode=yes\")");
+  int64_t port = 2222;
+  flags.Int("port", &port,
+            "with --host_discovery: on hosts other than this one, ring task i listens on "
+            "this port + i");
   flags.String("timeline", &options.timeline,
                "merge every task's timeline into this file (Chrome trace-event JSON: "
                "chrome://tracing, Perfetto), clocks aligned on the chief's");
@@ -55,6 +78,8 @@ int Main(int argc, char** argv) {
   if (!command.ok()) ExitWithStatus(command.status());
   options.num_workers = static_cast<int>(num_workers);
   options.max_restarts = static_cast<int>(max_restarts);
+  options.max_workers = static_cast<int>(max_workers);
+  options.port = static_cast<int>(port);
   options.command = *command;
   absl::StatusOr<int> code = Launcher(options).Run();
   if (!code.ok()) ExitWithStatus(code.status());

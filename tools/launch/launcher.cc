@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/deadline.h"
 #include "base/exit_code.h"
 #include "base/logging.h"
@@ -25,6 +26,7 @@
 #include "runtime/auth/cluster_token.h"
 #include "runtime/config/localhost.h"
 #include "runtime/config/tf_config.h"
+#include "tools/launch/host_discovery.h"
 
 extern char** environ;
 
@@ -47,6 +49,8 @@ void OnSignal(int signal) { g_signal = signal; }
 
 }  // namespace
 
+bool Launcher::SignalReceived() { return g_signal != 0; }
+
 int ExitCodeOfWaitStatus(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -65,6 +69,7 @@ absl::Status Launcher::Spawn(Task& task, const std::string& tf_config, int attem
     if (eq != nullptr) env[std::string(*e, eq - *e)] = eq + 1;
   }
   for (const auto& [key, value] : options_.env) env[key] = value;
+  for (const auto& [key, value] : task.env) env[key] = value;
   env["TF_CONFIG"] = tf_config;
   env["RINGWORK_RESTART"] = std::to_string(attempt);  // As torchrun's TORCHELASTIC_RESTART_COUNT.
   env["RINGWORK_LOG_TASK_TAG"] = "0";                 // We prefix every line ourselves.
@@ -77,6 +82,39 @@ absl::Status Launcher::Spawn(Task& task, const std::string& tf_config, int attem
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = options_.command;
+  // On another host (or through the given remote shell): REMOTE_SHELL HOST LINE,
+  // the line carrying the environment the task needs; the cluster token travels
+  // on its stdin, never on a command line.
+  const bool remote =
+      !task.host.empty() && (!options_.remote_shell.empty() || !IsLoopbackHost(task.host));
+  int token_pipe[2] = {-1, -1};
+  if (remote) {
+    std::map<std::string, std::string> task_env = options_.env;
+    for (const auto& [key, value] : task.env) task_env[key] = value;
+    for (const char* key :
+         {"TF_CONFIG", "RINGWORK_RESTART", "RINGWORK_LOG_TASK_TAG", "RINGWORK_TIMELINE"}) {
+      if (env.count(key)) task_env[key] = env[key];
+    }
+    const std::string token = env.count(kClusterTokenEnv) ? env[kClusterTokenEnv] : "";
+    task_env.erase(kClusterTokenEnv);
+    char cwd[4096] = "/";
+    if (::getcwd(cwd, sizeof(cwd)) == nullptr) std::strcpy(cwd, "/");
+    const std::string line =
+        absl::StrCat("IFS= read -r ", kClusterTokenEnv, "; export ", kClusterTokenEnv, "; ",
+                     RemoteCommandLine(cwd, task_env, options_.command));
+    args = absl::StrSplit(
+        options_.remote_shell.empty() ? "ssh -o BatchMode=yes" : options_.remote_shell, ' ',
+        absl::SkipEmpty());
+    args.push_back(task.host);
+    args.push_back(line);
+    if (::pipe2(token_pipe, O_CLOEXEC) != 0) {
+      return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+    }
+    const std::string token_line = token + "\n";
+    // A pipe's buffer holds a token's line: written now, read by the remote shell.
+    WriteAll(token_pipe[1], token_line);
+    ::close(token_pipe[1]);
+  }
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -88,7 +126,13 @@ absl::Status Launcher::Spawn(Task& task, const std::string& tf_config, int attem
     ::setpgid(0, 0);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
-    ::execve(argv[0], argv.data(), envp.data());
+    if (token_pipe[0] >= 0) ::dup2(token_pipe[0], STDIN_FILENO);
+    // A remote shell is found on PATH (ssh); the program itself is a path.
+    if (remote) {
+      ::execvpe(argv[0], argv.data(), envp.data());
+    } else {
+      ::execve(argv[0], argv.data(), envp.data());
+    }
     const std::string message =
         std::string("launch: cannot run ") + argv[0] + ": " + std::strerror(errno) + "\n";
     (void)!::write(STDERR_FILENO, message.data(), message.size());
@@ -96,6 +140,7 @@ absl::Status Launcher::Spawn(Task& task, const std::string& tf_config, int attem
   }
   ::close(out[1]);
   ::close(err[1]);
+  if (token_pipe[0] >= 0) ::close(token_pipe[0]);
   ::setpgid(pid, pid);  // Also here: whichever runs first.
   task.pid = pid;
   task.out_fd = out[0];
@@ -137,7 +182,7 @@ void Launcher::Reap() {
     // others survive, and so is a restarted task's mismatch with the ring it
     // joined (7: it left alone, the others went on); any other failure (a bug, a
     // config or checkpoint error, a mismatch of a first run) is the job's.
-    const bool joiner = options_.elastic && task.restarts > 0;
+    const bool joiner = options_.elastic && (task.restarts > 0 || task.added);
     const bool survivable = task.exit_code == kPeerFailure || task.exit_code == kTimeout ||
                             task.exit_code > 128 || (joiner && task.exit_code == kMismatch);
     if (task.exit_code != 0 && !survivable && other_failure_code_ == 0)
@@ -178,7 +223,7 @@ bool Launcher::RingTaskRuns() const {
 
 void Launcher::MaybeRestartLater(Task& task) {
   if (elastic_restarts_ >= options_.max_restarts || a_ring_task_succeeded_ || g_signal != 0 ||
-      !RingTaskRuns()) {
+      !RingTaskRuns() || task.host_gone) {
     return;
   }
   ++elastic_restarts_;
@@ -353,18 +398,23 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
         absl::StrCat("cannot run ", options_.command[0], ": ", std::strerror(errno),
                      " (give a path to the program, e.g. bazel-bin/tools/train)"));
   }
+  slots_filled_.clear();
   absl::StatusOr<ClusterSpec> spec =
-      LocalhostClusterSpec(options_.num_workers, options_.chief, options_.evaluator);
+      options_.host_discovery.empty()
+          ? LocalhostClusterSpec(options_.num_workers, options_.chief, options_.evaluator)
+          : SpecFromDiscoveredHosts();
   if (!spec.ok()) return spec.status();
   struct sigaction action {};
   action.sa_handler = OnSignal;
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
-  for (const TaskId& id : AllTasks(*spec)) {
-    Task task;
-    task.id = id;
-    task.tag = absl::StrCat("[", id.ToString(), "] ");
-    tasks_.push_back(std::move(task));
+  if (options_.host_discovery.empty()) {
+    for (const TaskId& id : AllTasks(*spec)) {
+      Task task;
+      task.id = id;
+      task.tag = absl::StrCat("[", id.ToString(), "] ");
+      tasks_.push_back(std::move(task));
+    }
   }
   for (Task& task : tasks_) {
     task.tf_config = ToTfConfigJson(ClusterConfig(*spec, task.id, "launch"));
@@ -402,6 +452,7 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
     }
     Reap();
     RestartDueTasks();
+    if (!options_.host_discovery.empty() && next_discovery_.Expired() && g_signal == 0) PollHosts();
     if (g_signal != 0 && forwarded_signal == 0) {
       forwarded_signal = g_signal;
       RW_LOG(WARNING) << "got signal " << forwarded_signal << "; passing it to every task";

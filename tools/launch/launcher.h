@@ -53,6 +53,23 @@ class Launcher {
     // (the survivors finished) and every other exit was 3, 4 or a signal (what the
     // survivors survive); else it exits with the first other failure's code.
     bool elastic = false;
+    // Growing onto new hosts (with elastic): a command that lists the hosts
+    // available now (tools/launch/host_discovery.h). The hosts it lists at the
+    // start give the workers of TF_CONFIG (the voting ring; one per slot, up to
+    // max_workers); it is run again every discovery_interval_s, and each host
+    // that appears (or comes back, or lists more slots) gets workers on its new
+    // slots while fewer than max_workers ring tasks run: extras that join the
+    // running job (RINGWORK_VOTING_WORKERS). The tasks of a host it no longer
+    // lists are killed (SIGKILL) and never restarted: a failed host.
+    std::string host_discovery;
+    int max_workers = 0;  // 0: every slot listed.
+    double discovery_interval_s = 5;
+    // How a task starts on a host that is not this one (or on any host, when
+    // set): this command, then the host, then one shell command line (which
+    // reads the cluster token from its stdin). Default: ssh -o BatchMode=yes.
+    std::string remote_shell;
+    // On a host that is not this one, task i of the ring listens on port + i.
+    int port = 2222;
     // Non-empty: every ring task writes its timeline (RINGWORK_TIMELINE=
     // <timeline>.parts/<type>-<index>.json) and, when the group ends, whatever its
     // exit, they are merged into this one file (Chrome trace-event JSON, one process
@@ -78,11 +95,27 @@ class Launcher {
     bool restart_pending = false;
     // Elastic: times it was started again (each such process joins the running job).
     int restarts = 0;
+    // With host_discovery: where it runs; an extra (added after the start, it
+    // joins the running job); its host is gone (never restarted).
+    std::string host;
+    bool added = false;
+    bool host_gone = false;
+    std::map<std::string, std::string> env;  // Its own (RINGWORK_VOTING_WORKERS).
   };
+  // With host_discovery: the first hosts' ring, and their tasks.
+  absl::StatusOr<ClusterSpec> SpecFromDiscoveredHosts();
+  // Runs the discovery command; kills the tasks of hosts gone, starts extras on
+  // new slots.
+  void PollHosts();
+  absl::Status StartExtra(const std::string& host);
+  int RingTasksRunning() const;
+  // The task's address on its host: a free port on this machine, else port + index.
+  absl::StatusOr<HostPort> AddressOn(const std::string& host, int ring_index) const;
   // Elastic: schedules a restart of `task`, which failed, if one is left and the
   // job still runs.
   void MaybeRestartLater(Task& task);
   bool RingTaskRuns() const;
+  static bool SignalReceived();  // SIGINT or SIGTERM reached launch.
   void RestartDueTasks();
   static bool RestartCouldHelp(int exit_code);
   absl::StatusOr<int> RunAttempts();
@@ -104,6 +137,15 @@ class Launcher {
   int other_failure_code_ = 0;          // Elastic: the first exit other than 0, 3, 4 or a signal.
   int elastic_restarts_ = 0;            // Tasks started again so far (elastic).
   double next_backoff_s_ = 1;
+  // Host discovery: the voting ring's spec and the extras' addresses since
+  // (every extra's TF_CONFIG lists them all, up to itself); per host listed now,
+  // the slots started since it appeared; hosts gone.
+  ClusterSpec voting_spec_;
+  std::vector<HostPort> extras_;
+  std::map<std::string, int> slots_filled_;
+  Deadline next_discovery_ = Deadline::Never();
+  std::string last_discovery_error_;
+  bool warned_max_workers_ = false;
 };
 
 // The exit code a wait() status stands for: the exit status, or 128 + signal.

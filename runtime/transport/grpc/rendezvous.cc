@@ -38,6 +38,15 @@ absl::Status InboundJoins::AdmitAndRecord(int rank, uint64_t incarnation, int me
   std::lock_guard<std::mutex> admission(admission_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (rank < 0) return absl::InvalidArgumentError(absl::StrCat("no rank ", rank));
+    if (static_cast<size_t>(rank) >= joined_.size()) {
+      // A worker added to the job that this one learned of from its Join.
+      const size_t size = static_cast<size_t>(rank) + 1;
+      incarnation_.resize(size, 0);
+      joined_.resize(size, false);
+      failed_.resize(size, false);
+      member_since_.resize(size, 0);
+    }
     // After startup: the same process again (its answer was lost, it retried)
     // changes nothing; a new one only replaces a member declared failed.
     const bool admitted =
@@ -91,17 +100,22 @@ int InboundJoins::running_generation() const {
 
 int InboundJoins::member_since(int rank) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return member_since_[rank];
+  return rank >= 0 && static_cast<size_t>(rank) < member_since_.size() ? member_since_[rank] : 0;
 }
 
 bool InboundJoins::joined(int rank) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return joined_[rank];
+  return rank >= 0 && static_cast<size_t>(rank) < joined_.size() && joined_[rank];
 }
 
 uint64_t InboundJoins::incarnation(int rank) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return incarnation_[rank];
+  return rank >= 0 && static_cast<size_t>(rank) < incarnation_.size() ? incarnation_[rank] : 0;
+}
+
+int InboundJoins::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(joined_.size());
 }
 
 absl::Status InboundJoins::rejection() const {
@@ -116,7 +130,7 @@ std::string SignedJoinFields(const proto::JoinRequest& r) {
 }
 
 absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest& request,
-                          const std::string& caller_address) {
+                          const std::string& caller_address, int known_ranks) {
   const std::string self = config.DescribeRank(config.rank());
   const std::string caller =
       absl::StrCat(request.from_task(), " (connecting from ", caller_address, ")");
@@ -136,7 +150,8 @@ absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest&
     return absl::InvalidArgumentError(absl::StrCat(caller, " expected rank ", request.to_rank(),
                                                    " at this address, but it is ", self));
   }
-  if (request.from_rank() < 0 || request.from_rank() >= config.world_size() ||
+  if (request.from_rank() < 0 ||
+      request.from_rank() >= std::max(config.world_size(), known_ranks) ||
       request.from_rank() == config.rank()) {
     return absl::InvalidArgumentError(absl::StrCat(caller, " claims rank ", request.from_rank(),
                                                    ", which is not a peer of ", self));

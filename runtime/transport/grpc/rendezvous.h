@@ -121,6 +121,9 @@ class InboundJoins {
   void RecordRunningGeneration(int generation);
   int running_generation() const;  // -1: none seen.
   uint64_t incarnation(int rank) const;
+  // Ranks recorded so far: the world size, or more once a membership round
+  // admitted a worker added to the job (ranks past it read as never joined).
+  int size() const;
   absl::Status rejection() const;
 
  private:
@@ -142,8 +145,10 @@ std::string SignedJoinFields(const proto::JoinRequest& request);
 
 // Checks a Join request against this worker's view; the error (INVALID_ARGUMENT)
 // shows both sides. `self_address` is this worker's address as its TF_CONFIG says.
+// `known_ranks`: callers' ranks below it are peers too (a membership round that
+// learned of workers added to the job).
 absl::Status ValidateJoin(const ClusterConfig& config, const proto::JoinRequest& request,
-                          const std::string& caller_address);
+                          const std::string& caller_address, int known_ranks = 0);
 
 // `stubs[rank]` for every peer (null for this rank); `make_request(rank)` builds the
 // Join request for that peer; each call carries `metadata(rank, incarnation)`

@@ -1,0 +1,48 @@
+#include "tools/launch/host_discovery.h"
+
+#include <catch2/catch.hpp>
+
+namespace ringwork {
+namespace {
+
+TEST_CASE("a host list: hosts, slots, comments", "[host_discovery]") {
+  auto hosts = ParseHostList("# the pool\nnode1\n  node2:4  # big\n\n10.0.0.3:1\n[::1]:2\n");
+  REQUIRE(hosts.ok());
+  CHECK(*hosts ==
+        std::vector<DiscoveredHost>{{"node1", 1}, {"node2", 4}, {"10.0.0.3", 1}, {"[::1]", 2}});
+}
+
+TEST_CASE("a malformed host list names its line", "[host_discovery]") {
+  for (const char* bad : {"node1\nnode2:zero\n", "node1\nnode2:0\n", "a b\n", "x;rm\n"}) {
+    auto hosts = ParseHostList(bad);
+    INFO(bad);
+    CHECK(hosts.status().code() == absl::StatusCode::kInvalidArgument);
+  }
+  auto twice = ParseHostList("node1\nnode1:2\n");
+  CHECK(twice.status().message() == "host discovery, line 2: host node1 is listed twice");
+  CHECK(ParseHostList("a\nb:x\n").status().message().find("line 2 (\"b:x\")") != std::string::npos);
+}
+
+TEST_CASE("the discovery command runs; its failure and its timeout are UNAVAILABLE",
+          "[host_discovery]") {
+  auto hosts = DiscoverHosts("printf 'h1\\nh2:2\\n'", 5);
+  REQUIRE(hosts.ok());
+  CHECK(hosts->size() == 2);
+  CHECK(DiscoverHosts("exit 3", 5).status().code() == absl::StatusCode::kUnavailable);
+  auto slow = DiscoverHosts("sleep 30", 0.3);
+  CHECK(slow.status().code() == absl::StatusCode::kUnavailable);
+  CHECK(slow.status().message().find("took over 0.3 s") != std::string::npos);
+}
+
+TEST_CASE("a remote command line quotes every word and carries the environment",
+          "[host_discovery]") {
+  CHECK(ShellQuote("it's") == "'it'\\''s'");
+  CHECK(RemoteCommandLine("/w d", {{"TF_CONFIG", "{\"a\": 1}"}}, {"/bin/train", "--x=y z"}) ==
+        "cd '/w d' && exec env 'TF_CONFIG={\"a\": 1}' '/bin/train' '--x=y z'");
+  CHECK(IsLoopbackHost("localhost"));
+  CHECK(IsLoopbackHost("127.0.0.1"));
+  CHECK_FALSE(IsLoopbackHost("10.0.0.1"));
+}
+
+}  // namespace
+}  // namespace ringwork
