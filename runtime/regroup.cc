@@ -65,12 +65,14 @@ namespace {
 // One round at `generation`: who is there, the quorum, and the ring of exactly them.
 // `views_differ`: the ring did not form (a retry at the next generation may agree).
 // `joining`: this worker is not in the running ring; it waits for its members.
-absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(const ClusterConfig& before,
-                                                         int generation, RuntimeOptions round,
+// `*known`: the previous ring's configuration, to which the round adds the workers
+// added to the job that it learned of (kept for the next round).
+absl::StatusOr<std::unique_ptr<WorkerRuntime>> RegroupAt(ClusterConfig* known, int generation,
+                                                         RuntimeOptions round,
                                                          const RegroupOptions& regroup,
                                                          bool joining, bool* views_differ) {
   *views_differ = false;
-  ClusterConfig previous = before;
+  ClusterConfig& previous = *known;
   // 1. Who is there: any worker of the roster (TF_CONFIG's ring and the workers
   // added to the job that this one knows) at this generation (not only the
   // previous members: a worker whose last round failed may look at a generation
@@ -166,13 +168,14 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> Regroup(const ClusterConfig& prev
   const int first = std::max(previous.generation() + 1, regroup.first_generation);
   round.timeline_path.clear();  // The first runtime wrote the timeline when it shut down.
   absl::Status last;
+  ClusterConfig known = previous;
   // Workers whose views differed (one saw a peer the other did not) find each
   // other in the next round: by then all of them look.
   for (int attempt = 0; attempt < regroup.rounds; ++attempt) {
     bool views_differ = false;
     if (tried_up_to != nullptr) *tried_up_to = first + attempt;
     absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
-        RegroupAt(previous, first + attempt, round, regroup, /*joining=*/false, &views_differ);
+        RegroupAt(&known, first + attempt, round, regroup, /*joining=*/false, &views_differ);
     if (runtime.ok() || !views_differ) return runtime;
     RW_LOG(WARNING) << runtime.status().message() << "; trying again";
     last = runtime.status();
@@ -211,12 +214,12 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> JoinRunningJob(const ClusterConfi
   round.timeline_path.clear();  // Only a worker's first runtime writes the timeline.
   const Deadline deadline = Deadline::AfterSeconds(timeout_s);
   int generation = running_generation;
+  ClusterConfig known = configured;  // Grows with the workers added that rounds name.
   while (true) {
     // Ask to be let in (the members count it and grow at their next step), then
     // wait for them in the next generation's membership round.
-    absl::StatusOr<int> running =
-        AskToJoin(configured, round,
-                  std::max(2.0, std::min(regroup.join_wait_s, deadline.RemainingSeconds())));
+    absl::StatusOr<int> running = AskToJoin(
+        known, round, std::max(2.0, std::min(regroup.join_wait_s, deadline.RemainingSeconds())));
     if (!running.ok()) {
       return absl::UnavailableError(absl::StrCat("the job this worker was to join (at generation ",
                                                  generation,
@@ -225,7 +228,7 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> JoinRunningJob(const ClusterConfi
     generation = *running;
     bool views_differ = false;
     absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
-        RegroupAt(configured, generation + 1, round, regroup, /*joining=*/true, &views_differ);
+        RegroupAt(&known, generation + 1, round, regroup, /*joining=*/true, &views_differ);
     if (runtime.ok()) return runtime;
     if (deadline.Expired()) {
       return absl::UnavailableError(absl::StrCat("could not join the running job within ",

@@ -5,8 +5,13 @@ Each scenario starts N workers (each its own process and TF_CONFIG) training
 with --min_workers=2, a checkpoint directory and a backup directory, then, at
 random moments (inside membership rounds, grows and checkpoint writes as they
 happen to fall), kills workers (SIGKILL), stops and resumes them (SIGSTOP bursts)
-and starts killed ones again (they join the running job). After each scenario it
-checks the invariants:
+and starts killed ones again (they join the running job). With --hosts (root),
+each worker runs on its own emulated host (a network namespace on a bridge, with
+its own /dev/shm), so the workers talk gRPC, and the faults also cut a host off
+the network and heal it (its link down, then up: a partition of one host from
+the others) and slow a host's link (tc's token bucket at 2 Mbit/s both ways; this
+kernel has no netem for plain delay). After each scenario it checks the
+invariants:
 
   - every process exits within its bound, with a code a fault explains
     (0; 3 or 4 for a worker that lost its ring or quorum; 137 for one it killed);
@@ -20,12 +25,14 @@ checks the invariants:
 
   scripts/elastic_chaos.py --scenarios=20 --seed=1          # from the repo root, built
   scripts/elastic_chaos.py --scenarios=1 --seed=1 --first=7  # replays scenario 7
+  scripts/elastic_chaos.py --hosts --scenarios=10 --seed=2    # emulated hosts (root)
 
 Exit 0 when no invariant was violated, 1 otherwise (each violation printed with
 its scenario's replay command and the workers' logs kept in --work_dir).
 """
 
 import argparse
+import atexit
 import json
 import os
 import random
@@ -78,18 +85,95 @@ class Watcher(threading.Thread):
             time.sleep(0.02)
 
 
+class Hosts:
+    """Emulated hosts: network namespaces on a bridge, each with a process that
+    holds its mount namespace (a private tmpfs on /dev/shm)."""
+
+    def __init__(self, count):
+        tag = os.getpid() % 200 + 20
+        self.net, self.bridge, self.count = f"10.218.{tag}", f"rwcb{tag}", count
+        self.ns = [f"rwc{tag}-h{i}" for i in range(count)]
+        self.veth = [f"rwcv{tag}-{i}" for i in range(count)]
+        self.holders = []
+        atexit.register(self.remove)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: sys.exit(1))
+        sh = lambda *cmd: subprocess.run(cmd, check=True)
+        sh("ip", "link", "add", self.bridge, "type", "bridge")
+        sh("ip", "addr", "add", f"{self.net}.1/24", "dev", self.bridge)
+        sh("ip", "link", "set", self.bridge, "up")
+        for i in range(count):
+            sh("ip", "netns", "add", self.ns[i])
+            sh("ip", "link", "add", self.veth[i], "type", "veth", "peer", "name", "eth0",
+               "netns", self.ns[i])
+            sh("ip", "link", "set", self.veth[i], "master", self.bridge, "up")
+            sh("ip", "-n", self.ns[i], "addr", "add", f"{self.address(i)}/24", "dev", "eth0")
+            sh("ip", "-n", self.ns[i], "link", "set", "eth0", "up")
+            sh("ip", "-n", self.ns[i], "link", "set", "lo", "up")
+            self.holders.append(subprocess.Popen(
+                ["nsenter", f"--net=/run/netns/{self.ns[i]}", "unshare", "-m", "--propagation",
+                 "private", "sh", "-c", "mount -t tmpfs tmpfs /dev/shm && echo up && exec sleep infinity"],
+                stdout=subprocess.PIPE, text=True))
+            if self.holders[-1].stdout.readline().strip() != "up":
+                raise RuntimeError(f"emulated host {i} did not come up")
+
+    def address(self, i):
+        return f"{self.net}.{i + 2}"
+
+    def tf_configs(self, n):
+        workers = [f"{self.address(i)}:2222" for i in range(n)]
+        return [json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}})
+                for i in range(n)]
+
+    def command(self, i, argv):
+        pid = self.holders[i].pid
+        return ["nsenter", f"--net=/proc/{pid}/ns/net", f"--mount=/proc/{pid}/ns/mnt"] + argv
+
+    def cut(self, i, cut):
+        subprocess.run(["ip", "link", "set", self.veth[i], "down" if cut else "up"], check=True)
+
+    def slow(self, i, slow):
+        shape = ["tbf", "rate", "2mbit", "burst", "16kbit", "latency", "400ms"]
+        for prefix in (["ip", "-n", self.ns[i]], []):
+            dev = "eth0" if prefix else self.veth[i]
+            cmd = (["tc", "qdisc", "add", "dev", dev, "root"] + shape if slow
+                   else ["tc", "qdisc", "del", "dev", dev, "root"])
+            if prefix:
+                cmd = ["ip", "netns", "exec", self.ns[i]] + cmd
+            subprocess.run(cmd, check=False, stderr=subprocess.DEVNULL)
+
+    def remove(self):
+        for i, ns in enumerate(self.ns):
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
+                                  text=True).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+            subprocess.run(["ip", "link", "del", self.veth[i]], stderr=subprocess.DEVNULL)
+            subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+        for h in self.holders:
+            h.kill()
+        subprocess.run(["ip", "link", "del", self.bridge], stderr=subprocess.DEVNULL)
+        self.holders, self.ns = [], []
+
+
 class Worker:
-    def __init__(self, args, index, tf_config, log_dir):
+    def __init__(self, args, index, tf_config, log_dir, hosts=None):
         self.args, self.index, self.tf_config, self.log_dir = args, index, tf_config, log_dir
         self.proc, self.incarnation, self.results, self.stopped = None, 0, [], False
+        self.hosts = hosts
 
     def start(self, train_args):
         self.incarnation += 1
         log = open(os.path.join(self.log_dir, f"worker{self.index}.{self.incarnation}.log"), "w")
         env = dict(os.environ, TF_CONFIG=self.tf_config)
         env.pop("RINGWORK_CRASH_AT", None)
-        self.proc = subprocess.Popen([self.args.train] + train_args, env=env, stdout=log,
-                                     stderr=subprocess.STDOUT)
+        argv = [self.args.train] + train_args
+        if self.hosts is not None:
+            argv = self.hosts.command(self.index, argv)
+        self.proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
         self.log_path = log.name
         self.started = time.monotonic()
 
@@ -107,17 +191,20 @@ class Worker:
         self.proc = None
 
 
-def plan(rng, n, duration):
+def plan(rng, n, duration, hosts):
     """Random faults: (time, kind, worker, seconds)."""
+    kinds = ["kill", "kill_restart", "stop", "stop", "kill_restart"]
+    if hosts:
+        kinds += ["partition", "partition", "slow", "slow"]
     events = []
     for _ in range(rng.randint(1, 3)):
         t = rng.uniform(0.5, duration)
-        kind = rng.choice(["kill", "kill_restart", "stop", "stop", "kill_restart"])
+        kind = rng.choice(kinds)
         events.append((t, kind, rng.randrange(n), rng.uniform(0.3, 4.0)))
     return sorted(events)
 
 
-def run_scenario(args, index, rng):
+def run_scenario(args, index, rng, hosts):
     n = rng.choice([3, 4, 5])
     epochs = rng.choice([15, 20, 30])
     work = os.path.join(args.work_dir, f"scenario{index}")
@@ -133,8 +220,9 @@ def run_scenario(args, index, rng):
                   "--startup_timeout_s=15",
                   f"--checkpoint_dir={ckpt}", "--checkpoint_freq_steps=10",
                   f"--backup_dir={backup}", f"--metrics_json={work}/metrics.json"]
-    events = plan(rng, n, duration=0.2 * epochs)  # Most land while it trains.
-    workers = [Worker(args, i, c, work) for i, c in enumerate(tf_configs(args.tfconfig, n))]
+    events = plan(rng, n, 0.2 * epochs, hosts is not None)  # Most land while it trains.
+    configs = hosts.tf_configs(n) if hosts else tf_configs(args.tfconfig, n)
+    workers = [Worker(args, i, c, work, hosts) for i, c in enumerate(configs)]
     watcher = Watcher([ckpt, backup])
     watcher.start()
     for w in workers:
@@ -172,6 +260,12 @@ def run_scenario(args, index, rng):
                 elif second_half and w.proc is not None:
                     w.proc.send_signal(signal.SIGCONT)
                     w.stopped = False
+            elif kind in ("partition", "slow"):
+                # The host, not the process: it heals even after its worker exited.
+                change = hosts.cut if kind == "partition" else hosts.slow
+                change(k, not second_half)
+                if not second_half:
+                    still.append((t + s, kind, k, s, True))
         pending = still
         if not any(w.alive() for w in workers) and not pending:
             break
@@ -189,6 +283,9 @@ def run_scenario(args, index, rng):
         if w.proc is not None:
             w.proc.wait()
             w.collect()
+    for i in range(n if hosts else 0):  # Every host whole again for the next scenario.
+        hosts.cut(i, False)
+        hosts.slow(i, False)
     watcher.stop.set()
     watcher.join()
     violations += watcher.backwards
@@ -245,12 +342,21 @@ def main():
     parser.add_argument("--work_dir",
                         default=os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "elastic_chaos"))
     parser.add_argument("--bound_s", type=float, default=120, help="a scenario's time bound")
+    parser.add_argument("--hosts", action="store_true",
+                        help="each worker on its own emulated host; adds partitions and slow links "
+                             "(needs root)")
     args = parser.parse_args()
+    hosts = None
+    if args.hosts:
+        if os.geteuid() != 0:
+            print("SKIPPED: --hosts needs root (network namespaces)")
+            return 0
+        hosts = Hosts(5)
     failed = 0
     for index in range(args.first, args.first + args.scenarios):
         rng = random.Random(args.seed * 1000003 + index)
         started = time.monotonic()
-        summary, violations, notes = run_scenario(args, index, rng)
+        summary, violations, notes = run_scenario(args, index, rng, hosts)
         took = time.monotonic() - started
         print(f"scenario {index} (seed {args.seed}, {took:.1f} s): {summary}", flush=True)
         for v in violations:
@@ -259,8 +365,8 @@ def main():
             print(f"  note: {note}", flush=True)
         if violations:
             failed += 1
-            print(f"  replay: {sys.argv[0]} --seed={args.seed} --first={index} --scenarios=1",
-                  flush=True)
+            print(f"  replay: {sys.argv[0]} {'--hosts ' if hosts else ''}--seed={args.seed} "
+                  f"--first={index} --scenarios=1", flush=True)
     print(f"{args.scenarios - failed} passed, {failed} failed")
     return 1 if failed else 0
 

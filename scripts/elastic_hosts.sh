@@ -80,11 +80,13 @@ for ((i = 1; i <= hosts_count; ++i)); do
   [[ -s "$dir/holder.$(address $i)" ]] || die "host $i did not come up"
 done
 
-# The remote shell: `on_host HOST LINE` runs LINE on HOST, as `ssh HOST LINE`.
+# The remote shell: `on_host HOST LINE` runs LINE on HOST, as `ssh HOST LINE`
+# does: in a session of its own, so that signalling the local process (as launch
+# does ssh's) reaches nothing there; launch stops a task through the remote shell.
 cat > "$dir/on_host" <<SH
 #!/bin/sh
 holder=\$(cat "$dir/holder.\$1") || { echo "on_host: no host \$1" >&2; exit 255; }
-exec nsenter --net=/proc/\$holder/ns/net --mount=/proc/\$holder/ns/mnt sh -c "\$2"
+exec setsid -w nsenter --net=/proc/\$holder/ns/net --mount=/proc/\$holder/ns/mnt sh -c "\$2"
 SH
 chmod +x "$dir/on_host"
 list_hosts() { : > "$dir/hosts.new"; for i in "$@"; do address "$i" >> "$dir/hosts.new"; done; mv "$dir/hosts.new" "$dir/hosts"; }

@@ -32,16 +32,26 @@ absl::StatusOr<std::vector<DiscoveredHost>> ParseHostList(absl::string_view text
     if (line.empty()) continue;
     DiscoveredHost host;
     const size_t colon = line.rfind(':');
-    // "host:slots"; an IPv6 address is given in brackets ("[::1]:2").
+    // "host:slots"; an IPv6 address alone, or in brackets with slots ("[::1]:2").
+    const bool bracketed = line.front() == '[';
+    const bool bare_ipv6 = !bracketed && line.find(':') != colon;
     const bool has_slots =
-        colon != absl::string_view::npos && (line.front() != '[' || line[colon - 1] == ']');
-    host.host = std::string(has_slots ? line.substr(0, colon) : line);
+        colon != absl::string_view::npos && !bare_ipv6 && (!bracketed || line[colon - 1] == ']');
+    absl::string_view name = has_slots ? line.substr(0, colon) : line;
+    if (bracketed) {
+      if (name.size() < 3 || name.back() != ']') {
+        return absl::InvalidArgumentError(absl::StrCat("host discovery, line ", line_number, " (\"",
+                                                       line, "\"): expected [IPV6]:SLOTS"));
+      }
+      name = name.substr(1, name.size() - 2);
+    }
+    host.host = std::string(name);
     if (has_slots && (!absl::SimpleAtoi(line.substr(colon + 1), &host.slots) || host.slots < 1 ||
                       host.slots > 1024)) {
       return absl::InvalidArgumentError(absl::StrCat("host discovery, line ", line_number, " (\"",
                                                      line, "\"): expected HOST or HOST:SLOTS"));
     }
-    if (host.host.empty() || host.host.find_first_of(" \t'\"`$\\;&|<>") != std::string::npos) {
+    if (host.host.empty() || host.host.find_first_of(" \t'\"`$\\;&|<>[]") != std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat("host discovery, line ", line_number, " (\"",
                                                      line, "\"): not a host name or address"));
     }
@@ -71,26 +81,32 @@ absl::StatusOr<std::vector<DiscoveredHost>> DiscoverHosts(const std::string& com
   ::close(out[1]);
   std::string text;
   const Deadline deadline = Deadline::AfterSeconds(timeout_s);
-  bool timed_out = false;
+  bool timed_out = false, exited = false, eof = false;
+  int status = 0;
+  // Until the command exited and its output so far is read (a child it left in
+  // the background may keep the output open), or the deadline.
   while (true) {
+    if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) exited = true;
     pollfd p{out[0], POLLIN, 0};
-    const int remaining_ms = static_cast<int>(deadline.RemainingSeconds() * 1000);
-    if (remaining_ms <= 0) {
-      timed_out = true;
+    const int ready = eof ? 0 : ::poll(&p, 1, exited ? 0 : 20);
+    if (ready > 0) {
+      char buffer[4096];
+      const ssize_t n = ::read(out[0], buffer, sizeof(buffer));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) eof = true;
+      if (n > 0) text.append(buffer, static_cast<size_t>(n));
+      if (text.size() > (1 << 20)) break;  // No host list is this long.
+    }
+    if (exited && ready <= 0) break;
+    if (deadline.Expired()) {
+      timed_out = !exited;
       break;
     }
-    if (::poll(&p, 1, remaining_ms) <= 0) continue;
-    char buffer[4096];
-    const ssize_t n = ::read(out[0], buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > (1 << 20)) break;  // No host list is this long.
+    if (eof && !exited) ::usleep(20000);
   }
   ::close(out[0]);
-  if (timed_out) ::kill(-pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  ::kill(-pid, SIGKILL);  // Anything it left behind.
+  while (!exited && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out) {
     return absl::UnavailableError(
@@ -125,7 +141,8 @@ std::string ShellQuote(absl::string_view text) {
 std::string RemoteCommandLine(const std::string& directory,
                               const std::map<std::string, std::string>& env,
                               const std::vector<std::string>& command) {
-  std::string line = absl::StrCat("cd ", ShellQuote(directory), " && exec env");
+  std::string line =
+      absl::StrCat("echo ", kRemotePidPrefix, "$$; cd ", ShellQuote(directory), " && exec env");
   for (const auto& [key, value] : env) absl::StrAppend(&line, " ", ShellQuote(key + "=" + value));
   for (const std::string& word : command) absl::StrAppend(&line, " ", ShellQuote(word));
   return line;

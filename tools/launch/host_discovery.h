@@ -22,6 +22,11 @@
 
 namespace ringwork {
 
+// What reaches a host that is not this one unless --remote_shell says otherwise.
+inline constexpr char kDefaultRemoteShell[] = "ssh -o BatchMode=yes";
+// A remote task's first output line: its pid there ("RINGWORK_REMOTE_PID=123").
+inline constexpr char kRemotePidPrefix[] = "RINGWORK_REMOTE_PID=";
+
 struct DiscoveredHost {
   std::string host;
   int slots = 1;
@@ -41,8 +46,9 @@ bool IsLoopbackHost(absl::string_view host);
 
 // A POSIX shell word for `text` ('...' with every ' escaped).
 std::string ShellQuote(absl::string_view text);
-// "cd 'DIR' && exec env 'K=V'... 'PROGRAM' 'ARG'...": what a remote shell runs
-// (the environment a remote host does not share travels on the command line).
+// "echo RINGWORK_REMOTE_PID=$$; cd 'DIR' && exec env 'K=V'... 'PROGRAM' 'ARG'...":
+// what a remote shell runs (the environment a remote host does not share travels
+// on the command line; the pid line lets launch signal the task there).
 std::string RemoteCommandLine(const std::string& directory,
                               const std::map<std::string, std::string>& env,
                               const std::vector<std::string>& command);

@@ -6,14 +6,17 @@ namespace ringwork {
 namespace {
 
 TEST_CASE("a host list: hosts, slots, comments", "[host_discovery]") {
-  auto hosts = ParseHostList("# the pool\nnode1\n  node2:4  # big\n\n10.0.0.3:1\n[::1]:2\n");
+  auto hosts =
+      ParseHostList("# the pool\nnode1\n  node2:4  # big\n\n10.0.0.3:1\n[fd00::1]:2\nfd00::2\n");
+  INFO(hosts.status().message());
   REQUIRE(hosts.ok());
-  CHECK(*hosts ==
-        std::vector<DiscoveredHost>{{"node1", 1}, {"node2", 4}, {"10.0.0.3", 1}, {"[::1]", 2}});
+  CHECK(*hosts == std::vector<DiscoveredHost>{
+                      {"node1", 1}, {"node2", 4}, {"10.0.0.3", 1}, {"fd00::1", 2}, {"fd00::2", 1}});
 }
 
 TEST_CASE("a malformed host list names its line", "[host_discovery]") {
-  for (const char* bad : {"node1\nnode2:zero\n", "node1\nnode2:0\n", "a b\n", "x;rm\n"}) {
+  for (const char* bad :
+       {"node1\nnode2:zero\n", "node1\nnode2:0\n", "a b\n", "x;rm\n", "[::1\n", "[::1]x:2\n"}) {
     auto hosts = ParseHostList(bad);
     INFO(bad);
     CHECK(hosts.status().code() == absl::StatusCode::kInvalidArgument);
@@ -29,6 +32,10 @@ TEST_CASE("the discovery command runs; its failure and its timeout are UNAVAILAB
   REQUIRE(hosts.ok());
   CHECK(hosts->size() == 2);
   CHECK(DiscoverHosts("exit 3", 5).status().code() == absl::StatusCode::kUnavailable);
+  // A child left in the background holding the output open does not hold it up.
+  auto background = DiscoverHosts("echo h1; sleep 30 &", 5);
+  REQUIRE(background.ok());
+  CHECK(background->size() == 1);
   auto slow = DiscoverHosts("sleep 30", 0.3);
   CHECK(slow.status().code() == absl::StatusCode::kUnavailable);
   CHECK(slow.status().message().find("took over 0.3 s") != std::string::npos);
@@ -38,7 +45,8 @@ TEST_CASE("a remote command line quotes every word and carries the environment",
           "[host_discovery]") {
   CHECK(ShellQuote("it's") == "'it'\\''s'");
   CHECK(RemoteCommandLine("/w d", {{"TF_CONFIG", "{\"a\": 1}"}}, {"/bin/train", "--x=y z"}) ==
-        "cd '/w d' && exec env 'TF_CONFIG={\"a\": 1}' '/bin/train' '--x=y z'");
+        "echo RINGWORK_REMOTE_PID=$$; cd '/w d' && exec env 'TF_CONFIG={\"a\": 1}' "
+        "'/bin/train' '--x=y z'");
   CHECK(IsLoopbackHost("localhost"));
   CHECK(IsLoopbackHost("127.0.0.1"));
   CHECK_FALSE(IsLoopbackHost("10.0.0.1"));

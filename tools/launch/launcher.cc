@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -88,8 +89,16 @@ absl::Status Launcher::Spawn(Task& task, const std::string& tf_config, int attem
   const bool remote =
       !task.host.empty() && (!options_.remote_shell.empty() || !IsLoopbackHost(task.host));
   int token_pipe[2] = {-1, -1};
+  task.remote = remote;
+  task.remote_pid = 0;
   if (remote) {
-    std::map<std::string, std::string> task_env = options_.env;
+    // Ringwork's settings of launch's environment travel (as mpirun -x would);
+    // the rest of it is this machine's.
+    std::map<std::string, std::string> task_env;
+    for (const auto& [key, value] : env) {
+      if (absl::StartsWith(key, "RINGWORK_")) task_env[key] = value;
+    }
+    for (const auto& [key, value] : options_.env) task_env[key] = value;
     for (const auto& [key, value] : task.env) task_env[key] = value;
     for (const char* key :
          {"TF_CONFIG", "RINGWORK_RESTART", "RINGWORK_LOG_TASK_TAG", "RINGWORK_TIMELINE"}) {
@@ -164,6 +173,13 @@ void Launcher::Drain(Task& task, int& fd, std::string& partial, int out_fd) {
   size_t start = 0;
   for (size_t newline; (newline = partial.find('\n', start)) != std::string::npos;
        start = newline + 1) {
+    const absl::string_view line(partial.data() + start, newline - start);
+    if (task.remote && task.remote_pid == 0 && absl::StartsWith(line, kRemotePidPrefix)) {
+      // The remote shell's first line: the task's pid on its host (Signal).
+      if (!absl::SimpleAtoi(line.substr(sizeof(kRemotePidPrefix) - 1), &task.remote_pid))
+        task.remote_pid = -1;
+      continue;
+    }
     lines += task.tag;
     lines.append(partial, start, newline - start + 1);
   }
@@ -172,6 +188,9 @@ void Launcher::Drain(Task& task, int& fd, std::string& partial, int out_fd) {
 }
 
 void Launcher::Reap() {
+  for (auto it = signal_helpers_.begin(); it != signal_helpers_.end();) {
+    it = ::waitpid(*it, nullptr, WNOHANG) == 0 ? it + 1 : signal_helpers_.erase(it);
+  }
   for (Task& task : tasks_) {
     if (task.exited) continue;
     int status = 0;
@@ -182,13 +201,18 @@ void Launcher::Reap() {
     // others survive, and so is a restarted task's mismatch with the ring it
     // joined (7: it left alone, the others went on); any other failure (a bug, a
     // config or checkpoint error, a mismatch of a first run) is the job's.
+    // A worker added on a new host that could not even start (exit 2: its
+    // TF_CONFIG, its flags, a ring that outgrew --global_batch_size) never was
+    // part of the job either.
     const bool joiner = options_.elastic && (task.restarts > 0 || task.added);
+    const bool added_failed_to_start = task.added && task.exit_code == kUsageOrConfig;
     const bool survivable = task.exit_code == kPeerFailure || task.exit_code == kTimeout ||
-                            task.exit_code > 128 || (joiner && task.exit_code == kMismatch);
+                            task.exit_code > 128 || (joiner && task.exit_code == kMismatch) ||
+                            added_failed_to_start;
     if (task.exit_code != 0 && !survivable && other_failure_code_ == 0)
       other_failure_code_ = task.exit_code;
     // Not after SIGTERM's exit (143): every worker stopped together, on purpose.
-    if (options_.elastic && survivable && task.exit_code != kPreempted &&
+    if (options_.elastic && survivable && task.exit_code != kPreempted && !added_failed_to_start &&
         task.id.type != TaskType::kEvaluator) {
       MaybeRestartLater(task);
     }
@@ -198,7 +222,9 @@ void Launcher::Reap() {
         first_failure_task_ = task.id.ToString();
       }
       RW_LOG(ERROR) << task.id.ToString() << " exited with code " << task.exit_code << " ("
-                    << (task.exit_code > 128
+                    << (task.remote && task.exit_code == 255
+                            ? std::string("the remote shell failed: host unreachable?")
+                        : task.exit_code > 128
                             ? absl::StrCat("killed by signal ", task.exit_code - 128)
                             : std::string(ExitCodeName(task.exit_code)))
                     << (options_.elastic
@@ -247,7 +273,7 @@ void Launcher::RestartDueTasks() {
                       << ": the job no longer runs";
       continue;
     }
-    ::kill(-task.pid, SIGKILL);  // Whatever the failed task left running (its port).
+    Signal(task, SIGKILL);  // Whatever the failed task left running (its port).
     for (int* fd : {&task.out_fd, &task.err_fd}) {
       std::string& partial = fd == &task.out_fd ? task.out_partial : task.err_partial;
       if (!partial.empty())
@@ -452,12 +478,12 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
     }
     Reap();
     RestartDueTasks();
-    if (!options_.host_discovery.empty() && next_discovery_.Expired() && g_signal == 0) PollHosts();
+    if (!options_.host_discovery.empty() && g_signal == 0) PollHosts();
     if (g_signal != 0 && forwarded_signal == 0) {
       forwarded_signal = g_signal;
       RW_LOG(WARNING) << "got signal " << forwarded_signal << "; passing it to every task";
       for (Task& task : tasks_) {
-        if (!task.exited) ::kill(-task.pid, forwarded_signal);
+        if (!task.exited) Signal(task, forwarded_signal);
       }
       if (phase == Phase::kRunning) {
         phase = Phase::kGrace;
@@ -484,7 +510,7 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
             Drain(task, *fd, partial, target);
           }
         }
-        ::kill(-task.pid, SIGKILL);  // Whatever the task left running.
+        if (task.pid > 0) ::kill(-task.pid, SIGKILL);  // Whatever the task left running here.
       }
       break;
     }
@@ -498,7 +524,7 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
         if (task.exited) continue;
         RW_LOG(WARNING) << "stopping " << task.id.ToString() << " with "
                         << (terminate ? "SIGTERM" : "SIGKILL");
-        ::kill(-task.pid, terminate ? SIGTERM : SIGKILL);
+        Signal(task, terminate ? SIGTERM : SIGKILL);
       }
       phase = terminate ? Phase::kTerminated : Phase::kKilled;
       next_step = terminate ? Deadline::AfterSeconds(options_.kill_s) : Deadline::Never();

@@ -19,13 +19,16 @@
 
 #include <sys/types.h>
 
+#include <future>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/deadline.h"
 #include "runtime/config/cluster_config.h"
+#include "tools/launch/host_discovery.h"
 
 namespace ringwork {
 
@@ -100,6 +103,8 @@ class Launcher {
     std::string host;
     bool added = false;
     bool host_gone = false;
+    bool remote = false;                     // Started through the remote shell.
+    int remote_pid = 0;                      // Its pid on the host (its first output line says it).
     std::map<std::string, std::string> env;  // Its own (RINGWORK_VOTING_WORKERS).
   };
   // With host_discovery: the first hosts' ring, and their tasks.
@@ -109,8 +114,13 @@ class Launcher {
   void PollHosts();
   absl::Status StartExtra(const std::string& host);
   int RingTasksRunning() const;
+  // Signals a task: its process group here and, for a remote task, its process
+  // on the host (through the remote shell: killing ssh stops nothing there).
+  void Signal(Task& task, int signal);
+  // Applies a finished discovery: kills the tasks of hosts gone, fills new slots.
+  void ApplyHosts(const std::vector<DiscoveredHost>& hosts);
   // The task's address on its host: a free port on this machine, else port + index.
-  absl::StatusOr<HostPort> AddressOn(const std::string& host, int ring_index) const;
+  absl::StatusOr<HostPort> AddressOn(const std::string& host, int ring_index);
   // Elastic: schedules a restart of `task`, which failed, if one is left and the
   // job still runs.
   void MaybeRestartLater(Task& task);
@@ -144,6 +154,10 @@ class Launcher {
   std::vector<HostPort> extras_;
   std::map<std::string, int> slots_filled_;
   Deadline next_discovery_ = Deadline::Never();
+  // The discovery in flight (it runs beside the loop that reads the tasks' output).
+  std::future<absl::StatusOr<std::vector<DiscoveredHost>>> discovery_;
+  std::set<int> loopback_ports_;       // Given to tasks on this machine so far.
+  std::vector<pid_t> signal_helpers_;  // Remote shells carrying a signal (Signal).
   std::string last_discovery_error_;
   bool warned_max_workers_ = false;
 };

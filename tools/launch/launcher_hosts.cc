@@ -1,11 +1,15 @@
 // Launcher with host discovery (elastic): the ring of the hosts listed at the
 // start, and workers added on hosts that appear while the job runs.
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/exit_code.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -16,10 +20,14 @@
 
 namespace ringwork {
 
-absl::StatusOr<HostPort> Launcher::AddressOn(const std::string& host, int ring_index) const {
+absl::StatusOr<HostPort> Launcher::AddressOn(const std::string& host, int ring_index) {
   if (IsLoopbackHost(host)) {
-    RW_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(1));
-    return HostPort{"127.0.0.1", ports[0]};
+    // Never one given to another task of this launch (each was free a moment ago).
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      RW_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(1));
+      if (loopback_ports_.insert(ports[0]).second) return HostPort{"127.0.0.1", ports[0]};
+    }
+    return absl::UnavailableError("no free port on this machine that no task has");
   }
   const int port = options_.port + ring_index;
   if (port > 65535) {
@@ -80,6 +88,32 @@ absl::StatusOr<ClusterSpec> Launcher::SpecFromDiscoveredHosts() {
   return spec;
 }
 
+void Launcher::Signal(Task& task, int signal) {
+  if (task.pid <= 0) return;  // Never started.
+  ::kill(-task.pid, signal);
+  if (!task.remote || task.remote_pid <= 0) return;
+  // `REMOTE_SHELL HOST 'kill -SIG PID'`, not waited for (a host gone may never
+  // answer; ssh's own timeout ends it).
+  std::vector<std::string> args =
+      absl::StrSplit(options_.remote_shell.empty() ? kDefaultRemoteShell : options_.remote_shell,
+                     ' ', absl::SkipEmpty());
+  args.push_back(task.host);
+  args.push_back(absl::StrCat("kill -", signal, " ", task.remote_pid, " 2>/dev/null"));
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  if (pid > 0) signal_helpers_.push_back(pid);  // Reaped by Reap().
+}
+
 int Launcher::RingTasksRunning() const {
   int running = 0;
   for (const Task& task : tasks_) {
@@ -105,7 +139,7 @@ absl::Status Launcher::StartExtra(const std::string& host) {
   tasks_.push_back(std::move(task));
   Task& added = tasks_.back();
   absl::Status spawned = Spawn(added, added.tf_config, 0);
-  if (!spawned.ok()) {
+  if (!spawned.ok()) {  // (pid stays -1: never signalled.)
     added.exited = true;
     added.exit_code = kInternal;
     return spawned;
@@ -116,22 +150,36 @@ absl::Status Launcher::StartExtra(const std::string& host) {
 }
 
 void Launcher::PollHosts() {
-  next_discovery_ = Deadline::AfterSeconds(options_.discovery_interval_s);
-  absl::StatusOr<std::vector<DiscoveredHost>> hosts =
-      DiscoverHosts(options_.host_discovery, std::min(10.0, options_.discovery_interval_s + 5));
-  if (!hosts.ok()) {
-    // The hosts stay as they were (a discovery that fails now and then is no
-    // host failure); said once per distinct error.
-    if (last_discovery_error_ != hosts.status().message()) {
-      last_discovery_error_ = std::string(hosts.status().message());
-      RW_LOG(WARNING) << "--host_discovery: " << last_discovery_error_
-                      << "; keeping the hosts as they were";
+  // One discovery at a time, beside the loop: launch goes on reading output,
+  // reaping and passing signals while the command runs.
+  if (discovery_.valid()) {
+    if (discovery_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    absl::StatusOr<std::vector<DiscoveredHost>> hosts = discovery_.get();
+    next_discovery_ = Deadline::AfterSeconds(options_.discovery_interval_s);
+    if (!hosts.ok() || hosts->empty()) {
+      // The hosts stay as they were (a discovery that fails now and then, or a
+      // file read while being rewritten, is no host failure); said once per error.
+      const std::string error =
+          hosts.ok() ? "it listed no host" : std::string(hosts.status().message());
+      if (last_discovery_error_ != error) {
+        last_discovery_error_ = error;
+        RW_LOG(WARNING) << "--host_discovery: " << error << "; keeping the hosts as they were";
+      }
+      return;
     }
+    last_discovery_error_.clear();
+    ApplyHosts(*hosts);
     return;
   }
-  last_discovery_error_.clear();
+  if (!next_discovery_.Expired()) return;
+  next_discovery_ = Deadline::Never();
+  discovery_ = std::async(std::launch::async, DiscoverHosts, options_.host_discovery,
+                          std::min(10.0, options_.discovery_interval_s + 5));
+}
+
+void Launcher::ApplyHosts(const std::vector<DiscoveredHost>& hosts) {
   std::set<std::string> listed;
-  for (const DiscoveredHost& host : *hosts) listed.insert(host.host);
+  for (const DiscoveredHost& host : hosts) listed.insert(host.host);
   // Hosts gone: their tasks are a failed host's.
   for (auto it = slots_filled_.begin(); it != slots_filled_.end();) {
     if (listed.count(it->first)) {
@@ -144,13 +192,13 @@ void Launcher::PollHosts() {
       if (task.host != it->first || task.host_gone) continue;
       task.host_gone = true;
       task.restart_pending = false;
-      if (!task.exited) ::kill(-task.pid, SIGKILL);
+      if (!task.exited) Signal(task, SIGKILL);
     }
     it = slots_filled_.erase(it);
   }
   // The job ended (or is ending): nothing new starts.
   if (SignalReceived() || a_ring_task_succeeded_ || !RingTaskRuns()) return;
-  for (const DiscoveredHost& host : *hosts) {
+  for (const DiscoveredHost& host : hosts) {
     int& filled = slots_filled_[host.host];
     while (filled < host.slots) {
       if (options_.max_workers > 0 && RingTasksRunning() >= options_.max_workers) {
