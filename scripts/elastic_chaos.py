@@ -346,6 +346,8 @@ def main():
                         help="each worker on its own emulated host; adds partitions and slow links "
                              "(needs root)")
     args = parser.parse_args()
+    # Entering a host's mount namespace leaves the working directory behind.
+    args.train, args.work_dir = os.path.abspath(args.train), os.path.abspath(args.work_dir)
     hosts = None
     if args.hosts:
         if os.geteuid() != 0:

@@ -14,7 +14,10 @@
 #     3. the second host is no longer listed: its worker is killed as failed, the
 #        others go on (3), and the waiting host gets a worker, which joins (4);
 #     4. the job finishes: launch exits 0, the four workers that finished report
-#        one weights fingerprint, the failed host's worker exited 137.
+#        one weights fingerprint, the failed host's worker exited 137;
+#     5. a second job grows from 3 to 5 hosts, then loses two of its first three:
+#        added workers do not vote, so the three left (one first worker, two added)
+#        stop with exit 3 ("lost the quorum"), and so does launch.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 train=$here/bazel-bin/tools/train
@@ -127,4 +130,26 @@ grep -q "worker:1 exited with code 137" "$dir/out" || die "worker:1 did not end 
 fingerprints=$(grep -oE "^\[worker:[0234]\].*weights fingerprint [0-9a-f]+" "$dir/out" | awk '{print $NF}' | sort | uniq -c)
 [[ $(echo "$fingerprints" | wc -l) -eq 1 && $(echo "$fingerprints" | awk '{print $1}') -eq 4 ]] ||
   die "the 4 workers that finished do not report one weights fingerprint: $fingerprints"
-log "PASSED: grew from 3 to 4 hosts, lost one, grew again at --max_workers=4; one fingerprint ($(echo "$fingerprints" | awk '{print $2}'))"
+log "grew from 3 to 4 hosts, lost one, grew again at --max_workers=4; one fingerprint ($(echo "$fingerprints" | awk '{print $2}'))"
+
+# 5. Only TF_CONFIG's first workers vote.
+mv "$dir/out" "$dir/out.1"
+list_hosts 1 2 3
+"$launch" --elastic --host_discovery="cat $dir/hosts" --discovery_interval_s=1 \
+  --remote_shell="$dir/on_host" --port=23556 -- \
+  "$train" --dataset=synthetic --synthetic_examples=4096 --global_batch_size=120 --epochs=400 \
+  --verbose=0 --intra_op_threads=1 --inter_op_threads=1 --min_workers=2 > "$dir/out" 2>&1 &
+launch_pid=$!
+wait_for "joined the ring: rank . of 3" 3 "second job: 3 workers on 3 hosts"
+list_hosts 1 2 3 4 5
+wait_for "5 workers go on" 5 "second job: 5 workers (2 added)"
+list_hosts 3 4 5
+status=0
+wait "$launch_pid" || status=$?
+launch_pid=
+((status != 0)) || die "launch exited 0 after 2 of the 3 first workers' hosts went"
+for task in worker:2 worker:3 worker:4; do
+  grep -qE "^\[$task\].*lost the quorum" "$dir/out" && grep -q "$task exited with code 3 " "$dir/out" ||
+    die "$task did not stop with exit 3 for the lost quorum"
+done
+log "PASSED: grew, lost a host, grew again at --max_workers; added workers train but do not vote"
