@@ -162,7 +162,8 @@ absl::StatusOr<bool> WorkerRuntime::LearnExtrasOf(const proto::JoinRequest& requ
   const int voting = config_.configured_world_size();
   std::lock_guard<std::mutex> lock(extras_mu_);
   const int known_ranks = voting + static_cast<int>(known_extras_.size());
-  if (request.from_rank() < known_ranks || request.from_rank() < config_.world_size()) return true;
+  // (Every rank of this worker's ring is below it: its members are of its roster.)
+  if (request.from_rank() < known_ranks) return true;
   // Only a Join of this job (the voting ring's identity, any generation) names extras.
   const std::string identity = config_.Configured().NormalizedRing();
   const absl::string_view ring = request.cluster_ring();
