@@ -1,9 +1,19 @@
 #include "keras/activation_function.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 
 namespace ringwork {
+
+void SigmoidInPlace(Tensor* t) {
+  for (int64_t i = 0; i < t->size(); ++i) {
+    const float z = t->data()[i];
+    const float e = std::exp(-std::fabs(z));  // Never overflows.
+    t->data()[i] = z >= 0 ? 1.f / (1.f + e) : e / (1.f + e);
+  }
+}
 
 absl::StatusOr<ActivationFunction> ActivationFunction::Parse(const std::string& name) {
   ActivationFunction f;

@@ -16,6 +16,9 @@
 
 namespace ringwork {
 
+// The logistic sigmoid of every element, in place (for a sigmoid fused into a loss).
+void SigmoidInPlace(Tensor* t);
+
 class ActivationFunction {
  public:
   // "relu", "tanh", "sigmoid", "gelu", "softmax", "linear" or "".
@@ -24,6 +27,7 @@ class ActivationFunction {
   const std::string& name() const { return name_; }
   bool is_linear() const { return name_ == "linear"; }
   bool is_softmax() const { return name_ == "softmax"; }
+  bool is_sigmoid() const { return name_ == "sigmoid"; }
 
   // y = f(z); z has shape [batch, ..., last].
   absl::Status Forward(KernelContext& k, const Tensor& z, Tensor* y);

@@ -12,7 +12,7 @@
 namespace ringwork {
 namespace {
 
-class DenseLayer : public Layer, public SoftmaxOutput {
+class DenseLayer : public Layer, public LogitsOutput {
  public:
   DenseLayer(int64_t units, DenseOptions options) : units_(units), options_(options) {}
   std::string type() const override { return "Dense"; }
@@ -49,8 +49,11 @@ class DenseLayer : public Layer, public SoftmaxOutput {
     return output_shape_;
   }
 
+  std::string final_activation() const override {
+    return activation_.is_softmax() || activation_.is_sigmoid() ? activation_.name() : "";
+  }
   bool OutputLogits(bool logits) override {
-    if (!activation_.is_softmax()) return false;
+    if (final_activation().empty()) return false;
     logits_ = logits;
     return true;
   }

@@ -114,11 +114,15 @@ std::unique_ptr<Layer> Concatenate();
 
 // Layers whose last operation is a softmax can hand their logits to a fused
 // softmax cross-entropy loss instead (Model::Build does this).
-class SoftmaxOutput {
+// A layer that may end in a softmax or a sigmoid, which a loss can take in (from
+// the logits: stabler, and Keras' math for a sigmoid with binary_crossentropy).
+class LogitsOutput {
  public:
-  virtual ~SoftmaxOutput() = default;
-  // True if this layer ends in a softmax; then, after the call, Forward outputs
-  // the softmax's input (the logits) while `logits` is true.
+  virtual ~LogitsOutput() = default;
+  // "softmax", "sigmoid", or "" (no such final activation).
+  virtual std::string final_activation() const = 0;
+  // True if this layer ends in a softmax or a sigmoid; then, after the call,
+  // Forward outputs that activation's input (the logits) while `logits` is true.
   virtual bool OutputLogits(bool logits) = 0;
 };
 

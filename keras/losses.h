@@ -34,8 +34,9 @@ class Loss {
   const std::string& name() const { return name_; }
   bool from_logits() const { return from_logits_; }
   // The model's output is logits although the spec said probabilities: the last
-  // softmax was fused into this loss (Model::Build).
-  void set_fused_softmax() { from_logits_ = true; }
+  // softmax (or a sigmoid, for binary_crossentropy) was fused into this loss
+  // (Model::Build), as Keras computes it from the logits.
+  void set_fused_logits() { from_logits_ = true; }
 
   // Mean loss over the batch; writes d(loss)/d(output) when `doutput` is not null.
   // INVALID_ARGUMENT when the batch's targets do not fit the loss or the output.

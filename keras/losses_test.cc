@@ -6,7 +6,10 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "data/dataset.h"
+#include "keras/layers.h"
 #include "keras/metrics.h"
+#include "keras/sequential.h"
 
 namespace ringwork {
 namespace {
@@ -98,6 +101,69 @@ TEST_CASE("metrics count each example with its weight", "[metrics]") {
   mae.Accumulate(Tensor({2, 2}, {1, 1, 3, 2}), numbers, 0, false, s2.data());
   // Row 0: (0 + 1) / 2, weight 1; row 1: (0 + 2) / 2, weight 3.
   CHECK(mae.Result(s2.data()) == Approx((0.5 + 3 * 1.0) / 4));
+}
+
+// Dense(1, sigmoid) with kernel 1 and bias 0: its logit is the input.
+Sequential SigmoidIdentity(CompileOptions compile) {
+  Sequential model;
+  model.Add(Dense(1, {.activation = "sigmoid"}));
+  compile.intra_op_threads = 1;
+  REQUIRE(model.Compile(compile).ok());
+  REQUIRE(model.Build({1}).ok());
+  model.weights()[0]->value[0] = 1.f;
+  model.weights()[1]->value[0] = 0.f;
+  return model;
+}
+
+TEST_CASE("sigmoid + binary_crossentropy: from the logits, as Keras (loss 30 at logit 30)",
+          "[losses]") {
+  CompileOptions compile;
+  compile.loss = {"binary_crossentropy"};
+  compile.optimizer = {.name = "sgd", .learning_rate = 1.f};
+  Sequential model = SigmoidIdentity(compile);
+  // Two confidently wrong examples: logit 30, label 0. Keras: loss 30, and each
+  // logit's gradient sigmoid(30) / batch = 1/2 (clipped probabilities gave 15.94
+  // and no gradient at all).
+  Batch batch;
+  batch.features = Tensor({2, 1}, {30.f, 30.f});
+  batch.labels = {0, 0};
+  absl::StatusOr<float> loss = model.TrainStep(batch);
+  REQUIRE(loss.ok());
+  CHECK(*loss == Approx(30.f).epsilon(1e-4));
+  // SGD at rate 1: bias -= sum of the logits' gradients (1/2 + 1/2).
+  CHECK(model.weights()[1]->value[0] == Approx(-1.f).epsilon(1e-4));
+  CHECK(model.weights()[0]->value[0] == Approx(1.f - 30.f).epsilon(1e-4));
+}
+
+TEST_CASE("a sigmoid fused into its loss: metrics and predictions still see probabilities",
+          "[losses]") {
+  CompileOptions compile;
+  compile.loss = {"binary_crossentropy"};
+  compile.metrics = {"accuracy"};
+  Sequential model = SigmoidIdentity(compile);
+  Examples examples;
+  examples.features = Tensor({2, 1}, {0.3f, 30.f});
+  examples.labels = {1, 0};
+  absl::StatusOr<EvaluateResult> result = model.Evaluate(Dataset::FromExamples(examples));
+  REQUIRE(result.ok());
+  // -log(sigmoid(0.3)) and -log(1 - sigmoid(30)) = 30.
+  CHECK(result->loss == Approx((std::log1p(std::exp(-0.3)) + 30.0) / 2).epsilon(1e-5));
+  // Probability 0.574 is class 1 (right), 1.0 is class 1 (wrong); read as logits,
+  // 0.3 would fall below 0.5.
+  CHECK(result->metrics["accuracy"] == Approx(0.5));
+  absl::StatusOr<Tensor> predicted = model.Predict(examples.features);
+  REQUIRE(predicted.ok());
+  CHECK((*predicted)[0] == Approx(1.0 / (1.0 + std::exp(-0.3))).epsilon(1e-6));
+  CHECK((*predicted)[1] == Approx(1.0));
+  // from_logits=true on a sigmoid output is the user's choice: not fused.
+  compile.loss = {"binary_crossentropy", /*from_logits=*/true};
+  compile.intra_op_threads = 1;
+  absl::Status recompiled = model.Compile(compile);
+  INFO(recompiled.message());
+  REQUIRE(recompiled.ok());
+  predicted = model.Predict(examples.features);
+  REQUIRE(predicted.ok());
+  CHECK((*predicted)[0] == Approx(1.0 / (1.0 + std::exp(-0.3))).epsilon(1e-6));
 }
 
 }  // namespace

@@ -127,18 +127,17 @@ absl::Status Model::Compile(const CompileOptions& options) {
     losses_.push_back(std::move(loss));
     loss_weights_.push_back(weight != options.loss_weights.end() ? weight->second : 1.f);
   }
-  if (fused_softmax_.size() != outputs.size()) fused_softmax_.assign(outputs.size(), 0);
+  if (fused_.size() != outputs.size()) fused_.assign(outputs.size(), kFusedNone);
   for (size_t k = 0; k < outputs.size(); ++k) {
-    if (!fused_softmax_[k]) continue;
-    // Compiled again after Build: the softmax stays in the loss only for a loss
-    // that takes it.
-    if (losses_[k].kind() == Loss::Kind::kSparseCategoricalCrossentropy &&
-        !losses_[k].from_logits()) {
-      losses_[k].set_fused_softmax();
+    if (fused_[k] == kFusedNone) continue;
+    // Compiled again after Build: the activation stays in the loss only for a
+    // loss that takes it.
+    auto& out = dynamic_cast<LogitsOutput&>(*layers_[static_cast<size_t>(outputs_[k] - 1)]);
+    if (FusionFor(out.final_activation(), losses_[k], 1) == fused_[k]) {
+      losses_[k].set_fused_logits();
     } else {
-      dynamic_cast<SoftmaxOutput&>(*layers_[static_cast<size_t>(outputs_[k] - 1)])
-          .OutputLogits(false);
-      fused_softmax_[k] = 0;
+      out.OutputLogits(false);
+      fused_[k] = kFusedNone;
     }
   }
   output_losses_.assign(outputs.size(), 0.f);
@@ -207,6 +206,22 @@ absl::Status Model::PrepareGradients() {
   return absl::OkStatus();
 }
 
+char Model::FusionFor(const std::string& activation, const Loss& loss, size_t output_rank) {
+  if (loss.from_logits()) return kFusedNone;
+  // A softmax over one axis only: the layer's is over the last, the loss's over
+  // the example.
+  if (activation == "softmax" && output_rank == 1 &&
+      loss.kind() == Loss::Kind::kSparseCategoricalCrossentropy) {
+    return kFusedSoftmax;
+  }
+  // Keras computes binary_crossentropy from a sigmoid's logits (its _keras_logits):
+  // a confidently wrong example keeps its gradient and its loss past 15.9.
+  if (activation == "sigmoid" && loss.kind() == Loss::Kind::kBinaryCrossentropy) {
+    return kFusedSigmoid;
+  }
+  return kFusedNone;
+}
+
 absl::Status Model::Build(const Shape& input_shape) {
   if (built_) {
     if (input_shape != input_shape_) {
@@ -261,15 +276,12 @@ absl::Status Model::Build(const Shape& input_shape) {
       read = read || std::find(in.begin(), in.end(), a) != in.end();
     }
     Loss& loss = losses_[k];
-    // Over one axis only: the layer's softmax is over the last, the loss's over the example.
-    if (!read && shapes[a].size() == 1 &&
-        loss.kind() == Loss::Kind::kSparseCategoricalCrossentropy && !loss.from_logits()) {
-      if (auto* out = dynamic_cast<SoftmaxOutput*>(layers_[a - 1].get())) {
-        if (out->OutputLogits(true)) {
-          fused_softmax_[k] = 1;
-          loss.set_fused_softmax();
-        }
-      }
+    auto* out = read ? nullptr : dynamic_cast<LogitsOutput*>(layers_[a - 1].get());
+    const char fusion =
+        out != nullptr ? FusionFor(out->final_activation(), loss, shapes[a].size()) : kFusedNone;
+    if (fusion != kFusedNone && out->OutputLogits(true)) {
+      fused_[k] = fusion;
+      loss.set_fused_logits();
     }
     for (const Metric& m : metrics_) {
       const Shape& out = shapes[a];

@@ -332,11 +332,15 @@ class Model : private ElasticReplica {
   Shape input_shape_;
   std::unique_ptr<KernelContext> kernels_;
   // Per output (outputs_: the activations the model gives, in their order): its
-  // loss, weight, whether its final softmax went into the loss, and its last loss.
+  // loss, weight, which final activation went into the loss (kFused*), and its
+  // last loss.
   std::vector<int> outputs_;
   std::vector<Loss> losses_;
   std::vector<float> loss_weights_;
-  std::vector<char> fused_softmax_;
+  static constexpr char kFusedNone = 0, kFusedSoftmax = 1, kFusedSigmoid = 2;
+  std::vector<char> fused_;
+  // Whether output k's final activation `activation` goes into `loss`.
+  static char FusionFor(const std::string& activation, const Loss& loss, size_t output_rank);
   std::vector<float> output_losses_;
   // Functional models' inputs, by name (Input()'s, else input_layer, input_layer_1, ...).
   std::vector<std::string> input_names_;

@@ -10,6 +10,7 @@
 #include "base/exit_code.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "keras/activation_function.h"
 #include "keras/model.h"
 #include "kernels/softmax.h"
 #include "strategy/distributed_pipeline.h"
@@ -157,13 +158,15 @@ absl::StatusOr<std::vector<const Tensor*>> Model::PredictChunk(const Tensor& chu
   for (size_t k = 0; k < outputs_.size(); ++k) {
     Tensor& y = acts_[outputs_[k]];
     const int64_t n = chunk.dim(0), width = n == 0 ? 0 : y.size() / n;
-    if (fused_softmax_[k] && n > 0) {
+    if (fused_[k] == kFusedSoftmax && n > 0) {
       // The output's final softmax, fused into the loss in training, runs here.
       RW_ASSIGN_OR_RETURN(std::unique_ptr<SoftmaxKernel> softmax,
                           SoftmaxKernel::Create(*kernels_, n, width));
       Tensor probs(y.shape());
       softmax->Forward(*kernels_, y.data(), probs.data());
       y = std::move(probs);
+    } else if (fused_[k] == kFusedSigmoid) {
+      SigmoidInPlace(&y);  // And so does a sigmoid.
     }
     outputs.push_back(&y);
   }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "keras/activation_function.h"
 #include "keras/model.h"
 #include "observability/timeline.h"
 
@@ -211,11 +212,21 @@ std::vector<double> Model::BatchSums(const struct Batch& batch, double loss) {
     for (float output_loss : output_losses_) *state++ = output_loss * n;
   }
   struct Batch scratch;
+  Tensor probabilities;
   for (size_t k = 0; k < outputs_.size(); ++k) {
     const double value = outputs_.size() > 1 ? output_losses_[k] : loss;
+    // Metrics see what the model outputs: a sigmoid fused into the loss is applied
+    // for them (a softmax is not: the metrics that read it take logits too).
+    const Tensor* output = &acts_[outputs_[k]];
+    bool logits = losses_[k].from_logits();
+    if (fused_[k] == kFusedSigmoid) {
+      probabilities = *output;
+      SigmoidInPlace(&probabilities);
+      output = &probabilities;
+      logits = false;
+    }
     for (const Metric& m : metrics_) {
-      m.Accumulate(acts_[outputs_[k]], TargetsOf(batch, k, &scratch), value,
-                   losses_[k].from_logits(), state);
+      m.Accumulate(*output, TargetsOf(batch, k, &scratch), value, logits, state);
       state += m.state_size();
     }
   }

@@ -224,7 +224,7 @@ class DropoutLayer : public Layer {
   Tensor mask_;
 };
 
-class ActivationLayerImpl : public Layer, public SoftmaxOutput {
+class ActivationLayerImpl : public Layer, public LogitsOutput {
  public:
   explicit ActivationLayerImpl(std::string activation) : activation_name_(std::move(activation)) {}
   std::string type() const override { return "Activation"; }
@@ -239,8 +239,11 @@ class ActivationLayerImpl : public Layer, public SoftmaxOutput {
     output_shape_ = input;
     return output_shape_;
   }
+  std::string final_activation() const override {
+    return activation_.is_softmax() || activation_.is_sigmoid() ? activation_.name() : "";
+  }
   bool OutputLogits(bool logits) override {
-    if (!activation_.is_softmax()) return false;
+    if (final_activation().empty()) return false;
     logits_ = logits;
     return true;
   }
