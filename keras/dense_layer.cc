@@ -31,12 +31,12 @@ class DenseLayer : public Layer, public LogitsOutput {
           absl::StrCat(name_, ": units must be positive, got ", units_));
     }
     RW_ASSIGN_OR_RETURN(activation_, ActivationFunction::Parse(options_.activation));
-    if (!options_.flatten_input && input.size() > 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name_, ": Keras' Dense acts on the last axis of its ", ShapeString(input),
-                       " input, which Ringwork's Dense does not do: put a Flatten before it"));
+    if (input.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": needs an input of rank 1 or more"));
     }
-    in_ = NumElements(input);
+    // Keras' Dense acts on the last axis: each example's rows_ vectors of in_.
+    in_ = options_.flatten_input ? NumElements(input) : input.back();
+    rows_ = NumElements(input) / std::max<int64_t>(in_, 1);
     Variable* kernel = AddVariable("kernel", {in_, units_});
     GlorotUniform(kernel->value, in_, units_, ctx.seed, kernel->name);
     // use_bias=false: no variable, as in Keras; the kernel adds zeros.
@@ -45,7 +45,8 @@ class DenseLayer : public Layer, public LogitsOutput {
     } else {
       zero_bias_ = Tensor({units_});
     }
-    output_shape_ = {units_};
+    output_shape_ = options_.flatten_input ? Shape{units_} : input;
+    output_shape_.back() = units_;
     return output_shape_;
   }
 
@@ -60,10 +61,12 @@ class DenseLayer : public Layer, public LogitsOutput {
 
   absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool) override {
     const int64_t batch = x.dim(0);
-    RW_ASSIGN_OR_RETURN(DenseKernel * kernel, KernelFor(k, batch));
+    RW_ASSIGN_OR_RETURN(DenseKernel * kernel, KernelFor(k, batch * rows_));
     const bool skip_activation = activation_.is_linear() || logits_;
     Tensor* z = skip_activation ? y : &z_;
-    z->Resize({batch, units_});
+    Shape shape = {batch};
+    shape.insert(shape.end(), output_shape_.begin(), output_shape_.end());
+    z->Resize(shape);
     kernel->Forward(k, x.data(), variables_[0]->value.data(),
                     bias_ != nullptr ? bias_->value.data() : zero_bias_.data(), z->data());
     if (!skip_activation) RW_RETURN_IF_ERROR(activation_.Forward(k, z_, y));
@@ -73,7 +76,7 @@ class DenseLayer : public Layer, public LogitsOutput {
   absl::Status Backward(KernelContext& k, const Tensor& x, const Tensor& y, const Tensor& dy,
                         Tensor* dx) override {
     const int64_t batch = x.dim(0);
-    RW_ASSIGN_OR_RETURN(DenseKernel * kernel, KernelFor(k, batch));
+    RW_ASSIGN_OR_RETURN(DenseKernel * kernel, KernelFor(k, batch * rows_));
     const Tensor* dz = &dy;
     if (!activation_.is_linear() && !logits_) {
       RW_RETURN_IF_ERROR(activation_.Backward(k, z_, y, dy, &dz_));
@@ -96,6 +99,7 @@ class DenseLayer : public Layer, public LogitsOutput {
   const int64_t units_;
   const DenseOptions options_;
   int64_t in_ = 0;
+  int64_t rows_ = 1;          // Vectors of in_ per example (1 unless acting on a last axis).
   Variable* bias_ = nullptr;  // None with use_bias=false.
   Tensor zero_bias_;          // What the kernel adds then.
   ActivationFunction activation_;

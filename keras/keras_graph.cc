@@ -134,9 +134,9 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
       node.inbound.push_back(source[static_cast<size_t>(a)]);
       node.inbound_shapes.push_back(shape[static_cast<size_t>(a)]);
     }
-    if (type == "Dense" && node.inbound_shapes[0].size() > 1) {
-      // Ringwork's Dense reads its input flat; Keras' acts on the last axis: a
-      // Flatten first says the same thing in Keras.
+    if (type == "Dense" && node.inbound_shapes[0].size() > 1 && layer.output_shape().size() == 1) {
+      // A Dense with flatten_input reads its input flat; Keras' acts on the last
+      // axis: a Flatten first says the same thing in Keras.
       const std::string flat = layer.name() + "_flatten";
       graph.nodes.push_back({"Flatten",
                              flat,

@@ -149,7 +149,7 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
     RW_ASSIGN_OR_RETURN(const bool use_bias, r.Get<bool>("use_bias", true));
     RW_RETURN_IF_ERROR(r.Initializer("kernel_initializer", {"GlorotUniform", "glorot_uniform"}));
     RW_RETURN_IF_ERROR(r.Initializer("bias_initializer", {"Zeros", "zeros"}));
-    layer = Dense(units, {.activation = activation, .use_bias = use_bias, .flatten_input = false});
+    layer = Dense(units, {.activation = activation, .use_bias = use_bias});
   } else if (type == "Conv2D") {
     RW_ASSIGN_OR_RETURN(const int64_t filters, r.Get<int64_t>("filters", 0));
     RW_ASSIGN_OR_RETURN(const int64_t kernel, r.Square("kernel_size", 0));

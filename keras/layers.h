@@ -23,9 +23,10 @@ namespace ringwork {
 struct DenseOptions {
   std::string activation;  // "" = linear
   bool use_bias = true;
-  // Inputs of rank > 1 are flattened; false (Keras' Dense, which acts on the last
-  // axis alone, as imported) refuses them.
-  bool flatten_input = true;
+  // false (Keras' Dense): an input of rank > 1 ([..., n]) is transformed on its
+  // last axis alone ([..., units], a kernel [n, units]); true: it is flattened
+  // first ([units], a kernel [product of its dims, units]), as a Flatten before it.
+  bool flatten_input = false;
 };
 std::unique_ptr<Layer> Dense(int64_t units, DenseOptions options = {});
 

@@ -198,7 +198,7 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
       g.Node("Reshape", {in[0], name + "/shape"}, name);
     } else if (type == "Dense") {
       std::string x = in[0];
-      if (in_shape.size() != 1) {  // Dense flattens what it reads.
+      if (in_shape.size() != 1 && layer.output_shape().size() == 1) {  // flatten_input
         g.Node("Flatten", {x}, name + "/flat", {{"axis", {1}}});
         x = name + "/flat";
       }

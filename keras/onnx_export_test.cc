@@ -73,6 +73,20 @@ TEST_CASE("an MLP exported to ONNX predicts in ONNX Runtime as in Ringwork", "[o
                           FreshTestDir("onnx_mlp"));
 }
 
+TEST_CASE("a Dense on a last axis exports as a batched MatMul, one that flattens with a Flatten",
+          "[onnx]") {
+  Sequential model;
+  model.Add(Dense(6, {.activation = "relu"}));                            // [3, 4] -> [3, 6]
+  model.Add(Dense(2, {.activation = "sigmoid", .flatten_input = true}));  // [18] -> [2]
+  CompileOptions compile;
+  compile.loss = {"binary_crossentropy"};
+  compile.intra_op_threads = 1;
+  REQUIRE(model.Compile(compile).ok());
+  REQUIRE(model.Build({3, 4}).ok());
+  CheckAgainstOnnxRuntime(model, DeterministicInputs({5, 3, 4}), "dense_1",
+                          FreshTestDir("onnx_last_axis"));
+}
+
 TEST_CASE("a functional model with merges exports; a layer not exported yet is named", "[onnx]") {
   SymbolicTensor x = Input({3, 4});
   SymbolicTensor a = Apply(Dense(6, {.activation = "tanh"}), x);  // Reads [3, 4] flat.

@@ -318,5 +318,64 @@ TEST_CASE("misconfigured models are refused with clear messages", "[sequential]"
   }
 }
 
+// The same values in every run.
+Tensor SineInputs(Shape shape) {
+  Tensor x(std::move(shape));
+  for (int64_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * i) + 0.2f * std::cos(1.3f * i);
+  return x;
+}
+
+TEST_CASE("Dense acts on the last axis of a rank-2 example, as Keras' (45 parameters)",
+          "[sequential]") {
+  Sequential dense;
+  auto layer = Dense(5, {.activation = "tanh"});
+  Layer* d = layer.get();
+  dense.Add(std::move(layer));
+  CompileOptions compile;
+  compile.loss = {"mse"};
+  compile.optimizer = {.name = "sgd", .learning_rate = 1e-30f};
+  compile.intra_op_threads = 1;
+  REQUIRE(dense.Compile(compile).ok());
+  REQUIRE(dense.Build({2, 8}).ok());
+  CHECK(d->output_shape() == Shape{2, 5});
+  int64_t parameters = 0;
+  for (const Variable* v : d->weights()) parameters += v->size();
+  CHECK(parameters == 45);  // A [8, 5] kernel and 5 biases (flattening: 85).
+  const Tensor x = SineInputs({3, 2, 8});
+  absl::StatusOr<Tensor> y = dense.Predict(x);
+  REQUIRE(y.ok());
+  REQUIRE(y->shape() == Shape{3, 2, 5});
+  const float* kernel = d->weights()[0]->value.data();
+  const float* bias = d->weights()[1]->value.data();
+  for (int64_t row = 0; row < 6; ++row) {  // Each example's two vectors, alike.
+    for (int64_t u = 0; u < 5; ++u) {
+      double z = bias[u];
+      for (int64_t i = 0; i < 8; ++i) z += x.data()[row * 8 + i] * kernel[i * 5 + u];
+      CHECK(y->data()[row * 5 + u] == Approx(std::tanh(z)).epsilon(1e-5));
+    }
+  }
+  // Its gradients, inside a model that classifies (Flatten after it).
+  Sequential model;
+  model.Add(Dense(5, {.activation = "tanh"}));
+  model.Add(Flatten());
+  model.Add(Dense(3));
+  compile.loss = {"sparse_categorical_crossentropy", true};
+  REQUIRE(model.Compile(compile).ok());
+  REQUIRE(model.Build({2, 8}).ok());
+  Batch batch;
+  batch.features = SineInputs({4, 2, 8});
+  batch.labels = {0, 1, 2, 1};
+  CheckGradientsByFiniteDifferences(model, batch, 1);
+  // flatten_input keeps the old reading (a Flatten before it).
+  Sequential flat;
+  auto flattening = Dense(5, {.flatten_input = true});
+  Layer* f = flattening.get();
+  flat.Add(std::move(flattening));
+  REQUIRE(flat.Compile(compile).ok());
+  REQUIRE(flat.Build({2, 8}).ok());
+  CHECK(f->output_shape() == Shape{5});
+  CHECK(f->weights()[0]->value.shape() == Shape{16, 5});
+}
+
 }  // namespace
 }  // namespace ringwork
