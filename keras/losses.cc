@@ -1,5 +1,6 @@
 #include "keras/losses.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -58,7 +59,10 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const Batch& batch,
                        "those)"));
     }
     if (!from_logits_) {
-      // Probabilities: log(p) with Keras' clipping; the gradient -w/(p n).
+      // Probabilities, as Keras reads them: each row divided by its sum, then
+      // clipped to [1e-7, 1 - 1e-7]; -log of the label's. The gradient reaches
+      // every class (w/n (1/sum - [c = label]/p)), none when the label's is clipped.
+      constexpr float kEpsilon = 1e-7f;
       double total = 0;
       for (int64_t b = 0; b < n; ++b) {
         if (labels[b] < 0 || labels[b] >= width) {
@@ -66,11 +70,20 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const Batch& batch,
               absl::StrCat("label ", labels[b], " of example ", b, " is outside 0..", width - 1));
         }
         const float w = weights != nullptr ? weights[b] : 1.f;
-        const float p = std::max(output[b * width + labels[b]], 1e-7f);
-        total -= w * std::log(p);
+        const float* row = output.data() + b * width;
+        double sum = 0;
+        for (int64_t c = 0; c < width; ++c) sum += row[c];
+        const float p = row[labels[b]];
+        const float q = sum > 0 ? static_cast<float>(p / sum) : 0.f;
+        const bool clipped = !(q >= kEpsilon && q <= 1.f - kEpsilon);
+        total -= w * std::log(std::clamp(q, kEpsilon, 1.f - kEpsilon));
         if (grad != nullptr) {
-          for (int64_t c = 0; c < width; ++c) grad[b * width + c] = 0;
-          grad[b * width + labels[b]] = -1.f / (p * n) * w;
+          for (int64_t c = 0; c < width; ++c) {
+            grad[b * width + c] =
+                clipped
+                    ? 0.f
+                    : static_cast<float>(w / n * (1.0 / sum - (c == labels[b] ? 1.0 / p : 0.0)));
+          }
         }
       }
       return static_cast<float>(total / n);

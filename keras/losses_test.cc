@@ -103,6 +103,26 @@ TEST_CASE("metrics count each example with its weight", "[metrics]") {
   CHECK(mae.Result(s2.data()) == Approx((0.5 + 3 * 1.0) / 4));
 }
 
+TEST_CASE("sparse categorical cross-entropy on probabilities divides each row by its sum",
+          "[losses]") {
+  // TF.js (Keras' semantics) on [0.2, 0.3, 0.1], label 1: loss log(0.6 / 0.3) =
+  // 0.6931, gradient [1/0.6, 1/0.6 - 1/0.3, 1/0.6].
+  Loss loss = *Loss::Create({"sparse_categorical_crossentropy"});
+  Batch batch;
+  batch.features = Tensor({2, 1});
+  batch.labels = {1, 0};
+  const Tensor output({2, 3}, {0.2f, 0.3f, 0.1f, 0.7f, 0.2f, 0.1f});
+  Tensor grad;
+  absl::StatusOr<float> value = loss.Compute(output, batch, &grad);
+  REQUIRE(value.ok());
+  CHECK(*value == Approx((std::log(2.0) - std::log(0.7)) / 2).epsilon(1e-5));
+  CHECK(grad[0] == Approx(1.0 / 0.6 / 2).epsilon(1e-5));
+  CHECK(grad[1] == Approx((1.0 / 0.6 - 1.0 / 0.3) / 2).epsilon(1e-5));
+  CHECK(grad[2] == Approx(1.0 / 0.6 / 2).epsilon(1e-5));
+  CHECK(grad[4] == Approx(0.5).epsilon(1e-5));  // A row that sums to 1: 1/sum.
+  CheckGradient(loss, output, batch);
+}
+
 // Dense(1, sigmoid) with kernel 1 and bias 0: its logit is the input.
 Sequential SigmoidIdentity(CompileOptions compile) {
   Sequential model;
