@@ -1,6 +1,6 @@
-// Dense: y = activation(x . kernel + bias). Inputs of rank > 2 are flattened
-// (Keras applies Dense to the last axis; for the models here that is the same
-// after a Flatten, and rank-2 inputs are the common case).
+// Dense: y = activation(x . kernel + bias) on the last axis of each example, as
+// Keras' Dense ([..., n] -> [..., units]); with flatten_input, on the example read
+// flat ([units]).
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "keras/activation_function.h"

@@ -51,6 +51,17 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const Batch& batch,
   if (doutput != nullptr) doutput->Resize(output.shape());
   float* grad = doutput != nullptr ? doutput->data() : nullptr;
   if (kind_ == Kind::kSparseCategoricalCrossentropy) {
+    if (output.rank() > 2) {
+      // One class id per example: a softmax over every value of a [.., classes]
+      // output would train silently on nothing meaningful (Keras refuses it too).
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_,
+          " takes one class id per example, so each example's output must be a vector "
+          "of class scores; this output has shape ",
+          ShapeString(Shape(output.shape().begin() + 1, output.shape().end())),
+          " (Dense acts on the last axis, as Keras': put a Flatten or a global pooling before "
+          "the last Dense, or give it flatten_input)"));
+    }
     if (numbers) {
       return absl::InvalidArgumentError(
           absl::StrCat(name_, " takes integer class ids; the target holds numbers of shape ",
@@ -59,9 +70,10 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const Batch& batch,
                        "those)"));
     }
     if (!from_logits_) {
-      // Probabilities, as Keras reads them: each row divided by its sum, then
-      // clipped to [1e-7, 1 - 1e-7]; -log of the label's. The gradient reaches
-      // every class (w/n (1/sum - [c = label]/p)), none when the label's is clipped.
+      // Probabilities, as Keras reads them (TF.js): each clipped to [1e-7, 1 - 1e-7],
+      // the row divided by its sum, the label's clipped again; -log of it. The
+      // gradient reaches every class left unclipped (w/n (1/sum - [c = label]/p)),
+      // none when the label's share was clipped; a NaN stays NaN.
       constexpr float kEpsilon = 1e-7f;
       double total = 0;
       for (int64_t b = 0; b < n; ++b) {
@@ -71,16 +83,18 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const Batch& batch,
         }
         const float w = weights != nullptr ? weights[b] : 1.f;
         const float* row = output.data() + b * width;
+        auto clip = [&](float p) { return std::clamp(p, kEpsilon, 1.f - kEpsilon); };
         double sum = 0;
-        for (int64_t c = 0; c < width; ++c) sum += row[c];
-        const float p = row[labels[b]];
-        const float q = sum > 0 ? static_cast<float>(p / sum) : 0.f;
-        const bool clipped = !(q >= kEpsilon && q <= 1.f - kEpsilon);
-        total -= w * std::log(std::clamp(q, kEpsilon, 1.f - kEpsilon));
+        for (int64_t c = 0; c < width; ++c) sum += clip(row[c]);
+        const double p = clip(row[labels[b]]);
+        const double q = p / sum;
+        const bool clipped = !(q >= kEpsilon && q <= 1.0 - kEpsilon);
+        total -= w * std::log(std::isnan(q) ? q : std::clamp(q, 1e-7, 1.0 - 1e-7));
         if (grad != nullptr) {
           for (int64_t c = 0; c < width; ++c) {
+            const bool kept = row[c] >= kEpsilon && row[c] <= 1.f - kEpsilon;
             grad[b * width + c] =
-                clipped
+                clipped || !kept
                     ? 0.f
                     : static_cast<float>(w / n * (1.0 / sum - (c == labels[b] ? 1.0 / p : 0.0)));
           }

@@ -121,6 +121,35 @@ TEST_CASE("sparse categorical cross-entropy on probabilities divides each row by
   CHECK(grad[2] == Approx(1.0 / 0.6 / 2).epsilon(1e-5));
   CHECK(grad[4] == Approx(0.5).epsilon(1e-5));  // A row that sums to 1: 1/sum.
   CheckGradient(loss, output, batch);
+  // Entries outside [1e-7, 1 - 1e-7] are clipped first (TF.js: 0.5596 on
+  // [-0.5, 0.3, 0.4], label 2), and get no gradient.
+  Batch one;
+  one.features = Tensor({1, 1});
+  one.labels = {2};
+  value = loss.Compute(Tensor({1, 3}, {-0.5f, 0.3f, 0.4f}), one, &grad);
+  REQUIRE(value.ok());
+  CHECK(*value == Approx(-std::log(0.4 / 0.7000001)).epsilon(1e-5));
+  CHECK(*value == Approx(0.5596).epsilon(1e-4));
+  CHECK(grad[0] == 0.f);
+  CHECK(grad[1] == Approx(1 / 0.7000001).epsilon(1e-5));
+  CHECK(grad[2] == Approx(1 / 0.7000001 - 1 / 0.4).epsilon(1e-5));
+  // A diverged model's NaN is not hidden (TerminateOnNaN sees it).
+  value = loss.Compute(Tensor({1, 3}, {std::nanf(""), 0.3f, 0.4f}), one, nullptr);
+  REQUIRE(value.ok());
+  CHECK(std::isnan(*value));
+}
+
+TEST_CASE("sparse categorical cross-entropy refuses outputs that are not one vector per example",
+          "[losses]") {
+  // A Dense on [4, 4, 8] gives [4, 4, 10] per example now, as Keras': one class id
+  // per example cannot be scored against it.
+  Loss loss = *Loss::Create({"sparse_categorical_crossentropy", true});
+  Batch batch;
+  batch.features = Tensor({2, 1});
+  batch.labels = {1, 3};
+  absl::StatusOr<float> value = loss.Compute(Tensor({2, 4, 4, 10}), batch, nullptr);
+  CHECK(value.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(value.status().message().find("this output has shape [4, 4, 10]") != std::string::npos);
 }
 
 // Dense(1, sigmoid) with kernel 1 and bias 0: its logit is the input.

@@ -89,8 +89,8 @@ TEST_CASE("a Dense on a last axis exports as a batched MatMul, one that flattens
 
 TEST_CASE("a functional model with merges exports; a layer not exported yet is named", "[onnx]") {
   SymbolicTensor x = Input({3, 4});
-  SymbolicTensor a = Apply(Dense(6, {.activation = "tanh"}), x);  // Reads [3, 4] flat.
-  SymbolicTensor b = Apply(Dense(6, {.activation = "sigmoid"}), x);
+  SymbolicTensor a = Apply(Dense(6, {.activation = "tanh", .flatten_input = true}), x);  // Flat.
+  SymbolicTensor b = Apply(Dense(6, {.activation = "sigmoid", .flatten_input = true}), x);
   SymbolicTensor sum = Apply(Add(), {a, b});
   SymbolicTensor joined = Apply(Concatenate(), {a, sum});
   Model model(x, Apply(ActivationLayer("relu"), Apply(Dense(3, {.use_bias = false}), joined)));

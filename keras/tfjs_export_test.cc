@@ -110,8 +110,9 @@ TEST_CASE("biases use_bias=false leaves out, and a Dense on an image, export to 
   SymbolicTensor x = Input({6, 6, 2});
   SymbolicTensor h = Apply(Conv2D(3, 3, {.padding = "same", .use_bias = false}), x);
   h = Apply(AveragePooling2D(2, {.padding = "same"}), Apply(BatchNormalization(), h));
-  Model model(
-      x, Apply(Dense(4, {.activation = "softmax", .use_bias = false}), h));  // Reads [3, 3, 3].
+  Model model(x,
+              Apply(Dense(4, {.activation = "softmax", .use_bias = false, .flatten_input = true}),
+                    h));  // Reads [3, 3, 3] flat: a Flatten before it in TF.js.
   REQUIRE(model.Compile(AdamOneThread()).ok());
   TrainFewSteps(model, DeterministicInputs({6, 6, 6, 2}), 4);
   CheckAgainstTfjs(model, DeterministicInputs({3, 6, 6, 2}), "tfjs_no_bias");
