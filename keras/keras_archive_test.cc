@@ -122,7 +122,7 @@ TEST_CASE("a .keras archive and a .weights.h5 in Keras 3's layout, read by h5py"
   absl::StatusOr<Model> loaded = LoadModel(dir + "/m.keras");
   REQUIRE(loaded.ok());
   CHECK(loaded->compile_options().optimizer.name == "adam");
-  CHECK(loaded->compile_options().optimizer.learning_rate == Approx(0.01f));
+  CHECK(*loaded->compile_options().optimizer.learning_rate == Approx(0.01f));
   RequireSamePredictions(model, *loaded, DeterministicInputs({5, 9, 9, 2}));
   Model same = TwoBranches(3);
   REQUIRE(same.Compile(compile).ok());
@@ -284,7 +284,7 @@ TEST_CASE("compile settings go into config.json and come back", "[keras_archive]
   absl::StatusOr<CompileOptions> back = CompileOptionsFromKeras(config, "$.compile_config");
   REQUIRE(back.ok());
   CHECK(back->optimizer.name == "sgd");
-  CHECK(back->optimizer.learning_rate == 0.05f);
+  CHECK(*back->optimizer.learning_rate == 0.05f);
   CHECK(back->optimizer.momentum == 0.9f);
   CHECK(back->optimizer.nesterov);
   CHECK(back->optimizer.clipping.clipnorm == 1.5f);

@@ -42,13 +42,17 @@ Json LossJson(const LossSpec& loss) {
       {{"name", loss.name}, {"reduction", "sum_over_batch_size"}, {"from_logits", true}});
 }
 
-Json OptimizerJson(const OptimizerSpec& o) {
+Json OptimizerJson(const OptimizerSpec& spec) {
+  const OptimizerSpec o = WithKerasDefaults(spec);
   if (o.learning_rate_schedule) {
     RW_LOG(WARNING) << "compile_config: the learning-rate schedule is saved as its starting rate "
-                    << o.learning_rate;
+                    << *o.learning_rate;
   }
   const auto c = OptimizerClasses().find(o.name);
-  Json config = {{"name", o.name}, {"learning_rate", o.learning_rate}};
+  Json config = {{"name", o.name}, {"learning_rate", *o.learning_rate}};
+  // Keras 3 writes null for no decay.
+  config["weight_decay"] =
+      o.name == "adamw" || *o.weight_decay > 0 ? Json(*o.weight_decay) : Json(nullptr);
   auto clip = [](float v) { return v > 0 ? Json(v) : Json(nullptr); };
   config["clipnorm"] = clip(o.clipping.clipnorm);
   config["global_clipnorm"] = clip(o.clipping.global_clipnorm);
@@ -61,7 +65,6 @@ Json OptimizerJson(const OptimizerSpec& o) {
     config["beta_2"] = o.beta_2;
     config["epsilon"] = o.epsilon;
     config["amsgrad"] = false;
-    if (o.name == "adamw") config["weight_decay"] = o.weight_decay;
   }
   return KerasObject("keras.optimizers", c == OptimizerClasses().end() ? o.name : c->second,
                      config);
@@ -117,7 +120,7 @@ absl::StatusOr<OptimizerSpec> OptimizerFrom(const Json& j, const std::string& pa
   }
   OptimizerSpec o;
   o.name = name;
-  if (j.is_string()) return o;
+  if (j.is_string()) return WithKerasDefaults(o);
   const Json config = j.value("config", Json::object());
   const std::string at = path + ".config";
   for (const auto& [key, value] : config.items()) {
@@ -128,24 +131,21 @@ absl::StatusOr<OptimizerSpec> OptimizerFrom(const Json& j, const std::string& pa
         (key == "amsgrad" && value == false) || (key == "use_ema" && value == false) ||
         key == "ema_momentum" || key == "ema_overwrite_frequency" || key == "jit_compile" ||
         key == "is_legacy_optimizer" || key == "decay" ||
-        ((key == "loss_scale_factor" || key == "gradient_accumulation_steps") && value.is_null()) ||
-        (key == "weight_decay" && value.is_null() && name != "adamw");
+        ((key == "loss_scale_factor" || key == "gradient_accumulation_steps") && value.is_null());
     if (!read.count(key) && !harmless) {
       return Refuse(absl::StrCat(at, ".", key), value.dump() + " is not supported");
     }
   }
-  if (config.contains("weight_decay") && !config["weight_decay"].is_null() && name != "adamw") {
-    return Refuse(at + ".weight_decay", "weight decay is AdamW's in Ringwork");
-  }
   if (config.contains("learning_rate") && config["learning_rate"].is_object()) {
     return Refuse(at + ".learning_rate", "learning-rate schedules are not read from a file yet");
   }
-  RW_ASSIGN_OR_RETURN(o.learning_rate, Number(config, "learning_rate", o.learning_rate, at));
+  o = WithKerasDefaults(o);
+  RW_ASSIGN_OR_RETURN(o.learning_rate, Number(config, "learning_rate", *o.learning_rate, at));
   RW_ASSIGN_OR_RETURN(o.beta_1, Number(config, "beta_1", o.beta_1, at));
   RW_ASSIGN_OR_RETURN(o.beta_2, Number(config, "beta_2", o.beta_2, at));
   RW_ASSIGN_OR_RETURN(o.epsilon, Number(config, "epsilon", o.epsilon, at));
   RW_ASSIGN_OR_RETURN(o.momentum, Number(config, "momentum", o.momentum, at));
-  RW_ASSIGN_OR_RETURN(o.weight_decay, Number(config, "weight_decay", o.weight_decay, at));
+  RW_ASSIGN_OR_RETURN(o.weight_decay, Number(config, "weight_decay", *o.weight_decay, at));
   RW_ASSIGN_OR_RETURN(o.clipping.clipnorm, Number(config, "clipnorm", 0, at));
   RW_ASSIGN_OR_RETURN(o.clipping.global_clipnorm, Number(config, "global_clipnorm", 0, at));
   RW_ASSIGN_OR_RETURN(o.clipping.clipvalue, Number(config, "clipvalue", 0, at));

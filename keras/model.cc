@@ -106,6 +106,7 @@ absl::Status Model::Compile(const CompileOptions& options) {
         "a built model keeps its intra_op_threads and precision when it compiles again");
   }
   compile_options_ = options;
+  compile_options_.optimizer = WithKerasDefaults(options.optimizer);
   const std::vector<std::string> outputs = output_names();
   auto check_name = [&](const std::string& name, const char* field) -> absl::Status {
     if (std::find(outputs.begin(), outputs.end(), name) != outputs.end()) return absl::OkStatus();
@@ -366,14 +367,14 @@ std::vector<std::string> Model::AgreementLines() const {
                                    ShortestDecimal(loss_weights_[k])));
     }
   }
-  const OptimizerSpec& o = compile_options_.optimizer;
+  const OptimizerSpec o = WithKerasDefaults(compile_options_.optimizer);
   // Numbers exactly, in the fewest digits that give back the same float, so that
   // learning rates differing after the 6th digit do not pass as equal.
   auto exact = [](float x) { return ShortestDecimal(x); };
   lines.push_back(absl::StrCat(
-      "optimizer: ", o.name, ", learning_rate ", exact(o.learning_rate), ", momentum ",
+      "optimizer: ", o.name, ", learning_rate ", exact(*o.learning_rate), ", momentum ",
       exact(o.momentum), ", nesterov ", o.nesterov, ", beta_1 ", exact(o.beta_1), ", beta_2 ",
-      exact(o.beta_2), ", epsilon ", exact(o.epsilon), ", weight_decay ", exact(o.weight_decay)));
+      exact(o.beta_2), ", epsilon ", exact(o.epsilon), ", weight_decay ", exact(*o.weight_decay)));
   if (o.learning_rate_schedule != nullptr) {
     lines.push_back(absl::StrCat("learning rate schedule: ", o.learning_rate_schedule->Describe()));
   }

@@ -13,27 +13,29 @@ class Sgd : public Optimizer {
   explicit Sgd(OptimizerSpec spec) : Optimizer(std::move(spec)) {}
   int slot_count() const override { return spec_.momentum != 0 ? 1 : 0; }
   void Update(Variable* v, std::vector<Tensor>& slots) override {
-    SgdUpdate({rate_, spec_.momentum, spec_.nesterov}, v->value.data(), v->grad,
-              slots.empty() ? nullptr : slots[0].data(), v->size());
+    SgdUpdate({rate_, spec_.momentum, spec_.nesterov, *spec_.weight_decay}, v->value.data(),
+              v->grad, slots.empty() ? nullptr : slots[0].data(), v->size());
   }
 };
 
 class Adam : public Optimizer {
  public:
-  Adam(OptimizerSpec spec, bool decoupled_decay)
-      : Optimizer(std::move(spec)), decay_(decoupled_decay) {}
+  // AdamW is Adam with a weight decay by default, as in Keras 3.
+  explicit Adam(OptimizerSpec spec) : Optimizer(std::move(spec)) {}
   int slot_count() const override { return 2; }
   void Update(Variable* v, std::vector<Tensor>& slots) override {
-    AdamUpdate(
-        {rate_, spec_.beta_1, spec_.beta_2, spec_.epsilon, decay_ ? spec_.weight_decay : 0.f},
-        iterations_, v->value.data(), v->grad, slots[0].data(), slots[1].data(), v->size());
+    AdamUpdate({rate_, spec_.beta_1, spec_.beta_2, spec_.epsilon, *spec_.weight_decay}, iterations_,
+               v->value.data(), v->grad, slots[0].data(), slots[1].data(), v->size());
   }
-
- private:
-  bool decay_;
 };
 
 }  // namespace
+
+OptimizerSpec WithKerasDefaults(OptimizerSpec spec) {
+  if (!spec.learning_rate.has_value()) spec.learning_rate = spec.name == "sgd" ? 0.01f : 0.001f;
+  if (!spec.weight_decay.has_value()) spec.weight_decay = spec.name == "adamw" ? 0.004f : 0.f;
+  return spec;
+}
 
 std::vector<Tensor>& Optimizer::Slots(const Variable* v) {
   std::vector<Tensor>& slots = slots_[v];
@@ -72,13 +74,18 @@ void Optimizer::Apply(const std::vector<Variable*>& variables) {
 
 absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerSpec& spec) {
   RW_RETURN_IF_ERROR(spec.clipping.Validate());
-  if (spec.learning_rate_schedule == nullptr && !(spec.learning_rate > 0)) {
+  const OptimizerSpec full = WithKerasDefaults(spec);
+  if (full.learning_rate_schedule == nullptr && !(*full.learning_rate > 0)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("learning rate must be positive, got ", spec.learning_rate));
+        absl::StrCat("learning rate must be positive, got ", *full.learning_rate));
   }
-  if (spec.name == "sgd") return std::unique_ptr<Optimizer>(new Sgd(spec));
-  if (spec.name == "adam") return std::unique_ptr<Optimizer>(new Adam(spec, false));
-  if (spec.name == "adamw") return std::unique_ptr<Optimizer>(new Adam(spec, true));
+  if (!(std::isfinite(*full.weight_decay) && *full.weight_decay >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight_decay must be 0 or more, got ", *full.weight_decay));
+  }
+  if (full.name == "sgd") return std::unique_ptr<Optimizer>(new Sgd(full));
+  if (full.name == "adam" || full.name == "adamw")
+    return std::unique_ptr<Optimizer>(new Adam(full));
   return absl::InvalidArgumentError(
       absl::StrCat("unknown optimizer \"", spec.name, "\"; expected sgd, adam or adamw"));
 }

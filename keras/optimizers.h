@@ -26,15 +26,22 @@ namespace ringwork {
 
 struct OptimizerSpec {
   std::string name = "adam";  // "sgd", "adam" or "adamw"
-  float learning_rate = 0.001f;
+  // Unset: Keras' default for the optimizer, 0.01 for sgd and 0.001 for the others.
+  std::optional<float> learning_rate;
   float momentum = 0.0f;                                  // sgd
   bool nesterov = false;                                  // sgd
   float beta_1 = 0.9f, beta_2 = 0.999f, epsilon = 1e-7f;  // adam, adamw
-  float weight_decay = 0.004f;                            // adamw (Keras' default)
+  // Keras 3's decoupled weight decay, for every optimizer: p -= lr * weight_decay * p
+  // before the update, on every trainable variable. Unset: 0.004 for adamw (Keras'
+  // default), none for the others.
+  std::optional<float> weight_decay;
   // Keras' learning_rate=schedule: replaces learning_rate when set.
   std::shared_ptr<const LearningRateSchedule> learning_rate_schedule;
   GradientClipping clipping;  // Of the averaged gradients, before the update.
 };
+
+// `spec` with Keras' defaults for its optimizer in the fields left unset.
+OptimizerSpec WithKerasDefaults(OptimizerSpec spec);
 
 class Optimizer {
  public:
@@ -63,7 +70,7 @@ class Optimizer {
 
  protected:
   explicit Optimizer(OptimizerSpec spec)
-      : spec_(std::move(spec)), constant_rate_(spec_.learning_rate) {}
+      : spec_(WithKerasDefaults(std::move(spec))), constant_rate_(*spec_.learning_rate) {}
   virtual int slot_count() const = 0;
   virtual void Update(Variable* v, std::vector<Tensor>& slots) = 0;
 

@@ -17,6 +17,10 @@ __attribute__((always_inline)) inline void SgdLoop(const SgdOptions& o, float* _
                                                    const float* __restrict grad,
                                                    float* __restrict velocity, int64_t count) {
   const float lr = o.learning_rate;
+  if (o.weight_decay != 0.f) {
+    const float keep = 1.f - lr * o.weight_decay;
+    for (int64_t i = 0; i < count; ++i) param[i] *= keep;
+  }
   if (o.momentum == 0.f || velocity == nullptr) {
     for (int64_t i = 0; i < count; ++i) param[i] -= lr * grad[i];
     return;

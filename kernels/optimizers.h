@@ -3,6 +3,7 @@
 //
 //   SGD:   v = momentum v - lr g;  p += v               (nesterov: p += momentum v - lr g)
 //          without momentum: p -= lr g
+//          with weight decay: p -= lr * weight_decay * p first (Keras 3)
 //   Adam:  m += (1 - b1)(g - m);  v += (1 - b2)(g^2 - v)
 //          p -= lr sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)      (t from 1)
 //   AdamW: Adam, after p -= lr * weight_decay * p (decoupled decay)
@@ -17,6 +18,7 @@ struct SgdOptions {
   float learning_rate = 0.01f;
   float momentum = 0.0f;
   bool nesterov = false;
+  float weight_decay = 0.0f;  // Decoupled: p -= lr * weight_decay * p first.
 };
 
 // `velocity` may be null when momentum is 0.

@@ -13,9 +13,10 @@
 namespace ringwork {
 namespace {
 
-TEST_CASE("SGD, momentum and Nesterov follow Keras", "[optimizers]") {
-  for (SgdOptions o : {SgdOptions{0.1f, 0.f, false}, SgdOptions{0.1f, 0.9f, false},
-                       SgdOptions{0.05f, 0.9f, true}}) {
+TEST_CASE("SGD, momentum, Nesterov and weight decay follow Keras", "[optimizers]") {
+  for (SgdOptions o :
+       {SgdOptions{0.1f, 0.f, false}, SgdOptions{0.1f, 0.9f, false}, SgdOptions{0.05f, 0.9f, true},
+        SgdOptions{0.1f, 0.f, false, 0.05f}, SgdOptions{0.05f, 0.9f, true, 0.01f}}) {
     const int64_t n = 257;
     auto p = RandomVector(n, 51);
     std::vector<float> v(n, 0.f);
@@ -27,7 +28,8 @@ TEST_CASE("SGD, momentum and Nesterov follow Keras", "[optimizers]") {
       reference::SgdUpdate(o, rp.data(), rg.data(), rv.data(), n);
     }
     std::vector<float> want(rp.begin(), rp.end());
-    INFO("momentum " << o.momentum << " nesterov " << o.nesterov);
+    INFO("momentum " << o.momentum << " nesterov " << o.nesterov << " weight decay "
+                     << o.weight_decay);
     CHECK(MaxRelativeError(p, want) < 1e-5);
   }
 }
@@ -97,8 +99,9 @@ TEST_CASE("every instruction-set variant of the updates gives the same bits", "[
          adam(optimizer_isa::AdamAvx512)});
     for (size_t i = 1; i < results.size(); ++i) CHECK(SameBits(results[0], results[i]));
   }
-  for (SgdOptions o : {SgdOptions{0.1f, 0.f, false}, SgdOptions{0.1f, 0.9f, false},
-                       SgdOptions{0.05f, 0.9f, true}}) {
+  for (SgdOptions o :
+       {SgdOptions{0.1f, 0.f, false}, SgdOptions{0.1f, 0.9f, false}, SgdOptions{0.05f, 0.9f, true},
+        SgdOptions{0.1f, 0.f, false, 0.05f}, SgdOptions{0.05f, 0.9f, true, 0.01f}}) {
     auto sgd = [&](auto variant) {
       return [=] {
         auto p = RandomVector(n, 8);

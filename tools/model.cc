@@ -32,6 +32,7 @@
 #include "keras/distributed_predict.h"
 #include "keras/keras_archive.h"
 #include "keras/onnx_export.h"
+#include "keras/optimizers.h"
 #include "keras/saved_model.h"
 #include "keras/tfjs_export.h"
 #include "keras/training_state.h"
@@ -87,7 +88,7 @@ absl::Status InspectModel(const std::string& path) {
             << model.Summary();
   const CompileOptions& c = model.compile_options();
   std::cout << "compiled: optimizer " << c.optimizer.name << " (learning rate "
-            << c.optimizer.learning_rate << "), loss " << c.loss.name
+            << WithKerasDefaults(c.optimizer).learning_rate.value() << "), loss " << c.loss.name
             << (c.loss.from_logits ? " from logits" : "") << ", metrics "
             << (c.metrics.empty() ? "none" : absl::StrJoin(c.metrics, ", ")) << "\n";
   return absl::OkStatus();

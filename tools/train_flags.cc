@@ -64,7 +64,8 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->String("optimizer", &f->optimizer, "sgd, adam or adamw");
   flags->Double(
       "learning_rate", &f->learning_rate,
-      "the optimizer's learning rate (0: the model's: 0.001; resnet 0.002, wide_deep 0.003)");
+      "the optimizer's learning rate (0: the model's with adam and adamw: 0.001; resnet 0.002, "
+      "wide_deep 0.003; 0.01 with sgd, Keras' default)");
   flags->Int("seed", &f->seed, "initialisation, shuffling and dropout seed");
   flags->Int("intra_op_threads", &f->intra_op_threads,
              "threads per kernel (0: this process's cores / workers on this host)",
@@ -241,6 +242,7 @@ absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> WithFlag(
 
 double LearningRate(const TrainFlags& f) {
   if (f.learning_rate > 0) return f.learning_rate;
+  if (f.optimizer == "sgd") return 0.01;  // Keras' SGD default; the models' rates are Adam's.
   if (f.model == "wide_deep") return 3e-3;
   return f.model == "resnet" ? 2e-3 : 1e-3;
 }

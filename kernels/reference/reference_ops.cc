@@ -268,6 +268,7 @@ void SoftmaxBackward(const float* y, const float* dy, float* dx, int64_t rows, i
 void SgdUpdate(const SgdOptions& o, double* param, const double* grad, double* velocity,
                int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
+    param[i] -= static_cast<double>(o.learning_rate) * o.weight_decay * param[i];
     if (o.momentum == 0) {
       param[i] -= o.learning_rate * grad[i];
       continue;
