@@ -142,6 +142,21 @@ TEST_CASE("mistakes in a functional model are refused with the layer and the sha
                Contains("depend on an Input() that is not among its inputs"));
   }
   {
+    // Scalars per example have no last axis to join (the rank is checked first).
+    SymbolicTensor a = Input({}), b = Input({});
+    Model model({a, b}, Apply(Concatenate(), {a, b}));
+    REQUIRE(model.Compile(FrozenSgd()).ok());
+    CHECK_THAT(std::string(model.Build({2}).message()),
+               Contains("concatenate (Concatenate) joins the last axis, so every other dimension "
+                        "must match; got [] and []"));
+  }
+  {
+    SymbolicTensor a = Input({2, 3}), b = Input({3});
+    Model model({a, b}, Apply(Concatenate(), {a, b}));
+    REQUIRE(model.Compile(FrozenSgd()).ok());
+    CHECK_THAT(std::string(model.Build({9}).message()), Contains("must match; got [2, 3] and [3]"));
+  }
+  {
     SymbolicTensor x = Input({4});
     Model model(x, Apply(Add(), {x}));
     CHECK_THAT(std::string(model.Compile(FrozenSgd()).message()),

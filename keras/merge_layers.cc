@@ -89,9 +89,7 @@ class ConcatenateLayer : public MergeLayer {
   nlohmann::json keras_config() const override { return {{"axis", -1}}; }
 
   absl::StatusOr<Shape> BuildMerge(const std::vector<Shape>& inputs) override {
-    widths_.clear();
-    output_shape_ = inputs[0];
-    output_shape_.back() = 0;
+    // Every shape is checked before one is read.
     for (const Shape& s : inputs) {
       if (s.empty() || s.size() != inputs[0].size() ||
           !std::equal(s.begin(), s.end() - 1, inputs[0].begin())) {
@@ -99,15 +97,23 @@ class ConcatenateLayer : public MergeLayer {
             name_, " (Concatenate) joins the last axis, so every other dimension must match; got ",
             Shapes(inputs)));
       }
+    }
+    widths_.clear();
+    output_shape_ = inputs[0];
+    output_shape_.back() = 0;
+    for (const Shape& s : inputs) {
       widths_.push_back(s.back());
       output_shape_.back() += s.back();
     }
+    rows_per_example_ = 1;
+    for (size_t d = 0; d + 1 < output_shape_.size(); ++d) rows_per_example_ *= output_shape_[d];
     return output_shape_;
   }
 
   absl::Status ForwardMerge(KernelContext&, const std::vector<const Tensor*>& xs,
                             Tensor* y) override {
-    const int64_t total = output_shape_.back(), rows = xs[0]->size() / widths_[0];
+    // Rows from the batch, not from a width (which may be 0).
+    const int64_t total = output_shape_.back(), rows = xs[0]->dim(0) * rows_per_example_;
     y->Resize(WithBatch(xs[0]->dim(0), output_shape_));
     int64_t offset = 0;
     for (size_t i = 0; i < xs.size(); ++i) {
@@ -122,7 +128,7 @@ class ConcatenateLayer : public MergeLayer {
 
   absl::Status BackwardMerge(KernelContext&, const std::vector<const Tensor*>& xs, const Tensor& dy,
                              const std::vector<Tensor*>& dxs) override {
-    const int64_t total = output_shape_.back(), rows = dy.size() / total;
+    const int64_t total = output_shape_.back(), rows = dy.dim(0) * rows_per_example_;
     int64_t offset = 0;
     for (size_t i = 0; i < xs.size(); ++i) {
       if (dxs[i] != nullptr) {
@@ -139,6 +145,7 @@ class ConcatenateLayer : public MergeLayer {
 
  private:
   std::vector<int64_t> widths_;
+  int64_t rows_per_example_ = 1;  // The product of the dimensions before the last.
 };
 
 }  // namespace
