@@ -332,8 +332,9 @@ class FailAtEpochBegin : public Callback {
 TEST_CASE("a run resumed from its backup keeps the rate, the callbacks' state and the schedule",
           "[callbacks][backup]") {
   // Every epoch after the first is a plateau (min_delta 10): the rate halves at
-  // epochs 2, 3, 4 (patience 1, cooldown 1 lets each count); EarlyStopping stops
-  // after epoch 4 (patience 3) and goes back to epoch 1's weights.
+  // the ends of epochs 2 and 4 (patience 1; cooldown 2 holds it through epoch 3, so
+  // the backup's cooldown counter decides epoch 3); EarlyStopping stops after epoch 4
+  // (patience 3) and goes back to epoch 1's weights.
   auto steering = [](const std::string& dir, int64_t fail_at, bool restore_best) {
     Setup s;
     s.epochs = 6;
@@ -344,7 +345,7 @@ TEST_CASE("a run resumed from its backup keeps the rate, the callbacks' state an
       if (!dir.empty())
         v.push_back(std::make_unique<BackupAndRestore>(BackupOptions{.backup_dir = dir}));
       v.push_back(std::make_unique<ReduceLROnPlateau>(ReduceLROnPlateauOptions{
-          .monitor = "loss", .factor = 0.5, .patience = 1, .min_delta = 10, .cooldown = 1}));
+          .monitor = "loss", .factor = 0.5, .patience = 1, .min_delta = 10, .cooldown = 2}));
       v.push_back(std::make_unique<EarlyStopping>(
           EarlyStoppingOptions{.monitor = "val_loss",
                                .min_delta = 10,
@@ -360,8 +361,8 @@ TEST_CASE("a run resumed from its backup keeps the rate, the callbacks' state an
     std::vector<WorkerRun> expected = Run(steering("", -1, restore_best));
     RequireAllOk(expected);
     CHECK(expected[0].epochs == 4);
-    CHECK(expected[0].logged_rates == std::vector<double>{0.004f, 0.004f, 0.002f, 0.001f});
-    CHECK(expected[0].learning_rate == 0.0005f);
+    CHECK(expected[0].logged_rates == std::vector<double>{0.004f, 0.004f, 0.002f, 0.002f});
+    CHECK(expected[0].learning_rate == 0.001f);
     const std::string dir = FreshTestDir(absl::StrCat("backup_controls_", restore_best));
     // Fails as epoch 3 begins, after epoch 2's decisions and its backup.
     for (const WorkerRun& run : Run(steering(dir, 2, restore_best))) {
@@ -370,7 +371,7 @@ TEST_CASE("a run resumed from its backup keeps the rate, the callbacks' state an
     std::vector<WorkerRun> resumed = Run(steering(dir, -1, restore_best));
     RequireAllOk(resumed);
     CHECK(resumed[0].epochs == 2);  // Epochs 3 and 4.
-    CHECK(resumed[0].logged_rates == std::vector<double>{0.002f, 0.001f});
+    CHECK(resumed[0].logged_rates == std::vector<double>{0.002f, 0.002f});
     CHECK(resumed[0].learning_rate == expected[0].learning_rate);
     CHECK(resumed[0].weights == expected[0].weights);
   }
