@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <set>
 
 #include "data/fashion_mnist.h"
 #include "keras/gradient_check_testing.h"
@@ -153,7 +154,7 @@ TEST_CASE("a small CNN trains a step", "[sequential]") {
 
 // Compiles `model` (3 classes, a rate that leaves the weights as they are) and
 // checks its gradients on a batch of four 3x3x2 images.
-void CheckImageModelGradients(Sequential& model) {
+void CheckImageModelGradients(Sequential& model, const std::set<std::string>& zero_gradient = {}) {
   CompileOptions options = Options();
   options.optimizer = {.name = "sgd", .learning_rate = 1e-30f};
   REQUIRE(model.Compile(options).ok());
@@ -162,7 +163,7 @@ void CheckImageModelGradients(Sequential& model) {
   for (int64_t i = 0; i < batch.features.size(); ++i)
     batch.features[i] = std::sin(0.9f * static_cast<float>(i));
   batch.labels = {0, 2, 1, 2};
-  CheckGradientsByFiniteDifferences(model, batch);
+  CheckGradientsByFiniteDifferences(model, batch, 3, zero_gradient);
 }
 
 TEST_CASE(
@@ -221,7 +222,8 @@ TEST_CASE(
   model.Add(BatchNormalization({.center = false}));
   model.Add(ActivationLayer("tanh"));
   model.Add(Dense(3));
-  CheckImageModelGradients(model);
+  // A bias before a BatchNormalization: the batch mean takes it away.
+  CheckImageModelGradients(model, {"conv2d/bias", "dense/bias"});
   const std::string summary = model.Summary();
   INFO(summary);
   CHECK(summary.find(
@@ -241,7 +243,7 @@ TEST_CASE("SyncBatchNormalization on one worker: gradients match finite differen
   model.Add(ActivationLayer("tanh"));
   model.Add(GlobalAveragePooling2D());
   model.Add(Dense(3));
-  CheckImageModelGradients(model);
+  CheckImageModelGradients(model, {"conv2d/bias"});
 }
 
 TEST_CASE("BatchNormalization keeps moving statistics of the batches and uses them in inference",
