@@ -175,8 +175,10 @@ TEST_CASE(
 }
 
 // Every weight of Flatten -> Dense(16) -> [Sync]BatchNormalization -> ReLU ->
-// Dense(10) after 20 SGD steps of global batch 96 on `num_workers` workers.
-std::vector<float> TrainedNormalizedWeights(int num_workers, bool sync, const Dataset& train) {
+// Dense(10) after an epoch of SGD steps of global batch `batch` on `num_workers`
+// workers.
+std::vector<float> TrainedNormalizedWeights(int num_workers, bool sync, const Dataset& train,
+                                            int64_t batch = 96) {
   LocalCluster::Options options;
   options.num_workers = num_workers;
   std::vector<float> weights;
@@ -195,7 +197,7 @@ std::vector<float> TrainedNormalizedWeights(int num_workers, bool sync, const Da
     RW_RETURN_IF_ERROR(model.Compile(compile));
     FitOptions fit;
     fit.epochs = 1;
-    fit.batch_size = 96;
+    fit.batch_size = batch;
     fit.verbose = 0;
     RW_RETURN_IF_ERROR(model.Fit(train, fit).status());
     if (w.rank == 0) {
@@ -236,6 +238,15 @@ TEST_CASE("SyncBatchNormalization: N workers with global batch B train as 1 work
       CHECK(worst > 1e-4 * norm);  // Each replica normalizes with its own third of the batch.
     }
   }
+  // Unequal shares that are none of them empty: 97 on 3 is 33, 32, 32, and the
+  // last step's 79 (1922 = 19 x 97 + 79) is 27, 26, 26. Each replica's gradient
+  // sums must count by its own rows.
+  const std::vector<float> single = TrainedNormalizedWeights(1, true, train, 97);
+  const std::vector<float> multi = TrainedNormalizedWeights(3, true, train, 97);
+  REQUIRE(multi.size() == single.size());
+  const auto [worst, norm] = LargestDifference(multi, single);
+  INFO("unequal shares: largest difference " << worst << " of weights up to " << norm);
+  CHECK(worst < 1e-5 * norm);
 }
 
 TEST_CASE("N workers with global batch B end where 1 worker with batch B does", "[distributed]") {
