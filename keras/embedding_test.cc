@@ -55,19 +55,22 @@ TEST_CASE("an Embedding table's gradient matches finite differences", "[embeddin
              Contains("embedding: input value 7 (example 1 of the batch) is not an id in [0, 7)"));
 }
 
-// Trains Embedding(2000, 8) -> Flatten -> Dense(10) on 3 workers for 2 epochs;
-// returns each worker's weights fingerprint and the chief's weights.
+// Trains Embedding(2000, 8) -> Flatten -> Dense(10) on `workers` workers for 2
+// epochs of global batch 96; returns each worker's weights fingerprint and the
+// chief's weights.
 struct Trained {
-  std::vector<uint64_t> fingerprints = std::vector<uint64_t>(3);
+  std::vector<uint64_t> fingerprints;
   std::vector<float> weights;
 };
-Trained Train(SparseReduction mode) {
+Trained Train(SparseReduction mode, int workers = 3,
+              const OptimizerSpec& optimizer = {.name = "sgd", .learning_rate = 0.5f}) {
   // 481 = 5 x 96 + 1: the last global batch leaves two workers without an example.
   static const Dataset* data = new Dataset(Dataset::FromExamples(Ids(481, 2000)));
   LocalCluster::Options options;
-  options.num_workers = 3;
+  options.num_workers = workers;
   options.strategy.communication.sparse_reduction = mode;
   Trained out;
+  out.fingerprints.resize(static_cast<size_t>(workers));
   auto results = LocalCluster::Run(options, [&](LocalCluster::Worker& w) -> absl::Status {
     auto scope = w.strategy->scope();
     Sequential model;
@@ -76,7 +79,7 @@ Trained Train(SparseReduction mode) {
     model.Add(Dense(10));
     CompileOptions compile;
     compile.loss = {"sparse_categorical_crossentropy", true};
-    compile.optimizer = {.name = "sgd", .learning_rate = 0.5f};
+    compile.optimizer = optimizer;
     compile.intra_op_threads = 1;
     RW_RETURN_IF_ERROR(model.Compile(compile));
     FitOptions fit;
@@ -91,12 +94,23 @@ Trained Train(SparseReduction mode) {
     }
     return absl::OkStatus();
   });
-  for (int r = 0; r < 3; ++r) {
+  for (int r = 0; r < workers; ++r) {
     INFO("worker " << r << ": " << results[r].message());
     REQUIRE(results[r].ok());
     CHECK(out.fingerprints[r] == out.fingerprints[0]);
   }
   return out;
+}
+
+// The largest difference between two runs' weights, and the largest weight.
+std::pair<double, double> LargestDifference(const Trained& a, const Trained& b) {
+  REQUIRE(a.weights.size() == b.weights.size());
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < a.weights.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a.weights[i]) - b.weights[i]));
+    largest = std::max(largest, std::abs(static_cast<double>(b.weights[i])));
+  }
+  return {worst, largest};
 }
 
 TEST_CASE("sparse and dense reduction of an embedding gradient train alike; auto picks sparse",
@@ -106,16 +120,30 @@ TEST_CASE("sparse and dense reduction of an embedding gradient train alike; auto
   const Trained automatic = Train(SparseReduction::kAuto);
   // 3 x 64 ids x (8 B + 32 B) against twice a 2000 x 8 table: auto sends rows.
   CHECK(automatic.fingerprints[0] == sparse.fingerprints[0]);
-  REQUIRE(sparse.weights.size() == dense.weights.size());
-  double worst = 0, largest = 0;
-  for (size_t i = 0; i < sparse.weights.size(); ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(sparse.weights[i]) - dense.weights[i]));
-    largest = std::max(largest, std::abs(static_cast<double>(dense.weights[i])));
-  }
+  const auto [worst, largest] = LargestDifference(sparse, dense);
   INFO("largest difference " << worst << " of weights up to " << largest);
   CHECK(worst < 1e-5 * largest);
   CHECK(sparse.fingerprints[0] !=
         dense.fingerprints[0]);  // Another summation order, so not bit-equal.
+}
+
+TEST_CASE("an Embedding trains on 3 workers as on 1, with SGD and with Adam",
+          "[embedding][distributed]") {
+  // 2 epochs of 481 examples in global batches of 96; the last leaves two of the 3
+  // workers without an example. Adam moves every row whose moments are not zero,
+  // also rows the batch does not touch (TensorFlow's Adam, not a lazy one).
+  for (const OptimizerSpec& optimizer : {OptimizerSpec{.name = "sgd", .learning_rate = 0.5f},
+                                         OptimizerSpec{.name = "adam", .learning_rate = 0.01f}}) {
+    const Trained one = Train(SparseReduction::kAuto, 1, optimizer);
+    for (SparseReduction mode : {SparseReduction::kSparse, SparseReduction::kDense}) {
+      const Trained three = Train(mode, 3, optimizer);
+      const auto [worst, largest] = LargestDifference(three, one);
+      INFO(optimizer.name << (mode == SparseReduction::kSparse ? ", sparse" : ", dense")
+                          << ": largest difference " << worst << " of weights up to " << largest);
+      CHECK(largest > 0.05);  // Trained away from the start.
+      CHECK(worst < 1e-5 * largest);
+    }
+  }
 }
 
 }  // namespace
