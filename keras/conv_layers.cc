@@ -1,4 +1,7 @@
-// Conv2D, MaxPool2D and AveragePooling2D over NHWC inputs.
+// Conv1D, Conv2D, MaxPooling1D/2D and AveragePooling1D/2D over channels-last
+// inputs. A 1D layer runs the 2D kernels on an image of height 1: [steps,
+// channels] is [1, steps, channels] in the same memory, and Keras' [k, in, out]
+// kernel is its [1, k, in, out] one.
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "keras/activation_function.h"
@@ -18,19 +21,26 @@ absl::StatusOr<Padding> ParsePadding(const std::string& layer, const std::string
       absl::StrCat(layer, ": padding \"", text, "\" must be \"valid\" or \"same\""));
 }
 
-absl::Status NeedImage(const std::string& layer, const Shape& input) {
-  if (input.size() != 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(layer, " needs [height, width, channels] inputs, got ", ShapeString(input)));
+// `rank` 2: [height, width, channels]; 1: [steps, channels].
+absl::Status NeedRank(const std::string& layer, int rank, const Shape& input) {
+  if (static_cast<int>(input.size()) != rank + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        layer, " needs ", rank == 2 ? "[height, width, channels]" : "[steps, channels]",
+        " inputs, got ", ShapeString(input)));
   }
   return absl::OkStatus();
 }
 
-class Conv2DLayer : public Layer {
+// `values` once per spatial axis: [k] or [k, k].
+nlohmann::json PerAxis(int rank, int64_t value) {
+  return rank == 2 ? nlohmann::json{value, value} : nlohmann::json{value};
+}
+
+class ConvLayer : public Layer {
  public:
-  Conv2DLayer(int64_t filters, int64_t kernel_size, Conv2DOptions options)
-      : filters_(filters), kernel_size_(kernel_size), options_(std::move(options)) {}
-  std::string type() const override { return "Conv2D"; }
+  ConvLayer(int rank, int64_t filters, int64_t kernel_size, Conv2DOptions options)
+      : rank_(rank), filters_(filters), kernel_size_(kernel_size), options_(std::move(options)) {}
+  std::string type() const override { return rank_ == 2 ? "Conv2D" : "Conv1D"; }
   std::string activation_name() const override {
     // Before Build, as given.
     if (!output_shape_.empty()) return activation_.name();
@@ -38,37 +48,42 @@ class Conv2DLayer : public Layer {
   }
   nlohmann::json keras_config() const override {
     return {{"filters", filters_},
-            {"kernel_size", {kernel_size_, kernel_size_}},
-            {"strides", {options_.strides, options_.strides}},
+            {"kernel_size", PerAxis(rank_, kernel_size_)},
+            {"strides", PerAxis(rank_, options_.strides)},
             {"padding", options_.padding},
             {"activation", activation_.name()},
             {"use_bias", options_.use_bias}};
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
-    RW_RETURN_IF_ERROR(NeedImage(name_, input));
+    RW_RETURN_IF_ERROR(NeedRank(name_, rank_, input));
     RW_ASSIGN_OR_RETURN(activation_, ActivationFunction::Parse(options_.activation));
     RW_ASSIGN_OR_RETURN(Padding padding, ParsePadding(name_, options_.padding));
+    const int64_t height = rank_ == 2 ? input[0] : 1, kernel_height = rank_ == 2 ? kernel_size_ : 1,
+                  stride_height = rank_ == 2 ? options_.strides : 1;
+    const int64_t channels = input.back();
     shape_ = Conv2DShape{1,
-                         input[0],
-                         input[1],
-                         input[2],
+                         height,
+                         input[input.size() - 2],
+                         channels,
                          filters_,
+                         kernel_height,
                          kernel_size_,
-                         kernel_size_,
-                         options_.strides,
+                         stride_height,
                          options_.strides,
                          padding};
     if (filters_ <= 0 || kernel_size_ <= 0 || options_.strides <= 0 || shape_.rows().out <= 0 ||
         shape_.cols().out <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name_, ": ", filters_, " filters of ", kernel_size_, "x", kernel_size_,
-                       " with stride ", options_.strides, " and ", options_.padding,
-                       " padding do not fit a ", ShapeString(input), " input"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, ": ", filters_, " filters of ", rank_ == 2 ? absl::StrCat(kernel_size_, "x") : "",
+          kernel_size_, " with stride ", options_.strides, " and ", options_.padding,
+          " padding do not fit a ", ShapeString(input), " input"));
     }
-    Variable* kernel = AddVariable("kernel", {kernel_size_, kernel_size_, input[2], filters_});
-    GlorotUniform(kernel->value, kernel_size_ * kernel_size_ * input[2],
-                  kernel_size_ * kernel_size_ * filters_, ctx.seed, kernel->name);
+    Shape kernel_shape = {kernel_size_, channels, filters_};
+    if (rank_ == 2) kernel_shape.insert(kernel_shape.begin(), kernel_size_);
+    Variable* kernel = AddVariable("kernel", kernel_shape);
+    const int64_t window = kernel_height * kernel_size_;
+    GlorotUniform(kernel->value, window * channels, window * filters_, ctx.seed, kernel->name);
     // use_bias=false: no variable, as in Keras; the kernel adds zeros.
     if (options_.use_bias) {
       bias_ = AddVariable("bias", {filters_});
@@ -76,7 +91,8 @@ class Conv2DLayer : public Layer {
       zero_bias_ = Tensor({filters_});
       unused_bias_grad_.assign(static_cast<size_t>(filters_), 0.0f);
     }
-    output_shape_ = {shape_.rows().out, shape_.cols().out, filters_};
+    output_shape_ = {shape_.cols().out, filters_};
+    if (rank_ == 2) output_shape_.insert(output_shape_.begin(), shape_.rows().out);
     return output_shape_;
   }
 
@@ -123,6 +139,7 @@ class Conv2DLayer : public Layer {
 
   const float* bias() const { return bias_ != nullptr ? bias_->value.data() : zero_bias_.data(); }
 
+  const int rank_;
   const int64_t filters_, kernel_size_;
   const Conv2DOptions options_;
   Conv2DShape shape_;
@@ -136,30 +153,34 @@ class Conv2DLayer : public Layer {
 
 class PoolLayer : public Layer {
  public:
-  PoolLayer(PoolKind kind, int64_t pool, PoolOptions options)
-      : kind_(kind), pool_(pool), options_(std::move(options)) {}
+  PoolLayer(int rank, PoolKind kind, int64_t pool, PoolOptions options)
+      : rank_(rank), kind_(kind), pool_(pool), options_(std::move(options)) {}
   std::string type() const override {
-    return kind_ == PoolKind::kMax ? "MaxPooling2D" : "AveragePooling2D";
+    return absl::StrCat(kind_ == PoolKind::kMax ? "MaxPooling" : "AveragePooling", rank_, "D");
   }
   nlohmann::json keras_config() const override {
     const int64_t stride = options_.strides > 0 ? options_.strides : pool_;
-    return {{"pool_size", {pool_, pool_}},
-            {"strides", {stride, stride}},
+    return {{"pool_size", PerAxis(rank_, pool_)},
+            {"strides", PerAxis(rank_, stride)},
             {"padding", options_.padding}};
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
-    RW_RETURN_IF_ERROR(NeedImage(name_, input));
+    RW_RETURN_IF_ERROR(NeedRank(name_, rank_, input));
     RW_ASSIGN_OR_RETURN(Padding padding, ParsePadding(name_, options_.padding));
     const int64_t stride = options_.strides > 0 ? options_.strides : pool_;
-    shape_ =
-        Pool2DShape{kind_, 1, input[0], input[1], input[2], pool_, pool_, stride, stride, padding};
+    const int64_t height = rank_ == 2 ? input[0] : 1, pool_height = rank_ == 2 ? pool_ : 1,
+                  stride_height = rank_ == 2 ? stride : 1;
+    shape_ = Pool2DShape{kind_,        1,           height, input[input.size() - 2],
+                         input.back(), pool_height, pool_,  stride_height,
+                         stride,       padding};
     if (pool_ <= 0 || shape_.rows().out <= 0 || shape_.cols().out <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": a ", pool_, "x", pool_,
-                                                     " window does not fit a ", ShapeString(input),
-                                                     " input"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": a ", rank_ == 2 ? absl::StrCat(pool_, "x") : "", pool_,
+                       " window does not fit a ", ShapeString(input), " input"));
     }
-    output_shape_ = {shape_.rows().out, shape_.cols().out, input[2]};
+    output_shape_ = {shape_.cols().out, input.back()};
+    if (rank_ == 2) output_shape_.insert(output_shape_.begin(), shape_.rows().out);
     return output_shape_;
   }
 
@@ -192,6 +213,7 @@ class PoolLayer : public Layer {
     });
   }
 
+  const int rank_;
   const PoolKind kind_;
   const int64_t pool_;
   const PoolOptions options_;
@@ -202,13 +224,22 @@ class PoolLayer : public Layer {
 }  // namespace
 
 std::unique_ptr<Layer> Conv2D(int64_t filters, int64_t kernel_size, Conv2DOptions options) {
-  return std::make_unique<Conv2DLayer>(filters, kernel_size, std::move(options));
+  return std::make_unique<ConvLayer>(2, filters, kernel_size, std::move(options));
+}
+std::unique_ptr<Layer> Conv1D(int64_t filters, int64_t kernel_size, Conv2DOptions options) {
+  return std::make_unique<ConvLayer>(1, filters, kernel_size, std::move(options));
 }
 std::unique_ptr<Layer> MaxPool2D(int64_t pool_size, PoolOptions options) {
-  return std::make_unique<PoolLayer>(PoolKind::kMax, pool_size, std::move(options));
+  return std::make_unique<PoolLayer>(2, PoolKind::kMax, pool_size, std::move(options));
 }
 std::unique_ptr<Layer> AveragePooling2D(int64_t pool_size, PoolOptions options) {
-  return std::make_unique<PoolLayer>(PoolKind::kAverage, pool_size, std::move(options));
+  return std::make_unique<PoolLayer>(2, PoolKind::kAverage, pool_size, std::move(options));
+}
+std::unique_ptr<Layer> MaxPooling1D(int64_t pool_size, PoolOptions options) {
+  return std::make_unique<PoolLayer>(1, PoolKind::kMax, pool_size, std::move(options));
+}
+std::unique_ptr<Layer> AveragePooling1D(int64_t pool_size, PoolOptions options) {
+  return std::make_unique<PoolLayer>(1, PoolKind::kAverage, pool_size, std::move(options));
 }
 
 }  // namespace ringwork

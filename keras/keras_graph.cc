@@ -16,6 +16,12 @@ const std::map<std::string, std::string>& KerasClasses() {
       {"MaxPooling2D", "MaxPooling2D"},
       {"AveragePooling2D", "AveragePooling2D"},
       {"GlobalAveragePooling2D", "GlobalAveragePooling2D"},
+      {"Conv1D", "Conv1D"},
+      {"MaxPooling1D", "MaxPooling1D"},
+      {"AveragePooling1D", "AveragePooling1D"},
+      {"GlobalAveragePooling1D", "GlobalAveragePooling1D"},
+      {"GlobalMaxPooling1D", "GlobalMaxPooling1D"},
+      {"GlobalMaxPooling2D", "GlobalMaxPooling2D"},
       {"BatchNormalization", "BatchNormalization"},
       {"SyncBatchNormalization", "BatchNormalization"},
       {"LayerNormalization", "LayerNormalization"},
@@ -125,11 +131,12 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
         keras->second, layer.name(), BaseConfig(layer.name()), {}, {}, layer.output_shape(), {}};
     node.config.update(layer.keras_config());
     node.config["trainable"] = layer.trainable();
-    if (type == "Conv2D" || type == "MaxPooling2D" || type == "AveragePooling2D" ||
-        type == "GlobalAveragePooling2D") {
+    if (type != "Dense" &&
+        (type.find("Conv") != std::string::npos || type.find("Pooling") != std::string::npos)) {
       node.config["data_format"] = "channels_last";
     }
     if (type == "Conv2D") node.config["dilation_rate"] = {1, 1};
+    if (type == "Conv1D") node.config["dilation_rate"] = {1};
     for (int a : model.inputs_[l]) {
       node.inbound.push_back(source[static_cast<size_t>(a)]);
       node.inbound_shapes.push_back(shape[static_cast<size_t>(a)]);

@@ -1,5 +1,6 @@
 #include "keras/keras_import.h"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -47,15 +48,18 @@ class ConfigReader {
     }
   }
   // A square window: n or [n, n] (Keras' kernel_size, strides, pool_size).
-  absl::StatusOr<int64_t> Square(const std::string& key, int64_t fallback) {
+  // A window's size along each of `rank` axes: k, [k] or [k, k] (one value).
+  absl::StatusOr<int64_t> Square(const std::string& key, int64_t fallback, size_t rank = 2) {
     used_.insert(key);
     if (!config_.contains(key) || config_[key].is_null()) return fallback;
     const Json& v = config_[key];
     if (v.is_number_integer()) return v.get<int64_t>();
-    if (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[0] == v[1]) {
+    if (v.is_array() && v.size() == rank && v[0].is_number_integer() &&
+        std::all_of(v.begin(), v.end(), [&](const Json& e) { return e == v[0]; })) {
       return v[0].get<int64_t>();
     }
-    return Refuse(At(key), absl::StrCat(v.dump(), ": Ringwork takes square windows"));
+    return Refuse(At(key), absl::StrCat(v.dump(), rank == 2 ? ": Ringwork takes square windows"
+                                                            : ": not one window size"));
   }
   // `key` is absent, null, or one of `allowed`.
   absl::Status Only(const std::string& key, const std::vector<Json>& allowed) {
@@ -150,11 +154,12 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
     RW_RETURN_IF_ERROR(r.Initializer("kernel_initializer", {"GlorotUniform", "glorot_uniform"}));
     RW_RETURN_IF_ERROR(r.Initializer("bias_initializer", {"Zeros", "zeros"}));
     layer = Dense(units, {.activation = activation, .use_bias = use_bias});
-  } else if (type == "Conv2D") {
+  } else if (type == "Conv2D" || type == "Conv1D") {
+    const size_t rank = type == "Conv2D" ? 2 : 1;
     RW_ASSIGN_OR_RETURN(const int64_t filters, r.Get<int64_t>("filters", 0));
-    RW_ASSIGN_OR_RETURN(const int64_t kernel, r.Square("kernel_size", 0));
-    RW_ASSIGN_OR_RETURN(const int64_t strides, r.Square("strides", 1));
-    RW_ASSIGN_OR_RETURN(const int64_t dilation, r.Square("dilation_rate", 1));
+    RW_ASSIGN_OR_RETURN(const int64_t kernel, r.Square("kernel_size", 0, rank));
+    RW_ASSIGN_OR_RETURN(const int64_t strides, r.Square("strides", 1, rank));
+    RW_ASSIGN_OR_RETURN(const int64_t dilation, r.Square("dilation_rate", 1, rank));
     if (dilation != 1) return Refuse(r.At("dilation_rate"), "dilation is not supported");
     RW_ASSIGN_OR_RETURN(const std::string padding, r.Get<std::string>("padding", "valid"));
     RW_ASSIGN_OR_RETURN(const std::string activation, Activation(r, "activation"));
@@ -163,20 +168,28 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
     RW_RETURN_IF_ERROR(r.Only("groups", {1}));
     RW_RETURN_IF_ERROR(r.Initializer("kernel_initializer", {"GlorotUniform", "glorot_uniform"}));
     RW_RETURN_IF_ERROR(r.Initializer("bias_initializer", {"Zeros", "zeros"}));
-    layer = Conv2D(
-        filters, kernel,
-        {.strides = strides, .padding = padding, .activation = activation, .use_bias = use_bias});
-  } else if (type == "MaxPooling2D" || type == "AveragePooling2D") {
-    RW_ASSIGN_OR_RETURN(const int64_t pool, r.Square("pool_size", 2));
-    RW_ASSIGN_OR_RETURN(const int64_t strides, r.Square("strides", pool));
+    const Conv2DOptions options{
+        .strides = strides, .padding = padding, .activation = activation, .use_bias = use_bias};
+    layer = rank == 2 ? Conv2D(filters, kernel, options) : Conv1D(filters, kernel, options);
+  } else if (type == "MaxPooling2D" || type == "AveragePooling2D" || type == "MaxPooling1D" ||
+             type == "AveragePooling1D") {
+    const size_t rank = type.back() == 'D' && type[type.size() - 2] == '2' ? 2 : 1;
+    RW_ASSIGN_OR_RETURN(const int64_t pool, r.Square("pool_size", 2, rank));
+    RW_ASSIGN_OR_RETURN(const int64_t strides, r.Square("strides", pool, rank));
     RW_ASSIGN_OR_RETURN(const std::string padding, r.Get<std::string>("padding", "valid"));
     RW_RETURN_IF_ERROR(r.Only("data_format", {"channels_last"}));
     const PoolOptions options{.strides = strides, .padding = padding};
-    layer = type == "MaxPooling2D" ? MaxPool2D(pool, options) : AveragePooling2D(pool, options);
-  } else if (type == "GlobalAveragePooling2D") {
+    const bool max = type.rfind("Max", 0) == 0;
+    layer = rank == 2 ? (max ? MaxPool2D(pool, options) : AveragePooling2D(pool, options))
+                      : (max ? MaxPooling1D(pool, options) : AveragePooling1D(pool, options));
+  } else if (type == "GlobalAveragePooling2D" || type == "GlobalAveragePooling1D" ||
+             type == "GlobalMaxPooling2D" || type == "GlobalMaxPooling1D") {
     RW_RETURN_IF_ERROR(r.Only("data_format", {"channels_last"}));
     RW_RETURN_IF_ERROR(r.Only("keepdims", {false}));
-    layer = GlobalAveragePooling2D();
+    if (type == "GlobalAveragePooling2D") layer = GlobalAveragePooling2D();
+    if (type == "GlobalAveragePooling1D") layer = GlobalAveragePooling1D();
+    if (type == "GlobalMaxPooling2D") layer = GlobalMaxPooling2D();
+    if (type == "GlobalMaxPooling1D") layer = GlobalMaxPooling1D();
   } else if (type == "BatchNormalization" || type == "LayerNormalization") {
     // The last axis: -1, or its index (Keras writes [3] for images).
     RW_ASSIGN_OR_RETURN(const Json axis, r.Get<Json>("axis", Json(-1)));

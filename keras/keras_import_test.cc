@@ -50,7 +50,8 @@ TEST_CASE("TF.js layers models load with their weights and predict as TF.js does
   INFO(made.output);
   REQUIRE(made.exit_code == 0);
   for (const auto& [name, loss] :
-       {std::pair{"cnn", "sparse_categorical_crossentropy"}, std::pair{"regression", "mse"}}) {
+       {std::pair{"cnn", "sparse_categorical_crossentropy"}, std::pair{"regression", "mse"},
+        std::pair{"sequence", "mse"}, std::pair{"global_pools", "mse"}}) {
     INFO(name);
     const std::string model_dir = dir + "/" + name;
     absl::StatusOr<Model> model = ModelFromKerasJson(ReadFile(model_dir + "/model.json"));

@@ -7,7 +7,8 @@
 //   model.Add(Dropout(0.2));
 //   model.Add(Dense(10));                       // logits
 //
-// Layers also: GlobalAveragePooling2D, AveragePooling2D, Reshape, ActivationLayer,
+// Layers also: GlobalAveragePooling1D/2D, GlobalMaxPooling1D/2D, AveragePooling2D,
+// Conv1D, MaxPooling1D, AveragePooling1D, Reshape, ActivationLayer,
 // LayerNormalization, BatchNormalization.
 #ifndef RINGWORK_KERAS_LAYERS_H_
 #define RINGWORK_KERAS_LAYERS_H_
@@ -37,6 +38,9 @@ struct Conv2DOptions {
   bool use_bias = true;
 };
 std::unique_ptr<Layer> Conv2D(int64_t filters, int64_t kernel_size, Conv2DOptions options = {});
+// Keras' Conv1D over [steps, channels] (a [kernel_size, channels, filters] kernel);
+// the options as Conv2D's, along the one axis.
+std::unique_ptr<Layer> Conv1D(int64_t filters, int64_t kernel_size, Conv2DOptions options = {});
 
 struct PoolOptions {
   int64_t strides = 0;  // 0: the pool size, as Keras.
@@ -44,10 +48,17 @@ struct PoolOptions {
 };
 std::unique_ptr<Layer> MaxPool2D(int64_t pool_size = 2, PoolOptions options = {});
 std::unique_ptr<Layer> AveragePooling2D(int64_t pool_size = 2, PoolOptions options = {});
+// Over [steps, channels].
+std::unique_ptr<Layer> MaxPooling1D(int64_t pool_size = 2, PoolOptions options = {});
+std::unique_ptr<Layer> AveragePooling1D(int64_t pool_size = 2, PoolOptions options = {});
 
 // Keras' GlobalAveragePooling2D: [height, width, channels] -> [channels], the mean
 // over every position.
 std::unique_ptr<Layer> GlobalAveragePooling2D();
+// The same over [steps, channels]; and the largest value instead of the mean.
+std::unique_ptr<Layer> GlobalAveragePooling1D();
+std::unique_ptr<Layer> GlobalMaxPooling1D();
+std::unique_ptr<Layer> GlobalMaxPooling2D();
 
 std::unique_ptr<Layer> Flatten();
 // Columns [begin, end) of the last axis (Keras: Lambda(lambda x: x[..., begin:end])),

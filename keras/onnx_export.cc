@@ -129,31 +129,50 @@ std::pair<int64_t, int64_t> SamePads(int64_t in, int64_t out, int64_t kernel, in
   return {total / 2, total - total / 2};
 }
 
-// An NHWC image op as ONNX's NCHW one: transposes around `op`.
+// An NHWC image op (NWC for a sequence: `in` of rank 2 without the batch) as
+// ONNX's NCHW (NCW) one: transposes around `op`.
 void ChannelsFirst(OnnxGraph* g, const std::string& op, std::vector<std::string> inputs,
-                   const std::string& name, const std::string& out,
+                   const std::string& name, const std::string& out, const Shape& in,
                    const std::vector<std::pair<std::string, std::vector<int64_t>>>& attributes) {
-  g->Node("Transpose", {inputs[0]}, name + "/nchw", {{"perm", {0, 3, 1, 2}}});
+  const bool image = in.size() == 3;
+  g->Node("Transpose", {inputs[0]}, name + "/nchw",
+          {{"perm", image ? std::vector<int64_t>{0, 3, 1, 2} : std::vector<int64_t>{0, 2, 1}}});
   inputs[0] = name + "/nchw";
   g->Node(op, inputs, name + "/" + op, attributes);
-  g->Node("Transpose", {name + "/" + op}, out, {{"perm", {0, 2, 3, 1}}});
+  g->Node("Transpose", {name + "/" + op}, out,
+          {{"perm", image ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1}}});
 }
 
-// Conv2D's and the pools' kernel_shape, strides and pads from their Keras config.
+// The convolutions' and pools' kernel_shape, strides and pads from their Keras
+// config, per spatial axis of `in` (1 or 2).
 std::vector<std::pair<std::string, std::vector<int64_t>>> WindowAttributes(
     const nlohmann::json& config, const std::string& size_key, const Shape& in, const Shape& out) {
   const int64_t k = config[size_key][0].get<int64_t>(),
                 stride = config["strides"][0].get<int64_t>();
-  std::vector<int64_t> pads = {0, 0, 0, 0};
-  if (config["padding"] == "same") {
-    const auto rows = SamePads(in[0], out[0], k, stride), cols = SamePads(in[1], out[1], k, stride);
-    pads = {rows.first, cols.first, rows.second, cols.second};
+  const size_t axes = in.size() - 1;
+  std::vector<int64_t> begins, ends;
+  for (size_t a = 0; a < axes; ++a) {
+    const auto pads = config["padding"] == "same" ? SamePads(in[a], out[a], k, stride)
+                                                  : std::pair<int64_t, int64_t>{0, 0};
+    begins.push_back(pads.first);
+    ends.push_back(pads.second);
   }
-  return {{"kernel_shape", {k, k}}, {"strides", {stride, stride}}, {"pads", pads}};
+  begins.insert(begins.end(), ends.begin(), ends.end());
+  return {{"kernel_shape", std::vector<int64_t>(axes, k)},
+          {"strides", std::vector<int64_t>(axes, stride)},
+          {"pads", begins}};
 }
 
-// Keras' [height, width, in, out] kernel as ONNX's [out, in, height, width].
+// Keras' [height, width, in, out] kernel as ONNX's [out, in, height, width]; a
+// Conv1D's [width, in, out] as [out, in, width].
 Tensor OihwFromHwio(const Tensor& kernel) {
+  if (kernel.shape().size() == 3) {
+    Tensor as_image = kernel;
+    as_image.Reshape({1, kernel.dim(0), kernel.dim(1), kernel.dim(2)});
+    Tensor oihw = OihwFromHwio(as_image);
+    oihw.Reshape({kernel.dim(2), kernel.dim(1), kernel.dim(0)});
+    return oihw;
+  }
   const Shape& hwio = kernel.shape();
   Tensor oihw({hwio[3], hwio[2], hwio[0], hwio[1]});
   for (int64_t h = 0; h < hwio[0]; ++h)
@@ -220,7 +239,7 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
       }
     } else if (type == "Concatenate") {
       g.Node("Concat", in, name, {{"axis", {-1}}});
-    } else if (type == "Conv2D") {
+    } else if (type == "Conv2D" || type == "Conv1D") {
       const nlohmann::json config = layer.keras_config();
       const std::vector<Variable*> vars = layer.weights();
       const Tensor oihw = OihwFromHwio(vars[0]->value);
@@ -230,15 +249,20 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
         g.Initializer(vars[1]->name, vars[1]->value.shape(), vars[1]->value.data());
         conv_in.push_back(vars[1]->name);
       }
-      ChannelsFirst(&g, "Conv", conv_in, name, name + "/linear",
+      ChannelsFirst(&g, "Conv", conv_in, name, name + "/linear", in_shape,
                     WindowAttributes(config, "kernel_size", in_shape, layer.output_shape()));
       RW_RETURN_IF_ERROR(AddActivation(&g, layer.activation_name(), name, name + "/linear", name));
-    } else if (type == "MaxPooling2D" || type == "AveragePooling2D") {
+    } else if (type == "MaxPooling2D" || type == "AveragePooling2D" || type == "MaxPooling1D" ||
+               type == "AveragePooling1D") {
       ChannelsFirst(
-          &g, type == "MaxPooling2D" ? "MaxPool" : "AveragePool", {in[0]}, name, name,
+          &g, type.rfind("Max", 0) == 0 ? "MaxPool" : "AveragePool", {in[0]}, name, name, in_shape,
           WindowAttributes(layer.keras_config(), "pool_size", in_shape, layer.output_shape()));
-    } else if (type == "GlobalAveragePooling2D") {
-      g.Node("ReduceMean", {in[0]}, name, {{"axes", {1, 2}}, {"keepdims", {0}}});
+    } else if (type.rfind("Global", 0) == 0 && type.find("Pooling") != std::string::npos) {
+      // Over every axis between the batch and the channels.
+      std::vector<int64_t> axes;
+      for (size_t a = 1; a < in_shape.size(); ++a) axes.push_back(static_cast<int64_t>(a));
+      g.Node(type.find("Max") != std::string::npos ? "ReduceMax" : "ReduceMean", {in[0]}, name,
+             {{"axes", axes}, {"keepdims", {0}}});
     } else if (type == "BatchNormalization" || type == "SyncBatchNormalization") {
       // Inference: x * gamma / sqrt(moving_variance + epsilon) + (beta - mean * that).
       const nlohmann::json config = layer.keras_config();

@@ -128,6 +128,22 @@ TEST_CASE("a CNN with batch normalization, both paddings, strides and both pools
                           FreshTestDir("onnx_cnn"));
 }
 
+TEST_CASE("1D convolutions and pools, and global pools, export", "[onnx]") {
+  SymbolicTensor x = Input({11, 3});
+  SymbolicTensor h = Apply(Conv1D(4, 3, {.padding = "same", .activation = "relu"}), x);
+  h = Apply(MaxPooling1D(2, {.padding = "same"}), h);             // [6, 4]
+  h = Apply(Conv1D(6, 2, {.strides = 2, .use_bias = false}), h);  // [3, 6]
+  SymbolicTensor a = Apply(GlobalMaxPooling1D(), Apply(AveragePooling1D(2, {.strides = 1}), h));
+  SymbolicTensor b = Apply(GlobalAveragePooling1D(), h);
+  SymbolicTensor image = Apply(Reshape({3, 2, 1}), Apply(Conv1D(2, 1), h));  // [3, 2] as an image
+  SymbolicTensor c = Apply(GlobalMaxPooling2D(), image);
+  Model model(x, Apply(Dense(3, {.activation = "softmax"}), Apply(Concatenate(), {a, b, c})));
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  TrainFewSteps(model, DeterministicInputs({12, 11, 3}), 3);
+  CheckAgainstOnnxRuntime(model, DeterministicInputs({5, 11, 3}), "dense",
+                          FreshTestDir("onnx_sequence"));
+}
+
 TEST_CASE("the built-in ResNet and Wide & Deep export", "[onnx]") {
   Model resnet = SmallResNet({8, 8, 1}, 4, {.random_flip = true});
   REQUIRE(resnet.Compile(AdamOneThread()).ok());

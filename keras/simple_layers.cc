@@ -1,4 +1,4 @@
-// Flatten, Reshape, GlobalAveragePooling2D, Dropout and Activation: layers
+// Flatten, Reshape, SliceLastAxis, Dropout and Activation: layers
 // without weights.
 #include <algorithm>
 #include <cstring>
@@ -122,54 +122,6 @@ class SliceLastAxisLayer : public Layer {
 };
 
 // [n, h, w, c] -> [n, c]: the mean over the h x w positions of each channel.
-class GlobalAveragePoolingLayer : public Layer {
- public:
-  std::string type() const override { return "GlobalAveragePooling2D"; }
-  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
-    if (input.size() != 3 || NumElements(input) == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name_, " needs [height, width, channels] inputs, got ", ShapeString(input)));
-    }
-    positions_ = input[0] * input[1];
-    output_shape_ = {input[2]};
-    return output_shape_;
-  }
-  absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool) override {
-    const int64_t batch = x.dim(0), channels = output_shape_[0];
-    y->Resize({batch, channels});
-    std::vector<double> sums(static_cast<size_t>(channels));
-    for (int64_t b = 0; b < batch; ++b) {
-      std::fill(sums.begin(), sums.end(), 0.0);
-      const float* in = x.data() + b * positions_ * channels;
-      for (int64_t p = 0; p < positions_; ++p) {
-        for (int64_t c = 0; c < channels; ++c) sums[c] += in[p * channels + c];
-      }
-      for (int64_t c = 0; c < channels; ++c) {
-        y->data()[b * channels + c] = static_cast<float>(sums[c] / static_cast<double>(positions_));
-      }
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
-                        Tensor* dx) override {
-    if (dx == nullptr) return absl::OkStatus();
-    const int64_t batch = x.dim(0), channels = output_shape_[0];
-    dx->Resize(x.shape());
-    const float share = 1.0f / static_cast<float>(positions_);
-    for (int64_t b = 0; b < batch; ++b) {
-      float* out = dx->data() + b * positions_ * channels;
-      const float* g = dy.data() + b * channels;
-      for (int64_t p = 0; p < positions_; ++p) {
-        for (int64_t c = 0; c < channels; ++c) out[p * channels + c] = g[c] * share;
-      }
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  int64_t positions_ = 0;
-};
-
 class DropoutLayer : public Layer {
  public:
   DropoutLayer(float rate, uint64_t seed) : rate_(rate), seed_(seed) {}
@@ -274,9 +226,6 @@ class ActivationLayerImpl : public Layer, public LogitsOutput {
 
 std::unique_ptr<Layer> Reshape(Shape target_shape) {
   return std::make_unique<ReshapeLayer>(std::move(target_shape));
-}
-std::unique_ptr<Layer> GlobalAveragePooling2D() {
-  return std::make_unique<GlobalAveragePoolingLayer>();
 }
 std::unique_ptr<Layer> SliceLastAxis(int64_t begin, int64_t end) {
   return std::make_unique<SliceLastAxisLayer>(begin, end);

@@ -84,6 +84,20 @@ TEST_CASE("normalization, pools, merges and a softmax export to TF.js", "[tfjs]"
   CHECK_THAT(std::string(refused.message()), Contains("(SliceLastAxis) is not exported"));
 }
 
+TEST_CASE("1D convolutions and pools, and global pools, export to TF.js", "[tfjs]") {
+  SymbolicTensor x = Input({11, 3});
+  SymbolicTensor h = Apply(Conv1D(4, 3, {.padding = "same", .activation = "relu"}), x);
+  h = Apply(MaxPooling1D(2, {.padding = "same"}), h);
+  h = Apply(Conv1D(6, 2, {.strides = 2, .use_bias = false}), h);
+  SymbolicTensor a = Apply(GlobalMaxPooling1D(), Apply(AveragePooling1D(2, {.strides = 1}), h));
+  SymbolicTensor b = Apply(GlobalAveragePooling1D(), h);
+  SymbolicTensor c = Apply(GlobalMaxPooling2D(), Apply(Reshape({3, 2, 1}), Apply(Conv1D(2, 1), h)));
+  Model model(x, Apply(Dense(3, {.activation = "softmax"}), Apply(Concatenate(), {a, b, c})));
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  TrainFewSteps(model, DeterministicInputs({12, 11, 3}), 3);
+  CheckAgainstTfjs(model, DeterministicInputs({5, 11, 3}), "tfjs_sequence");
+}
+
 TEST_CASE("a saved model loads without its C++ and predicts bit-identically", "[tfjs]") {
   SymbolicTensor x = Input({9, 9, 2});
   SymbolicTensor h = Apply(Conv2D(4, 3, {.padding = "same", .activation = "relu"}), x);

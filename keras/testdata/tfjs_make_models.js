@@ -62,6 +62,24 @@ async function main() {
   const mlp = tf.model({inputs: x, outputs: y});
   randomize(mlp, 50);
   await save(mlp, path.join(out, 'regression'), [6], 9);
+  // Convolutions and pools over sequences.
+  const seq = tf.sequential();
+  seq.add(tf.layers.conv1d({inputShape: [12, 3], filters: 6, kernelSize: 3, padding: 'same',
+                            activation: 'relu'}));
+  seq.add(tf.layers.maxPooling1d({poolSize: 2}));
+  seq.add(tf.layers.conv1d({filters: 5, kernelSize: 2, strides: 2, activation: 'tanh'}));
+  seq.add(tf.layers.averagePooling1d({poolSize: 2, strides: 1, padding: 'same'}));
+  seq.add(tf.layers.globalMaxPooling1d());
+  seq.add(tf.layers.dense({units: 4}));
+  randomize(seq, 200);
+  await save(seq, path.join(out, 'sequence'), [12, 3], 11);
+  const pools = tf.sequential();
+  pools.add(tf.layers.conv1d({inputShape: [7, 2], filters: 4, kernelSize: 2}));
+  pools.add(tf.layers.globalAveragePooling1d());
+  pools.add(tf.layers.reshape({targetShape: [2, 2, 1]}));
+  pools.add(tf.layers.globalMaxPooling2d({}));
+  randomize(pools, 300);
+  await save(pools, path.join(out, 'global_pools'), [7, 2], 13);
   console.log('saved');
 }
 

@@ -1,0 +1,96 @@
+// Layers over sequences ([steps, channels] examples): gradients against finite
+// differences, shapes and parameter counts as Keras'. TF.js predictions on the
+// same weights: keras_import_test.cc; ONNX Runtime's: onnx_export_test.cc.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "keras/gradient_check_testing.h"
+#include "keras/sequential.h"
+
+namespace ringwork {
+namespace {
+
+CompileOptions FrozenSgd() {
+  CompileOptions o;
+  o.loss = {"sparse_categorical_crossentropy", true};
+  o.optimizer = {.name = "sgd", .learning_rate = 1e-30f};
+  o.metrics = {};
+  o.intra_op_threads = 1;
+  return o;
+}
+
+// Four examples of shape `example`, values spread enough that no two of a
+// pooling window tie.
+Batch SequenceBatch(const Shape& example) {
+  Batch batch;
+  batch.features = Tensor(WithBatch(4, example));
+  for (int64_t i = 0; i < batch.features.size(); ++i) {
+    batch.features[i] = std::sin(0.9f * static_cast<float>(i)) + 0.01f * static_cast<float>(i % 7);
+  }
+  batch.labels = {0, 2, 1, 2};
+  return batch;
+}
+
+TEST_CASE("Conv1D, MaxPooling1D, AveragePooling1D and global pools: Keras' shapes, gradients",
+          "[sequence]") {
+  for (bool global_max : {false, true}) {
+    INFO((global_max ? "GlobalMaxPooling1D" : "GlobalAveragePooling1D"));
+    Sequential model;
+    model.Add(Conv1D(4, 3, {.padding = "same", .activation = "tanh"}));       // [9, 2] -> [9, 4]
+    model.Add(MaxPooling1D(2));                                               // -> [4, 4]
+    model.Add(Conv1D(5, 2, {.strides = 2, .activation = "tanh"}));            // -> [2, 5]
+    model.Add(AveragePooling1D(2, {.strides = 1, .padding = "same"}));        // -> [2, 5]
+    model.Add(global_max ? GlobalMaxPooling1D() : GlobalAveragePooling1D());  // -> [5]
+    model.Add(Dense(3));
+    REQUIRE(model.Compile(FrozenSgd()).ok());
+    REQUIRE(model.Build({9, 2}).ok());
+    const std::string summary = model.Summary();
+    INFO(summary);
+    for (const char* part : {"conv1d (Conv1D)", "(None, 9, 4)", "max_pooling1d (MaxPooling1D)",
+                             "(None, 4, 4)", "(None, 2, 5)", "(AveragePooling1D)", "(None, 5)"}) {
+      CHECK_THAT(summary, Catch::Contains(part));
+    }
+    CHECK(model.variables()[0]->value.shape() == Shape{3, 2, 4});  // Keras' [k, in, out].
+    CHECK(model.param_count() == (3 * 2 * 4 + 4) + (2 * 4 * 5 + 5) + (5 * 3 + 3));
+    CheckGradientsByFiniteDifferences(model, SequenceBatch({9, 2}), 1);
+  }
+}
+
+TEST_CASE("GlobalMaxPooling2D: the largest value of each channel; ties share the gradient",
+          "[sequence]") {
+  Sequential model;
+  model.Add(Conv2D(3, 2, {.activation = "tanh"}));  // [3, 3, 2] -> [2, 2, 3]
+  model.Add(GlobalMaxPooling2D());
+  model.Add(Dense(3));
+  REQUIRE(model.Compile(FrozenSgd()).ok());
+  CheckGradientsByFiniteDifferences(model, SequenceBatch({3, 3, 2}), 1);
+
+  std::unique_ptr<Layer> pool = GlobalMaxPooling1D();
+  REQUIRE(pool->Build({3, 2}, {}).ok());
+  KernelContext kernels(KernelOptions{1, Precision::kFloat32}, 1);
+  // One example of 3 steps, 2 channels: channel 0's max once, channel 1's twice.
+  Tensor x({1, 3, 2}, {1, 5, 4, -2, 2, 5}), y, dx;
+  REQUIRE(pool->Forward(kernels, x, &y, true).ok());
+  CHECK(std::vector<float>(y.data(), y.data() + 2) == std::vector<float>{4, 5});
+  REQUIRE(pool->Backward(kernels, x, y, Tensor({1, 2}, {1, 1}), &dx).ok());
+  CHECK(std::vector<float>(dx.data(), dx.data() + 6) == std::vector<float>{0, 0.5f, 1, 0, 0, 0.5f});
+}
+
+TEST_CASE("1D layers refuse inputs that are not sequences, naming the shape", "[sequence]") {
+  for (auto make : {+[] { return Conv1D(2, 3); }, +[] { return MaxPooling1D(2); },
+                    +[] { return GlobalMaxPooling1D(); }}) {
+    Sequential model;
+    model.Add(make());
+    REQUIRE(model.Compile(FrozenSgd()).ok());
+    CHECK_THAT(std::string(model.Build({4, 4, 2}).message()),
+               Catch::Contains("needs [steps, channels] inputs, got [4, 4, 2]"));
+  }
+  Sequential wide;
+  wide.Add(Conv1D(2, 5));
+  REQUIRE(wide.Compile(FrozenSgd()).ok());
+  CHECK_THAT(std::string(wide.Build({3, 2}).message()),
+             Catch::Contains("2 filters of 5 with stride 1 and valid padding do not fit a [3, 2]"));
+}
+
+}  // namespace
+}  // namespace ringwork
