@@ -18,6 +18,11 @@ void GlorotUniform(Tensor& t, int64_t fan_in, int64_t fan_out, uint64_t seed,
 // Uniform in [-limit, limit] (Keras' RandomUniform; "uniform" is limit 0.05).
 void RandomUniform(Tensor& t, float limit, uint64_t seed, const std::string& name);
 
+// Keras' Orthogonal (gain 1) for a [rows, cols] matrix: orthonormal rows or
+// columns (whichever are fewer), from the QR decomposition of a normal matrix
+// (Gram-Schmidt here, signs as Keras': r's diagonal positive).
+void Orthogonal(Tensor& t, int64_t rows, int64_t cols, uint64_t seed, const std::string& name);
+
 }  // namespace ringwork
 
 #endif  // RINGWORK_KERAS_INITIALIZERS_H_

@@ -60,6 +60,21 @@ std::unique_ptr<Layer> GlobalAveragePooling1D();
 std::unique_ptr<Layer> GlobalMaxPooling1D();
 std::unique_ptr<Layer> GlobalMaxPooling2D();
 
+// Keras' LSTM and GRU over [steps, features]: [units] (the last state), or
+// [steps, units] with return_sequences. Weights as Keras': kernel [features,
+// gates x units], recurrent_kernel [units, gates x units], bias [gates x units]
+// (GRU with reset_after: [2, 3 x units], input then recurrent); gates i, f, c, o
+// (LSTM) and z, r, h (GRU). Initial states are zeros.
+struct RecurrentOptions {
+  bool return_sequences = false;
+  std::string activation = "tanh";               // The only one supported yet,
+  std::string recurrent_activation = "sigmoid";  // and this.
+  bool unit_forget_bias = true;                  // LSTM: the forget gate's bias starts at 1.
+  bool reset_after = true;                       // GRU: r applies after U (PyTorch's GRU).
+};
+std::unique_ptr<Layer> LSTM(int64_t units, RecurrentOptions options = {});
+std::unique_ptr<Layer> GRU(int64_t units, RecurrentOptions options = {});
+
 std::unique_ptr<Layer> Flatten();
 // Columns [begin, end) of the last axis (Keras: Lambda(lambda x: x[..., begin:end])),
 // e.g. to send an input's id columns to an Embedding and the rest to a Dense.

@@ -3,6 +3,8 @@
 // same weights: keras_import_test.cc; ONNX Runtime's: onnx_export_test.cc.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
+#include <vector>
 
 #include "keras/gradient_check_testing.h"
 #include "keras/sequential.h"
@@ -74,6 +76,62 @@ TEST_CASE("GlobalMaxPooling2D: the largest value of each channel; ties share the
   CHECK(std::vector<float>(y.data(), y.data() + 2) == std::vector<float>{4, 5});
   REQUIRE(pool->Backward(kernels, x, y, Tensor({1, 2}, {1, 1}), &dx).ok());
   CHECK(std::vector<float>(dx.data(), dx.data() + 6) == std::vector<float>{0, 0.5f, 1, 0, 0, 0.5f});
+}
+
+TEST_CASE("LSTM and GRU (reset_after both ways): Keras' weights, gradients by finite differences",
+          "[sequence][recurrent]") {
+  struct Case {
+    const char* name;
+    std::function<std::unique_ptr<Layer>(bool)> make;  // return_sequences
+    Shape kernel, recurrent, bias;
+  };
+  const std::vector<Case> cases = {
+      {"LSTM", [](bool seq) { return LSTM(3, {.return_sequences = seq}); }, {2, 12}, {3, 12}, {12}},
+      {"GRU", [](bool seq) { return GRU(3, {.return_sequences = seq}); }, {2, 9}, {3, 9}, {2, 9}},
+      {"GRU reset_after=false",
+       [](bool seq) { return GRU(3, {.return_sequences = seq, .reset_after = false}); },
+       {2, 9},
+       {3, 9},
+       {9}},
+  };
+  for (const Case& c : cases) {
+    for (bool sequences : {true, false}) {
+      INFO(c.name << (sequences ? ", return_sequences" : ""));
+      Sequential model;
+      model.Add(c.make(sequences));
+      if (sequences) model.Add(c.make(false));  // A stack: the first one's every output counts.
+      model.Add(Dense(3));
+      REQUIRE(model.Compile(FrozenSgd()).ok());
+      REQUIRE(model.Build({5, 2}).ok());
+      CHECK(model.variables()[0]->value.shape() == c.kernel);
+      CHECK(model.variables()[1]->value.shape() == c.recurrent);
+      CHECK(model.variables()[2]->value.shape() == c.bias);
+      // Initial weights move the state enough that no gradient is tiny.
+      for (Variable* v : model.variables()) {
+        for (int64_t i = 0; i < v->size(); ++i) v->value[i] += 0.2f * std::sin(1.7f * i);
+      }
+      CheckGradientsByFiniteDifferences(model, SequenceBatch({5, 2}), 1);
+    }
+  }
+}
+
+TEST_CASE("LSTM's forget-gate bias starts at 1; recurrent kernels start orthogonal",
+          "[sequence][recurrent]") {
+  Sequential model;
+  model.Add(LSTM(4));
+  REQUIRE(model.Compile(FrozenSgd()).ok());
+  REQUIRE(model.Build({3, 2}).ok());
+  const Tensor& bias = model.variables()[2]->value;
+  for (int64_t i = 0; i < 16; ++i) CHECK(bias[i] == (i >= 4 && i < 8 ? 1.f : 0.f));
+  // [4, 16]: orthonormal rows.
+  const Tensor& u = model.variables()[1]->value;
+  for (int64_t a = 0; a < 4; ++a) {
+    for (int64_t b = 0; b < 4; ++b) {
+      double dot = 0;
+      for (int64_t j = 0; j < 16; ++j) dot += u[a * 16 + j] * u[b * 16 + j];
+      CHECK(dot == Approx(a == b ? 1.0 : 0.0).margin(1e-6));
+    }
+  }
 }
 
 TEST_CASE("1D layers refuse inputs that are not sequences, naming the shape", "[sequence]") {

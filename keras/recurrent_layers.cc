@@ -1,0 +1,296 @@
+// LSTM and GRU over [steps, features] sequences, as Keras': the input projection
+// x W + b of every step is one matmul, then each step adds h_prev U (one matmul
+// per step) and runs the cell (kernels/recurrent_cells.h). Backward runs the
+// steps in reverse; dW, dU and dx are again one matmul each over all steps.
+// Activations are kept time-major ([step][example][unit]) so that each step's
+// rows are contiguous.
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "keras/initializers.h"
+#include "keras/kernel_cache.h"
+#include "keras/layers.h"
+#include "kernels/dense.h"
+#include "kernels/recurrent_cells.h"
+
+namespace ringwork {
+namespace {
+
+enum class Cell { kLstm, kGru };
+
+// [B, T, F] <-> [T, B, F].
+void SwapFirstAxes(const float* in, int64_t first, int64_t second, int64_t inner, float* out) {
+  for (int64_t a = 0; a < first; ++a) {
+    for (int64_t b = 0; b < second; ++b) {
+      std::memcpy(out + (b * first + a) * inner, in + (a * second + b) * inner,
+                  sizeof(float) * static_cast<size_t>(inner));
+    }
+  }
+}
+
+class RecurrentLayer : public Layer {
+ public:
+  RecurrentLayer(Cell cell, int64_t units, RecurrentOptions options)
+      : cell_(cell), units_(units), options_(std::move(options)) {}
+  std::string type() const override { return cell_ == Cell::kLstm ? "LSTM" : "GRU"; }
+  nlohmann::json keras_config() const override {
+    nlohmann::json c = {{"units", units_},
+                        {"activation", options_.activation},
+                        {"recurrent_activation", options_.recurrent_activation},
+                        {"use_bias", true},
+                        {"return_sequences", options_.return_sequences},
+                        {"return_state", false},
+                        {"go_backwards", false},
+                        {"stateful", false},
+                        {"unroll", false},
+                        {"dropout", 0.0},
+                        {"recurrent_dropout", 0.0}};
+    if (cell_ == Cell::kLstm) c["unit_forget_bias"] = options_.unit_forget_bias;
+    if (cell_ == Cell::kGru) c["reset_after"] = options_.reset_after;
+    return c;
+  }
+  std::string config() const override {
+    return absl::StrCat("return_sequences ", options_.return_sequences, ", reset_after ",
+                        options_.reset_after, ", unit_forget_bias ", options_.unit_forget_bias);
+  }
+
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
+    if (input.size() != 2 || input[0] <= 0 || input[1] <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, " (", type(), ") needs [steps, features] inputs, got ", ShapeString(input)));
+    }
+    if (units_ <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": units must be positive, got ", units_));
+    }
+    if (options_.activation != "tanh" || options_.recurrent_activation != "sigmoid") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, ": activation \"", options_.activation, "\" and recurrent_activation \"",
+          options_.recurrent_activation,
+          "\" are not supported; Ringwork's cells use Keras' defaults, tanh and sigmoid"));
+    }
+    steps_ = input[0];
+    features_ = input[1];
+    gates_ = cell_ == Cell::kLstm ? 4 : 3;
+    const int64_t width = gates_ * units_;
+    Variable* kernel = AddVariable("kernel", {features_, width});
+    GlorotUniform(kernel->value, features_, width, ctx.seed, kernel->name);
+    Variable* recurrent = AddVariable("recurrent_kernel", {units_, width});
+    Orthogonal(recurrent->value, units_, width, ctx.seed, recurrent->name);
+    two_biases_ = cell_ == Cell::kGru && options_.reset_after;
+    Variable* bias = AddVariable("bias", two_biases_ ? Shape{2, width} : Shape{width});
+    if (cell_ == Cell::kLstm && options_.unit_forget_bias) {
+      for (int64_t u = 0; u < units_; ++u) bias->value[units_ + u] = 1.f;  // The forget gate.
+    }
+    zeros_.assign(static_cast<size_t>(width), 0.f);
+    output_shape_ = options_.return_sequences ? Shape{steps_, units_} : Shape{units_};
+    return output_shape_;
+  }
+
+  absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool) override {
+    const int64_t batch = x.dim(0), width = gates_ * units_, rows = steps_ * batch;
+    const int64_t step_size = batch * units_;
+    const float* w = variables_[0]->value.data();
+    const float* u = variables_[1]->value.data();
+    const float* bias = variables_[2]->value.data();
+    xt_.resize(static_cast<size_t>(rows * features_));
+    SwapFirstAxes(x.data(), batch, steps_, features_, xt_.data());
+    xw_.resize(static_cast<size_t>(rows * width));
+    RW_ASSIGN_OR_RETURN(DenseKernel * projection, Matmul(k, rows, features_, width));
+    projection->Forward(k, xt_.data(), w, bias, xw_.data());
+    RW_ASSIGN_OR_RETURN(DenseKernel * recurrent, Matmul(k, batch, units_, width));
+    // h_[t + 1]: the state after step t; h_[0] the initial zeros. c_ alike (LSTM).
+    h_.assign(static_cast<size_t>((steps_ + 1) * step_size), 0.f);
+    act_.resize(static_cast<size_t>(rows * width));
+    hu_.resize(static_cast<size_t>(rows * width));
+    const float* recurrent_bias = two_biases_ ? bias + width : zeros_.data();
+    if (cell_ == Cell::kLstm) {
+      c_.assign(h_.size(), 0.f);
+      tanh_c_.resize(static_cast<size_t>(rows * units_));
+    }
+    if (cell_ == Cell::kGru && !options_.reset_after) {
+      CandidateKernel(u);
+      rh_.resize(static_cast<size_t>(rows * units_));
+      rhu_.resize(static_cast<size_t>(step_size));
+    }
+    for (int64_t t = 0; t < steps_; ++t) {
+      const float* h_prev = h_.data() + t * step_size;
+      float* h = h_.data() + (t + 1) * step_size;
+      float* a = hu_.data() + t * batch * width;  // h_prev U (+ recurrent bias)
+      float* act = act_.data() + t * batch * width;
+      const float* xw = xw_.data() + t * batch * width;
+      recurrent->Forward(k, h_prev, u, recurrent_bias, a);
+      if (cell_ == Cell::kLstm) {
+        for (int64_t i = 0; i < batch * width; ++i) a[i] += xw[i];  // The pre-activations.
+        LstmStepForward(batch, units_, a, c_.data() + t * step_size, act,
+                        c_.data() + (t + 1) * step_size, tanh_c_.data() + t * step_size, h);
+        continue;
+      }
+      GruGates(batch, units_, xw, a, act);
+      if (options_.reset_after) {
+        GruCandidate(batch, units_, xw, a + 2 * units_, width, true, h_prev, act, h);
+        continue;
+      }
+      float* rh = rh_.data() + t * step_size;
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t j = 0; j < units_; ++j) {
+          rh[b * units_ + j] = act[b * width + units_ + j] * h_prev[b * units_ + j];
+        }
+      }
+      RW_ASSIGN_OR_RETURN(DenseKernel * square, Matmul(k, batch, units_, units_));
+      square->Forward(k, rh, candidate_u_.data(), zeros_.data(), rhu_.data());
+      GruCandidate(batch, units_, xw, rhu_.data(), units_, false, h_prev, act, h);
+    }
+    y->Resize(WithBatch(batch, output_shape_));
+    if (options_.return_sequences) {
+      SwapFirstAxes(h_.data() + step_size, steps_, batch, units_, y->data());
+    } else {
+      std::memcpy(y->data(), h_.data() + steps_ * step_size, sizeof(float) * step_size);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Backward(KernelContext& k, const Tensor& x, const Tensor&, const Tensor& dy,
+                        Tensor* dx) override {
+    const int64_t batch = x.dim(0), width = gates_ * units_, rows = steps_ * batch;
+    const int64_t step_size = batch * units_;
+    const float* w = variables_[0]->value.data();
+    const float* u = variables_[1]->value.data();
+    // The output gradient, time-major.
+    dht_.assign(static_cast<size_t>(rows * units_), 0.f);
+    if (options_.return_sequences) {
+      SwapFirstAxes(dy.data(), batch, steps_, units_, dht_.data());
+    } else {
+      std::memcpy(dht_.data() + (steps_ - 1) * step_size, dy.data(), sizeof(float) * step_size);
+    }
+    da_.resize(static_cast<size_t>(rows * width));   // Of the pre-activations (x W side).
+    dhu_.resize(static_cast<size_t>(rows * width));  // Of h_prev U (+ recurrent bias).
+    std::vector<float> dh(static_cast<size_t>(step_size), 0.f), dh_prev(dh.size());
+    std::vector<float> dc(dh.size(), 0.f), dc_prev(dh.size()), through_u(dh.size());
+    std::vector<float> drh;
+    if (cell_ == Cell::kGru && !options_.reset_after) {
+      drh.resize(dh.size());
+      da_h_.resize(static_cast<size_t>(rows * units_));
+    }
+    RW_ASSIGN_OR_RETURN(DenseKernel * recurrent, Matmul(k, batch, units_, width));
+    for (int64_t t = steps_ - 1; t >= 0; --t) {
+      const float* h_prev = h_.data() + t * step_size;
+      const float* act = act_.data() + t * batch * width;
+      float* da = da_.data() + t * batch * width;
+      float* dhu = dhu_.data() + t * batch * width;
+      for (int64_t i = 0; i < step_size; ++i) dh[i] += dht_[t * step_size + i];
+      if (cell_ == Cell::kLstm) {
+        LstmStepBackward(batch, units_, dh.data(), dc.data(), act, c_.data() + t * step_size,
+                         tanh_c_.data() + t * step_size, da, dc_prev.data());
+        std::copy(da, da + batch * width, dhu);
+        dc.swap(dc_prev);
+        std::fill(dh_prev.begin(), dh_prev.end(), 0.f);
+      } else {
+        GruStepBackward(batch, units_, dh.data(), act, h_prev, da, dh_prev.data());
+        if (options_.reset_after) {
+          // hh = tanh(xw_h + r * hu_h): dr = da_hh hu_h; d(hu_h) = da_hh r.
+          const float* hu = hu_.data() + t * batch * width;
+          for (int64_t b = 0; b < batch; ++b) {
+            for (int64_t j = 0; j < units_; ++j) {
+              through_u[b * units_ + j] =
+                  da[b * width + 2 * units_ + j] * hu[b * width + 2 * units_ + j];
+            }
+          }
+          GruResetBackward(batch, units_, through_u.data(), units_, act, da);
+          std::copy(da, da + batch * width, dhu);
+          for (int64_t b = 0; b < batch; ++b) {
+            for (int64_t j = 0; j < units_; ++j) {
+              dhu[b * width + 2 * units_ + j] *= act[b * width + units_ + j];
+            }
+          }
+        } else {
+          // hh = tanh(xw_h + (r h_prev) U_h): d(r h_prev) = da_hh U_h^T.
+          float* da_h = da_h_.data() + t * step_size;
+          for (int64_t b = 0; b < batch; ++b) {
+            std::copy(da + b * width + 2 * units_, da + b * width + 3 * units_, da_h + b * units_);
+          }
+          RW_ASSIGN_OR_RETURN(DenseKernel * square, Matmul(k, batch, units_, units_));
+          square->BackwardData(k, da_h, candidate_u_.data(), drh.data());
+          for (int64_t i = 0; i < step_size; ++i) {
+            through_u[i] = drh[i] * h_prev[i];  // dr
+            dh_prev[i] += drh[i] * act[(i / units_) * width + units_ + i % units_];
+          }
+          GruResetBackward(batch, units_, through_u.data(), units_, act, da);
+          std::copy(da, da + batch * width, dhu);
+          for (int64_t b = 0; b < batch; ++b) {  // U_h is reached through r h_prev alone.
+            std::fill(dhu + b * width + 2 * units_, dhu + b * width + 3 * units_, 0.f);
+          }
+        }
+      }
+      recurrent->BackwardData(k, dhu, u, through_u.data());
+      for (int64_t i = 0; i < step_size; ++i) dh[i] = dh_prev[i] + through_u[i];
+    }
+    // Every step at once: dW, the input bias, dU and the recurrent bias.
+    float* bias_grad = variables_[2]->grad;
+    RW_ASSIGN_OR_RETURN(DenseKernel * projection, Matmul(k, rows, features_, width));
+    projection->BackwardWeights(k, xt_.data(), da_.data(), variables_[0]->grad, bias_grad);
+    RW_ASSIGN_OR_RETURN(DenseKernel * all_steps, Matmul(k, rows, units_, width));
+    scratch_bias_.resize(static_cast<size_t>(width));
+    all_steps->BackwardWeights(k, h_.data(), dhu_.data(), variables_[1]->grad,
+                               two_biases_ ? bias_grad + width : scratch_bias_.data());
+    if (cell_ == Cell::kGru && !options_.reset_after) {
+      RW_ASSIGN_OR_RETURN(DenseKernel * square_all, Matmul(k, rows, units_, units_));
+      std::vector<float> du_h(static_cast<size_t>(units_ * units_));
+      scratch_bias_.resize(static_cast<size_t>(std::max(width, units_)));
+      square_all->BackwardWeights(k, rh_.data(), da_h_.data(), du_h.data(), scratch_bias_.data());
+      for (int64_t i = 0; i < units_; ++i) {
+        std::copy(du_h.begin() + i * units_, du_h.begin() + (i + 1) * units_,
+                  variables_[1]->grad + i * width + 2 * units_);
+      }
+    }
+    if (dx != nullptr) {
+      std::vector<float> dxt(static_cast<size_t>(rows * features_));
+      projection->BackwardData(k, da_.data(), w, dxt.data());
+      dx->Resize(x.shape());
+      SwapFirstAxes(dxt.data(), steps_, batch, features_, dx->data());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<DenseKernel*> Matmul(KernelContext& k, int64_t rows, int64_t in, int64_t out) {
+    return matmuls_.Get(rows * 1000003 + in * 1009 + out, [&](int64_t) {
+      return DenseKernel::Create(k, {rows, in, out});
+    });
+  }
+  // U_h, the candidate's columns of the recurrent kernel, contiguous (GRU without
+  // reset_after).
+  void CandidateKernel(const float* u) {
+    const int64_t width = gates_ * units_;
+    candidate_u_.resize(static_cast<size_t>(units_ * units_));
+    for (int64_t i = 0; i < units_; ++i) {
+      std::copy(u + i * width + 2 * units_, u + i * width + 3 * units_,
+                candidate_u_.begin() + i * units_);
+    }
+  }
+
+  const Cell cell_;
+  const int64_t units_;
+  const RecurrentOptions options_;
+  int64_t steps_ = 0, features_ = 0, gates_ = 0;
+  bool two_biases_ = false;  // GRU with reset_after: [input bias, recurrent bias].
+  std::vector<float> zeros_, scratch_bias_, candidate_u_;
+  // Of the last Forward, time-major: inputs, x W + b, states (T + 1 of them),
+  // activated gates, h_prev U; LSTM's cells; GRU's r h_prev (without reset_after).
+  std::vector<float> xt_, xw_, h_, act_, hu_, c_, tanh_c_, rh_, rhu_;
+  std::vector<float> dht_, da_, dhu_, da_h_;
+  PerBatch<DenseKernel> matmuls_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> LSTM(int64_t units, RecurrentOptions options) {
+  return std::make_unique<RecurrentLayer>(Cell::kLstm, units, std::move(options));
+}
+std::unique_ptr<Layer> GRU(int64_t units, RecurrentOptions options) {
+  return std::make_unique<RecurrentLayer>(Cell::kGru, units, std::move(options));
+}
+
+}  // namespace ringwork
