@@ -108,6 +108,12 @@ absl::StatusOr<std::string> KerasConfigJson(const Model& model) {
   return config.dump();
 }
 
+// Where Keras 3 keeps a layer's variables: a recurrent layer's belong to its cell.
+std::string VarsGroup(const KerasNode& node, const std::string& h5_name) {
+  const bool recurrent = node.class_name == "LSTM" || node.class_name == "GRU";
+  return absl::StrCat("layers/", h5_name, recurrent ? "/cell/vars" : "/vars");
+}
+
 absl::StatusOr<std::map<std::string, std::string>> KerasH5Layout(const Model& model) {
   RW_ASSIGN_OR_RETURN(KerasGraph graph, KerasGraphOf(model, "Keras weights"));
   const std::vector<std::string> names = H5Names(graph);
@@ -115,7 +121,7 @@ absl::StatusOr<std::map<std::string, std::string>> KerasH5Layout(const Model& mo
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const std::vector<const Variable*>& weights = graph.nodes[n].weights;
     for (size_t i = 0; i < weights.size(); ++i) {
-      layout[absl::StrCat("layers/", names[n], "/vars/", i)] = weights[i]->name;
+      layout[absl::StrCat(VarsGroup(graph.nodes[n], names[n]), "/", i)] = weights[i]->name;
     }
   }
   return layout;
@@ -127,8 +133,10 @@ absl::StatusOr<std::string> KerasWeightsH5(const Model& model) {
   std::vector<std::string> groups = {"vars"};  // The model's own (none).
   std::vector<NamedTensor> datasets;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    const std::string vars = absl::StrCat("layers/", names[n], "/vars");
+    const std::string vars = VarsGroup(graph.nodes[n], names[n]);
     groups.push_back(vars);
+    // A recurrent layer's own variables (none; its cell's are below it).
+    groups.push_back(absl::StrCat("layers/", names[n], "/vars"));
     const std::vector<const Variable*>& weights = graph.nodes[n].weights;
     for (size_t i = 0; i < weights.size(); ++i) {
       const Variable& v = *weights[i];

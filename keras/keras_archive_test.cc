@@ -159,6 +159,34 @@ TEST_CASE("a model of two named inputs goes into a .keras archive and back", "[k
   RequireSamePredictions(model, *loaded, DeterministicInputs({4, 19}));
 }
 
+TEST_CASE("LSTM and GRU go into a .keras archive (their cell's variables) and back",
+          "[keras_archive]") {
+  SymbolicTensor x = Input({6, 3});
+  SymbolicTensor h = Apply(Named(LSTM(4, {.return_sequences = true}), "l"), x);
+  h = Apply(Named(GRU(3), "g"), h);
+  Model model(x, Apply(Named(Dense(2, {.activation = "softmax"}), "out"), h));
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  TrainFewSteps(model, DeterministicInputs({8, 6, 3}), 2);
+  absl::StatusOr<std::map<std::string, std::string>> layout = KerasH5Layout(model);
+  REQUIRE(layout.ok());
+  // keras/src/saving/saving_lib.py: an RNN layer's cell is its child "cell".
+  CHECK(*layout ==
+        std::map<std::string, std::string>{{"layers/lstm/cell/vars/0", "l/kernel"},
+                                           {"layers/lstm/cell/vars/1", "l/recurrent_kernel"},
+                                           {"layers/lstm/cell/vars/2", "l/bias"},
+                                           {"layers/gru/cell/vars/0", "g/kernel"},
+                                           {"layers/gru/cell/vars/1", "g/recurrent_kernel"},
+                                           {"layers/gru/cell/vars/2", "g/bias"},
+                                           {"layers/dense/vars/0", "out/kernel"},
+                                           {"layers/dense/vars/1", "out/bias"}});
+  const std::string dir = FreshTestDir("keras_archive_recurrent");
+  REQUIRE(SaveModel(model, dir + "/rnn.keras").ok());
+  absl::StatusOr<Model> loaded = LoadModel(dir + "/rnn.keras");
+  INFO(loaded.status().message());
+  REQUIRE(loaded.ok());
+  RequireSamePredictions(model, *loaded, DeterministicInputs({4, 6, 3}));
+}
+
 TEST_CASE("mismatched, damaged and crafted Keras files are refused", "[keras_archive]") {
   Model model = TwoBranches(3);
   REQUIRE(model.Compile(AdamOneThread()).ok());

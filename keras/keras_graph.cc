@@ -17,6 +17,8 @@ const std::map<std::string, std::string>& KerasClasses() {
       {"AveragePooling2D", "AveragePooling2D"},
       {"GlobalAveragePooling2D", "GlobalAveragePooling2D"},
       {"Conv1D", "Conv1D"},
+      {"LSTM", "LSTM"},
+      {"GRU", "GRU"},
       {"MaxPooling1D", "MaxPooling1D"},
       {"AveragePooling1D", "AveragePooling1D"},
       {"GlobalAveragePooling1D", "GlobalAveragePooling1D"},

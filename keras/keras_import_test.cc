@@ -51,7 +51,9 @@ TEST_CASE("TF.js layers models load with their weights and predict as TF.js does
   REQUIRE(made.exit_code == 0);
   for (const auto& [name, loss] :
        {std::pair{"cnn", "sparse_categorical_crossentropy"}, std::pair{"regression", "mse"},
-        std::pair{"sequence", "mse"}, std::pair{"global_pools", "mse"}}) {
+        std::pair{"sequence", "mse"}, std::pair{"global_pools", "mse"},
+        std::pair{"recurrent", "sparse_categorical_crossentropy"},
+        std::pair{"gru_sequences", "mse"}}) {
     INFO(name);
     const std::string model_dir = dir + "/" + name;
     absl::StatusOr<Model> model = ModelFromKerasJson(ReadFile(model_dir + "/model.json"));
@@ -120,8 +122,12 @@ TEST_CASE("what Ringwork cannot honour is refused, naming its JSON path", "[kera
   const std::string input =
       R"({"class_name": "Dense", "config": {"units": 4, "batch_input_shape": [null, 3]}},)";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"class_name": "LSTM", "config": {"units": 4}})",
-       "$.config.layers[1]: layer class LSTM is not supported"},
+      {R"({"class_name": "SimpleRNN", "config": {"units": 4}})",
+       "$.config.layers[1]: layer class SimpleRNN is not supported"},
+      {R"({"class_name": "LSTM", "config": {"units": 4, "recurrent_activation": "hard_sigmoid"}})",
+       "$.config.layers[1].config.recurrent_activation: hard_sigmoid is not supported"},
+      {R"({"class_name": "GRU", "config": {"units": 4, "recurrent_dropout": 0.5}})",
+       "$.config.layers[1].config.recurrent_dropout: 0.5 is not supported"},
       {R"({"class_name": "Dense", "config": {"units": 2, "kernel_regularizer": {"class_name": "L2"}}})",
        "$.config.layers[1].config.kernel_regularizer"},
       {R"({"class_name": "Dense", "config": {"units": 2, "trainable": "no"}})",

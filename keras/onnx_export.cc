@@ -9,97 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "base/atomic_file.h"
 #include "base/status_macros.h"
-#include "io/proto_wire.h"
+#include "keras/onnx_graph.h"
+#include "keras/onnx_recurrent.h"
 
 namespace ringwork {
 namespace {
-
-constexpr int kFloat = 1, kInt64 = 7;                                      // TensorProto.DataType
-constexpr int kAttributeFloat = 1, kAttributeInt = 2, kAttributeInts = 7;  // AttributeType
-
-// A graph being written: its nodes, initializers and the name of each of the
-// model's activations.
-class OnnxGraph {
- public:
-  // `attributes`: (name, ints) pairs, INT or INTS as ONNX declares the name;
-  // `floats`: FLOAT attributes.
-  void Node(const std::string& op, const std::vector<std::string>& inputs,
-            const std::string& output,
-            const std::vector<std::pair<std::string, std::vector<int64_t>>>& attributes = {},
-            const std::vector<std::pair<std::string, float>>& floats = {}) {
-    WireWriter node;
-    for (const std::string& in : inputs) node.Bytes(1, in);
-    node.Bytes(2, output);
-    node.Bytes(3, absl::StrCat(output, "/", op));
-    node.Bytes(4, op);
-    for (const auto& [name, values] : attributes) {
-      WireWriter a;
-      // ONNX's list attributes stay lists with one value.
-      static const std::set<std::string> lists = {"axes", "kernel_shape", "pads", "perm",
-                                                  "strides"};
-      const bool list = lists.count(name) > 0;
-      a.Bytes(1, name);
-      if (values.size() == 1 && !list) {
-        a.Varint(3, static_cast<uint64_t>(values[0]));
-        a.Varint(20, kAttributeInt);
-      } else {
-        for (int64_t v : values) a.Varint(8, static_cast<uint64_t>(v));
-        a.Varint(20, kAttributeInts);
-      }
-      node.Bytes(5, a.data());
-    }
-    for (const auto& [name, value] : floats) {
-      WireWriter a;
-      a.Bytes(1, name);
-      a.Float(2, value);
-      a.Varint(20, kAttributeFloat);
-      node.Bytes(5, a.data());
-    }
-    graph_.Bytes(1, node.data());
-  }
-  void Initializer(const std::string& name, const Shape& shape, const float* values) {
-    WireWriter t;
-    for (int64_t d : shape) t.Varint(1, static_cast<uint64_t>(d));
-    t.Varint(2, kFloat);
-    t.Bytes(8, name);
-    t.Bytes(9, absl::string_view(reinterpret_cast<const char*>(values),
-                                 sizeof(float) * static_cast<size_t>(NumElements(shape))));
-    graph_.Bytes(5, t.data());
-  }
-  void Int64Initializer(const std::string& name, const std::vector<int64_t>& values) {
-    WireWriter t;
-    t.Varint(1, values.size());
-    t.Varint(2, kInt64);
-    t.Bytes(8, name);
-    t.Bytes(9, absl::string_view(reinterpret_cast<const char*>(values.data()),
-                                 sizeof(int64_t) * values.size()));
-    graph_.Bytes(5, t.data());
-  }
-  // A float tensor of [batch, shape...] (field 11: an input, 12: an output).
-  void Value(int field, const std::string& name, const Shape& shape) {
-    WireWriter dims;
-    WireWriter batch;
-    batch.Bytes(2, "batch");  // dim_param: any size.
-    dims.Bytes(1, batch.data());
-    for (int64_t d : shape) {
-      WireWriter dim;
-      dim.Varint(1, static_cast<uint64_t>(d));
-      dims.Bytes(1, dim.data());
-    }
-    WireWriter tensor_type, type, value;
-    tensor_type.Varint(1, kFloat);
-    tensor_type.Bytes(2, dims.data());
-    type.Bytes(1, tensor_type.data());
-    value.Bytes(1, name);
-    value.Bytes(2, type.data());
-    graph_.Bytes(field, value.data());
-  }
-  const std::string& data() const { return graph_.data(); }
-  void Name(const std::string& name) { graph_.Bytes(2, name); }
-
- private:
-  WireWriter graph_;
-};
 
 // `activation` ("relu", "softmax", ...) applied to `in`, giving `out`.
 absl::Status AddActivation(OnnxGraph* g, const std::string& activation, const std::string& layer,
@@ -298,8 +212,10 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
     } else if (type == "Embedding") {
       const Variable* table = layer.weights()[0];
       g.Initializer(table->name, table->value.shape(), table->value.data());
-      g.Node("Cast", {in[0]}, name + "/ids", {{"to", {kInt64}}});
+      g.Node("Cast", {in[0]}, name + "/ids", {{"to", {kOnnxInt64}}});
       g.Node("Gather", {table->name, name + "/ids"}, name, {{"axis", {0}}});
+    } else if (type == "LSTM" || type == "GRU") {
+      RW_RETURN_IF_ERROR(AddRecurrentOp(&g, layer, in[0], name));
     } else if (type == "SliceLastAxis") {
       const nlohmann::json config = layer.keras_config();
       g.Int64Initializer(name + "/starts", {config["begin"].get<int64_t>()});

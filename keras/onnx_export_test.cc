@@ -144,6 +144,24 @@ TEST_CASE("1D convolutions and pools, and global pools, export", "[onnx]") {
                           FreshTestDir("onnx_sequence"));
 }
 
+TEST_CASE("Embedding, LSTM and GRU (reset_after both ways) export as ONNX's ops", "[onnx]") {
+  SymbolicTensor ids = Input({7});
+  SymbolicTensor h = Apply(Embedding(15, 4), ids);
+  h = Apply(LSTM(6, {.return_sequences = true}), h);
+  SymbolicTensor a = Apply(GRU(5), h);
+  SymbolicTensor b = Apply(GRU(3, {.reset_after = false}), h);
+  SymbolicTensor c = Apply(GlobalMaxPooling1D(), Apply(GRU(2, {.return_sequences = true}), h));
+  SymbolicTensor d = Apply(LSTM(3), h);
+  Model model(ids, Apply(Dense(3, {.activation = "softmax"}), Apply(Concatenate(), {a, b, c, d})));
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  Tensor train({12, 7});
+  for (int64_t i = 0; i < train.size(); ++i) train[i] = static_cast<float>((i * 7) % 15);
+  TrainFewSteps(model, train, 3);
+  Tensor x({5, 7});
+  for (int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 4 + 3) % 15);
+  CheckAgainstOnnxRuntime(model, x, "dense", FreshTestDir("onnx_recurrent"));
+}
+
 TEST_CASE("the built-in ResNet and Wide & Deep export", "[onnx]") {
   Model resnet = SmallResNet({8, 8, 1}, 4, {.random_flip = true});
   REQUIRE(resnet.Compile(AdamOneThread()).ok());

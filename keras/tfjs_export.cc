@@ -21,6 +21,12 @@ absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model) {
   nlohmann::json manifest = nlohmann::json::array();
   TfjsArtifacts out;
   for (const KerasNode& node : graph.nodes) {
+    if (node.class_name == "GRU" && node.config.value("reset_after", false)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TF.js export: layer ", node.name,
+          " is a GRU with reset_after=true, which TF.js' GRU lacks (make it with "
+          "{.reset_after = false} to export it to TF.js; ONNX and Keras take either)"));
+    }
     nlohmann::json inbound = nlohmann::json::array();
     for (const std::string& from : node.inbound) {
       inbound.push_back({from, 0, 0, nlohmann::json::object()});

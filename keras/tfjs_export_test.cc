@@ -98,6 +98,28 @@ TEST_CASE("1D convolutions and pools, and global pools, export to TF.js", "[tfjs
   CheckAgainstTfjs(model, DeterministicInputs({5, 11, 3}), "tfjs_sequence");
 }
 
+TEST_CASE("Embedding, LSTM and GRU export to TF.js", "[tfjs]") {
+  Sequential model;
+  model.Add(Embedding(12, 4));
+  model.Add(LSTM(5, {.return_sequences = true}));
+  model.Add(GRU(3, {.reset_after = false}));
+  model.Add(Dense(3, {.activation = "softmax"}));
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  Tensor ids({8, 6});
+  for (int64_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<float>((i * 7) % 12);
+  TrainFewSteps(model, ids, 3);
+  Tensor x({3, 6});
+  for (int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 5 + 1) % 12);
+  CheckAgainstTfjs(model, x, "tfjs_recurrent");
+
+  Sequential keras_gru;  // reset_after=true, Keras' default: TF.js has no such GRU.
+  keras_gru.Add(GRU(3));
+  REQUIRE(keras_gru.Compile(AdamOneThread()).ok());
+  REQUIRE(keras_gru.Build({4, 2}).ok());
+  const absl::Status refused = ExportTfjs(keras_gru, FreshTestDir("tfjs_gru") + "/model");
+  CHECK_THAT(std::string(refused.message()), Contains("GRU with reset_after=true"));
+}
+
 TEST_CASE("a saved model loads without its C++ and predicts bit-identically", "[tfjs]") {
   SymbolicTensor x = Input({9, 9, 2});
   SymbolicTensor h = Apply(Conv2D(4, 3, {.padding = "same", .activation = "relu"}), x);

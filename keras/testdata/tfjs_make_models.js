@@ -21,7 +21,8 @@ function randomize(model, seed) {
   }
 }
 
-async function save(model, dir, inputShape, seed) {
+// `vocabulary`: the input holds ids in [0, vocabulary) (an Embedding reads it).
+async function save(model, dir, inputShape, seed, vocabulary) {
   fs.mkdirSync(dir, {recursive: true});
   await model.save(tf.io.withSaveHandler(async (a) => {
     fs.writeFileSync(path.join(dir, 'weights.bin'), Buffer.from(a.weightData));
@@ -32,7 +33,8 @@ async function save(model, dir, inputShape, seed) {
     }));
     return {modelArtifactsInfo: {dateSaved: new Date(), modelTopologyType: 'JSON'}};
   }));
-  const x = tf.randomUniform([4, ...inputShape], -1, 1, 'float32', seed);
+  const x = vocabulary ? tf.floor(tf.randomUniform([4, ...inputShape], 0, vocabulary, 'float32', seed))
+                       : tf.randomUniform([4, ...inputShape], -1, 1, 'float32', seed);
   const y = model.predict(x);
   fs.writeFileSync(path.join(dir, 'x.f32'), Buffer.from((await x.data()).buffer));
   fs.writeFileSync(path.join(dir, 'y.f32'), Buffer.from((await y.data()).buffer));
@@ -80,6 +82,22 @@ async function main() {
   pools.add(tf.layers.globalMaxPooling2d({}));
   randomize(pools, 300);
   await save(pools, path.join(out, 'global_pools'), [7, 2], 13);
+  // Recurrent layers over an Embedding: an LSTM with return_sequences, then a GRU
+  // (TF.js' GRU has reset_after false only).
+  const text = tf.sequential();
+  text.add(tf.layers.embedding({inputDim: 20, outputDim: 5, inputLength: 7}));
+  text.add(tf.layers.lstm({units: 6, returnSequences: true, recurrentActivation: 'sigmoid'}));
+  text.add(tf.layers.gru({units: 4, recurrentActivation: 'sigmoid'}));
+  text.add(tf.layers.dense({units: 3, activation: 'softmax'}));
+  randomize(text, 400);
+  await save(text, path.join(out, 'recurrent'), [7], 17, 20);
+  // A GRU returning sequences, pooled.
+  const gru = tf.sequential();
+  gru.add(tf.layers.gru({inputShape: [5, 3], units: 4, returnSequences: true,
+                         recurrentActivation: 'sigmoid'}));
+  gru.add(tf.layers.globalAveragePooling1d());
+  randomize(gru, 500);
+  await save(gru, path.join(out, 'gru_sequences'), [5, 3], 19);
   console.log('saved');
 }
 
