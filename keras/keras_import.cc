@@ -141,6 +141,54 @@ absl::StatusOr<std::string> Activation(ConfigReader& r, const std::string& key) 
   return a;
 }
 
+// LSTM or GRU: Keras' defaults and what TF.js writes; what would change the math
+// and Ringwork lacks is refused.
+absl::StatusOr<std::unique_ptr<Layer>> RecurrentLayerFrom(ConfigReader& r,
+                                                          const std::string& type) {
+  RW_ASSIGN_OR_RETURN(const int64_t units, r.Get<int64_t>("units", 0));
+  RecurrentOptions options;
+  RW_ASSIGN_OR_RETURN(options.return_sequences, r.Get<bool>("return_sequences", false));
+  RW_ASSIGN_OR_RETURN(options.activation, r.Get<std::string>("activation", "tanh"));
+  RW_ASSIGN_OR_RETURN(options.recurrent_activation,
+                      r.Get<std::string>("recurrent_activation", "sigmoid"));
+  if (options.activation != "tanh") {
+    return Refuse(r.At("activation"), options.activation + " is not supported (tanh is)");
+  }
+  if (options.recurrent_activation != "sigmoid") {
+    // Keras 2's and TF.js' hard_sigmoid (0.2 x + 0.5) differs from Keras 3's.
+    return Refuse(r.At("recurrent_activation"),
+                  options.recurrent_activation + " is not supported (sigmoid is)");
+  }
+  RW_RETURN_IF_ERROR(r.Only("use_bias", {true}));
+  RW_RETURN_IF_ERROR(r.Only("return_state", {false}));
+  RW_RETURN_IF_ERROR(r.Only("go_backwards", {false}));
+  RW_RETURN_IF_ERROR(r.Only("stateful", {false}));
+  RW_RETURN_IF_ERROR(r.Only("time_major", {false}));
+  RW_RETURN_IF_ERROR(r.Only("dropout", {0, 0.0}));
+  RW_RETURN_IF_ERROR(r.Only("recurrent_dropout", {0, 0.0}));
+  RW_RETURN_IF_ERROR(r.Only("recurrent_regularizer", {}));
+  RW_RETURN_IF_ERROR(r.Only("recurrent_constraint", {}));
+  RW_RETURN_IF_ERROR(r.Only("zero_output_for_mask", {false, true}));
+  RW_RETURN_IF_ERROR(r.Only("use_cudnn", {"auto", true, false}));
+  // How a step is computed (Keras 2's implementation 1 or 2, unroll): the same math.
+  RW_RETURN_IF_ERROR(r.Only("implementation", {0, 1, 2}));
+  RW_RETURN_IF_ERROR(r.Only("unroll", {false, true}));
+  RW_ASSIGN_OR_RETURN(const Json seed, r.Get<Json>("seed", Json()));  // Dropout's; it is 0.
+  (void)seed;
+  RW_RETURN_IF_ERROR(r.Initializer("kernel_initializer", {"GlorotUniform", "glorot_uniform"}));
+  RW_RETURN_IF_ERROR(r.Initializer("recurrent_initializer", {"Orthogonal", "orthogonal"}));
+  RW_RETURN_IF_ERROR(r.Initializer("bias_initializer", {"Zeros", "zeros"}));
+  if (type == "LSTM") {
+    // Only where training starts (TF.js writes null).
+    RW_ASSIGN_OR_RETURN(options.unit_forget_bias, r.Get<bool>("unit_forget_bias", true));
+    return LSTM(units, options);
+  } else {
+    // Keras' default since TensorFlow 2: true (TF.js' GRU writes false).
+    RW_ASSIGN_OR_RETURN(options.reset_after, r.Get<bool>("reset_after", true));
+    return GRU(units, options);
+  }
+}
+
 // `name`: the layer's (else its config's, else an automatic one).
 absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const Json& config,
                                                  const std::string& path,
@@ -234,48 +282,7 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
     RW_RETURN_IF_ERROR(r.Initializer("embeddings_initializer", {"RandomUniform", "uniform"}));
     layer = Embedding(input_dim, output_dim);
   } else if (type == "LSTM" || type == "GRU") {
-    RW_ASSIGN_OR_RETURN(const int64_t units, r.Get<int64_t>("units", 0));
-    RecurrentOptions options;
-    RW_ASSIGN_OR_RETURN(options.return_sequences, r.Get<bool>("return_sequences", false));
-    RW_ASSIGN_OR_RETURN(options.activation, r.Get<std::string>("activation", "tanh"));
-    RW_ASSIGN_OR_RETURN(options.recurrent_activation,
-                        r.Get<std::string>("recurrent_activation", "sigmoid"));
-    if (options.activation != "tanh") {
-      return Refuse(r.At("activation"), options.activation + " is not supported (tanh is)");
-    }
-    if (options.recurrent_activation != "sigmoid") {
-      // Keras 2's and TF.js' hard_sigmoid (0.2 x + 0.5) differs from Keras 3's.
-      return Refuse(r.At("recurrent_activation"),
-                    options.recurrent_activation + " is not supported (sigmoid is)");
-    }
-    RW_RETURN_IF_ERROR(r.Only("use_bias", {true}));
-    RW_RETURN_IF_ERROR(r.Only("return_state", {false}));
-    RW_RETURN_IF_ERROR(r.Only("go_backwards", {false}));
-    RW_RETURN_IF_ERROR(r.Only("stateful", {false}));
-    RW_RETURN_IF_ERROR(r.Only("time_major", {false}));
-    RW_RETURN_IF_ERROR(r.Only("dropout", {0, 0.0}));
-    RW_RETURN_IF_ERROR(r.Only("recurrent_dropout", {0, 0.0}));
-    RW_RETURN_IF_ERROR(r.Only("recurrent_regularizer", {}));
-    RW_RETURN_IF_ERROR(r.Only("recurrent_constraint", {}));
-    RW_RETURN_IF_ERROR(r.Only("zero_output_for_mask", {false, true}));
-    RW_RETURN_IF_ERROR(r.Only("use_cudnn", {"auto", true, false}));
-    // How a step is computed (Keras 2's implementation 1 or 2, unroll): the same math.
-    RW_RETURN_IF_ERROR(r.Only("implementation", {0, 1, 2}));
-    RW_RETURN_IF_ERROR(r.Only("unroll", {false, true}));
-    RW_ASSIGN_OR_RETURN(const Json seed, r.Get<Json>("seed", Json()));  // Dropout's; it is 0.
-    (void)seed;
-    RW_RETURN_IF_ERROR(r.Initializer("kernel_initializer", {"GlorotUniform", "glorot_uniform"}));
-    RW_RETURN_IF_ERROR(r.Initializer("recurrent_initializer", {"Orthogonal", "orthogonal"}));
-    RW_RETURN_IF_ERROR(r.Initializer("bias_initializer", {"Zeros", "zeros"}));
-    if (type == "LSTM") {
-      // Only where training starts (TF.js writes null).
-      RW_ASSIGN_OR_RETURN(options.unit_forget_bias, r.Get<bool>("unit_forget_bias", true));
-      layer = LSTM(units, options);
-    } else {
-      // Keras' default since TensorFlow 2: true (TF.js' GRU writes false).
-      RW_ASSIGN_OR_RETURN(options.reset_after, r.Get<bool>("reset_after", true));
-      layer = GRU(units, options);
-    }
+    RW_ASSIGN_OR_RETURN(layer, RecurrentLayerFrom(r, type));
   } else if (type == "Activation") {
     RW_ASSIGN_OR_RETURN(const std::string activation, Activation(r, "activation"));
     layer = ActivationLayer(activation);
