@@ -33,6 +33,25 @@ Model MlpClassifier(int64_t outputs) {
   return Model(std::move(model));  // A Sequential adds nothing to the Model it is.
 }
 
+Model SequenceClassifier(SequenceModel kind, int64_t vocabulary, int64_t classes) {
+  Sequential model;
+  model.Add(Embedding(vocabulary, 32));
+  switch (kind) {
+    case SequenceModel::kLstm:
+      model.Add(LSTM(64));
+      break;
+    case SequenceModel::kGru:
+      model.Add(GRU(64));
+      break;
+    case SequenceModel::kBagOfEmbeddings:
+      model.Add(GlobalAveragePooling1D());
+      model.Add(Dense(64, {.activation = "relu"}));
+      break;
+  }
+  model.Add(Dense(classes));
+  return Model(std::move(model));
+}
+
 Model SmallCnn(int64_t outputs) {
   Sequential model;
   model.Add(Conv2D(16, 3, {.padding = "same", .activation = "relu"}));

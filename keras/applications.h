@@ -38,6 +38,15 @@ Model MlpClassifier(int64_t outputs);
 // each followed by a 2x2 max pool, then Dense 128 (ReLU) and Dense `outputs`.
 Model SmallCnn(int64_t outputs);
 
+// train's sequence models over [steps] token ids in [0, vocabulary): an Embedding
+// of 32 numbers per token, then
+//   kLstm: LSTM(64);  kGru: GRU(64);
+//   kBagOfEmbeddings: the mean of the embeddings (GlobalAveragePooling1D) and
+//     Dense 64 (ReLU): blind to the tokens' order, a baseline;
+// and Dense `classes` (logits).
+enum class SequenceModel { kLstm, kGru, kBagOfEmbeddings };
+Model SequenceClassifier(SequenceModel kind, int64_t vocabulary, int64_t classes);
+
 }  // namespace ringwork
 
 #endif  // RINGWORK_KERAS_APPLICATIONS_H_

@@ -107,12 +107,13 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
         f.tensorboard_histogram_freq, ": each must be 0 (off) or more"));
   }
   RW_ASSIGN_OR_RETURN(Model model, BuildModel(f));  // Validates --model early.
-  double bayes_auc = -1;                            // Known for synthetic_clicks only.
+  double bayes_auc = -1;                            // Known for synthetic_clicks only,
+  double bayes_accuracy = -1;                       // and for synthetic_sequences.
   // Your files (--train_data, streamed), or a built-in data set in memory.
   RW_ASSIGN_OR_RETURN(std::optional<FileData> files, LoadFileData(f));
   TrainTest data;
   if (!files.has_value()) {
-    RW_ASSIGN_OR_RETURN(data, LoadData(f, &bayes_auc));
+    RW_ASSIGN_OR_RETURN(data, LoadData(f, &bayes_auc, &bayes_accuracy));
   }
   DataShape shape;
   if (files.has_value()) {
@@ -294,6 +295,9 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
         std::printf("Test AUC: %.4f (best achievable on this data: %.4f)\n", result.metrics["auc"],
                     bayes_auc);
       }
+      if (bayes_accuracy >= 0) {
+        std::printf("Best achievable test accuracy on this data: %.4f\n", bayes_accuracy);
+      }
       std::fflush(stdout);
     }
     const double wall_s =
@@ -328,6 +332,7 @@ absl::Status Run(const TrainFlags& f, const ClusterConfig& cluster,
       }
       if (result.metrics.count("auc")) j["test_auc"] = result.metrics["auc"];
       if (bayes_auc >= 0) j["bayes_auc"] = bayes_auc;
+      if (bayes_accuracy >= 0) j["bayes_accuracy"] = bayes_accuracy;
       // Where the steps' time went: each epoch of this run weighted by its
       // examples (a resumed epoch counts for what it ran); omitted when none ran.
       const std::vector<int64_t>& weights = history.examples_per_epoch();

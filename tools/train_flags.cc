@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <type_traits>
 
 #include "absl/strings/match.h"
@@ -11,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "data/synthetic_clicks.h"
+#include "data/synthetic_sequences.h"
 #include "keras/applications.h"
 #include "keras/keras_import.h"
 #include "keras/saved_model.h"
@@ -23,10 +25,14 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
       "model", &f->model,
       "mlp (784-256-128-10, ReLU), cnn (a small conv net), resnet (a residual network "
       "with batch normalization: a stem and three stages of two blocks, 16/32/64 filters) "
-      "or wide_deep (Wide & Deep over --dataset=synthetic_clicks)");
+      "or wide_deep (Wide & Deep over --dataset=synthetic_clicks); over "
+      "--dataset=synthetic_sequences: lstm, gru (an Embedding of 32, the recurrent layer of 64) "
+      "or bag_of_embeddings (the embeddings' mean, Dense 64: blind to order)");
   flags->String("dataset", &f->dataset,
-                "fashion_mnist, synthetic (images) or synthetic_clicks (a seeded click log of "
-                "user and item ids and 3 numbers with a known best AUC; for --model=wide_deep)");
+                "fashion_mnist, synthetic (images), synthetic_clicks (a seeded click log of "
+                "user and item ids and 3 numbers with a known best AUC; for --model=wide_deep) "
+                "or synthetic_sequences (seeded token sequences whose class is the order of "
+                "four markers, with a known best accuracy; for lstm, gru, bag_of_embeddings)");
   flags->String("data_dir", &f->data_dir, "where the Fashion-MNIST IDX files are");
   flags->String("train_data", &f->train_data,
                 "your training files instead of --dataset, streamed: tfrecord:GLOB (TFRecord "
@@ -140,6 +146,11 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->Int("clicks_examples", &f->clicks_examples,
              "synthetic_clicks: training examples (test: a quarter)");
   flags->Int("clicks_users", &f->clicks_users, "synthetic_clicks: distinct user ids");
+  flags->Int("sequences_examples", &f->sequences_examples,
+             "synthetic_sequences: training examples (test: a quarter)");
+  flags->Int("sequence_steps", &f->sequence_steps, "synthetic_sequences: tokens per sequence");
+  flags->Int("sequence_vocabulary", &f->sequence_vocabulary,
+             "synthetic_sequences: token ids in [0, this)");
   flags->Int("clicks_items", &f->clicks_items, "synthetic_clicks: distinct item ids");
   flags->Int("bytes_per_pack", &f->bytes_per_pack,
              "gradient pack size for the all-reduce (0: auto)");
@@ -322,14 +333,27 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
   }
   const std::string& name = f.model;
   const bool clicks = f.dataset == "synthetic_clicks" && f.train_data.empty();
-  if (name != "mlp" && name != "cnn" && name != "resnet" && name != "wide_deep") {
+  const bool sequences = f.dataset == "synthetic_sequences" && f.train_data.empty();
+  const std::map<std::string, SequenceModel> sequence_models = {
+      {"lstm", SequenceModel::kLstm},
+      {"gru", SequenceModel::kGru},
+      {"bag_of_embeddings", SequenceModel::kBagOfEmbeddings}};
+  const bool sequence_model = sequence_models.count(name) > 0;
+  if (name != "mlp" && name != "cnn" && name != "resnet" && name != "wide_deep" &&
+      !sequence_model) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--model=", name, ": expected mlp, cnn, resnet or wide_deep"));
+        absl::StrCat("--model=", name,
+                     ": expected mlp, cnn, resnet, wide_deep, lstm, gru or bag_of_embeddings"));
   }
-  if ((name == "wide_deep") != clicks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--model=", name, " with --dataset=", f.dataset,
-        ": wide_deep trains on synthetic_clicks (ids and numbers), the others on images"));
+  if ((name == "wide_deep") != clicks || sequence_model != sequences) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model=", name, " with --dataset=", f.dataset,
+                     ": wide_deep trains on synthetic_clicks (ids and numbers); lstm, gru and "
+                     "bag_of_embeddings on synthetic_sequences (token ids); the others on images"));
+  }
+  if (sequence_model) {
+    return SequenceClassifier(sequence_models.at(name), f.sequence_vocabulary,
+                              SequenceSet::kClasses);
   }
   // Class ids: a logit per class; numbers: an output per target value.
   const int64_t outputs = shape.target_width > 0 ? shape.target_width : shape.classes;
@@ -392,7 +416,20 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f, bool numb
   return compile;
 }
 
-absl::StatusOr<TrainTest> LoadData(const TrainFlags& f, double* bayes_auc) {
+absl::StatusOr<TrainTest> LoadData(const TrainFlags& f, double* bayes_auc, double* bayes_accuracy) {
+  if (f.dataset == "synthetic_sequences") {
+    absl::StatusOr<SequenceSet> set = SyntheticSequences({.train = f.sequences_examples,
+                                                          .test = f.sequences_examples / 4,
+                                                          .steps = f.sequence_steps,
+                                                          .vocabulary = f.sequence_vocabulary});
+    if (!set.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--sequences_examples=", f.sequences_examples, ", --sequence_steps=", f.sequence_steps,
+          ", --sequence_vocabulary=", f.sequence_vocabulary, ": ", set.status().message()));
+    }
+    if (bayes_accuracy != nullptr) *bayes_accuracy = set->bayes_accuracy;
+    return std::move(set->data);
+  }
   if (f.dataset == "synthetic_clicks") {
     if (f.clicks_users <= 0 || f.clicks_items <= 0 || f.clicks_examples < 4 ||
         f.clicks_users + f.clicks_items > (int64_t{1} << 24)) {
@@ -412,8 +449,9 @@ absl::StatusOr<TrainTest> LoadData(const TrainFlags& f, double* bayes_auc) {
   if (f.dataset == "fashion_mnist") return LoadFashionMnist(f.data_dir);
   if (f.dataset == "synthetic")
     return SyntheticImages(f.synthetic_examples, f.synthetic_examples / 4, 1234);
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--dataset=", f.dataset, ": expected fashion_mnist, synthetic or synthetic_clicks"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--dataset=", f.dataset,
+                   ": expected fashion_mnist, synthetic, synthetic_clicks or synthetic_sequences"));
 }
 
 }  // namespace ringwork

@@ -53,6 +53,9 @@ struct TrainFlags {
   int64_t synthetic_examples = 8192;
   int64_t clicks_users = 200, clicks_items = 100;  // --dataset=synthetic_clicks
   int64_t clicks_examples = 300000;
+  int64_t sequences_examples = 20000;  // --dataset=synthetic_sequences
+  int64_t sequence_steps = 20;
+  int64_t sequence_vocabulary = 50;
   bool sync_batch_norm = false;  // --model=resnet
   bool random_flip = true;       // --model=resnet on fashion_mnist
   int64_t bytes_per_pack = 0;
@@ -114,10 +117,11 @@ absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> MakeLearningRateSche
 // The callbacks of --early_stopping_patience, --reduce_lr_patience, --csv_log and
 // --terminate_on_nan; they watch val_loss when `validating`, else loss.
 std::vector<std::unique_ptr<Callback>> MakeControlCallbacks(const TrainFlags& f, bool validating);
-// The train and test sets --dataset names.
-// `bayes_auc`, if given, receives the best achievable test AUC of
-// --dataset=synthetic_clicks (else it is left alone).
-absl::StatusOr<TrainTest> LoadData(const TrainFlags& f, double* bayes_auc = nullptr);
+// The train and test sets --dataset names. `bayes_auc` and `bayes_accuracy`, if
+// given, receive the best achievable test AUC of --dataset=synthetic_clicks and
+// test accuracy of --dataset=synthetic_sequences (else they are left alone).
+absl::StatusOr<TrainTest> LoadData(const TrainFlags& f, double* bayes_auc = nullptr,
+                                   double* bayes_accuracy = nullptr);
 
 }  // namespace ringwork
 
