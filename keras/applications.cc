@@ -33,7 +33,22 @@ Model MlpClassifier(int64_t outputs) {
   return Model(std::move(model));  // A Sequential adds nothing to the Model it is.
 }
 
-Model SequenceClassifier(SequenceModel kind, int64_t vocabulary, int64_t classes) {
+SymbolicTensor TransformerEncoder(const SymbolicTensor& x, int64_t features, int64_t heads,
+                                  int64_t ff_dim) {
+  SymbolicTensor attended = Apply(MultiHeadAttention(heads, features / heads), x);
+  SymbolicTensor h = Apply(LayerNormalization(), Apply(Add(), {x, attended}));
+  SymbolicTensor ff = Apply(Dense(features), Apply(Dense(ff_dim, {.activation = "relu"}), h));
+  return Apply(LayerNormalization(), Apply(Add(), {h, ff}));
+}
+
+Model SequenceClassifier(SequenceModel kind, int64_t vocabulary, int64_t steps, int64_t classes) {
+  if (kind == SequenceModel::kTransformer) {
+    SymbolicTensor ids = Input({steps});
+    SymbolicTensor h = Apply(PositionEmbedding(steps), Apply(Embedding(vocabulary, 32), ids));
+    for (int block = 0; block < 2; ++block) h = TransformerEncoder(h, 32, 2, 64);
+    h = Apply(GlobalAveragePooling1D(), h);
+    return Model(ids, Apply(Dense(classes), h));
+  }
   Sequential model;
   model.Add(Embedding(vocabulary, 32));
   switch (kind) {
@@ -43,6 +58,7 @@ Model SequenceClassifier(SequenceModel kind, int64_t vocabulary, int64_t classes
     case SequenceModel::kGru:
       model.Add(GRU(64));
       break;
+    case SequenceModel::kTransformer:  // Above.
     case SequenceModel::kBagOfEmbeddings:
       model.Add(GlobalAveragePooling1D());
       model.Add(Dense(64, {.activation = "relu"}));

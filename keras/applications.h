@@ -38,14 +38,23 @@ Model MlpClassifier(int64_t outputs);
 // each followed by a 2x2 max pool, then Dense 128 (ReLU) and Dense `outputs`.
 Model SmallCnn(int64_t outputs);
 
+// A Transformer encoder block (Vaswani et al., post-norm as Keras' examples) over
+// [steps, features]: x + MultiHeadAttention(heads, features / heads)(x), then
+// LayerNormalization; that + Dense(features)(Dense(ff_dim, ReLU)(that)), then
+// LayerNormalization.
+SymbolicTensor TransformerEncoder(const SymbolicTensor& x, int64_t features, int64_t heads,
+                                  int64_t ff_dim);
+
 // train's sequence models over [steps] token ids in [0, vocabulary): an Embedding
 // of 32 numbers per token, then
 //   kLstm: LSTM(64);  kGru: GRU(64);
+//   kTransformer: PositionEmbedding, two TransformerEncoder blocks (2 heads, ff
+//     64) and the mean over the steps (GlobalAveragePooling1D);
 //   kBagOfEmbeddings: the mean of the embeddings (GlobalAveragePooling1D) and
 //     Dense 64 (ReLU): blind to the tokens' order, a baseline;
 // and Dense `classes` (logits).
-enum class SequenceModel { kLstm, kGru, kBagOfEmbeddings };
-Model SequenceClassifier(SequenceModel kind, int64_t vocabulary, int64_t classes);
+enum class SequenceModel { kLstm, kGru, kTransformer, kBagOfEmbeddings };
+Model SequenceClassifier(SequenceModel kind, int64_t vocabulary, int64_t steps, int64_t classes);
 
 }  // namespace ringwork
 

@@ -3,6 +3,7 @@
 // [channels]). The max's gradient goes to the positions that hold it, split
 // evenly among ties, as TensorFlow's reduce_max gradient does.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -82,8 +83,11 @@ class GlobalPoolingLayer : public Layer {
       }
       for (int64_t p = 0; p < positions_; ++p) {
         for (int64_t c = 0; c < channels; ++c) {
-          out[p * channels + c] =
-              in[p * channels + c] == top[c] ? g[c] / static_cast<float>(ties[c]) : 0.f;
+          // A NaN max equals nothing: 0 / 0 everywhere, as TensorFlow's gradient.
+          out[p * channels + c] = ties[c] == 0 ? g[c] * NAN
+                                  : in[p * channels + c] == top[c]
+                                      ? g[c] / static_cast<float>(ties[c])
+                                      : 0.f;
         }
       }
     }

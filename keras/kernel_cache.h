@@ -8,6 +8,7 @@
 #ifndef RINGWORK_KERAS_KERNEL_CACHE_H_
 #define RINGWORK_KERAS_KERNEL_CACHE_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,12 +17,16 @@
 
 namespace ringwork {
 
-template <typename Kernel>
+using MatmulShape = std::array<int64_t, 3>;  // Rows, in, out.
+
+// `Key`: the batch size, or what else tells the shapes apart (a layer of several
+// matmuls keys them by (rows, in, out): MatmulShape).
+template <typename Kernel, typename Key = int64_t>
 class PerBatch {
  public:
   // `make(key)` returns absl::StatusOr<std::unique_ptr<Kernel>>.
   template <typename MakeFn>
-  absl::StatusOr<Kernel*> Get(int64_t key, const MakeFn& make) {
+  absl::StatusOr<Kernel*> Get(const Key& key, const MakeFn& make) {
     std::unique_ptr<Kernel>& kernel = kernels_[key];
     if (kernel == nullptr) {
       absl::StatusOr<std::unique_ptr<Kernel>> made = make(key);
@@ -35,7 +40,7 @@ class PerBatch {
   }
 
  private:
-  std::map<int64_t, std::unique_ptr<Kernel>> kernels_;
+  std::map<Key, std::unique_ptr<Kernel>> kernels_;
 };
 
 }  // namespace ringwork

@@ -75,6 +75,21 @@ struct RecurrentOptions {
 std::unique_ptr<Layer> LSTM(int64_t units, RecurrentOptions options = {});
 std::unique_ptr<Layer> GRU(int64_t units, RecurrentOptions options = {});
 
+// Keras' MultiHeadAttention as self-attention (Keras: mha(x, x)) over [steps,
+// features]: softmax(Q K^T / sqrt(key_dim)) V per head, then the output
+// projection back to `features`. Weights as Keras': query/key/value kernels
+// [features, heads, dim] and biases [heads, dim], attention_output kernel
+// [heads, value_dim, features] and bias [features]. No mask or dropout yet.
+struct AttentionOptions {
+  int64_t value_dim = 0;  // 0: key_dim.
+};
+std::unique_ptr<Layer> MultiHeadAttention(int64_t num_heads, int64_t key_dim,
+                                          AttentionOptions options = {});
+// x + a learned embedding of each position ([sequence_length, features], Glorot
+// uniform): keras_hub's PositionEmbedding, added to its input as
+// TokenAndPositionEmbedding does.
+std::unique_ptr<Layer> PositionEmbedding(int64_t sequence_length);
+
 std::unique_ptr<Layer> Flatten();
 // Columns [begin, end) of the last axis (Keras: Lambda(lambda x: x[..., begin:end])),
 // e.g. to send an input's id columns to an Embedding and the rest to a Dense.

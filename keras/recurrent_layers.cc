@@ -52,8 +52,9 @@ class RecurrentLayer : public Layer {
     return c;
   }
   std::string config() const override {
-    return absl::StrCat("return_sequences ", options_.return_sequences, ", reset_after ",
-                        options_.reset_after, ", unit_forget_bias ", options_.unit_forget_bias);
+    return absl::StrCat("return_sequences ", options_.return_sequences,
+                        cell_ == Cell::kGru ? ", reset_after " : ", unit_forget_bias ",
+                        cell_ == Cell::kGru ? options_.reset_after : options_.unit_forget_bias);
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
@@ -256,7 +257,7 @@ class RecurrentLayer : public Layer {
 
  private:
   absl::StatusOr<DenseKernel*> Matmul(KernelContext& k, int64_t rows, int64_t in, int64_t out) {
-    return matmuls_.Get(rows * 1000003 + in * 1009 + out, [&](int64_t) {
+    return matmuls_.Get(MatmulShape{rows, in, out}, [&](const MatmulShape&) {
       return DenseKernel::Create(k, {rows, in, out});
     });
   }
@@ -281,7 +282,7 @@ class RecurrentLayer : public Layer {
   // activated gates, h_prev U; LSTM's cells; GRU's r h_prev (without reset_after).
   std::vector<float> xt_, xw_, h_, act_, hu_, c_, tanh_c_, rh_, rhu_;
   std::vector<float> dht_, da_, dhu_, da_h_;
-  PerBatch<DenseKernel> matmuls_;
+  PerBatch<DenseKernel, MatmulShape> matmuls_;
 };
 
 }  // namespace

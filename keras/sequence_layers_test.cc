@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "keras/applications.h"
 #include "keras/gradient_check_testing.h"
 #include "keras/sequential.h"
 
@@ -115,6 +116,31 @@ TEST_CASE("LSTM and GRU (reset_after both ways): Keras' weights, gradients by fi
   }
 }
 
+TEST_CASE(
+    "MultiHeadAttention, PositionEmbedding and a TransformerEncoder: gradients by finite "
+    "differences, Keras' weight shapes",
+    "[sequence][attention]") {
+  SymbolicTensor x = Input({5, 4});
+  SymbolicTensor h = TransformerEncoder(Apply(PositionEmbedding(6), x), 4, 2, 6);
+  Model model(x, Apply(Dense(3), Apply(GlobalAveragePooling1D(), h)));
+  REQUIRE(model.Compile(FrozenSgd()).ok());
+  REQUIRE(model.Build({5, 4}).ok());
+  std::vector<Shape> shapes;
+  for (const Variable* v : model.variables()) shapes.push_back(v->value.shape());
+  // PositionEmbedding, then the attention's query, key, value and output.
+  CHECK(shapes[0] == Shape{6, 4});
+  CHECK(shapes[1] == Shape{4, 2, 2});
+  CHECK(shapes[2] == Shape{2, 2});
+  CHECK(shapes[7] == Shape{2, 2, 4});
+  CHECK(shapes[8] == Shape{4});
+  for (Variable* v : model.variables()) {
+    for (int64_t i = 0; i < v->size(); ++i) v->value[i] += 0.3f * std::sin(1.3f * i);
+  }
+  // q . b_k shifts a row's scores alike, which the softmax ignores.
+  CheckGradientsByFiniteDifferences(model, SequenceBatch({5, 4}), 1,
+                                    {"multi_head_attention/key/bias"});
+}
+
 TEST_CASE("LSTM's forget-gate bias starts at 1; recurrent kernels start orthogonal",
           "[sequence][recurrent]") {
   Sequential model;
@@ -130,6 +156,34 @@ TEST_CASE("LSTM's forget-gate bias starts at 1; recurrent kernels start orthogon
       double dot = 0;
       for (int64_t j = 0; j < 16; ++j) dot += u[a * 16 + j] * u[b * 16 + j];
       CHECK(dot == Approx(a == b ? 1.0 : 0.0).margin(1e-6));
+    }
+  }
+}
+
+TEST_CASE("recurrent and attention layers predict a batch as each of its examples alone",
+          "[sequence][recurrent]") {
+  // Each batch size has its own matmuls: 5 examples at once, then one by one.
+  for (int kind = 0; kind < 4; ++kind) {
+    INFO("kind " << kind);
+    Sequential model;
+    if (kind == 0) model.Add(LSTM(7, {.return_sequences = true}));
+    if (kind == 1) model.Add(GRU(9, {.reset_after = false}));
+    if (kind == 2) model.Add(GRU(4));
+    if (kind == 3) model.Add(MultiHeadAttention(2, 3));
+    model.Add(Flatten());
+    model.Add(Dense(3));
+    REQUIRE(model.Compile(FrozenSgd()).ok());
+    Tensor five({5, 6, 2});
+    for (int64_t i = 0; i < five.size(); ++i) five[i] = std::sin(0.7f * static_cast<float>(i));
+    absl::StatusOr<Tensor> all = model.Predict(five);
+    REQUIRE(all.ok());
+    for (int64_t e = 0; e < 5; ++e) {
+      Tensor one({1, 6, 2}, std::vector<float>(five.data() + e * 12, five.data() + (e + 1) * 12));
+      absl::StatusOr<Tensor> alone = model.Predict(one);
+      REQUIRE(alone.ok());
+      for (int64_t c = 0; c < 3; ++c) {
+        CHECK((*alone)[c] == Approx((*all)[e * 3 + c]).margin(1e-6));
+      }
     }
   }
 }

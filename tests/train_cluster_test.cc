@@ -238,10 +238,11 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "sequence models on synthetic_sequences with train's defaults: LSTM and GRU reach 0.95 of the "
+    "sequence models on synthetic_sequences with train's defaults: LSTM, GRU and a transformer "
+    "reach 0.95 of the "
     "best achievable accuracy, an order-blind bag of embeddings stays below 0.85 of it",
     "[train]") {
-  for (const std::string model : {"lstm", "gru", "bag_of_embeddings"}) {
+  for (const std::string model : {"lstm", "gru", "transformer", "bag_of_embeddings"}) {
     INFO(model);
     const std::string metrics = TempPath(model + "_sequences.json");
     ProcessCluster cluster({kTrain,

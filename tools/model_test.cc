@@ -133,12 +133,20 @@ TEST_CASE("train takes a Keras JSON for its model, and refuses a layer it lacks 
   // go below -log(e / (e + 9)) = 1.46.
   CHECK(m["test_loss"].get<double>() < 1.4);
 
+  std::ofstream(dir + "/rnn.json") << R"({"class_name": "Sequential", "config": {"layers": [
+      {"class_name": "Flatten", "config": {"batch_input_shape": [null, 28, 28]}},
+      {"class_name": "SimpleRNN", "config": {"units": 4}}]}})";
+  SubprocessResult refused = Run({"tools/train", "--model_config=" + dir + "/rnn.json"});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.output,
+             Contains("$.config.layers[1]: layer class SimpleRNN is not supported"));
+  // An LSTM where the data's examples are not sequences: the layer and the shape.
   std::ofstream(dir + "/lstm.json") << R"({"class_name": "Sequential", "config": {"layers": [
       {"class_name": "Flatten", "config": {"batch_input_shape": [null, 28, 28]}},
       {"class_name": "LSTM", "config": {"units": 4}}]}})";
-  SubprocessResult refused = Run({"tools/train", "--model_config=" + dir + "/lstm.json"});
+  refused = Run({"tools/train", "--model_config=" + dir + "/lstm.json"});
   CHECK(refused.exit_code == 2);
-  CHECK_THAT(refused.output, Contains("$.config.layers[1]: layer class LSTM is not supported"));
+  CHECK_THAT(refused.output, Contains("lstm (LSTM) needs [steps, features] inputs, got [784]"));
 }
 
 TEST_CASE("model predicts from a saved model as ONNX Runtime does, alone or over 2 workers",

@@ -26,13 +26,15 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
       "mlp (784-256-128-10, ReLU), cnn (a small conv net), resnet (a residual network "
       "with batch normalization: a stem and three stages of two blocks, 16/32/64 filters) "
       "or wide_deep (Wide & Deep over --dataset=synthetic_clicks); over "
-      "--dataset=synthetic_sequences: lstm, gru (an Embedding of 32, the recurrent layer of 64) "
-      "or bag_of_embeddings (the embeddings' mean, Dense 64: blind to order)");
-  flags->String("dataset", &f->dataset,
-                "fashion_mnist, synthetic (images), synthetic_clicks (a seeded click log of "
-                "user and item ids and 3 numbers with a known best AUC; for --model=wide_deep) "
-                "or synthetic_sequences (seeded token sequences whose class is the order of "
-                "four markers, with a known best accuracy; for lstm, gru, bag_of_embeddings)");
+      "--dataset=synthetic_sequences: lstm, gru (an Embedding of 32, the recurrent layer of 64), "
+      "transformer (an Embedding of 32 with positions, two encoder blocks of 2 heads) or "
+      "bag_of_embeddings (the embeddings' mean, Dense 64: blind to order)");
+  flags->String(
+      "dataset", &f->dataset,
+      "fashion_mnist, synthetic (images), synthetic_clicks (a seeded click log of "
+      "user and item ids and 3 numbers with a known best AUC; for --model=wide_deep) "
+      "or synthetic_sequences (seeded token sequences whose class is the order of "
+      "four markers, with a known best accuracy; for lstm, gru, transformer, bag_of_embeddings)");
   flags->String("data_dir", &f->data_dir, "where the Fashion-MNIST IDX files are");
   flags->String("train_data", &f->train_data,
                 "your training files instead of --dataset, streamed: tfrecord:GLOB (TFRecord "
@@ -71,7 +73,7 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->Double(
       "learning_rate", &f->learning_rate,
       "the optimizer's learning rate (0: the model's with adam and adamw: 0.001; resnet 0.002, "
-      "wide_deep 0.003; 0.01 with sgd, Keras' default)");
+      "wide_deep and transformer 0.003; 0.01 with sgd, Keras' default)");
   flags->Int("seed", &f->seed, "initialisation, shuffling and dropout seed");
   flags->Int("intra_op_threads", &f->intra_op_threads,
              "threads per kernel (0: this process's cores / workers on this host)",
@@ -254,7 +256,7 @@ absl::StatusOr<std::shared_ptr<const LearningRateSchedule>> WithFlag(
 double LearningRate(const TrainFlags& f) {
   if (f.learning_rate > 0) return f.learning_rate;
   if (f.optimizer == "sgd") return 0.01;  // Keras' SGD default; the models' rates are Adam's.
-  if (f.model == "wide_deep") return 3e-3;
+  if (f.model == "wide_deep" || f.model == "transformer") return 3e-3;
   return f.model == "resnet" ? 2e-3 : 1e-3;
 }
 
@@ -337,22 +339,23 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape) {
   const std::map<std::string, SequenceModel> sequence_models = {
       {"lstm", SequenceModel::kLstm},
       {"gru", SequenceModel::kGru},
+      {"transformer", SequenceModel::kTransformer},
       {"bag_of_embeddings", SequenceModel::kBagOfEmbeddings}};
   const bool sequence_model = sequence_models.count(name) > 0;
   if (name != "mlp" && name != "cnn" && name != "resnet" && name != "wide_deep" &&
       !sequence_model) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model=", name,
-                     ": expected mlp, cnn, resnet, wide_deep, lstm, gru or bag_of_embeddings"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model=", name,
+        ": expected mlp, cnn, resnet, wide_deep, lstm, gru, transformer or bag_of_embeddings"));
   }
   if ((name == "wide_deep") != clicks || sequence_model != sequences) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model=", name, " with --dataset=", f.dataset,
-                     ": wide_deep trains on synthetic_clicks (ids and numbers); lstm, gru and "
-                     "bag_of_embeddings on synthetic_sequences (token ids); the others on images"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model=", name, " with --dataset=", f.dataset,
+        ": wide_deep trains on synthetic_clicks (ids and numbers); lstm, gru, transformer and "
+        "bag_of_embeddings on synthetic_sequences (token ids); the others on images"));
   }
   if (sequence_model) {
-    return SequenceClassifier(sequence_models.at(name), f.sequence_vocabulary,
+    return SequenceClassifier(sequence_models.at(name), f.sequence_vocabulary, f.sequence_steps,
                               SequenceSet::kClasses);
   }
   // Class ids: a logit per class; numbers: an output per target value.

@@ -106,7 +106,7 @@ absl::StatusOr<Model> BuildModel(const TrainFlags& f, const DataShape& shape = {
 // the metric to mae), else class ids.
 absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f, bool numbers = false);
 // --learning_rate, or the model's default: 0.001 (Keras' Adam), 0.002 for resnet,
-// 0.003 for wide_deep; with sgd, 0.01 (Keras' SGD).
+// 0.003 for wide_deep and transformer; with sgd, 0.01 (Keras' SGD).
 double LearningRate(const TrainFlags& f);
 // --lr_schedule, or the model's default: cosine for resnet (unless
 // --reduce_lr_patience steers the rate), none for the others.

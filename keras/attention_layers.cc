@@ -1,0 +1,240 @@
+// MultiHeadAttention (self-attention, as Keras' layer called as mha(x, x)) and
+// PositionEmbedding, over [steps, features] sequences. The projections are
+// oneDNN matmuls over every example's steps at once; the attention of each
+// example and head is plain loops (steps are few).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "keras/initializers.h"
+#include "keras/kernel_cache.h"
+#include "keras/layers.h"
+#include "kernels/dense.h"
+
+namespace ringwork {
+namespace {
+
+class MultiHeadAttentionLayer : public Layer {
+ public:
+  MultiHeadAttentionLayer(int64_t heads, int64_t key_dim, AttentionOptions options)
+      : heads_(heads), key_dim_(key_dim), options_(options) {}
+  std::string type() const override { return "MultiHeadAttention"; }
+  nlohmann::json keras_config() const override {
+    return {{"num_heads", heads_},      {"key_dim", key_dim_}, {"value_dim", value_dim_},
+            {"dropout", 0.0},           {"use_bias", true},    {"output_shape", nullptr},
+            {"attention_axes", nullptr}};
+  }
+
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
+    if (input.size() != 2 || input[0] <= 0 || input[1] <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, " (MultiHeadAttention) needs [steps, features] inputs, got ", ShapeString(input)));
+    }
+    if (heads_ <= 0 || key_dim_ <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, ": num_heads and key_dim must be positive, got ", heads_, " and ", key_dim_));
+    }
+    steps_ = input[0];
+    features_ = input[1];
+    value_dim_ = options_.value_dim > 0 ? options_.value_dim : key_dim_;
+    // Keras' shapes: query/key/value kernels [features, heads, dim], biases [heads,
+    // dim]; the output kernel [heads, value_dim, features], its bias [features].
+    const std::pair<const char*, int64_t> projections[] = {
+        {"query", key_dim_}, {"key", key_dim_}, {"value", value_dim_}};
+    for (const auto& [part, dim] : projections) {
+      Variable* kernel = AddVariable(absl::StrCat(part, "/kernel"), {features_, heads_, dim});
+      GlorotUniform(kernel->value, features_, heads_ * dim, ctx.seed, kernel->name);
+      AddVariable(absl::StrCat(part, "/bias"), {heads_, dim});
+    }
+    Variable* out = AddVariable("attention_output/kernel", {heads_, value_dim_, features_});
+    GlorotUniform(out->value, heads_ * value_dim_, features_, ctx.seed, out->name);
+    AddVariable("attention_output/bias", {features_});
+    output_shape_ = input;
+    return output_shape_;
+  }
+
+  absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool) override {
+    const int64_t batch = x.dim(0), rows = batch * steps_;
+    const int64_t qk = heads_ * key_dim_, v = heads_ * value_dim_;
+    q_.resize(static_cast<size_t>(rows * qk));
+    k_.resize(q_.size());
+    v_.resize(static_cast<size_t>(rows * v));
+    RW_ASSIGN_OR_RETURN(DenseKernel * to_qk, Matmul(k, rows, features_, qk));
+    RW_ASSIGN_OR_RETURN(DenseKernel * to_v, Matmul(k, rows, features_, v));
+    to_qk->Forward(k, x.data(), Value(0), Value(1), q_.data());
+    to_qk->Forward(k, x.data(), Value(2), Value(3), k_.data());
+    to_v->Forward(k, x.data(), Value(4), Value(5), v_.data());
+    // probabilities_[b][h][i][j]: how much step i attends to step j.
+    probabilities_.resize(static_cast<size_t>(batch * heads_ * steps_ * steps_));
+    context_.assign(static_cast<size_t>(rows * v), 0.f);
+    const float scale = 1.f / std::sqrt(static_cast<float>(key_dim_));
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads_; ++h) {
+        float* p = &probabilities_[((b * heads_ + h) * steps_) * steps_];
+        for (int64_t i = 0; i < steps_; ++i) {
+          const float* qi = &q_[(b * steps_ + i) * qk + h * key_dim_];
+          float largest = -INFINITY;
+          for (int64_t j = 0; j < steps_; ++j) {
+            const float* kj = &k_[(b * steps_ + j) * qk + h * key_dim_];
+            float dot = 0;
+            for (int64_t d = 0; d < key_dim_; ++d) dot += qi[d] * kj[d];
+            p[i * steps_ + j] = dot * scale;
+            largest = std::max(largest, p[i * steps_ + j]);
+          }
+          double sum = 0;
+          for (int64_t j = 0; j < steps_; ++j) {
+            p[i * steps_ + j] = std::exp(p[i * steps_ + j] - largest);
+            sum += p[i * steps_ + j];
+          }
+          float* ci = &context_[(b * steps_ + i) * v + h * value_dim_];
+          for (int64_t j = 0; j < steps_; ++j) {
+            p[i * steps_ + j] = static_cast<float>(p[i * steps_ + j] / sum);
+            const float* vj = &v_[(b * steps_ + j) * v + h * value_dim_];
+            for (int64_t d = 0; d < value_dim_; ++d) ci[d] += p[i * steps_ + j] * vj[d];
+          }
+        }
+      }
+    }
+    y->Resize(x.shape());
+    RW_ASSIGN_OR_RETURN(DenseKernel * out, Matmul(k, rows, v, features_));
+    out->Forward(k, context_.data(), Value(6), Value(7), y->data());
+    return absl::OkStatus();
+  }
+
+  absl::Status Backward(KernelContext& k, const Tensor& x, const Tensor&, const Tensor& dy,
+                        Tensor* dx) override {
+    const int64_t batch = x.dim(0), rows = batch * steps_;
+    const int64_t qk = heads_ * key_dim_, v = heads_ * value_dim_;
+    RW_ASSIGN_OR_RETURN(DenseKernel * out, Matmul(k, rows, v, features_));
+    out->BackwardWeights(k, context_.data(), dy.data(), Grad(6), Grad(7));
+    std::vector<float> dcontext(static_cast<size_t>(rows * v));
+    out->BackwardData(k, dy.data(), Value(6), dcontext.data());
+    std::vector<float> dq(q_.size(), 0.f), dk(k_.size(), 0.f), dv(v_.size(), 0.f);
+    std::vector<float> dp(static_cast<size_t>(steps_));
+    const float scale = 1.f / std::sqrt(static_cast<float>(key_dim_));
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads_; ++h) {
+        const float* p = &probabilities_[((b * heads_ + h) * steps_) * steps_];
+        for (int64_t i = 0; i < steps_; ++i) {
+          const float* dci = &dcontext[(b * steps_ + i) * v + h * value_dim_];
+          // dP[i][j] = dC_i . V_j; dV_j += P[i][j] dC_i.
+          double weighted = 0;
+          for (int64_t j = 0; j < steps_; ++j) {
+            const float* vj = &v_[(b * steps_ + j) * v + h * value_dim_];
+            float* dvj = &dv[(b * steps_ + j) * v + h * value_dim_];
+            float dot = 0;
+            for (int64_t d = 0; d < value_dim_; ++d) {
+              dot += dci[d] * vj[d];
+              dvj[d] += p[i * steps_ + j] * dci[d];
+            }
+            dp[j] = dot;
+            weighted += static_cast<double>(dot) * p[i * steps_ + j];
+          }
+          // The softmax's backward, then the scores' (scale Q_i . K_j).
+          const float* qi = &q_[(b * steps_ + i) * qk + h * key_dim_];
+          float* dqi = &dq[(b * steps_ + i) * qk + h * key_dim_];
+          for (int64_t j = 0; j < steps_; ++j) {
+            const float ds = p[i * steps_ + j] * (dp[j] - static_cast<float>(weighted)) * scale;
+            const float* kj = &k_[(b * steps_ + j) * qk + h * key_dim_];
+            float* dkj = &dk[(b * steps_ + j) * qk + h * key_dim_];
+            for (int64_t d = 0; d < key_dim_; ++d) {
+              dqi[d] += ds * kj[d];
+              dkj[d] += ds * qi[d];
+            }
+          }
+        }
+      }
+    }
+    RW_ASSIGN_OR_RETURN(DenseKernel * to_qk, Matmul(k, rows, features_, qk));
+    RW_ASSIGN_OR_RETURN(DenseKernel * to_v, Matmul(k, rows, features_, v));
+    to_qk->BackwardWeights(k, x.data(), dq.data(), Grad(0), Grad(1));
+    to_qk->BackwardWeights(k, x.data(), dk.data(), Grad(2), Grad(3));
+    to_v->BackwardWeights(k, x.data(), dv.data(), Grad(4), Grad(5));
+    if (dx != nullptr) {
+      dx->Resize(x.shape());
+      std::vector<float> part(static_cast<size_t>(x.size()));
+      to_qk->BackwardData(k, dq.data(), Value(0), dx->data());
+      to_qk->BackwardData(k, dk.data(), Value(2), part.data());
+      for (int64_t i = 0; i < x.size(); ++i) dx->data()[i] += part[i];
+      to_v->BackwardData(k, dv.data(), Value(4), part.data());
+      for (int64_t i = 0; i < x.size(); ++i) dx->data()[i] += part[i];
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const float* Value(size_t i) const { return variables_[i]->value.data(); }
+  float* Grad(size_t i) const { return variables_[i]->grad; }
+  absl::StatusOr<DenseKernel*> Matmul(KernelContext& k, int64_t rows, int64_t in, int64_t out) {
+    return matmuls_.Get(MatmulShape{rows, in, out}, [&](const MatmulShape&) {
+      return DenseKernel::Create(k, {rows, in, out});
+    });
+  }
+
+  const int64_t heads_, key_dim_;
+  const AttentionOptions options_;
+  int64_t value_dim_ = 0, steps_ = 0, features_ = 0;
+  // Of the last Forward: the projections ([rows, heads x dim]), the attention
+  // probabilities and the heads' outputs side by side.
+  std::vector<float> q_, k_, v_, probabilities_, context_;
+  PerBatch<DenseKernel, MatmulShape> matmuls_;
+};
+
+// x + a learned embedding of each step's position.
+class PositionEmbeddingLayer : public Layer {
+ public:
+  explicit PositionEmbeddingLayer(int64_t sequence_length) : length_(sequence_length) {}
+  std::string type() const override { return "PositionEmbedding"; }
+  nlohmann::json keras_config() const override { return {{"sequence_length", length_}}; }
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
+    if (input.size() != 2 || input[0] > length_ || input[1] <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, " (PositionEmbedding of ", length_,
+                       " positions) needs [steps, features] inputs of at most ", length_,
+                       " steps, got ", ShapeString(input)));
+    }
+    Variable* table = AddVariable("embeddings", {length_, input[1]});
+    GlorotUniform(table->value, length_, input[1], ctx.seed, table->name);
+    output_shape_ = input;
+    return output_shape_;
+  }
+  absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool) override {
+    y->Resize(x.shape());
+    const int64_t per_example = NumElements(output_shape_);
+    const float* table = variables_[0]->value.data();
+    for (int64_t b = 0; b < x.dim(0); ++b) {
+      for (int64_t i = 0; i < per_example; ++i) {
+        y->data()[b * per_example + i] = x.data()[b * per_example + i] + table[i];
+      }
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
+                        Tensor* dx) override {
+    const int64_t per_example = NumElements(output_shape_);
+    float* grad = variables_[0]->grad;
+    std::fill(grad, grad + variables_[0]->size(), 0.f);
+    for (int64_t b = 0; b < x.dim(0); ++b) {
+      for (int64_t i = 0; i < per_example; ++i) grad[i] += dy.data()[b * per_example + i];
+    }
+    if (dx != nullptr) *dx = dy;
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t length_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> MultiHeadAttention(int64_t num_heads, int64_t key_dim,
+                                          AttentionOptions options) {
+  return std::make_unique<MultiHeadAttentionLayer>(num_heads, key_dim, options);
+}
+std::unique_ptr<Layer> PositionEmbedding(int64_t sequence_length) {
+  return std::make_unique<PositionEmbeddingLayer>(sequence_length);
+}
+
+}  // namespace ringwork
