@@ -27,8 +27,9 @@
 #
 #   bash bench/compare_training.sh [--num_workers=2] [--epochs=5] [--runs=3]
 #
-# --model=resnet or wide_deep (the models beside the MLP; wide_deep on the synthetic click
-# log, PyTorch on a log of the same shape) runs the rows ringwork, ringwork 1 worker
+# --model=resnet, wide_deep, lstm or transformer (the models beside the MLP; wide_deep on
+# the synthetic click log, lstm and transformer on synthetic_sequences, PyTorch on data of
+# the same shape) runs the rows ringwork, ringwork 1 worker
 # and DDP OpenBLAS only (resnet also ringwork with --precision=bfloat16);
 # --steps_per_epoch=K shortens their epochs on both sides.
 set -euo pipefail
@@ -39,7 +40,8 @@ parse_flags num_workers epochs runs model steps_per_epoch -- "$@"
 case "$model" in
   mlp|resnet) model_flags=(--model="$model");;
   wide_deep) model_flags=(--model=wide_deep --dataset=synthetic_clicks);;
-  *) echo "--model=$model: expected mlp, resnet or wide_deep" >&2; exit 2;;
+  lstm|transformer) model_flags=(--model="$model" --dataset=synthetic_sequences);;
+  *) echo "--model=$model: expected mlp, resnet, wide_deep, lstm or transformer" >&2; exit 2;;
 esac
 if [[ $steps_per_epoch != 0 ]]; then model_flags+=(--steps_per_epoch="$steps_per_epoch"); fi
 scripts/setup.sh --peers
@@ -126,7 +128,7 @@ for ((run = 1; run <= runs; ++run)); do
 done
 
 /usr/bin/python3 - "$work" "$num_workers" "$epochs" "$runs" "$model" <<'PY'
-import glob, json, re, statistics, sys
+import glob, json, re, statistics, subprocess, sys
 work, n, epochs, runs, model = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 rows = [("ringwork", "ringwork", f"{n} workers x 1 thread"),
         ("ringwork_overlap", "ringwork, overlap thread", f"{n} workers x 1 thread"),
@@ -154,8 +156,12 @@ if model != "mlp":
     keep = ("ringwork", "ringwork_one", "ddp_openblas") + (("ringwork_bf16",) if model == "resnet" else ())
     rows = [r for r in rows if r[0] in keep]
 described = {"mlp": "MLP 784-256-128-10 on Fashion-MNIST", "resnet": "SmallResNet on Fashion-MNIST",
-             "wide_deep": "Wide & Deep on a synthetic click log (test accuracy: of clicks)"}[model]
+             "wide_deep": "Wide & Deep on a synthetic click log (test accuracy: of clicks)",
+             "lstm": "Embedding 32, LSTM 64 on synthetic_sequences (20 tokens, 4 classes)",
+             "transformer": "Embedding 32 + positions, 2 encoder blocks on synthetic_sequences"}[model]
 print(f"# {described}, Adam, global batch 256, {epochs} epochs, medians of {runs} runs")
+print(f"# {subprocess.run(['date', '-u', '+%Y-%m-%d'], capture_output=True, text=True).stdout.strip()}, "
+      f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
 print(f"# of kernels: samples/s / (workers x {kernel_rate:.0f}), the MLP step alone "
       f"({step_us:.0f} us for 128 examples, kernel_bench --threads=1)")
 print(f"{'':30} {'layout':24} {'samples/s':>10} {'test acc':>9} {'ringwork is':>12} {'of kernels':>11}")
