@@ -1,7 +1,7 @@
 // MultiHeadAttention (self-attention, as Keras' layer called as mha(x, x)) and
 // PositionEmbedding, over [steps, features] sequences. The projections are
 // oneDNN matmuls over every example's steps at once; the attention of each
-// example and head is plain loops (steps are few).
+// example and head is kernels/attention.h's loops (steps are few).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -11,6 +11,7 @@
 #include "keras/initializers.h"
 #include "keras/kernel_cache.h"
 #include "keras/layers.h"
+#include "kernels/attention.h"
 #include "kernels/dense.h"
 
 namespace ringwork {
@@ -68,35 +69,9 @@ class MultiHeadAttentionLayer : public Layer {
     to_v->Forward(k, x.data(), Value(4), Value(5), v_.data());
     // probabilities_[b][h][i][j]: how much step i attends to step j.
     probabilities_.resize(static_cast<size_t>(batch * heads_ * steps_ * steps_));
-    context_.assign(static_cast<size_t>(rows * v), 0.f);
-    const float scale = 1.f / std::sqrt(static_cast<float>(key_dim_));
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t h = 0; h < heads_; ++h) {
-        float* p = &probabilities_[((b * heads_ + h) * steps_) * steps_];
-        for (int64_t i = 0; i < steps_; ++i) {
-          const float* qi = &q_[(b * steps_ + i) * qk + h * key_dim_];
-          float largest = -INFINITY;
-          for (int64_t j = 0; j < steps_; ++j) {
-            const float* kj = &k_[(b * steps_ + j) * qk + h * key_dim_];
-            float dot = 0;
-            for (int64_t d = 0; d < key_dim_; ++d) dot += qi[d] * kj[d];
-            p[i * steps_ + j] = dot * scale;
-            largest = std::max(largest, p[i * steps_ + j]);
-          }
-          double sum = 0;
-          for (int64_t j = 0; j < steps_; ++j) {
-            p[i * steps_ + j] = std::exp(p[i * steps_ + j] - largest);
-            sum += p[i * steps_ + j];
-          }
-          float* ci = &context_[(b * steps_ + i) * v + h * value_dim_];
-          for (int64_t j = 0; j < steps_; ++j) {
-            p[i * steps_ + j] = static_cast<float>(p[i * steps_ + j] / sum);
-            const float* vj = &v_[(b * steps_ + j) * v + h * value_dim_];
-            for (int64_t d = 0; d < value_dim_; ++d) ci[d] += p[i * steps_ + j] * vj[d];
-          }
-        }
-      }
-    }
+    context_.resize(static_cast<size_t>(rows * v));
+    AttentionForward(Dims(batch), q_.data(), k_.data(), v_.data(), probabilities_.data(),
+                     context_.data());
     y->Resize(x.shape());
     RW_ASSIGN_OR_RETURN(DenseKernel * out, Matmul(k, rows, v, features_));
     out->Forward(k, context_.data(), Value(6), Value(7), y->data());
@@ -111,42 +86,9 @@ class MultiHeadAttentionLayer : public Layer {
     out->BackwardWeights(k, context_.data(), dy.data(), Grad(6), Grad(7));
     std::vector<float> dcontext(static_cast<size_t>(rows * v));
     out->BackwardData(k, dy.data(), Value(6), dcontext.data());
-    std::vector<float> dq(q_.size(), 0.f), dk(k_.size(), 0.f), dv(v_.size(), 0.f);
-    std::vector<float> dp(static_cast<size_t>(steps_));
-    const float scale = 1.f / std::sqrt(static_cast<float>(key_dim_));
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t h = 0; h < heads_; ++h) {
-        const float* p = &probabilities_[((b * heads_ + h) * steps_) * steps_];
-        for (int64_t i = 0; i < steps_; ++i) {
-          const float* dci = &dcontext[(b * steps_ + i) * v + h * value_dim_];
-          // dP[i][j] = dC_i . V_j; dV_j += P[i][j] dC_i.
-          double weighted = 0;
-          for (int64_t j = 0; j < steps_; ++j) {
-            const float* vj = &v_[(b * steps_ + j) * v + h * value_dim_];
-            float* dvj = &dv[(b * steps_ + j) * v + h * value_dim_];
-            float dot = 0;
-            for (int64_t d = 0; d < value_dim_; ++d) {
-              dot += dci[d] * vj[d];
-              dvj[d] += p[i * steps_ + j] * dci[d];
-            }
-            dp[j] = dot;
-            weighted += static_cast<double>(dot) * p[i * steps_ + j];
-          }
-          // The softmax's backward, then the scores' (scale Q_i . K_j).
-          const float* qi = &q_[(b * steps_ + i) * qk + h * key_dim_];
-          float* dqi = &dq[(b * steps_ + i) * qk + h * key_dim_];
-          for (int64_t j = 0; j < steps_; ++j) {
-            const float ds = p[i * steps_ + j] * (dp[j] - static_cast<float>(weighted)) * scale;
-            const float* kj = &k_[(b * steps_ + j) * qk + h * key_dim_];
-            float* dkj = &dk[(b * steps_ + j) * qk + h * key_dim_];
-            for (int64_t d = 0; d < key_dim_; ++d) {
-              dqi[d] += ds * kj[d];
-              dkj[d] += ds * qi[d];
-            }
-          }
-        }
-      }
-    }
+    std::vector<float> dq(q_.size()), dk(k_.size()), dv(v_.size());
+    AttentionBackward(Dims(batch), q_.data(), k_.data(), v_.data(), probabilities_.data(),
+                      dcontext.data(), dq.data(), dk.data(), dv.data());
     RW_ASSIGN_OR_RETURN(DenseKernel * to_qk, Matmul(k, rows, features_, qk));
     RW_ASSIGN_OR_RETURN(DenseKernel * to_v, Matmul(k, rows, features_, v));
     to_qk->BackwardWeights(k, x.data(), dq.data(), Grad(0), Grad(1));
@@ -165,6 +107,7 @@ class MultiHeadAttentionLayer : public Layer {
   }
 
  private:
+  AttentionShape Dims(int64_t batch) const { return {batch, steps_, heads_, key_dim_, value_dim_}; }
   const float* Value(size_t i) const { return variables_[i]->value.data(); }
   float* Grad(size_t i) const { return variables_[i]->grad; }
   absl::StatusOr<DenseKernel*> Matmul(KernelContext& k, int64_t rows, int64_t in, int64_t out) {

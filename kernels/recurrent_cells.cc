@@ -44,9 +44,13 @@ inline float Tanh(float x) {
 
 }  // namespace
 
-void LstmStepForward(int64_t batch, int64_t units, const float* __restrict a,
-                     const float* __restrict c_prev, float* __restrict act, float* __restrict c,
-                     float* __restrict tanh_c, float* __restrict h) {
+// Compiled for AVX-512, AVX2 and the baseline, picked at load time.
+#define RINGWORK_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+RINGWORK_VECTOR_CLONES void LstmStepForward(int64_t batch, int64_t units, const float* __restrict a,
+                                            const float* __restrict c_prev, float* __restrict act,
+                                            float* __restrict c, float* __restrict tanh_c,
+                                            float* __restrict h) {
   const int64_t u4 = 4 * units;
   for (int64_t b = 0; b < batch; ++b) {
     const float* ab = a + b * u4;
@@ -64,9 +68,10 @@ void LstmStepForward(int64_t batch, int64_t units, const float* __restrict a,
   }
 }
 
-void LstmStepBackward(int64_t batch, int64_t units, const float* dh, const float* dc_next,
-                      const float* act, const float* c_prev, const float* tanh_c, float* da,
-                      float* dc_prev) {
+RINGWORK_VECTOR_CLONES void LstmStepBackward(int64_t batch, int64_t units, const float* dh,
+                                             const float* dc_next, const float* act,
+                                             const float* c_prev, const float* tanh_c, float* da,
+                                             float* dc_prev) {
   const int64_t u4 = 4 * units;
   for (int64_t b = 0; b < batch; ++b) {
     const float* g = act + b * u4;
@@ -85,7 +90,8 @@ void LstmStepBackward(int64_t batch, int64_t units, const float* dh, const float
   }
 }
 
-void GruGates(int64_t batch, int64_t units, const float* xw, const float* hu, float* act) {
+RINGWORK_VECTOR_CLONES void GruGates(int64_t batch, int64_t units, const float* xw, const float* hu,
+                                     float* act) {
   const int64_t u3 = 3 * units;
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t u = 0; u < 2 * units; ++u) {
@@ -94,17 +100,17 @@ void GruGates(int64_t batch, int64_t units, const float* xw, const float* hu, fl
   }
 }
 
-void GruCandidate(int64_t batch, int64_t units, const float* xw, const float* recurrent,
-                  int64_t recurrent_stride, bool multiply_by_r, const float* h_prev, float* act,
-                  float* h) {
+RINGWORK_VECTOR_CLONES void GruCandidate(int64_t batch, int64_t units, const float* xw,
+                                         const float* recurrent, int64_t recurrent_stride,
+                                         bool multiply_by_r, const float* h_prev, float* act,
+                                         float* h) {
   const int64_t u3 = 3 * units;
   for (int64_t b = 0; b < batch; ++b) {
     float* g = act + b * u3;
     const float* rec = recurrent + b * recurrent_stride;
     for (int64_t u = 0; u < units; ++u) {
       const float r = g[units + u];
-      const float hh =
-          Tanh(xw[b * u3 + 2 * units + u] + (multiply_by_r ? r * rec[u] : rec[u]));
+      const float hh = Tanh(xw[b * u3 + 2 * units + u] + (multiply_by_r ? r * rec[u] : rec[u]));
       g[2 * units + u] = hh;
       const float z = g[u];
       h[b * units + u] = z * h_prev[b * units + u] + (1.f - z) * hh;
@@ -112,8 +118,9 @@ void GruCandidate(int64_t batch, int64_t units, const float* xw, const float* re
   }
 }
 
-void GruStepBackward(int64_t batch, int64_t units, const float* dh, const float* act,
-                     const float* h_prev, float* da, float* dh_prev) {
+RINGWORK_VECTOR_CLONES void GruStepBackward(int64_t batch, int64_t units, const float* dh,
+                                            const float* act, const float* h_prev, float* da,
+                                            float* dh_prev) {
   const int64_t u3 = 3 * units;
   for (int64_t b = 0; b < batch; ++b) {
     const float* g = act + b * u3;
