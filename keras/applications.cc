@@ -58,7 +58,8 @@ Model SequenceClassifier(SequenceModel kind, int64_t vocabulary, int64_t steps, 
     case SequenceModel::kGru:
       model.Add(GRU(64));
       break;
-    case SequenceModel::kTransformer:  // Above.
+    case SequenceModel::kTransformer:  // Built above.
+      break;
     case SequenceModel::kBagOfEmbeddings:
       model.Add(GlobalAveragePooling1D());
       model.Add(Dense(64, {.activation = "relu"}));

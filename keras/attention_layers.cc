@@ -46,11 +46,12 @@ class MultiHeadAttentionLayer : public Layer {
         {"query", key_dim_}, {"key", key_dim_}, {"value", value_dim_}};
     for (const auto& [part, dim] : projections) {
       Variable* kernel = AddVariable(absl::StrCat(part, "/kernel"), {features_, heads_, dim});
-      GlorotUniform(kernel->value, features_, heads_ * dim, ctx.seed, kernel->name);
+      // Keras' fans of a [features, heads, dim] kernel: heads x features in, dim x features out.
+      GlorotUniform(kernel->value, heads_ * features_, dim * features_, ctx.seed, kernel->name);
       AddVariable(absl::StrCat(part, "/bias"), {heads_, dim});
     }
     Variable* out = AddVariable("attention_output/kernel", {heads_, value_dim_, features_});
-    GlorotUniform(out->value, heads_ * value_dim_, features_, ctx.seed, out->name);
+    GlorotUniform(out->value, value_dim_ * heads_, features_ * heads_, ctx.seed, out->name);
     AddVariable("attention_output/bias", {features_});
     output_shape_ = input;
     return output_shape_;
@@ -132,7 +133,7 @@ class PositionEmbeddingLayer : public Layer {
   std::string type() const override { return "PositionEmbedding"; }
   nlohmann::json keras_config() const override { return {{"sequence_length", length_}}; }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
-    if (input.size() != 2 || input[0] > length_ || input[1] <= 0) {
+    if (input.size() != 2 || input[0] <= 0 || input[0] > length_ || input[1] <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(name_, " (PositionEmbedding of ", length_,
                        " positions) needs [steps, features] inputs of at most ", length_,

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/fast_exp.h"
+
 namespace ringwork {
 namespace {
 
@@ -43,7 +45,7 @@ RINGWORK_VECTOR_CLONES void AttentionForward(const AttentionShape& s, const floa
         const float largest = *std::max_element(row, row + T);
         float sum = 0;
         for (int64_t j = 0; j < T; ++j) {
-          row[j] = std::exp(row[j] - largest);
+          row[j] = FastExp(row[j] - largest);
           sum += row[j];
         }
         const float inverse = 1.f / sum;

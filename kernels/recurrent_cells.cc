@@ -1,46 +1,12 @@
 #include "kernels/recurrent_cells.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
+#include "kernels/fast_exp.h"
 
 namespace ringwork {
 namespace {
 
-// e^x in float without libm, so that the gate loops vectorize: x = n ln2 + r,
-// |r| <= ln2 / 2, e^r by Cephes' expf polynomial (within about 1 ulp), times 2^n
-// through the exponent bits. Inputs are clamped to where e^x is finite and
-// normal.
-inline float Exp(float x) {
-  x = std::min(std::max(x, -87.3f), 88.7f);
-  const float shifted = x * 1.44269504088896341f + 0.5f;
-  int32_t n = static_cast<int32_t>(shifted);
-  n -= shifted < static_cast<float>(n);  // floor, for negative x too
-  const float nf = static_cast<float>(n);
-  const float r = x - nf * 0.693359375f + nf * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float er = p * r * r + r + 1.0f;
-  const int32_t bits = (n + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return er * scale;
-}
-
-inline float Sigmoid(float x) { return 1.f / (1.f + Exp(-x)); }
-
-// tanh from one exp: (1 - e^-2|x|) / (1 + e^-2|x|), signed (libm's tanhf goes
-// through expm1f and took 40% of an LSTM's step). Near 0 its relative error
-// grows, but it stays within 1e-7 of 1, the scale of tanh's outputs.
-inline float Tanh(float x) {
-  const float t = Exp(-2.f * std::fabs(x));
-  const float magnitude = (1.f - t) / (1.f + t);
-  return std::copysign(magnitude, x);
-}
+inline float Sigmoid(float x) { return FastSigmoid(x); }
+inline float Tanh(float x) { return FastTanh(x); }
 
 }  // namespace
 

@@ -322,9 +322,16 @@ TEST_CASE("bad flags fail at once with exit 2", "[train]") {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"--model=rnn"}, "--model=rnn: expected mlp, cnn, resnet or wide_deep"},
+      {{"--model=rnn"},
+       "--model=rnn: expected mlp, cnn, resnet, wide_deep, lstm, gru, transformer or "
+       "bag_of_embeddings"},
       {{"--dataset=imagenet"},
-       "--dataset=imagenet: expected fashion_mnist, synthetic or synthetic_clicks"},
+       "--dataset=imagenet: expected fashion_mnist, synthetic, synthetic_clicks or "
+       "synthetic_sequences"},
+      {{"--model=lstm"},
+       "--model=lstm with --dataset=fashion_mnist: wide_deep trains on synthetic_clicks"},
+      {{"--dataset=synthetic_sequences", "--model=lstm", "--sequence_steps=3"},
+       "--sequence_steps=3, --sequence_vocabulary=50: synthetic_sequences: 3 steps"},
       {{"--data_dir=/nope"},
        "--data_dir=/nope does not exist; install Debian's dataset-fashion-mnist"},
       {{"--optimizer=lamb"}, "unknown optimizer \"lamb\""},
