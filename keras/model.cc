@@ -374,7 +374,8 @@ std::vector<std::string> Model::AgreementLines() const {
   lines.push_back(absl::StrCat(
       "optimizer: ", o.name, ", learning_rate ", exact(*o.learning_rate), ", momentum ",
       exact(o.momentum), ", nesterov ", o.nesterov, ", beta_1 ", exact(o.beta_1), ", beta_2 ",
-      exact(o.beta_2), ", epsilon ", exact(o.epsilon), ", weight_decay ", exact(*o.weight_decay)));
+      exact(o.beta_2), ", epsilon ", exact(o.epsilon), ", weight_decay ", exact(*o.weight_decay),
+      ", rho ", exact(o.rho), ", initial_accumulator_value ", exact(o.initial_accumulator_value)));
   if (o.learning_rate_schedule != nullptr) {
     lines.push_back(absl::StrCat("learning rate schedule: ", o.learning_rate_schedule->Describe()));
   }

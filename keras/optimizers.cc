@@ -1,5 +1,6 @@
 #include "keras/optimizers.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,28 @@ class Adam : public Optimizer {
   }
 };
 
+class Rmsprop : public Optimizer {
+ public:
+  explicit Rmsprop(OptimizerSpec spec) : Optimizer(std::move(spec)) {}
+  int slot_count() const override { return spec_.momentum != 0 ? 2 : 1; }
+  void Update(Variable* v, std::vector<Tensor>& slots) override {
+    RmspropUpdate({rate_, spec_.rho, spec_.momentum, spec_.epsilon, *spec_.weight_decay},
+                  v->value.data(), v->grad, slots[0].data(),
+                  slots.size() > 1 ? slots[1].data() : nullptr, v->size());
+  }
+};
+
+class Adagrad : public Optimizer {
+ public:
+  explicit Adagrad(OptimizerSpec spec) : Optimizer(std::move(spec)) {}
+  int slot_count() const override { return 1; }
+  float slot_initial_value(int) const override { return spec_.initial_accumulator_value; }
+  void Update(Variable* v, std::vector<Tensor>& slots) override {
+    AdagradUpdate({rate_, spec_.epsilon, *spec_.weight_decay}, v->value.data(), v->grad,
+                  slots[0].data(), v->size());
+  }
+};
+
 }  // namespace
 
 OptimizerSpec WithKerasDefaults(OptimizerSpec spec) {
@@ -41,7 +64,11 @@ std::vector<Tensor>& Optimizer::Slots(const Variable* v) {
   std::vector<Tensor>& slots = slots_[v];
   if (static_cast<int>(slots.size()) != slot_count()) {
     slots.clear();
-    for (int i = 0; i < slot_count(); ++i) slots.emplace_back(v->value.shape());
+    for (int i = 0; i < slot_count(); ++i) {
+      slots.emplace_back(v->value.shape());
+      const float start = slot_initial_value(i);
+      if (start != 0.f) std::fill(slots.back().data(), slots.back().data() + v->size(), start);
+    }
   }
   return slots;
 }
@@ -83,11 +110,20 @@ absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerSpec& sp
     return absl::InvalidArgumentError(
         absl::StrCat("weight_decay must be 0 or more, got ", *full.weight_decay));
   }
+  if (!(full.rho >= 0 && full.rho < 1) || !(full.epsilon >= 0) ||
+      !(full.initial_accumulator_value >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rho must be in [0, 1), epsilon and initial_accumulator_value 0 or more; got ",
+                     full.rho, ", ", full.epsilon, " and ", full.initial_accumulator_value));
+  }
   if (full.name == "sgd") return std::unique_ptr<Optimizer>(new Sgd(full));
-  if (full.name == "adam" || full.name == "adamw")
+  if (full.name == "adam" || full.name == "adamw") {
     return std::unique_ptr<Optimizer>(new Adam(full));
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown optimizer \"", spec.name, "\"; expected sgd, adam or adamw"));
+  }
+  if (full.name == "rmsprop") return std::unique_ptr<Optimizer>(new Rmsprop(full));
+  if (full.name == "adagrad") return std::unique_ptr<Optimizer>(new Adagrad(full));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown optimizer \"", spec.name, "\"; expected sgd, adam, adamw, rmsprop or adagrad"));
 }
 
 }  // namespace ringwork

@@ -25,12 +25,14 @@
 namespace ringwork {
 
 struct OptimizerSpec {
-  std::string name = "adam";  // "sgd", "adam" or "adamw"
+  std::string name = "adam";  // "sgd", "adam", "adamw", "rmsprop" or "adagrad"
   // Unset: Keras' default for the optimizer, 0.01 for sgd and 0.001 for the others.
   std::optional<float> learning_rate;
-  float momentum = 0.0f;                                  // sgd
+  float momentum = 0.0f;                                  // sgd, rmsprop
   bool nesterov = false;                                  // sgd
-  float beta_1 = 0.9f, beta_2 = 0.999f, epsilon = 1e-7f;  // adam, adamw
+  float beta_1 = 0.9f, beta_2 = 0.999f, epsilon = 1e-7f;  // adam, adamw (epsilon: rmsprop, adagrad)
+  float rho = 0.9f;                                       // rmsprop
+  float initial_accumulator_value = 0.1f;                 // adagrad
   // Keras 3's decoupled weight decay, for every optimizer: p -= lr * weight_decay * p
   // before the update, on every trainable variable. Unset: 0.004 for adamw (Keras'
   // default), none for the others.
@@ -72,6 +74,8 @@ class Optimizer {
   explicit Optimizer(OptimizerSpec spec)
       : spec_(WithKerasDefaults(std::move(spec))), constant_rate_(*spec_.learning_rate) {}
   virtual int slot_count() const = 0;
+  // What slot `i` holds before the first update (Adagrad's accumulator: 0.1).
+  virtual float slot_initial_value(int i) const { return 0.f; }
   virtual void Update(Variable* v, std::vector<Tensor>& slots) = 0;
 
   OptimizerSpec spec_;

@@ -3,9 +3,14 @@
 #include "keras/optimizers.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "keras/keras_compile_config.h"
+#include "keras/node_reference_testing.h"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
 
 namespace ringwork {
 namespace {
@@ -72,6 +77,83 @@ TEST_CASE("a Keras 3 compile config with weight decay for SGD or Adam is read", 
   REQUIRE(sgd.ok());
   CHECK(*sgd->optimizer.learning_rate == 0.01f);
   CHECK(KerasCompileConfig(*sgd)["optimizer"]["config"]["weight_decay"].is_null());
+}
+
+TEST_CASE("each optimizer's steps follow TF.js' (Keras' port) within 1e-6", "[optimizers][tfjs]") {
+  RequireNodePackage("@tensorflow/tfjs");
+  struct Case {
+    const char* tfjs;
+    OptimizerSpec spec;
+  };
+  const std::vector<Case> cases = {
+      {"sgd", {.name = "sgd", .learning_rate = 0.1f}},
+      {"momentum", {.name = "sgd", .learning_rate = 0.1f, .momentum = 0.9f}},
+      {"adam", {.name = "adam", .learning_rate = 0.01f}},
+      {"rmsprop", {.name = "rmsprop", .learning_rate = 0.01f, .rho = 0.8f}},
+      {"rmsprop", {.name = "rmsprop", .learning_rate = 0.01f, .momentum = 0.5f, .rho = 0.9f}},
+      {"adagrad", {.name = "adagrad", .learning_rate = 0.1f}},
+  };
+  const int64_t n = 7, steps = 6;
+  for (const Case& c : cases) {
+    INFO(c.spec.name << " (TF.js " << c.tfjs << "), momentum " << c.spec.momentum);
+    auto optimizer = MakeOptimizer(c.spec);
+    REQUIRE(optimizer.ok());
+    Variable w{"w", Tensor(Shape{n})};
+    std::vector<float> grad(static_cast<size_t>(n));
+    w.grad = grad.data();
+    nlohmann::json j = {{"optimizer", c.tfjs},
+                        {"learning_rate", *c.spec.learning_rate},
+                        {"momentum", c.spec.momentum},
+                        {"rho", c.spec.rho}};
+    for (int64_t i = 0; i < n; ++i) w.value[i] = 0.5f * std::sin(1.3f * static_cast<float>(i));
+    j["param"] = std::vector<float>(w.value.data(), w.value.data() + n);
+    std::vector<std::vector<float>> ours;
+    for (int64_t s = 0; s < steps; ++s) {
+      for (int64_t i = 0; i < n; ++i) grad[i] = std::cos(0.7f * static_cast<float>(i * steps + s));
+      j["grads"].push_back(grad);
+      (*optimizer)->Apply({&w});
+      ours.emplace_back(w.value.data(), w.value.data() + n);
+    }
+    const std::string path = FreshTestDir("tfjs_optimizer") + "/case.json";
+    std::ofstream(path) << j.dump();
+    const SubprocessResult r = RunSubprocess(
+        {"/usr/bin/node", "keras/testdata/tfjs_optimizer_steps.js", path}, NodeOptions());
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json tfjs = nlohmann::json::parse(r.output.substr(r.output.find("{\"after\"")));
+    for (int64_t s = 0; s < steps; ++s) {
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("step " << s + 1 << ", element " << i);
+        CHECK(ours[s][i] == Approx(tfjs["after"][s][i].get<double>()).margin(1e-6));
+      }
+    }
+  }
+}
+
+TEST_CASE("Keras 3 RMSprop and Adagrad configs are read and written", "[optimizers]") {
+  const nlohmann::json config = {
+      {"optimizer",
+       {{"class_name", "RMSprop"},
+        {"config",
+         {{"learning_rate", 0.002}, {"rho", 0.8}, {"momentum", 0.1}, {"centered", false}}}}},
+      {"loss", "mse"}};
+  absl::StatusOr<CompileOptions> read = CompileOptionsFromKeras(config, "compile_config");
+  REQUIRE(read.ok());
+  CHECK(read->optimizer.name == "rmsprop");
+  CHECK(read->optimizer.rho == 0.8f);
+  CHECK(read->optimizer.momentum == 0.1f);
+  CHECK(KerasCompileConfig(*read)["optimizer"]["class_name"] == "RMSprop");
+  nlohmann::json centered = config;
+  centered["optimizer"]["config"]["centered"] = true;
+  CHECK_THAT(std::string(CompileOptionsFromKeras(centered, "c").status().message()),
+             Catch::Contains("c.optimizer.config.centered: true is not supported"));
+  absl::StatusOr<CompileOptions> adagrad =
+      CompileOptionsFromKeras({{"optimizer", "adagrad"}, {"loss", "mse"}}, "compile_config");
+  REQUIRE(adagrad.ok());
+  CHECK(KerasCompileConfig(*adagrad)["optimizer"]["config"]["initial_accumulator_value"] ==
+        Approx(0.1));
+  CHECK_THAT(std::string(MakeOptimizer({.name = "rmsprop", .rho = 1.5f}).status().message()),
+             Catch::Contains("rho must be in [0, 1)"));
 }
 
 }  // namespace

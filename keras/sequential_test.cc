@@ -314,9 +314,9 @@ TEST_CASE("misconfigured models are refused with clear messages", "[sequential]"
   {
     Sequential model = Mlp();
     CompileOptions o = Options();
-    o.optimizer.name = "adagrad";
+    o.optimizer.name = "lamb";
     CHECK(std::string(model.Compile(o).message()) ==
-          "unknown optimizer \"adagrad\"; expected sgd, adam or adamw");
+          "unknown optimizer \"lamb\"; expected sgd, adam, adamw, rmsprop or adagrad");
   }
 }
 

@@ -32,6 +32,19 @@ void AdamAvx2(const AdamOptions& o, int64_t step, float* param, const float* gra
 void AdamBaseline(const AdamOptions& o, int64_t step, float* param, const float* grad, float* m,
                   float* v, int64_t count);
 
+void RmspropAvx512(const RmspropOptions& o, float* param, const float* grad, float* velocity,
+                   float* momentum, int64_t count);
+void RmspropAvx2(const RmspropOptions& o, float* param, const float* grad, float* velocity,
+                 float* momentum, int64_t count);
+void RmspropBaseline(const RmspropOptions& o, float* param, const float* grad, float* velocity,
+                     float* momentum, int64_t count);
+void AdagradAvx512(const AdagradOptions& o, float* param, const float* grad, float* accumulator,
+                   int64_t count);
+void AdagradAvx2(const AdagradOptions& o, float* param, const float* grad, float* accumulator,
+                 int64_t count);
+void AdagradBaseline(const AdagradOptions& o, float* param, const float* grad, float* accumulator,
+                     int64_t count);
+
 }  // namespace optimizer_isa
 }  // namespace ringwork
 

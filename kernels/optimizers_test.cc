@@ -52,6 +52,37 @@ TEST_CASE("Adam and AdamW follow Keras", "[optimizers]") {
   }
 }
 
+TEST_CASE("RMSprop (with momentum) and Adagrad follow Keras", "[optimizers]") {
+  const int64_t n = 131;
+  for (RmspropOptions o :
+       {RmspropOptions{0.01f}, RmspropOptions{0.01f, 0.8f, 0.9f, 1e-7f, 0.01f}}) {
+    auto p = RandomVector(n, 71);
+    std::vector<float> v(n), m(n);
+    std::vector<double> rp(p.begin(), p.end()), rv(n), rm(n);
+    for (int step = 1; step <= 10; ++step) {
+      auto g = RandomVector(n, 500 + step);
+      std::vector<double> rg(g.begin(), g.end());
+      RmspropUpdate(o, p.data(), g.data(), v.data(), m.data(), n);
+      reference::RmspropUpdate(o, rp.data(), rg.data(), rv.data(), rm.data(), n);
+    }
+    INFO("rmsprop momentum " << o.momentum);
+    CHECK(MaxRelativeError(p, std::vector<float>(rp.begin(), rp.end())) < 1e-5);
+  }
+  for (AdagradOptions o : {AdagradOptions{0.05f}, AdagradOptions{0.05f, 1e-7f, 0.01f}}) {
+    auto p = RandomVector(n, 81);
+    std::vector<float> a(n, 0.1f);
+    std::vector<double> rp(p.begin(), p.end()), ra(n, 0.1f);
+    for (int step = 1; step <= 10; ++step) {
+      auto g = RandomVector(n, 600 + step);
+      std::vector<double> rg(g.begin(), g.end());
+      AdagradUpdate(o, p.data(), g.data(), a.data(), n);
+      reference::AdagradUpdate(o, rp.data(), rg.data(), ra.data(), n);
+    }
+    INFO("adagrad weight decay " << o.weight_decay);
+    CHECK(MaxRelativeError(p, std::vector<float>(rp.begin(), rp.end())) < 1e-5);
+  }
+}
+
 TEST_CASE("Adam's first step moves each parameter by about the learning rate", "[optimizers]") {
   std::vector<float> p = {1.f, 1.f}, g = {0.5f, -3.f}, m(2), v(2);
   AdamUpdate(AdamOptions{}, 1, p.data(), g.data(), m.data(), v.data(), 2);
@@ -118,6 +149,39 @@ TEST_CASE("every instruction-set variant of the updates gives the same bits", "[
          sgd(optimizer_isa::SgdAvx512)});
     for (size_t i = 1; i < results.size(); ++i) CHECK(SameBits(results[0], results[i]));
   }
+  for (RmspropOptions o :
+       {RmspropOptions{0.01f}, RmspropOptions{0.01f, 0.8f, 0.9f, 1e-7f, 0.01f}}) {
+    auto rmsprop = [&](auto variant) {
+      return [=] {
+        auto p = RandomVector(n, 9);
+        std::vector<float> v(n), m(n);
+        for (int step = 0; step < 20; ++step) {
+          auto g = RandomVector(n, 700 + step);
+          variant(o, p.data(), g.data(), v.data(), o.momentum != 0 ? m.data() : nullptr, n);
+        }
+        return p;
+      };
+    };
+    auto results = EveryVariant<std::function<std::vector<float>()>>(
+        {rmsprop(optimizer_isa::RmspropBaseline), rmsprop(optimizer_isa::RmspropAvx2),
+         rmsprop(optimizer_isa::RmspropAvx512)});
+    for (size_t i = 1; i < results.size(); ++i) CHECK(SameBits(results[0], results[i]));
+  }
+  auto adagrad = [&](auto variant) {
+    return [=] {
+      auto p = RandomVector(n, 10);
+      std::vector<float> a(n, 0.1f);
+      for (int step = 0; step < 20; ++step) {
+        auto g = RandomVector(n, 800 + step);
+        variant(AdagradOptions{0.05f, 1e-7f, 0.01f}, p.data(), g.data(), a.data(), n);
+      }
+      return p;
+    };
+  };
+  auto results = EveryVariant<std::function<std::vector<float>()>>(
+      {adagrad(optimizer_isa::AdagradBaseline), adagrad(optimizer_isa::AdagradAvx2),
+       adagrad(optimizer_isa::AdagradAvx512)});
+  for (size_t i = 1; i < results.size(); ++i) CHECK(SameBits(results[0], results[i]));
 }
 
 }  // namespace

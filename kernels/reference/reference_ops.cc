@@ -278,6 +278,30 @@ void SgdUpdate(const SgdOptions& o, double* param, const double* grad, double* v
   }
 }
 
+void RmspropUpdate(const RmspropOptions& o, double* param, const double* grad, double* velocity,
+                   double* momentum, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    param[i] -= static_cast<double>(o.learning_rate) * o.weight_decay * param[i];
+    velocity[i] = o.rho * velocity[i] + (1.0 - o.rho) * grad[i] * grad[i];
+    const double step = o.learning_rate * grad[i] / std::sqrt(velocity[i] + o.epsilon);
+    if (o.momentum != 0) {
+      momentum[i] = o.momentum * momentum[i] + step;
+      param[i] -= momentum[i];
+    } else {
+      param[i] -= step;
+    }
+  }
+}
+
+void AdagradUpdate(const AdagradOptions& o, double* param, const double* grad, double* accumulator,
+                   int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    param[i] -= static_cast<double>(o.learning_rate) * o.weight_decay * param[i];
+    accumulator[i] += grad[i] * grad[i];
+    param[i] -= o.learning_rate * grad[i] / std::sqrt(accumulator[i] + o.epsilon);
+  }
+}
+
 void AdamUpdate(const AdamOptions& o, int64_t step, double* param, const double* grad, double* m,
                 double* v, int64_t n) {
   const double t = static_cast<double>(step);

@@ -36,6 +36,10 @@ void SoftmaxForward(const float* x, float* y, int64_t rows, int64_t cols);
 void SoftmaxBackward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols);
 
 void SgdUpdate(const SgdOptions& o, double* param, const double* grad, double* velocity, int64_t n);
+void RmspropUpdate(const RmspropOptions& o, double* param, const double* grad, double* velocity,
+                   double* momentum, int64_t n);
+void AdagradUpdate(const AdagradOptions& o, double* param, const double* grad, double* accumulator,
+                   int64_t n);
 void AdamUpdate(const AdamOptions& o, int64_t step, double* param, const double* grad, double* m,
                 double* v, int64_t n);
 
