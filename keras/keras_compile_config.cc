@@ -17,13 +17,19 @@ const std::map<std::string, std::string>& LossClasses() {
       {"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"},
       {"binary_crossentropy", "BinaryCrossentropy"},
       {"mean_squared_error", "MeanSquaredError"},
+      {"mean_absolute_error", "MeanAbsoluteError"},
+      {"huber", "Huber"},
+      {"categorical_crossentropy", "CategoricalCrossentropy"},
   };
   return *classes;
 }
 
 const std::map<std::string, std::string>& OptimizerClasses() {
-  static const auto* classes =
-      new std::map<std::string, std::string>{{"adam", "Adam"}, {"adamw", "AdamW"}, {"sgd", "SGD"}};
+  static const auto* classes = new std::map<std::string, std::string>{{"adam", "Adam"},
+                                                                      {"adamw", "AdamW"},
+                                                                      {"sgd", "SGD"},
+                                                                      {"rmsprop", "RMSprop"},
+                                                                      {"adagrad", "Adagrad"}};
   return *classes;
 }
 
@@ -36,10 +42,16 @@ Json KerasObject(const std::string& module, const std::string& class_name, Json 
 
 Json LossJson(const LossSpec& loss) {
   const auto c = LossClasses().find(loss.name);
-  if (!loss.from_logits || c == LossClasses().end()) return loss.name;
-  return KerasObject(
-      "keras.losses", c->second,
-      {{"name", loss.name}, {"reduction", "sum_over_batch_size"}, {"from_logits", true}});
+  const bool plain = !loss.from_logits && loss.label_smoothing == 0 && loss.delta == 1;
+  if (plain || c == LossClasses().end()) return loss.name;
+  Json config = {{"name", loss.name}, {"reduction", "sum_over_batch_size"}};
+  if (loss.name == "huber") {
+    config["delta"] = loss.delta;
+  } else {
+    config["from_logits"] = loss.from_logits;
+  }
+  if (loss.name == "categorical_crossentropy") config["label_smoothing"] = loss.label_smoothing;
+  return KerasObject("keras.losses", c->second, config);
 }
 
 Json OptimizerJson(const OptimizerSpec& spec) {
@@ -60,6 +72,14 @@ Json OptimizerJson(const OptimizerSpec& spec) {
   if (o.name == "sgd") {
     config["momentum"] = o.momentum;
     config["nesterov"] = o.nesterov;
+  } else if (o.name == "rmsprop") {
+    config["rho"] = o.rho;
+    config["momentum"] = o.momentum;
+    config["epsilon"] = o.epsilon;
+    config["centered"] = false;
+  } else if (o.name == "adagrad") {
+    config["initial_accumulator_value"] = o.initial_accumulator_value;
+    config["epsilon"] = o.epsilon;
   } else {
     config["beta_1"] = o.beta_1;
     config["beta_2"] = o.beta_2;
@@ -74,10 +94,20 @@ absl::Status Refuse(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
 }
 
+absl::StatusOr<float> Number(const Json& config, const std::string& key, float fallback,
+                             const std::string& path) {
+  if (!config.contains(key) || config[key].is_null()) return fallback;
+  if (!config[key].is_number()) {
+    return Refuse(absl::StrCat(path, ".", key), config[key].dump() + " is not a number");
+  }
+  return config[key].get<float>();
+}
+
 absl::StatusOr<LossSpec> LossFrom(const Json& j, const std::string& path) {
   if (j.is_string()) {
     std::string name = j.get<std::string>();
     if (name == "mse") name = "mean_squared_error";
+    if (name == "mae") name = "mean_absolute_error";
     if (!LossClasses().count(name)) return Refuse(path, "loss " + name + " is not supported");
     return LossSpec{name, false};
   }
@@ -89,25 +119,22 @@ absl::StatusOr<LossSpec> LossFrom(const Json& j, const std::string& path) {
                             (key == "reduction" && value == "sum_over_batch_size") ||
                             (key == "ignore_class" && value.is_null()) ||
                             (key == "axis" && value == -1) ||
-                            (key == "label_smoothing" && value == 0);
+                            (key == "label_smoothing" && value == 0) ||
+                            (key == "label_smoothing" && name == "categorical_crossentropy") ||
+                            (key == "delta" && name == "huber");
       if (!harmless) {
         return Refuse(absl::StrCat(path, ".config.", key), value.dump() + " is not supported");
       }
     }
     const Json logits = config.value("from_logits", Json(false));
     if (!logits.is_boolean()) return Refuse(path + ".config.from_logits", "not true or false");
-    return LossSpec{name, logits.get<bool>()};
+    LossSpec spec{name, logits.get<bool>()};
+    RW_ASSIGN_OR_RETURN(spec.label_smoothing,
+                        Number(config, "label_smoothing", 0, path + ".config"));
+    RW_ASSIGN_OR_RETURN(spec.delta, Number(config, "delta", 1, path + ".config"));
+    return spec;
   }
   return Refuse(path, j.dump() + " is not a loss Ringwork has");
-}
-
-absl::StatusOr<float> Number(const Json& config, const std::string& key, float fallback,
-                             const std::string& path) {
-  if (!config.contains(key) || config[key].is_null()) return fallback;
-  if (!config[key].is_number()) {
-    return Refuse(absl::StrCat(path, ".", key), config[key].dump() + " is not a number");
-  }
-  return config[key].get<float>();
 }
 
 absl::StatusOr<OptimizerSpec> OptimizerFrom(const Json& j, const std::string& path) {
@@ -124,13 +151,23 @@ absl::StatusOr<OptimizerSpec> OptimizerFrom(const Json& j, const std::string& pa
   const Json config = j.value("config", Json::object());
   const std::string at = path + ".config";
   for (const auto& [key, value] : config.items()) {
-    static const std::set<std::string> read = {
-        "name",     "learning_rate", "beta_1",   "beta_2",          "epsilon",  "momentum",
-        "nesterov", "weight_decay",  "clipnorm", "global_clipnorm", "clipvalue"};
+    static const std::set<std::string> read = {"name",
+                                               "learning_rate",
+                                               "beta_1",
+                                               "beta_2",
+                                               "epsilon",
+                                               "momentum",
+                                               "nesterov",
+                                               "weight_decay",
+                                               "clipnorm",
+                                               "global_clipnorm",
+                                               "clipvalue",
+                                               "rho",
+                                               "initial_accumulator_value"};
     const bool harmless =
         (key == "amsgrad" && value == false) || (key == "use_ema" && value == false) ||
         key == "ema_momentum" || key == "ema_overwrite_frequency" || key == "jit_compile" ||
-        key == "is_legacy_optimizer" || key == "decay" ||
+        key == "is_legacy_optimizer" || key == "decay" || (key == "centered" && value == false) ||
         ((key == "loss_scale_factor" || key == "gradient_accumulation_steps") && value.is_null());
     if (!read.count(key) && !harmless) {
       return Refuse(absl::StrCat(at, ".", key), value.dump() + " is not supported");
@@ -145,6 +182,9 @@ absl::StatusOr<OptimizerSpec> OptimizerFrom(const Json& j, const std::string& pa
   RW_ASSIGN_OR_RETURN(o.beta_2, Number(config, "beta_2", o.beta_2, at));
   RW_ASSIGN_OR_RETURN(o.epsilon, Number(config, "epsilon", o.epsilon, at));
   RW_ASSIGN_OR_RETURN(o.momentum, Number(config, "momentum", o.momentum, at));
+  RW_ASSIGN_OR_RETURN(o.rho, Number(config, "rho", o.rho, at));
+  RW_ASSIGN_OR_RETURN(o.initial_accumulator_value,
+                      Number(config, "initial_accumulator_value", o.initial_accumulator_value, at));
   RW_ASSIGN_OR_RETURN(o.weight_decay, Number(config, "weight_decay", *o.weight_decay, at));
   RW_ASSIGN_OR_RETURN(o.clipping.clipnorm, Number(config, "clipnorm", 0, at));
   RW_ASSIGN_OR_RETURN(o.clipping.global_clipnorm, Number(config, "global_clipnorm", 0, at));

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "keras/loss_functions.h"
 #include "kernels/losses.h"
 
 namespace ringwork {
@@ -18,11 +19,25 @@ absl::StatusOr<Loss> Loss::Create(const LossSpec& spec) {
     loss.kind_ = Kind::kMeanSquaredError;
   } else if (spec.name == "binary_crossentropy") {
     loss.kind_ = Kind::kBinaryCrossentropy;
+  } else if (spec.name == "mae" || spec.name == "mean_absolute_error") {
+    loss.kind_ = Kind::kMeanAbsoluteError;
+  } else if (spec.name == "huber") {
+    loss.kind_ = Kind::kHuber;
+  } else if (spec.name == "categorical_crossentropy") {
+    loss.kind_ = Kind::kCategoricalCrossentropy;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown loss \"", spec.name,
-                     "\"; expected sparse_categorical_crossentropy, mse or binary_crossentropy"));
+                     "\"; expected sparse_categorical_crossentropy, categorical_crossentropy, "
+                     "binary_crossentropy, mse, mae or huber"));
   }
+  if (!(spec.label_smoothing >= 0 && spec.label_smoothing <= 1) || !(spec.delta > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(spec.name, ": label_smoothing must be in [0, 1] and delta positive, got ",
+                     spec.label_smoothing, " and ", spec.delta));
+  }
+  loss.label_smoothing_ = spec.label_smoothing;
+  loss.delta_ = spec.delta;
   return loss;
 }
 
@@ -104,6 +119,12 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const Batch& batch,
     }
     return SoftmaxCrossEntropy(output.data(), labels.data(), n, width, nullptr, grad, weights);
   }
+  if (kind_ == Kind::kCategoricalCrossentropy && !numbers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name_,
+        " takes one-hot (or soft) float targets of the output's shape; these are class "
+        "ids (sparse_categorical_crossentropy takes those)"));
+  }
   std::vector<float> from_labels;
   const float* target = nullptr;
   if (numbers) {
@@ -123,6 +144,15 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const Batch& batch,
   }
   if (kind_ == Kind::kMeanSquaredError) {
     return MeanSquaredError(output.data(), target, output.size(), grad, weights, width);
+  }
+  if (kind_ == Kind::kMeanAbsoluteError || kind_ == Kind::kHuber) {
+    return ElementwiseLoss(
+        kind_ == Kind::kHuber ? ElementwiseKind::kHuber : ElementwiseKind::kMeanAbsoluteError,
+        output.data(), target, n, width, grad, weights, delta_);
+  }
+  if (kind_ == Kind::kCategoricalCrossentropy) {
+    return CategoricalCrossentropy(output.data(), target, n, width, from_logits_, label_smoothing_,
+                                   grad, weights);
   }
   return BinaryCrossEntropy(output.data(), target, output.size(), from_logits_, grad, weights,
                             width);

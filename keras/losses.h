@@ -4,7 +4,12 @@
 //   "mse" / "mean_squared_error" (float targets of the output's shape, any shape;
 //       or class ids as numbers for one output),
 //   "binary_crossentropy" (float targets in [0, 1] of the output's shape:
-//       multi-label; or ids 0 and 1 for one output).
+//       multi-label; or ids 0 and 1 for one output),
+//   "mae" / "mean_absolute_error", "huber" (float targets of the output's shape;
+//       huber's delta is LossSpec::delta),
+//   "categorical_crossentropy" (one-hot or soft float targets of the output's
+//       shape, from_logits as above, LossSpec::label_smoothing).
+// keras/loss_functions.h has the formulas of the last three.
 // Per-example weights (Keras' sample_weight) scale each example's loss; the mean
 // stays over the examples (SUM_OVER_BATCH_SIZE).
 #ifndef RINGWORK_KERAS_LOSSES_H_
@@ -23,11 +28,20 @@ namespace ringwork {
 struct LossSpec {
   std::string name = "sparse_categorical_crossentropy";
   bool from_logits = false;
+  float label_smoothing = 0;  // categorical_crossentropy
+  float delta = 1;            // huber
 };
 
 class Loss {
  public:
-  enum class Kind { kSparseCategoricalCrossentropy, kMeanSquaredError, kBinaryCrossentropy };
+  enum class Kind {
+    kSparseCategoricalCrossentropy,
+    kMeanSquaredError,
+    kBinaryCrossentropy,
+    kMeanAbsoluteError,
+    kHuber,
+    kCategoricalCrossentropy
+  };
 
   static absl::StatusOr<Loss> Create(const LossSpec& spec);
   Kind kind() const { return kind_; }
@@ -48,6 +62,7 @@ class Loss {
   Kind kind_ = Kind::kSparseCategoricalCrossentropy;
   std::string name_;
   bool from_logits_ = false;
+  float label_smoothing_ = 0, delta_ = 1;
 };
 
 }  // namespace ringwork

@@ -69,7 +69,7 @@ void RegisterTrainFlags(FlagSet* flags, TrainFlags* f) {
   flags->Int("global_batch_size", &f->global_batch_size,
              "examples per step over all workers (each takes global / workers; when they do "
              "not divide it, shares that differ by one: 256 on 3 is 86, 85, 85)");
-  flags->String("optimizer", &f->optimizer, "sgd, adam or adamw");
+  flags->String("optimizer", &f->optimizer, "sgd, adam, adamw, rmsprop or adagrad");
   flags->Double(
       "learning_rate", &f->learning_rate,
       "the optimizer's learning rate (0: the model's with adam and adamw: 0.001; resnet 0.002, "
@@ -392,7 +392,8 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f, bool numb
   // in [0, 1], from the model's logits).
   if (numbers) compile.loss = {"mean_squared_error"};
   if (!f.loss.empty()) {
-    compile.loss = {f.loss, /*from_logits=*/f.loss != "mse" && f.loss != "mean_squared_error"};
+    // The cross-entropies read the model's logits; the regression losses its numbers.
+    compile.loss = {f.loss, /*from_logits=*/f.loss.find("crossentropy") != std::string::npos};
   }
   compile.optimizer.name = f.optimizer;
   compile.optimizer.learning_rate = static_cast<float>(LearningRate(f));
@@ -406,8 +407,9 @@ absl::StatusOr<CompileOptions> MakeCompileOptions(const TrainFlags& f, bool numb
   }
   compile.metrics = {"accuracy"};
   if (f.model == "wide_deep") compile.metrics = {"accuracy", "auc"};
-  const bool squared = compile.loss.name == "mse" || compile.loss.name == "mean_squared_error";
-  if (numbers && squared) compile.metrics = {"mae"};
+  // Numbers under a regression loss: accuracy would mean nothing there.
+  const bool regression = compile.loss.name.find("crossentropy") == std::string::npos;
+  if (numbers && regression) compile.metrics = {"mae"};
   compile.intra_op_threads = static_cast<int>(f.intra_op_threads);
   compile.seed = static_cast<uint64_t>(f.seed);
   if (f.precision == "bfloat16") {
