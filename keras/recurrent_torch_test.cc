@@ -33,45 +33,74 @@ double RelativeError(const std::vector<float>& ours, const nlohmann::json& their
   return worst / scale;
 }
 
-void CompareWithTorch(const std::string& cell, std::unique_ptr<Layer> layer, bool sequences) {
-  const int64_t batch = 3, steps = 6, features = 4, units = 5;
-  REQUIRE(layer->Build({steps, features}, {.seed = 7}).ok());
-  KernelContext kernels(KernelOptions{1, Precision::kFloat32}, 1);
-  std::vector<Variable*> vars = layer->variables();
-  REQUIRE(vars.size() == 3);
-  std::vector<std::vector<float>> grads;
-  for (size_t i = 0; i < vars.size(); ++i) {
-    const std::vector<float> values = Wave(vars[i]->size(), static_cast<float>(i));
-    std::copy(values.begin(), values.end(), vars[i]->value.data());
-    grads.emplace_back(static_cast<size_t>(vars[i]->size()), 0.f);
-    vars[i]->grad = grads.back().data();
-  }
-  const std::vector<float> xs = Wave(batch * steps * features, 5.f);
-  Tensor x({batch, steps, features}, xs), y, dx;
-  REQUIRE(layer->Forward(kernels, x, &y, true).ok());
-  const std::vector<float> dys = Wave(y.size(), 9.f);
-  Tensor dy(y.shape(), dys);
-  REQUIRE(layer->Backward(kernels, x, y, dy, &dx).ok());
+// One forward and backward pass of `layer` (built for [steps, features]) on a
+// batch of wave-valued examples, with wave-valued weights and output gradient.
+struct LayerRun {
+  std::vector<Variable*> vars;
+  std::vector<std::vector<float>> grads;  // Each variable's.
+  std::vector<float> xs, dys;
+  Tensor y, dx;
+};
 
-  nlohmann::json c = {{"cell", cell},   {"units", units}, {"features", features},
-                      {"steps", steps}, {"batch", batch}, {"return_sequences", sequences},
-                      {"x", xs},        {"dy", dys}};
-  c["kernel"] = std::vector<float>(vars[0]->value.data(), vars[0]->value.data() + vars[0]->size());
-  c["recurrent"] =
-      std::vector<float>(vars[1]->value.data(), vars[1]->value.data() + vars[1]->size());
-  c["bias"] = std::vector<float>(vars[2]->value.data(), vars[2]->value.data() + vars[2]->size());
-  const std::string path = FreshTestDir("torch_" + cell) + "/case.json";
+LayerRun RunLayer(Layer& layer, int64_t batch, int64_t steps, int64_t features) {
+  LayerRun run;
+  REQUIRE(layer.Build({steps, features}, {.seed = 7}).ok());
+  KernelContext kernels(KernelOptions{1, Precision::kFloat32}, 1);
+  run.vars = layer.variables();
+  run.grads.reserve(run.vars.size());  // The gradient pointers stay valid.
+  for (size_t i = 0; i < run.vars.size(); ++i) {
+    const std::vector<float> values = Wave(run.vars[i]->size(), static_cast<float>(i));
+    std::copy(values.begin(), values.end(), run.vars[i]->value.data());
+    run.grads.emplace_back(static_cast<size_t>(run.vars[i]->size()), 0.f);
+    run.vars[i]->grad = run.grads.back().data();
+  }
+  run.xs = Wave(batch * steps * features, 5.f);
+  Tensor x({batch, steps, features}, run.xs);
+  REQUIRE(layer.Forward(kernels, x, &run.y, true).ok());
+  run.dys = Wave(run.y.size(), 9.f);
+  REQUIRE(layer.Backward(kernels, x, run.y, Tensor(run.y.shape(), run.dys), &run.dx).ok());
+  return run;
+}
+
+// `script` (keras/testdata) on `c`: PyTorch's JSON; its y and dx checked against `run`'s.
+nlohmann::json CompareOutputsWithTorch(const std::string& script, const nlohmann::json& c,
+                                       const LayerRun& run) {
+  const std::string path = FreshTestDir("torch") + "/case.json";
   std::ofstream(path) << c.dump();
-  const SubprocessResult r = RunSubprocess(
-      {"/usr/bin/python3", "keras/testdata/torch_recurrent.py", path}, Subprocess::Options{});
+  const SubprocessResult r =
+      RunSubprocess({"/usr/bin/python3", "keras/testdata/" + script, path}, Subprocess::Options{});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json torch = nlohmann::json::parse(r.output);
+  const Tensor &y = run.y, &dx = run.dx;
   CHECK(RelativeError(std::vector<float>(y.data(), y.data() + y.size()), torch["y"]) < 1e-5);
   CHECK(RelativeError(std::vector<float>(dx.data(), dx.data() + dx.size()), torch["dx"]) < 1e-5);
-  CHECK(RelativeError(grads[0], torch["kernel_grad"]) < 1e-5);
-  CHECK(RelativeError(grads[1], torch["recurrent_grad"]) < 1e-5);
-  CHECK(RelativeError(grads[2], torch["bias_grad"]) < 1e-5);
+  return torch;
+}
+
+std::vector<float> Values(const Variable& v) {
+  return std::vector<float>(v.value.data(), v.value.data() + v.size());
+}
+
+void CompareWithTorch(const std::string& cell, std::unique_ptr<Layer> layer, bool sequences) {
+  const int64_t batch = 3, steps = 6, features = 4, units = 5;
+  const LayerRun run = RunLayer(*layer, batch, steps, features);
+  REQUIRE(run.vars.size() == 3);
+  nlohmann::json c = {{"cell", cell},
+                      {"units", units},
+                      {"features", features},
+                      {"steps", steps},
+                      {"batch", batch},
+                      {"return_sequences", sequences},
+                      {"x", run.xs},
+                      {"dy", run.dys},
+                      {"kernel", Values(*run.vars[0])},
+                      {"recurrent", Values(*run.vars[1])},
+                      {"bias", Values(*run.vars[2])}};
+  const nlohmann::json torch = CompareOutputsWithTorch("torch_recurrent.py", c, run);
+  CHECK(RelativeError(run.grads[0], torch["kernel_grad"]) < 1e-5);
+  CHECK(RelativeError(run.grads[1], torch["recurrent_grad"]) < 1e-5);
+  CHECK(RelativeError(run.grads[2], torch["bias_grad"]) < 1e-5);
 }
 
 TEST_CASE("LSTM's outputs and gradients equal PyTorch's", "[recurrent][torch]") {
@@ -93,36 +122,16 @@ TEST_CASE("MultiHeadAttention's (self-attention) outputs and gradients equal PyT
           "[attention][torch]") {
   const int64_t batch = 3, steps = 5, features = 6, heads = 2;
   std::unique_ptr<Layer> layer = MultiHeadAttention(heads, features / heads);
-  REQUIRE(layer->Build({steps, features}, {.seed = 3}).ok());
-  KernelContext kernels(KernelOptions{1, Precision::kFloat32}, 1);
-  std::vector<Variable*> vars = layer->variables();
+  const LayerRun run = RunLayer(*layer, batch, steps, features);
+  const std::vector<Variable*>& vars = run.vars;
+  const std::vector<std::vector<float>>& grads = run.grads;
   REQUIRE(vars.size() == 8);
-  std::vector<std::vector<float>> grads;
   nlohmann::json weights = nlohmann::json::array();
-  for (size_t i = 0; i < vars.size(); ++i) {
-    const std::vector<float> values = Wave(vars[i]->size(), static_cast<float>(i));
-    std::copy(values.begin(), values.end(), vars[i]->value.data());
-    weights.push_back(values);
-    grads.emplace_back(static_cast<size_t>(vars[i]->size()), 0.f);
-    vars[i]->grad = grads.back().data();
-  }
-  const std::vector<float> xs = Wave(batch * steps * features, 5.f);
-  Tensor x({batch, steps, features}, xs), y, dx;
-  REQUIRE(layer->Forward(kernels, x, &y, true).ok());
-  const std::vector<float> dys = Wave(y.size(), 9.f);
-  REQUIRE(layer->Backward(kernels, x, y, Tensor(y.shape(), dys), &dx).ok());
+  for (const Variable* v : vars) weights.push_back(Values(*v));
   const nlohmann::json c = {{"batch", batch}, {"steps", steps},     {"features", features},
-                            {"heads", heads}, {"weights", weights}, {"x", xs},
-                            {"dy", dys}};
-  const std::string path = FreshTestDir("torch_attention") + "/case.json";
-  std::ofstream(path) << c.dump();
-  const SubprocessResult r = RunSubprocess(
-      {"/usr/bin/python3", "keras/testdata/torch_attention.py", path}, Subprocess::Options{});
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json torch = nlohmann::json::parse(r.output);
-  CHECK(RelativeError(std::vector<float>(y.data(), y.data() + y.size()), torch["y"]) < 1e-5);
-  CHECK(RelativeError(std::vector<float>(dx.data(), dx.data() + dx.size()), torch["dx"]) < 1e-5);
+                            {"heads", heads}, {"weights", weights}, {"x", run.xs},
+                            {"dy", run.dys}};
+  const nlohmann::json torch = CompareOutputsWithTorch("torch_attention.py", c, run);
   for (size_t i = 0; i < vars.size(); ++i) {
     INFO(vars[i]->name);
     if (vars[i]->name.find("key/bias") != std::string::npos) {

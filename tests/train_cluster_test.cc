@@ -211,16 +211,13 @@ TEST_CASE(
   CHECK(rows[1].find(",0.002") == std::string::npos);
 }
 
-TEST_CASE(
-    "Wide & Deep on the synthetic click log: AUC next to the best achievable, replicas identical",
-    "[train]") {
-  const std::string metrics = TempPath("wide_deep.json");
-  ProcessCluster cluster(
-      {kTrain,
-       2,
-       false,
-       {"--model=wide_deep", "--dataset=synthetic_clicks", "--clicks_examples=40000", "--epochs=3",
-        "--verbose=0", "--metrics_json=" + metrics}});
+// Trains on 2 workers with `args` (and --verbose=0): both exit 0 with one weights
+// fingerprint; returns the chief's metrics JSON (--metrics_json, named after `name`).
+nlohmann::json TrainTwoWorkers(const std::string& name, std::vector<std::string> args) {
+  const std::string metrics = TempPath(name + ".json");
+  args.push_back("--verbose=0");
+  args.push_back("--metrics_json=" + metrics);
+  ProcessCluster cluster({kTrain, 2, false, args});
   std::vector<SubprocessResult> results = cluster.Run();
   for (const auto& r : results) {
     INFO(r.output);
@@ -230,6 +227,15 @@ TEST_CASE(
   std::ifstream in(metrics);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   REQUIRE(j.is_object());
+  return j;
+}
+
+TEST_CASE(
+    "Wide & Deep on the synthetic click log: AUC next to the best achievable, replicas identical",
+    "[train]") {
+  const nlohmann::json j = TrainTwoWorkers(
+      "wide_deep",
+      {"--model=wide_deep", "--dataset=synthetic_clicks", "--clicks_examples=40000", "--epochs=3"});
   INFO(j.dump());
   const double auc = j.value("test_auc", -1.0), best = j.value("bayes_auc", -1.0);
   CHECK(best > 0.75);
@@ -244,21 +250,8 @@ TEST_CASE(
     "[train]") {
   for (const std::string model : {"lstm", "gru", "transformer", "bag_of_embeddings"}) {
     INFO(model);
-    const std::string metrics = TempPath(model + "_sequences.json");
-    ProcessCluster cluster({kTrain,
-                            2,
-                            false,
-                            {"--model=" + model, "--dataset=synthetic_sequences", "--verbose=0",
-                             "--metrics_json=" + metrics}});
-    std::vector<SubprocessResult> results = cluster.Run();
-    for (const auto& r : results) {
-      INFO(r.output);
-      REQUIRE(r.exit_code == 0);
-    }
-    CHECK(Fingerprints(results).size() == 1);
-    std::ifstream in(metrics);
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    REQUIRE(j.is_object());
+    const nlohmann::json j = TrainTwoWorkers(model + "_sequences",
+                                             {"--model=" + model, "--dataset=synthetic_sequences"});
     INFO(j.dump());
     const double accuracy = j.value("test_accuracy", -1.0), best = j.value("bayes_accuracy", -1.0);
     CHECK(best > 0.85);  // 1 - noise (0.1), up to the test labels drawn.
