@@ -85,24 +85,26 @@ class MultiHeadAttentionLayer : public Layer {
     const int64_t qk = heads_ * key_dim_, v = heads_ * value_dim_;
     RW_ASSIGN_OR_RETURN(DenseKernel * out, Matmul(k, rows, v, features_));
     out->BackwardWeights(k, context_.data(), dy.data(), Grad(6), Grad(7));
-    std::vector<float> dcontext(static_cast<size_t>(rows * v));
-    out->BackwardData(k, dy.data(), Value(6), dcontext.data());
-    std::vector<float> dq(q_.size()), dk(k_.size()), dv(v_.size());
+    dcontext_.resize(static_cast<size_t>(rows * v));
+    out->BackwardData(k, dy.data(), Value(6), dcontext_.data());
+    dq_.resize(q_.size());
+    dk_.resize(k_.size());
+    dv_.resize(v_.size());
     AttentionBackward(Dims(batch), q_.data(), k_.data(), v_.data(), probabilities_.data(),
-                      dcontext.data(), dq.data(), dk.data(), dv.data());
+                      dcontext_.data(), dq_.data(), dk_.data(), dv_.data());
     RW_ASSIGN_OR_RETURN(DenseKernel * to_qk, Matmul(k, rows, features_, qk));
     RW_ASSIGN_OR_RETURN(DenseKernel * to_v, Matmul(k, rows, features_, v));
-    to_qk->BackwardWeights(k, x.data(), dq.data(), Grad(0), Grad(1));
-    to_qk->BackwardWeights(k, x.data(), dk.data(), Grad(2), Grad(3));
-    to_v->BackwardWeights(k, x.data(), dv.data(), Grad(4), Grad(5));
+    to_qk->BackwardWeights(k, x.data(), dq_.data(), Grad(0), Grad(1));
+    to_qk->BackwardWeights(k, x.data(), dk_.data(), Grad(2), Grad(3));
+    to_v->BackwardWeights(k, x.data(), dv_.data(), Grad(4), Grad(5));
     if (dx != nullptr) {
       dx->Resize(x.shape());
-      std::vector<float> part(static_cast<size_t>(x.size()));
-      to_qk->BackwardData(k, dq.data(), Value(0), dx->data());
-      to_qk->BackwardData(k, dk.data(), Value(2), part.data());
-      for (int64_t i = 0; i < x.size(); ++i) dx->data()[i] += part[i];
-      to_v->BackwardData(k, dv.data(), Value(4), part.data());
-      for (int64_t i = 0; i < x.size(); ++i) dx->data()[i] += part[i];
+      part_.resize(static_cast<size_t>(x.size()));
+      to_qk->BackwardData(k, dq_.data(), Value(0), dx->data());
+      to_qk->BackwardData(k, dk_.data(), Value(2), part_.data());
+      for (int64_t i = 0; i < x.size(); ++i) dx->data()[i] += part_[i];
+      to_v->BackwardData(k, dv_.data(), Value(4), part_.data());
+      for (int64_t i = 0; i < x.size(); ++i) dx->data()[i] += part_[i];
     }
     return absl::OkStatus();
   }
@@ -123,6 +125,7 @@ class MultiHeadAttentionLayer : public Layer {
   // Of the last Forward: the projections ([rows, heads x dim]), the attention
   // probabilities and the heads' outputs side by side.
   std::vector<float> q_, k_, v_, probabilities_, context_;
+  std::vector<float> dcontext_, dq_, dk_, dv_, part_;  // Backward's, kept between steps.
   PerBatch<DenseKernel, MatmulShape> matmuls_;
 };
 

@@ -168,11 +168,14 @@ class RecurrentLayer : public Layer {
     }
     da_.resize(static_cast<size_t>(rows * width));   // Of the pre-activations (x W side).
     dhu_.resize(static_cast<size_t>(rows * width));  // Of h_prev U (+ recurrent bias).
-    std::vector<float> dh(static_cast<size_t>(step_size), 0.f), dh_prev(dh.size());
-    std::vector<float> dc(dh.size(), 0.f), dc_prev(dh.size()), through_u(dh.size());
-    std::vector<float> drh;
+    const size_t state = static_cast<size_t>(step_size);
+    dh_.assign(state, 0.f);
+    dc_.assign(state, 0.f);
+    dh_prev_.resize(state);
+    dc_prev_.resize(state);
+    through_u_.resize(state);
     if (cell_ == Cell::kGru && !options_.reset_after) {
-      drh.resize(dh.size());
+      drh_.resize(dh_.size());
       da_h_.resize(static_cast<size_t>(rows * units_));
     }
     RW_ASSIGN_OR_RETURN(DenseKernel * recurrent, Matmul(k, batch, units_, width));
@@ -181,25 +184,25 @@ class RecurrentLayer : public Layer {
       const float* act = act_.data() + t * batch * width;
       float* da = da_.data() + t * batch * width;
       float* dhu = dhu_.data() + t * batch * width;
-      for (int64_t i = 0; i < step_size; ++i) dh[i] += dht_[t * step_size + i];
+      for (int64_t i = 0; i < step_size; ++i) dh_[i] += dht_[t * step_size + i];
       if (cell_ == Cell::kLstm) {
-        LstmStepBackward(batch, units_, dh.data(), dc.data(), act, c_.data() + t * step_size,
-                         tanh_c_.data() + t * step_size, da, dc_prev.data());
+        LstmStepBackward(batch, units_, dh_.data(), dc_.data(), act, c_.data() + t * step_size,
+                         tanh_c_.data() + t * step_size, da, dc_prev_.data());
         std::copy(da, da + batch * width, dhu);
-        dc.swap(dc_prev);
-        std::fill(dh_prev.begin(), dh_prev.end(), 0.f);
+        dc_.swap(dc_prev_);
+        std::fill(dh_prev_.begin(), dh_prev_.end(), 0.f);
       } else {
-        GruStepBackward(batch, units_, dh.data(), act, h_prev, da, dh_prev.data());
+        GruStepBackward(batch, units_, dh_.data(), act, h_prev, da, dh_prev_.data());
         if (options_.reset_after) {
           // hh = tanh(xw_h + r * hu_h): dr = da_hh hu_h; d(hu_h) = da_hh r.
           const float* hu = hu_.data() + t * batch * width;
           for (int64_t b = 0; b < batch; ++b) {
             for (int64_t j = 0; j < units_; ++j) {
-              through_u[b * units_ + j] =
+              through_u_[b * units_ + j] =
                   da[b * width + 2 * units_ + j] * hu[b * width + 2 * units_ + j];
             }
           }
-          GruResetBackward(batch, units_, through_u.data(), units_, act, da);
+          GruResetBackward(batch, units_, through_u_.data(), units_, act, da);
           std::copy(da, da + batch * width, dhu);
           for (int64_t b = 0; b < batch; ++b) {
             for (int64_t j = 0; j < units_; ++j) {
@@ -213,20 +216,20 @@ class RecurrentLayer : public Layer {
             std::copy(da + b * width + 2 * units_, da + b * width + 3 * units_, da_h + b * units_);
           }
           RW_ASSIGN_OR_RETURN(DenseKernel * square, Matmul(k, batch, units_, units_));
-          square->BackwardData(k, da_h, candidate_u_.data(), drh.data());
+          square->BackwardData(k, da_h, candidate_u_.data(), drh_.data());
           for (int64_t i = 0; i < step_size; ++i) {
-            through_u[i] = drh[i] * h_prev[i];  // dr
-            dh_prev[i] += drh[i] * act[(i / units_) * width + units_ + i % units_];
+            through_u_[i] = drh_[i] * h_prev[i];  // dr
+            dh_prev_[i] += drh_[i] * act[(i / units_) * width + units_ + i % units_];
           }
-          GruResetBackward(batch, units_, through_u.data(), units_, act, da);
+          GruResetBackward(batch, units_, through_u_.data(), units_, act, da);
           std::copy(da, da + batch * width, dhu);
           for (int64_t b = 0; b < batch; ++b) {  // U_h is reached through r h_prev alone.
             std::fill(dhu + b * width + 2 * units_, dhu + b * width + 3 * units_, 0.f);
           }
         }
       }
-      recurrent->BackwardData(k, dhu, u, through_u.data());
-      for (int64_t i = 0; i < step_size; ++i) dh[i] = dh_prev[i] + through_u[i];
+      recurrent->BackwardData(k, dhu, u, through_u_.data());
+      for (int64_t i = 0; i < step_size; ++i) dh_[i] = dh_prev_[i] + through_u_[i];
     }
     // Every step at once: dW, the input bias, dU and the recurrent bias.
     float* bias_grad = variables_[2]->grad;
@@ -238,19 +241,19 @@ class RecurrentLayer : public Layer {
                                two_biases_ ? bias_grad + width : scratch_bias_.data());
     if (cell_ == Cell::kGru && !options_.reset_after) {
       RW_ASSIGN_OR_RETURN(DenseKernel * square_all, Matmul(k, rows, units_, units_));
-      std::vector<float> du_h(static_cast<size_t>(units_ * units_));
+      du_h_.resize(static_cast<size_t>(units_ * units_));
       scratch_bias_.resize(static_cast<size_t>(std::max(width, units_)));
-      square_all->BackwardWeights(k, rh_.data(), da_h_.data(), du_h.data(), scratch_bias_.data());
+      square_all->BackwardWeights(k, rh_.data(), da_h_.data(), du_h_.data(), scratch_bias_.data());
       for (int64_t i = 0; i < units_; ++i) {
-        std::copy(du_h.begin() + i * units_, du_h.begin() + (i + 1) * units_,
+        std::copy(du_h_.begin() + i * units_, du_h_.begin() + (i + 1) * units_,
                   variables_[1]->grad + i * width + 2 * units_);
       }
     }
     if (dx != nullptr) {
-      std::vector<float> dxt(static_cast<size_t>(rows * features_));
-      projection->BackwardData(k, da_.data(), w, dxt.data());
+      dxt_.resize(static_cast<size_t>(rows * features_));
+      projection->BackwardData(k, da_.data(), w, dxt_.data());
       dx->Resize(x.shape());
-      SwapFirstAxes(dxt.data(), steps_, batch, features_, dx->data());
+      SwapFirstAxes(dxt_.data(), steps_, batch, features_, dx->data());
     }
     return absl::OkStatus();
   }
@@ -282,6 +285,8 @@ class RecurrentLayer : public Layer {
   // activated gates, h_prev U; LSTM's cells; GRU's r h_prev (without reset_after).
   std::vector<float> xt_, xw_, h_, act_, hu_, c_, tanh_c_, rh_, rhu_;
   std::vector<float> dht_, da_, dhu_, da_h_;
+  // Backward's scratch, kept between steps: [B, U] states and the rest.
+  std::vector<float> dh_, dh_prev_, dc_, dc_prev_, through_u_, drh_, du_h_, dxt_;
   PerBatch<DenseKernel, MatmulShape> matmuls_;
 };
 
