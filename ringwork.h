@@ -20,6 +20,7 @@
 #include "data/fashion_mnist.h"
 #include "keras/applications.h"
 #include "keras/callbacks.h"
+#include "keras/custom_objects.h"
 #include "keras/functional.h"
 #include "keras/initializers.h"
 #include "keras/keras_import.h"

@@ -1,5 +1,6 @@
 #include "keras/activation_function.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,17 @@ void SigmoidInPlace(Tensor* t) {
     const float z = t->data()[i];
     const float e = std::exp(-std::fabs(z));  // Never overflows.
     t->data()[i] = z >= 0 ? 1.f / (1.f + e) : e / (1.f + e);
+  }
+}
+
+void SoftmaxInPlace(Tensor* t) {
+  const int64_t width = t->rank() > 0 ? t->shape().back() : 1;
+  for (int64_t row = 0; width > 0 && row < t->size() / width; ++row) {
+    float* z = t->data() + row * width;
+    const float top = *std::max_element(z, z + width);
+    float sum = 0;
+    for (int64_t j = 0; j < width; ++j) sum += z[j] = std::exp(z[j] - top);
+    for (int64_t j = 0; j < width; ++j) z[j] /= sum;
   }
 }
 

@@ -18,6 +18,9 @@ namespace ringwork {
 
 // The logistic sigmoid of every element, in place (for a sigmoid fused into a loss).
 void SigmoidInPlace(Tensor* t);
+// The softmax over the last axis, in place (for the metrics of a model whose last
+// softmax was fused into its loss).
+void SoftmaxInPlace(Tensor* t);
 
 class ActivationFunction {
  public:

@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "checkpoint/h5_file.h"
 #include "checkpoint/zip_archive.h"
+#include "keras/custom_objects.h"
 #include "keras/keras_compile_config.h"
 #include "keras/keras_graph.h"
 
@@ -32,9 +33,11 @@ Json KerasTensor(const std::string& from, const Shape& shape) {
 // build_config and inbound_nodes of keras tensors.
 Json Keras3Layer(const KerasNode& node) {
   Json config = node.config;
-  Json layer = {{"module", "keras.layers"},
+  // A user's layer as Keras 3 writes a registered one (package "Custom").
+  const bool registered = FindLayer(node.class_name) != nullptr;
+  Json layer = {{"module", registered ? Json(nullptr) : Json("keras.layers")},
                 {"class_name", node.class_name},
-                {"registered_name", nullptr},
+                {"registered_name", registered ? Json("Custom>" + node.class_name) : Json(nullptr)},
                 {"name", node.name}};
   if (node.class_name == "InputLayer") {
     config["batch_shape"] = config["batch_input_shape"];

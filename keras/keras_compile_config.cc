@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "keras/custom_objects.h"
 
 namespace ringwork {
 namespace {
@@ -108,8 +109,20 @@ absl::StatusOr<LossSpec> LossFrom(const Json& j, const std::string& path) {
     std::string name = j.get<std::string>();
     if (name == "mse") name = "mean_squared_error";
     if (name == "mae") name = "mean_absolute_error";
-    if (!LossClasses().count(name)) return Refuse(path, "loss " + name + " is not supported");
+    if (!LossClasses().count(name) && FindLoss(name) == nullptr) {
+      return Refuse(path, "loss " + name + " is not supported (nor registered with RegisterLoss)");
+    }
     return LossSpec{name, false};
+  }
+  // A user's loss as Keras 3 writes it: a registered function by name, or a
+  // registered class.
+  if (j.is_object() && j.value("class_name", "") == "function" && j.contains("config") &&
+      j["config"].is_string() && FindLoss(j["config"].get<std::string>()) != nullptr) {
+    return LossSpec{j["config"].get<std::string>(), false};
+  }
+  if (j.is_object() && j.contains("class_name") && j["class_name"].is_string() &&
+      FindLoss(j["class_name"].get<std::string>()) != nullptr) {
+    return LossSpec{j["class_name"].get<std::string>(), false};
   }
   for (const auto& [name, class_name] : LossClasses()) {
     if (!j.is_object() || j.value("class_name", "") != class_name) continue;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "keras/custom_objects.h"
 
 namespace ringwork {
 namespace {
@@ -125,12 +126,20 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
       continue;
     }
     const auto keras = KerasClasses().find(type);
-    if (keras == KerasClasses().end()) {
+    const bool registered = FindLayer(type) != nullptr;  // A user's, under its own name.
+    if (keras == KerasClasses().end() && !registered) {
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": layer ", layer.name(), " (", type, ") is not exported"));
+          absl::StrCat(what, ": layer ", layer.name(), " (", type,
+                       ") is not exported (a layer of one's own is, once registered with "
+                       "RegisterLayer)"));
     }
-    KerasNode node{
-        keras->second, layer.name(), BaseConfig(layer.name()), {}, {}, layer.output_shape(), {}};
+    KerasNode node{registered ? type : keras->second,
+                   layer.name(),
+                   BaseConfig(layer.name()),
+                   {},
+                   {},
+                   layer.output_shape(),
+                   {}};
     node.config.update(layer.keras_config());
     node.config["trainable"] = layer.trainable();
     if (type != "Dense" &&

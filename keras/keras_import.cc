@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "keras/custom_objects.h"
 #include "keras/layers.h"
 
 namespace ringwork {
@@ -189,6 +190,20 @@ absl::StatusOr<std::unique_ptr<Layer>> RecurrentLayerFrom(ConfigReader& r,
   }
 }
 
+// `name`: the layer's (else its config's, else an automatic one); "trainable":
+// false freezes it, as Keras.
+absl::StatusOr<std::unique_ptr<Layer>> Named(std::unique_ptr<Layer> layer, const Json& config,
+                                             const std::string& name) {
+  const Json configured = config.value("name", Json(""));
+  if (!name.empty()) {
+    layer->set_name(name);
+  } else if (configured.is_string() && !configured.get<std::string>().empty()) {
+    layer->set_name(configured.get<std::string>());
+  }
+  layer->set_trainable(config.value("trainable", Json(true)) != false);
+  return layer;
+}
+
 // `name`: the layer's (else its config's, else an automatic one).
 absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const Json& config,
                                                  const std::string& path,
@@ -303,14 +318,22 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
   } else if (type == "Concatenate") {
     RW_RETURN_IF_ERROR(r.Only("axis", {-1}));
     layer = Concatenate();
+  } else if (const LayerFactory* make = FindLayer(type)) {
+    absl::StatusOr<std::unique_ptr<Layer>> made = (*make)(config);
+    if (!made.ok()) return Refuse(path, absl::StrCat(type, ": ", made.status().message()));
+    layer = *std::move(made);
+    if (layer == nullptr || layer->type() != type) {
+      return Refuse(path, absl::StrCat("the factory registered for ", type,
+                                       " made no layer, or one of another type"));
+    }
+    return Named(std::move(layer), config, name);  // Its config is its own to check.
   } else {
-    return Refuse(path, absl::StrCat("layer class ", type, " is not supported"));
+    return Refuse(path, absl::StrCat("layer class ", type,
+                                     " is not supported (nor registered with RegisterLayer)"));
   }
   RW_RETURN_IF_ERROR(r.Done());
-  RW_ASSIGN_OR_RETURN(const std::string configured, r.Get<std::string>("name", ""));
-  if (!name.empty() || !configured.empty()) layer->set_name(name.empty() ? configured : name);
-  layer->set_trainable(config.value("trainable", Json(true)) != false);  // Keras' freezing.
-  return layer;
+  RW_RETURN_IF_ERROR(r.Get<std::string>("name", "").status());
+  return Named(std::move(layer), config, name);
 }
 
 // An example's shape from an InputLayer's (or a Sequential's first layer's) config.
@@ -472,6 +495,36 @@ absl::StatusOr<Model> ParseModel(const std::string& json_text) {
 }
 
 }  // namespace
+
+bool IsBuiltInLayerClass(const std::string& class_name) {
+  static const auto* classes = new std::set<std::string>{
+      "InputLayer",
+      "Dense",
+      "Conv2D",
+      "Conv1D",
+      "MaxPooling2D",
+      "AveragePooling2D",
+      "MaxPooling1D",
+      "AveragePooling1D",
+      "GlobalAveragePooling2D",
+      "GlobalAveragePooling1D",
+      "GlobalMaxPooling2D",
+      "GlobalMaxPooling1D",
+      "BatchNormalization",
+      "LayerNormalization",
+      "Embedding",
+      "LSTM",
+      "GRU",
+      "Activation",
+      "Flatten",
+      "Reshape",
+      "Dropout",
+      "Add",
+      "Multiply",
+      "Concatenate",
+  };
+  return classes->count(class_name) > 0;
+}
 
 absl::StatusOr<Model> ModelFromKerasJson(const std::string& json_text) {
   try {

@@ -2,34 +2,49 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_cat.h"
+#include "keras/custom_objects.h"
 #include "keras/loss_functions.h"
 #include "kernels/losses.h"
 
 namespace ringwork {
 
+namespace {
+
+const std::map<std::string, Loss::Kind>& BuiltInLosses() {
+  static const auto* kinds = new std::map<std::string, Loss::Kind>{
+      {"sparse_categorical_crossentropy", Loss::Kind::kSparseCategoricalCrossentropy},
+      {"mse", Loss::Kind::kMeanSquaredError},
+      {"mean_squared_error", Loss::Kind::kMeanSquaredError},
+      {"binary_crossentropy", Loss::Kind::kBinaryCrossentropy},
+      {"mae", Loss::Kind::kMeanAbsoluteError},
+      {"mean_absolute_error", Loss::Kind::kMeanAbsoluteError},
+      {"huber", Loss::Kind::kHuber},
+      {"categorical_crossentropy", Loss::Kind::kCategoricalCrossentropy},
+  };
+  return *kinds;
+}
+
+}  // namespace
+
+bool Loss::IsBuiltIn(const std::string& name) { return BuiltInLosses().count(name) > 0; }
+
 absl::StatusOr<Loss> Loss::Create(const LossSpec& spec) {
   Loss loss;
   loss.name_ = spec.name;
   loss.from_logits_ = spec.from_logits;
-  if (spec.name == "sparse_categorical_crossentropy") {
-    loss.kind_ = Kind::kSparseCategoricalCrossentropy;
-  } else if (spec.name == "mse" || spec.name == "mean_squared_error") {
-    loss.kind_ = Kind::kMeanSquaredError;
-  } else if (spec.name == "binary_crossentropy") {
-    loss.kind_ = Kind::kBinaryCrossentropy;
-  } else if (spec.name == "mae" || spec.name == "mean_absolute_error") {
-    loss.kind_ = Kind::kMeanAbsoluteError;
-  } else if (spec.name == "huber") {
-    loss.kind_ = Kind::kHuber;
-  } else if (spec.name == "categorical_crossentropy") {
-    loss.kind_ = Kind::kCategoricalCrossentropy;
+  const auto built_in = BuiltInLosses().find(spec.name);
+  if (built_in != BuiltInLosses().end()) {
+    loss.kind_ = built_in->second;
+  } else if ((loss.custom_ = FindLoss(spec.name)) != nullptr) {
+    loss.kind_ = Kind::kCustom;
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown loss \"", spec.name,
-                     "\"; expected sparse_categorical_crossentropy, categorical_crossentropy, "
-                     "binary_crossentropy, mse, mae or huber"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown loss \"", spec.name,
+        "\"; expected sparse_categorical_crossentropy, categorical_crossentropy, "
+        "binary_crossentropy, mse, mae, huber or a loss registered with RegisterLoss"));
   }
   if (!(spec.label_smoothing >= 0 && spec.label_smoothing <= 1) || !(spec.delta > 0)) {
     return absl::InvalidArgumentError(
@@ -65,6 +80,7 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const Batch& batch,
   }
   if (doutput != nullptr) doutput->Resize(output.shape());
   float* grad = doutput != nullptr ? doutput->data() : nullptr;
+  if (kind_ == Kind::kCustom) return ComputeCustom(output, batch, doutput);
   if (kind_ == Kind::kSparseCategoricalCrossentropy) {
     if (output.rank() > 2) {
       // One class id per example: a softmax over every value of a [.., classes]
@@ -156,6 +172,32 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const Batch& batch,
   }
   return BinaryCrossEntropy(output.data(), target, output.size(), from_logits_, grad, weights,
                             width);
+}
+
+// A user's loss function gives each example's loss and its gradient; weighted and
+// averaged here as the built-ins are (SUM_OVER_BATCH_SIZE).
+absl::StatusOr<float> Loss::ComputeCustom(const Tensor& output, const Batch& batch,
+                                          Tensor* doutput) const {
+  const int64_t n = output.dim(0);
+  // What the function leaves unwritten shows: a NaN loss, a zero gradient.
+  std::vector<float> losses(static_cast<size_t>(n), std::nanf(""));
+  if (doutput != nullptr) std::fill(doutput->data(), doutput->data() + doutput->size(), 0.f);
+  absl::Status status = custom_->Compute(output, batch, losses.data(), doutput);
+  if (!status.ok()) {
+    return absl::Status(status.code(), absl::StrCat("loss ", name_, ": ", status.message()));
+  }
+  if (n == 0) return 0.f;
+  const int64_t width = output.size() / n;
+  double total = 0;
+  for (int64_t b = 0; b < n; ++b) {
+    const float w = batch.weights.empty() ? 1.f : batch.weights[static_cast<size_t>(b)];
+    total += static_cast<double>(w) * losses[static_cast<size_t>(b)];
+    if (doutput == nullptr) continue;
+    const float scale = w / static_cast<float>(n);
+    float* g = doutput->data() + b * width;
+    for (int64_t j = 0; j < width; ++j) g[j] *= scale;
+  }
+  return static_cast<float>(total / static_cast<double>(n));
 }
 
 }  // namespace ringwork

@@ -9,6 +9,8 @@
 //       huber's delta is LossSpec::delta),
 //   "categorical_crossentropy" (one-hot or soft float targets of the output's
 //       shape, from_logits as above, LossSpec::label_smoothing).
+// Any other name is looked up among the losses registered with RegisterLoss
+// (keras/custom_objects.h): user-defined, weighted and averaged as the built-ins.
 // keras/loss_functions.h has the formulas of the last three.
 // Per-example weights (Keras' sample_weight) scale each example's loss; the mean
 // stays over the examples (SUM_OVER_BATCH_SIZE).
@@ -16,6 +18,7 @@
 #define RINGWORK_KERAS_LOSSES_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,8 @@
 #include "tensor/tensor.h"
 
 namespace ringwork {
+
+class LossFunction;  // keras/custom_objects.h
 
 struct LossSpec {
   std::string name = "sparse_categorical_crossentropy";
@@ -40,10 +45,13 @@ class Loss {
     kBinaryCrossentropy,
     kMeanAbsoluteError,
     kHuber,
-    kCategoricalCrossentropy
+    kCategoricalCrossentropy,
+    kCustom  // Registered by the user.
   };
 
   static absl::StatusOr<Loss> Create(const LossSpec& spec);
+  // Whether `name` is one of the built-in losses above.
+  static bool IsBuiltIn(const std::string& name);
   Kind kind() const { return kind_; }
   const std::string& name() const { return name_; }
   bool from_logits() const { return from_logits_; }
@@ -59,10 +67,14 @@ class Loss {
                                 Tensor* doutput) const;
 
  private:
+  absl::StatusOr<float> ComputeCustom(const Tensor& output, const Batch& batch,
+                                      Tensor* doutput) const;
+
   Kind kind_ = Kind::kSparseCategoricalCrossentropy;
   std::string name_;
   bool from_logits_ = false;
   float label_smoothing_ = 0, delta_ = 1;
+  std::shared_ptr<const LossFunction> custom_;
 };
 
 }  // namespace ringwork

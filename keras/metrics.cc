@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_cat.h"
+#include "keras/custom_objects.h"
 
 namespace ringwork {
 namespace {
@@ -28,29 +30,55 @@ double Sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
 }  // namespace
 
+namespace {
+
+struct BuiltInMetric {
+  Metric::Kind kind;
+  const char* reported;  // The name results carry; null: the name asked for.
+};
+
+const std::map<std::string, BuiltInMetric>& BuiltInMetrics() {
+  using K = Metric::Kind;
+  static const auto* metrics = new std::map<std::string, BuiltInMetric>{
+      {"accuracy", {K::kAccuracy, "accuracy"}},
+      {"acc", {K::kAccuracy, "accuracy"}},
+      {"sparse_categorical_accuracy", {K::kSparseCategoricalAccuracy, nullptr}},
+      {"mean", {K::kMean, nullptr}},
+      {"auc", {K::kAuc, "auc"}},
+      {"AUC", {K::kAuc, "auc"}},
+      {"mae", {K::kMeanAbsoluteError, "mae"}},
+      {"mean_absolute_error", {K::kMeanAbsoluteError, "mae"}},
+      {"mse", {K::kMeanSquaredError, "mse"}},
+      {"mean_squared_error", {K::kMeanSquaredError, "mse"}},
+      {"rmse", {K::kRootMeanSquaredError, nullptr}},
+      {"root_mean_squared_error", {K::kRootMeanSquaredError, nullptr}},
+      {"precision", {K::kPrecision, nullptr}},
+      {"recall", {K::kRecall, nullptr}},
+      {"top_k_categorical_accuracy", {K::kTopKCategoricalAccuracy, nullptr}},
+      {"sparse_top_k_categorical_accuracy", {K::kTopKCategoricalAccuracy, nullptr}},
+  };
+  return *metrics;
+}
+
+}  // namespace
+
+bool Metric::IsBuiltIn(const std::string& name) { return BuiltInMetrics().count(name) > 0; }
+
 absl::StatusOr<Metric> Metric::Create(const std::string& name) {
   Metric m;
   m.name_ = name;
-  if (name == "accuracy" || name == "acc") {
-    m.kind_ = Kind::kAccuracy;
-    m.name_ = "accuracy";
-  } else if (name == "sparse_categorical_accuracy") {
-    m.kind_ = Kind::kSparseCategoricalAccuracy;
-  } else if (name == "mean") {
-    m.kind_ = Kind::kMean;
-  } else if (name == "auc" || name == "AUC") {
-    m.kind_ = Kind::kAuc;
-    m.name_ = "auc";
-  } else if (name == "mae" || name == "mean_absolute_error") {
-    m.kind_ = Kind::kMeanAbsoluteError;
-    m.name_ = "mae";
-  } else if (name == "mse" || name == "mean_squared_error") {
-    m.kind_ = Kind::kMeanSquaredError;
-    m.name_ = "mse";
+  const auto built_in = BuiltInMetrics().find(name);
+  if (built_in != BuiltInMetrics().end()) {
+    m.kind_ = built_in->second.kind;
+    if (built_in->second.reported != nullptr) m.name_ = built_in->second.reported;
+  } else if ((m.custom_ = FindMetric(name)) != nullptr) {
+    m.kind_ = Kind::kCustom;
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown metric \"", name,
-                     "\"; expected accuracy, sparse_categorical_accuracy, mean, auc, mae or mse"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown metric \"", name,
+        "\"; expected accuracy, sparse_categorical_accuracy, mean, auc, mae, mse, rmse, "
+        "precision, recall, top_k_categorical_accuracy or a metric registered with "
+        "RegisterMetric"));
   }
   return m;
 }
@@ -63,7 +91,11 @@ absl::Status Metric::CheckOutputWidth(int64_t width) const {
       width, " outputs"));
 }
 
-int64_t Metric::state_size() const { return kind_ == Kind::kAuc ? 2 * (kAucThresholds + 1) : 2; }
+int64_t Metric::state_size() const {
+  if (kind_ == Kind::kCustom) return custom_->state_size();
+  if (kind_ == Kind::kAuc) return 2 * (kAucThresholds + 1);
+  return kind_ == Kind::kPrecision || kind_ == Kind::kRecall ? 3 : 2;
+}
 
 void Metric::Accumulate(const Tensor& outputs, const std::vector<int32_t>& labels, double value,
                         bool logits, double* state) const {
@@ -80,6 +112,14 @@ void Metric::Accumulate(const Tensor& outputs, const Batch& batch, double value,
   auto weight = [&](int64_t b) -> double {
     return batch.weights.empty() ? 1.0 : batch.weights[static_cast<size_t>(b)];
   };
+  if (kind_ == Kind::kCustom) {
+    custom_->Update(outputs, batch, value, state);
+    return;
+  }
+  if (kind_ == Kind::kPrecision || kind_ == Kind::kRecall) {
+    AccumulateDecisions(outputs, batch, logits, state);
+    return;
+  }
   if (kind_ == Kind::kMean) {
     // The batch's (weighted) mean loss, once per example: the sum over examples.
     state[0] += value * n;
@@ -91,7 +131,8 @@ void Metric::Accumulate(const Tensor& outputs, const Batch& batch, double value,
   auto target = [&](int64_t b, int64_t j) -> double {
     return numbers ? batch.targets.data()[b * width + j] : labels[static_cast<size_t>(b)];
   };
-  if (kind_ == Kind::kMeanAbsoluteError || kind_ == Kind::kMeanSquaredError) {
+  if (kind_ == Kind::kMeanAbsoluteError || kind_ == Kind::kMeanSquaredError ||
+      kind_ == Kind::kRootMeanSquaredError) {
     for (int64_t b = 0; b < n; ++b) {
       double sum = 0;
       for (int64_t j = 0; j < width; ++j) {
@@ -114,6 +155,25 @@ void Metric::Accumulate(const Tensor& outputs, const Batch& batch, double value,
       const int64_t above =
           std::lower_bound(thresholds.begin(), thresholds.end(), p) - thresholds.begin();
       state[(target(b, 0) != 0 ? 0 : kAucThresholds + 1) + above] += weight(b);
+    }
+    return;
+  }
+  if (kind_ == Kind::kTopKCategoricalAccuracy) {
+    // In the top k unless k or more classes score strictly higher (tf.math.in_top_k).
+    for (int64_t b = 0; b < n; ++b) {
+      const float* row = outputs.data() + b * width;
+      int64_t c = labels.empty() ? 0 : labels[static_cast<size_t>(b)];
+      if (numbers) {
+        const float* t = batch.targets.data() + b * width;
+        c = std::max_element(t, t + width) - t;
+      }
+      int64_t higher = 0;
+      if (c >= 0 && c < width) {
+        for (int64_t j = 0; j < width; ++j) higher += row[j] > row[c] ? 1 : 0;
+      }
+      const bool in = c >= 0 && c < width && !std::isnan(row[c]) && higher < kTopK;
+      state[0] += in ? weight(b) : 0;
+      state[1] += weight(b);
     }
     return;
   }
@@ -146,7 +206,45 @@ void Metric::Accumulate(const Tensor& outputs, const Batch& batch, double value,
   }
 }
 
+// Every output one decision at 0.5: state [true positives, false positives, false
+// negatives], each example's weight counted once per decision.
+void Metric::AccumulateDecisions(const Tensor& outputs, const Batch& batch, bool logits,
+                                 double* state) const {
+  const int64_t n = outputs.rank() > 0 ? outputs.dim(0) : 0;
+  const int64_t width = outputs.size() / std::max<int64_t>(n, 1);
+  const bool numbers = batch.targets.rank() > 0;
+  std::vector<double> p(static_cast<size_t>(width));
+  for (int64_t b = 0; b < n; ++b) {
+    const float* row = outputs.data() + b * width;
+    double top = row[0];
+    for (int64_t j = 1; j < width; ++j) top = std::max<double>(top, row[j]);
+    double sum = 0;
+    for (int64_t j = 0; j < width; ++j) {
+      p[j] = row[j];
+      if (logits && width == 1) p[j] = Sigmoid(row[j]);
+      if (logits && width > 1) sum += p[j] = std::exp(row[j] - top);
+    }
+    const double w = batch.weights.empty() ? 1.0 : batch.weights[static_cast<size_t>(b)];
+    for (int64_t j = 0; j < width; ++j) {
+      const double q = logits && width > 1 ? p[j] / sum : p[j];
+      const bool actual = numbers ? batch.targets.data()[b * width + j] != 0
+                                  : (width == 1 ? batch.labels[b] != 0 : batch.labels[b] == j);
+      const bool predicted = q > 0.5;
+      if (predicted && actual) state[0] += w;
+      if (predicted && !actual) state[1] += w;
+      if (!predicted && actual) state[2] += w;
+    }
+  }
+}
+
 double Metric::Result(const double* state) const {
+  if (kind_ == Kind::kCustom) return custom_->Result(state);
+  if (kind_ == Kind::kPrecision || kind_ == Kind::kRecall) {  // Keras: divide_no_nan.
+    const double d = state[0] + state[kind_ == Kind::kPrecision ? 1 : 2];
+    return d > 0 ? state[0] / d : 0;
+  }
+  if (kind_ == Kind::kRootMeanSquaredError)
+    return state[1] > 0 ? std::sqrt(state[0] / state[1]) : 0;
   if (kind_ != Kind::kAuc) return state[1] > 0 ? state[0] / state[1] : 0;
   // True and false positives at threshold j: predictions above more than j thresholds.
   const double* pos = state;

@@ -2,12 +2,20 @@
 // label; otherwise the same as "sparse_categorical_accuracy": argmax vs label;
 // with number targets, Keras' binary_accuracy: each output > 0.5 vs its target),
 // "mae" / "mean_absolute_error" and "mse" / "mean_squared_error" (numbers),
-// "mean" (the mean of the loss) and "auc" (Keras' AUC: the area under the ROC
-// curve from 200 thresholds, for binary labels and one probability per example, or
-// two classes). A metric's state is a vector of sums (total and count; for AUC the
-// histograms of positives' and negatives' predictions over the thresholds), so the
-// strategy adds them over every worker and every worker reports the same number:
-// for "auc", the AUC of the whole (global) evaluation set, not a mean of batches.
+// "rmse" / "root_mean_squared_error" (the square root of the weighted mean of
+// squared errors), "mean" (the mean of the loss), "auc" (Keras' AUC: the area
+// under the ROC curve from 200 thresholds, for binary labels and one probability
+// per example, or two classes), "precision" and "recall" (Keras' at threshold 0.5:
+// every output is one yes-or-no decision, a probability above 0.5 against a
+// target that is not 0; class ids stand for their one-hot rows, logits for their
+// sigmoid or softmax; an example's weight counts for each of its decisions),
+// "top_k_categorical_accuracy" / "sparse_top_k_categorical_accuracy" (the class is
+// among the 5 highest outputs, ties at the boundary counted in, as
+// tf.math.in_top_k; the class of a one-hot or soft target row is its argmax), and
+// any metric registered with RegisterMetric (keras/custom_objects.h). A metric's state is a vector
+// of sums (total and count; for AUC the histograms of positives' and negatives' predictions over
+// the thresholds), so the strategy adds them over every worker and every worker reports the same
+// number: for "auc", the AUC of the whole (global) evaluation set, not a mean of batches.
 //
 //   RW_ASSIGN_OR_RETURN(Metric auc, Metric::Create("auc"));
 //   std::vector<double> state(auc.state_size(), 0.0);
@@ -18,6 +26,7 @@
 #define RINGWORK_KERAS_METRICS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +35,8 @@
 #include "tensor/tensor.h"
 
 namespace ringwork {
+
+class MetricFunction;  // keras/custom_objects.h
 
 class Metric {
  public:
@@ -36,10 +47,17 @@ class Metric {
     kAuc,
     kMeanAbsoluteError,
     kMeanSquaredError,
+    kRootMeanSquaredError,
+    kPrecision,
+    kRecall,
+    kTopKCategoricalAccuracy,
+    kCustom,  // Registered by the user.
   };
   static constexpr int kAucThresholds = 200;  // Keras' num_thresholds.
 
   static absl::StatusOr<Metric> Create(const std::string& name);
+  static bool IsBuiltIn(const std::string& name);
+  static constexpr int kTopK = 5;  // Keras' default k.
   const std::string& name() const { return name_; }
   Kind kind() const { return kind_; }
   // Whether it can judge a model of `width` outputs per example (AUC: 1 or 2).
@@ -57,8 +75,12 @@ class Metric {
   double Result(const double* state) const;
 
  private:
+  void AccumulateDecisions(const Tensor& outputs, const Batch& batch, bool logits,
+                           double* state) const;
+
   Kind kind_ = Kind::kAccuracy;
   std::string name_;
+  std::shared_ptr<const MetricFunction> custom_;
 };
 
 }  // namespace ringwork

@@ -96,6 +96,7 @@ TEST_CASE("Evaluate on 2 workers reports the AUC of the whole evaluation set",
     examples.labels.push_back(a + 0.3f * b + 0.2f * static_cast<float>(i % 3) > 0.8f ? 1 : 0);
   }
   const Dataset data = Dataset::FromExamples(examples);
+  std::pair<double, double> precision_recall;
   auto evaluate = [&](int workers) {
     std::vector<double> aucs(workers);
     LocalCluster::Options options;
@@ -106,7 +107,7 @@ TEST_CASE("Evaluate on 2 workers reports the AUC of the whole evaluation set",
       model.Add(Dense(1, {.activation = "sigmoid"}));
       CompileOptions compile;
       compile.loss = {"binary_crossentropy"};
-      compile.metrics = {"auc", "accuracy"};
+      compile.metrics = {"auc", "accuracy", "precision", "recall"};
       compile.intra_op_threads = 1;
       RW_RETURN_IF_ERROR(model.Compile(compile));
       FitOptions fit;
@@ -116,17 +117,101 @@ TEST_CASE("Evaluate on 2 workers reports the AUC of the whole evaluation set",
       RW_RETURN_IF_ERROR(model.Fit(data, fit).status());
       RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(data, 64));
       aucs[w.rank] = result.metrics["auc"];
+      // Precision and recall from the summed counts: every worker the same.
+      if (w.rank == 0) {
+        precision_recall = {result.metrics["precision"], result.metrics["recall"]};
+      }
       return absl::OkStatus();
     });
     for (const absl::Status& s : results) REQUIRE(s.ok());
     return aucs;
   };
-  const std::vector<double> one = evaluate(1), two = evaluate(2);
+  const std::vector<double> one = evaluate(1);
+  const std::pair<double, double> one_pr = precision_recall;
+  const std::vector<double> two = evaluate(2);
+  CHECK(precision_recall.first == Approx(one_pr.first).margin(1e-2));
+  CHECK(precision_recall.second == Approx(one_pr.second).margin(1e-2));
+  CHECK(one_pr.first > 0.5);
   INFO("AUC on 1 worker " << one[0] << ", on 2 " << two[0]);
   CHECK(two[0] == two[1]);
   CHECK(one[0] > 0.6);
   // Weights agree to float rounding; predictions fall in the same thresholds.
   CHECK(two[0] == Approx(one[0]).margin(1e-3));
+}
+
+double MetricOf(const std::string& name, const Tensor& outputs, const Batch& batch,
+                bool logits = false) {
+  Metric m = *Metric::Create(name);
+  std::vector<double> state(m.state_size(), 0.0);
+  m.Accumulate(outputs, batch, 0, logits, state.data());
+  return m.Result(state.data());
+}
+
+Batch Labels(std::vector<int32_t> labels, std::vector<float> weights = {}) {
+  Batch b;
+  b.labels = std::move(labels);
+  b.weights = std::move(weights);
+  return b;
+}
+
+TEST_CASE("precision and recall as Keras' at 0.5: weighted, from logits, class ids one-hot",
+          "[metrics]") {
+  const Tensor p({5, 1}, {0.9f, 0.6f, 0.4f, 0.2f, 0.7f});
+  // Predicted positive: 0.9 (right), 0.6 (wrong), 0.7 (right); 0.4 missed.
+  CHECK(MetricOf("precision", p, Labels({1, 0, 1, 0, 1})) == Approx(2.0 / 3));
+  CHECK(MetricOf("recall", p, Labels({1, 0, 1, 0, 1})) == Approx(2.0 / 3));
+  const Batch weighted = Labels({1, 0, 1, 0, 1}, {1.f, 2.f, 1.f, 1.f, 0.5f});
+  CHECK(MetricOf("precision", p, weighted) == Approx(1.5 / 3.5));
+  CHECK(MetricOf("recall", p, weighted) == Approx(1.5 / 2.5));
+  // 0.5 itself is not above the threshold; nothing predicted positive gives 0.
+  CHECK(MetricOf("precision", Tensor({2, 1}, {0.5f, 0.1f}), Labels({1, 1})) == 0);
+  CHECK(MetricOf("recall", Tensor({2, 1}, {0.5f, 0.1f}), Labels({1, 1})) == 0);
+  const Tensor logits({5, 1}, {2.2f, 0.4f, -0.4f, -1.4f, 0.85f});
+  CHECK(MetricOf("precision", logits, weighted, /*logits=*/true) == Approx(1.5 / 3.5));
+  // Three classes: each class of each example one decision against the one-hot row.
+  // Row 0 [.6 .3 .1], label 0: a true positive. Row 1 [.2 .7 .1], label 2: class 1
+  // a false positive, class 2 a false negative. Row 2 [.4 .4 .2], label 1: missed.
+  const Tensor three({3, 3}, {0.6f, 0.3f, 0.1f, 0.2f, 0.7f, 0.1f, 0.4f, 0.4f, 0.2f});
+  CHECK(MetricOf("precision", three, Labels({0, 2, 1})) == Approx(0.5));
+  CHECK(MetricOf("recall", three, Labels({0, 2, 1})) == Approx(1.0 / 3));
+  // The same rows as logits: the softmax decides.
+  Tensor z({3, 3});
+  for (int64_t i = 0; i < 9; ++i) z[i] = std::log(three[i]);
+  CHECK(MetricOf("precision", z, Labels({0, 2, 1}), true) == Approx(0.5));
+  // Float targets: every output a decision of its own (multi-label).
+  Batch multi;
+  multi.targets = Tensor({2, 2}, {1.f, 0.f, 1.f, 1.f});
+  CHECK(MetricOf("recall", Tensor({2, 2}, {0.8f, 0.9f, 0.3f, 0.6f}), multi) == Approx(2.0 / 3));
+  CHECK(MetricOf("precision", Tensor({2, 2}, {0.8f, 0.9f, 0.3f, 0.6f}), multi) == Approx(2.0 / 3));
+}
+
+TEST_CASE("top-5 accuracy counts ties at the boundary in, as tf.math.in_top_k", "[metrics]") {
+  const Tensor scores({5, 7}, {7, 6, 5, 4, 3, 2, 1,    // label 4: 4 higher, in
+                               7, 6, 5, 4, 3, 2, 1,    // label 5: 5 higher, out
+                               1, 1, 1, 1, 1, 1, 1,    // label 6: none higher, in
+                               3, 3, 3, 3, 2, 2, 2,    // label 6: 4 higher, in
+                               5, 5, 5, 5, 5, 1, 1});  // label 5: 5 higher, out
+  CHECK(MetricOf("top_k_categorical_accuracy", scores, Labels({4, 5, 6, 6, 5})) == Approx(3.0 / 5));
+  CHECK(MetricOf("sparse_top_k_categorical_accuracy", scores,
+                 Labels({4, 5, 6, 6, 5}, {1, 3, 1, 1, 1})) == Approx(3.0 / 7));
+  // One-hot targets: the class is the target row's argmax.
+  Batch one_hot;
+  one_hot.targets = Tensor({2, 7});
+  one_hot.targets[4] = 1;      // Row 0: class 4, in.
+  one_hot.targets[7 + 5] = 1;  // Row 1: class 5, out.
+  CHECK(MetricOf("top_k_categorical_accuracy",
+                 Tensor({2, 7}, std::vector<float>(scores.data(), scores.data() + 14)),
+                 one_hot) == Approx(0.5));
+}
+
+TEST_CASE("root mean squared error: the root of the weighted mean, not a mean of roots",
+          "[metrics]") {
+  Batch batch;
+  batch.targets = Tensor({2, 2}, {0.f, 2.f, 3.f, 3.f});
+  const Tensor outputs({2, 2}, {1.f, 2.f, 3.f, 5.f});  // Squared errors 1, 0 and 0, 4.
+  CHECK(MetricOf("rmse", outputs, batch) == Approx(std::sqrt(1.25)));
+  batch.weights = {3.f, 1.f};  // (3 * 0.5 + 1 * 2) / 4.
+  CHECK(MetricOf("root_mean_squared_error", outputs, batch) == Approx(std::sqrt(3.5 / 4)));
 }
 
 }  // namespace

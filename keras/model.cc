@@ -143,8 +143,17 @@ absl::Status Model::Compile(const CompileOptions& options) {
   }
   output_losses_.assign(outputs.size(), 0.f);
   RW_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(options.optimizer));
+  if (options.metrics == std::vector<std::string>{"auto"}) {
+    const bool classifies = std::all_of(losses_.begin(), losses_.end(), [](const Loss& l) {
+      return l.kind() == Loss::Kind::kSparseCategoricalCrossentropy ||
+             l.kind() == Loss::Kind::kCategoricalCrossentropy ||
+             l.kind() == Loss::Kind::kBinaryCrossentropy;
+    });
+    compile_options_.metrics.clear();
+    if (classifies) compile_options_.metrics.push_back("accuracy");
+  }
   metrics_.clear();
-  for (const std::string& name : options.metrics) {
+  for (const std::string& name : compile_options_.metrics) {
     RW_ASSIGN_OR_RETURN(Metric metric, Metric::Create(name));
     metrics_.push_back(metric);
   }

@@ -59,7 +59,11 @@ struct CompileOptions {
   std::map<std::string, LossSpec> losses;
   std::map<std::string, float> loss_weights;
   OptimizerSpec optimizer;
-  std::vector<std::string> metrics = {"accuracy"};
+  // By name (keras/metrics.h), each output's. "auto": accuracy where every
+  // output's loss classifies (the cross-entropies), none where a loss measures
+  // numbers (mse, mae, huber) or is the user's; {} for none. Compile writes the
+  // names it chose back into compile_options().
+  std::vector<std::string> metrics = {"auto"};
   Precision precision = Precision::kFloat32;
   // Intra-op threads (TensorFlow's intra_op_parallelism_threads); 0: this
   // process's cores divided by the workers on this host.

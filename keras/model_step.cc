@@ -225,7 +225,19 @@ std::vector<double> Model::BatchSums(const struct Batch& batch, double loss) {
       output = &probabilities;
       logits = false;
     }
+    Tensor fused_softmax;  // What a user's metric reads: the model's probabilities.
+    bool softmaxed = false;
     for (const Metric& m : metrics_) {
+      if (m.kind() == Metric::Kind::kCustom && fused_[k] == kFusedSoftmax) {
+        if (!softmaxed) {
+          softmaxed = true;
+          fused_softmax = *output;
+          SoftmaxInPlace(&fused_softmax);
+        }
+        m.Accumulate(fused_softmax, TargetsOf(batch, k, &scratch), value, false, state);
+        state += m.state_size();
+        continue;
+      }
       m.Accumulate(*output, TargetsOf(batch, k, &scratch), value, logits, state);
       state += m.state_size();
     }

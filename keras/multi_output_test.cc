@@ -29,6 +29,7 @@ CompileOptions TwoLosses(float learning_rate) {
   CompileOptions o;
   o.losses = {{"price", {"mse"}}, {"kind", {"sparse_categorical_crossentropy"}}};
   o.loss_weights = {{"price", 0.5f}, {"kind", 2.f}};
+  o.metrics = {"accuracy"};  // Not by default: one output's loss measures numbers.
   o.optimizer = {.name = "sgd", .learning_rate = learning_rate};
   o.intra_op_threads = 1;
   return o;
