@@ -64,18 +64,29 @@ absl::Status RegisterLayer(const std::string& class_name, LayerFactory factory) 
   return Add(r.layers, "Layer", class_name, std::move(factory), built_in);
 }
 
+// The factories run outside the lock: one may look up another name.
 std::shared_ptr<const LossFunction> FindLoss(const std::string& name) {
-  Registry& r = TheRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  const auto it = r.losses.find(name);
-  return it == r.losses.end() ? nullptr : it->second();
+  LossFactory make;
+  {
+    Registry& r = TheRegistry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    const auto it = r.losses.find(name);
+    if (it == r.losses.end()) return nullptr;
+    make = it->second;
+  }
+  return make();
 }
 
 std::shared_ptr<const MetricFunction> FindMetric(const std::string& name) {
-  Registry& r = TheRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  const auto it = r.metrics.find(name);
-  return it == r.metrics.end() ? nullptr : it->second();
+  MetricFactory make;
+  {
+    Registry& r = TheRegistry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    const auto it = r.metrics.find(name);
+    if (it == r.metrics.end()) return nullptr;
+    make = it->second;
+  }
+  return make();
 }
 
 const LayerFactory* FindLayer(const std::string& class_name) {

@@ -269,6 +269,26 @@ TEST_CASE("a fused softmax: a user's metric still reads probabilities", "[custom
   CHECK(result.metrics.at("right_class_probability") == Approx(sum / 100).epsilon(1e-5));
 }
 
+TEST_CASE("a compile config names a user's loss as Keras 3 writes it", "[custom]") {
+  RegisterOnce();
+  for (const nlohmann::json& loss : {nlohmann::json("log_cosh"),
+                                     nlohmann::json{{"module", "builtins"},
+                                                    {"class_name", "function"},
+                                                    {"config", "Custom>log_cosh"},
+                                                    {"registered_name", "Custom>log_cosh"}},
+                                     nlohmann::json{{"module", nullptr},
+                                                    {"class_name", "log_cosh"},
+                                                    {"config", nlohmann::json::object()},
+                                                    {"registered_name", nullptr}}}) {
+    INFO(loss.dump());
+    absl::StatusOr<CompileOptions> read = CompileOptionsFromKeras({{"loss", loss}}, "$");
+    REQUIRE(read.ok());
+    CHECK(read->loss.name == "log_cosh");
+  }
+  CHECK_THAT(std::string(CompileOptionsFromKeras({{"loss", "nope"}}, "$").status().message()),
+             Catch::Contains("RegisterLoss"));
+}
+
 TEST_CASE("no accuracy by default where the loss measures numbers", "[custom]") {
   RegisterOnce();
   auto metrics_for = [](const std::string& loss) {

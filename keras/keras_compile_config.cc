@@ -114,16 +114,6 @@ absl::StatusOr<LossSpec> LossFrom(const Json& j, const std::string& path) {
     }
     return LossSpec{name, false};
   }
-  // A user's loss as Keras 3 writes it: a registered function by name, or a
-  // registered class.
-  if (j.is_object() && j.value("class_name", "") == "function" && j.contains("config") &&
-      j["config"].is_string() && FindLoss(j["config"].get<std::string>()) != nullptr) {
-    return LossSpec{j["config"].get<std::string>(), false};
-  }
-  if (j.is_object() && j.contains("class_name") && j["class_name"].is_string() &&
-      FindLoss(j["class_name"].get<std::string>()) != nullptr) {
-    return LossSpec{j["class_name"].get<std::string>(), false};
-  }
   for (const auto& [name, class_name] : LossClasses()) {
     if (!j.is_object() || j.value("class_name", "") != class_name) continue;
     const Json config = j.value("config", Json::object());
@@ -147,7 +137,19 @@ absl::StatusOr<LossSpec> LossFrom(const Json& j, const std::string& path) {
     RW_ASSIGN_OR_RETURN(spec.delta, Number(config, "delta", 1, path + ".config"));
     return spec;
   }
-  return Refuse(path, j.dump() + " is not a loss Ringwork has");
+  // A user's loss as Keras 3 writes it: a registered function ("config": its
+  // name) or class, either perhaps as "package>name".
+  if (j.is_object()) {
+    for (const char* key : {"registered_name", "config", "class_name"}) {
+      if (!j.contains(key) || !j[key].is_string()) continue;
+      std::string name = j[key].get<std::string>();
+      if (const size_t cut = name.find('>'); cut != std::string::npos) name = name.substr(cut + 1);
+      if (FindLoss(name) != nullptr) return LossSpec{name, false};
+    }
+  }
+  return Refuse(path, j.dump() +
+                          " is not a loss Ringwork has (nor one registered with "
+                          "RegisterLoss)");
 }
 
 absl::StatusOr<OptimizerSpec> OptimizerFrom(const Json& j, const std::string& path) {

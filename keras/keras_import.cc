@@ -522,6 +522,12 @@ bool IsBuiltInLayerClass(const std::string& class_name) {
       "Add",
       "Multiply",
       "Concatenate",
+      // Ringwork's own types beside Keras' classes above.
+      "SyncBatchNormalization",
+      "MultiHeadAttention",
+      "PositionEmbedding",
+      "RandomFlip",
+      "SliceLastAxis",
   };
   return classes->count(class_name) > 0;
 }

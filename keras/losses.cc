@@ -179,6 +179,7 @@ absl::StatusOr<float> Loss::Compute(const Tensor& output, const Batch& batch,
 absl::StatusOr<float> Loss::ComputeCustom(const Tensor& output, const Batch& batch,
                                           Tensor* doutput) const {
   const int64_t n = output.dim(0);
+  if (n == 0) return 0.f;
   // What the function leaves unwritten shows: a NaN loss, a zero gradient.
   std::vector<float> losses(static_cast<size_t>(n), std::nanf(""));
   if (doutput != nullptr) std::fill(doutput->data(), doutput->data() + doutput->size(), 0.f);
@@ -186,7 +187,11 @@ absl::StatusOr<float> Loss::ComputeCustom(const Tensor& output, const Batch& bat
   if (!status.ok()) {
     return absl::Status(status.code(), absl::StrCat("loss ", name_, ": ", status.message()));
   }
-  if (n == 0) return 0.f;
+  if (doutput != nullptr && doutput->shape() != output.shape()) {
+    return absl::InternalError(absl::StrCat("loss ", name_, " resized its gradient to ",
+                                            ShapeString(doutput->shape()), "; the output is ",
+                                            ShapeString(output.shape())));
+  }
   const int64_t width = output.size() / n;
   double total = 0;
   for (int64_t b = 0; b < n; ++b) {

@@ -91,6 +91,16 @@ absl::Status Metric::CheckOutputWidth(int64_t width) const {
       width, " outputs"));
 }
 
+absl::Status Metric::CheckTargets(const Tensor& outputs, const Batch& batch) const {
+  if (kind_ == Kind::kMean || kind_ == Kind::kCustom || batch.targets.rank() == 0 ||
+      batch.targets.size() == outputs.size()) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "metric ", name_, " compares each output with its target, but the targets have shape ",
+      ShapeString(batch.targets.shape()), " and the outputs ", ShapeString(outputs.shape())));
+}
+
 int64_t Metric::state_size() const {
   if (kind_ == Kind::kCustom) return custom_->state_size();
   if (kind_ == Kind::kAuc) return 2 * (kAucThresholds + 1);
@@ -168,10 +178,15 @@ void Metric::Accumulate(const Tensor& outputs, const Batch& batch, double value,
         c = std::max_element(t, t + width) - t;
       }
       int64_t higher = 0;
+      bool finite = true;
       if (c >= 0 && c < width) {
-        for (int64_t j = 0; j < width; ++j) higher += row[j] > row[c] ? 1 : 0;
+        for (int64_t j = 0; j < width; ++j) {
+          higher += row[j] > row[c] ? 1 : 0;
+          finite = finite && std::isfinite(row[j]);
+        }
       }
-      const bool in = c >= 0 && c < width && !std::isnan(row[c]) && higher < kTopK;
+      // tf.math.in_top_k: false for a row with a non-finite score.
+      const bool in = c >= 0 && c < width && finite && higher < kTopK;
       state[0] += in ? weight(b) : 0;
       state[1] += weight(b);
     }

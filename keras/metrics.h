@@ -63,6 +63,10 @@ class Metric {
   // Whether it can judge a model of `width` outputs per example (AUC: 1 or 2).
   absl::Status CheckOutputWidth(int64_t width) const;
 
+  // INVALID_ARGUMENT when the metric reads the batch's float targets output by
+  // output and they are not of the outputs' size.
+  absl::Status CheckTargets(const Tensor& outputs, const Batch& batch) const;
+
   int64_t state_size() const;
   // Adds a batch to `state`: `outputs` [batch, width] against the batch's labels
   // or targets, each example counted with its weight (Keras' weighted metrics);

@@ -96,7 +96,7 @@ TEST_CASE("Evaluate on 2 workers reports the AUC of the whole evaluation set",
     examples.labels.push_back(a + 0.3f * b + 0.2f * static_cast<float>(i % 3) > 0.8f ? 1 : 0);
   }
   const Dataset data = Dataset::FromExamples(examples);
-  std::pair<double, double> precision_recall;
+  std::vector<std::pair<double, double>> precision_recall(2);
   auto evaluate = [&](int workers) {
     std::vector<double> aucs(workers);
     LocalCluster::Options options;
@@ -118,19 +118,18 @@ TEST_CASE("Evaluate on 2 workers reports the AUC of the whole evaluation set",
       RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(data, 64));
       aucs[w.rank] = result.metrics["auc"];
       // Precision and recall from the summed counts: every worker the same.
-      if (w.rank == 0) {
-        precision_recall = {result.metrics["precision"], result.metrics["recall"]};
-      }
+      precision_recall[w.rank] = {result.metrics["precision"], result.metrics["recall"]};
       return absl::OkStatus();
     });
     for (const absl::Status& s : results) REQUIRE(s.ok());
     return aucs;
   };
   const std::vector<double> one = evaluate(1);
-  const std::pair<double, double> one_pr = precision_recall;
+  const std::pair<double, double> one_pr = precision_recall[0];
   const std::vector<double> two = evaluate(2);
-  CHECK(precision_recall.first == Approx(one_pr.first).margin(1e-2));
-  CHECK(precision_recall.second == Approx(one_pr.second).margin(1e-2));
+  CHECK(precision_recall[1] == precision_recall[0]);
+  CHECK(precision_recall[0].first == Approx(one_pr.first).margin(1e-2));
+  CHECK(precision_recall[0].second == Approx(one_pr.second).margin(1e-2));
   CHECK(one_pr.first > 0.5);
   INFO("AUC on 1 worker " << one[0] << ", on 2 " << two[0]);
   CHECK(two[0] == two[1]);

@@ -17,6 +17,7 @@
 #include "base/logging.h"
 #include "base/shortest_decimal.h"
 #include "base/status_macros.h"
+#include "keras/custom_objects.h"
 #include "keras/fit_loop.h"
 #include "observability/timeline.h"
 
@@ -360,6 +361,10 @@ std::vector<std::string> Model::AgreementLines() const {
                                     ShapeString(layer.output_shape()));
     if (!layer.activation_name().empty()) absl::StrAppend(&line, ", ", layer.activation_name());
     if (!layer.config().empty()) absl::StrAppend(&line, ", ", layer.config());
+    // A user's layer: its Keras arguments (its config() is seldom written).
+    if (layer.config().empty() && FindLayer(layer.type()) != nullptr) {
+      absl::StrAppend(&line, ", ", layer.keras_config().dump());
+    }
     if (!chain) absl::StrAppend(&line, ", from ", InputNames(l));
     lines.push_back(std::move(line));
   }
@@ -412,7 +417,9 @@ std::vector<std::string> Model::AgreementLines() const {
                      SparseReductionName(strategy_->options().communication.sparse_reduction)));
   }
   std::vector<std::string> metric_names;
-  for (const Metric& m : metrics_) metric_names.push_back(m.name());
+  for (const Metric& m : metrics_) {
+    metric_names.push_back(absl::StrCat(m.name(), " (", m.state_size(), " sums)"));
+  }
   lines.push_back(absl::StrCat("metrics: ", absl::StrJoin(metric_names, ", ")));
   return lines;
 }

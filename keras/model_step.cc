@@ -190,6 +190,11 @@ absl::StatusOr<float> Model::ComputeLoss(const struct Batch& batch, bool gradien
     }
     output_losses_[k] = *loss;
     total += static_cast<double>(w) * *loss;
+    // A user's loss may take targets of another shape; the metrics that read
+    // them output by output cannot.
+    for (const Metric& m : metrics_) {
+      RW_RETURN_IF_ERROR(m.CheckTargets(acts_[a], TargetsOf(batch, k, &scratch)));
+    }
   }
   return static_cast<float>(total);
 }
@@ -219,7 +224,10 @@ std::vector<double> Model::BatchSums(const struct Batch& batch, double loss) {
     // for them (a softmax is not: the metrics that read it take logits too).
     const Tensor* output = &acts_[outputs_[k]];
     bool logits = losses_[k].from_logits();
-    if (fused_[k] == kFusedSigmoid) {
+    // Binary cross-entropy from logits: each output its own sigmoid, also for
+    // the metrics that would otherwise take several outputs for a softmax.
+    if (fused_[k] == kFusedSigmoid ||
+        (logits && losses_[k].kind() == Loss::Kind::kBinaryCrossentropy)) {
       probabilities = *output;
       SigmoidInPlace(&probabilities);
       output = &probabilities;
