@@ -47,12 +47,14 @@ class ConvLayer : public Layer {
     return options_.activation.empty() ? "linear" : options_.activation;
   }
   nlohmann::json keras_config() const override {
-    return {{"filters", filters_},
-            {"kernel_size", PerAxis(rank_, kernel_size_)},
-            {"strides", PerAxis(rank_, options_.strides)},
-            {"padding", options_.padding},
-            {"activation", activation_.name()},
-            {"use_bias", options_.use_bias}};
+    nlohmann::json c = {{"filters", filters_},
+                        {"kernel_size", PerAxis(rank_, kernel_size_)},
+                        {"strides", PerAxis(rank_, options_.strides)},
+                        {"padding", options_.padding},
+                        {"activation", activation_.name()},
+                        {"use_bias", options_.use_bias}};
+    AddWeightOptions(options_, &c);
+    return c;
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
@@ -81,12 +83,18 @@ class ConvLayer : public Layer {
     }
     Shape kernel_shape = {kernel_size_, channels, filters_};
     if (rank_ == 2) kernel_shape.insert(kernel_shape.begin(), kernel_size_);
+    RW_RETURN_IF_ERROR(CheckWeightOptions(name_, options_));
     Variable* kernel = AddVariable("kernel", kernel_shape);
     const int64_t window = kernel_height * kernel_size_;
-    GlorotUniform(kernel->value, window * channels, window * filters_, ctx.seed, kernel->name);
+    Initialize(options_.kernel_initializer, "glorot_uniform", kernel->value, window * channels,
+               window * filters_, ctx.seed, kernel->name);
+    Regularize(options_.kernel_regularizer, kernel);
     // use_bias=false: no variable, as in Keras; the kernel adds zeros.
     if (options_.use_bias) {
       bias_ = AddVariable("bias", {filters_});
+      Initialize(options_.bias_initializer, "zeros", bias_->value, window * channels,
+                 window * filters_, ctx.seed, bias_->name);
+      Regularize(options_.bias_regularizer, bias_);
     } else {
       zero_bias_ = Tensor({filters_});
       unused_bias_grad_.assign(static_cast<size_t>(filters_), 0.0f);

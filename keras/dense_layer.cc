@@ -22,7 +22,10 @@ class DenseLayer : public Layer, public LogitsOutput {
     return options_.activation.empty() ? "linear" : options_.activation;
   }
   nlohmann::json keras_config() const override {
-    return {{"units", units_}, {"activation", activation_.name()}, {"use_bias", options_.use_bias}};
+    nlohmann::json c = {
+        {"units", units_}, {"activation", activation_.name()}, {"use_bias", options_.use_bias}};
+    AddWeightOptions(options_, &c);
+    return c;
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
@@ -37,11 +40,17 @@ class DenseLayer : public Layer, public LogitsOutput {
     // Keras' Dense acts on the last axis: each example's rows_ vectors of in_.
     in_ = options_.flatten_input ? NumElements(input) : input.back();
     rows_ = NumElements(input) / std::max<int64_t>(in_, 1);
+    RW_RETURN_IF_ERROR(CheckWeightOptions(name_, options_));
     Variable* kernel = AddVariable("kernel", {in_, units_});
-    GlorotUniform(kernel->value, in_, units_, ctx.seed, kernel->name);
+    Initialize(options_.kernel_initializer, "glorot_uniform", kernel->value, in_, units_, ctx.seed,
+               kernel->name);
+    Regularize(options_.kernel_regularizer, kernel);
     // use_bias=false: no variable, as in Keras; the kernel adds zeros.
     if (options_.use_bias) {
       bias_ = AddVariable("bias", {units_});
+      Initialize(options_.bias_initializer, "zeros", bias_->value, in_, units_, ctx.seed,
+                 bias_->name);
+      Regularize(options_.bias_regularizer, bias_);
     } else {
       zero_bias_ = Tensor({units_});
     }

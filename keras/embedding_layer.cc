@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "keras/initializers.h"
 #include "keras/layers.h"
 
@@ -16,7 +17,11 @@ class EmbeddingLayer : public Layer {
       : input_dim_(input_dim), output_dim_(output_dim), options_(options) {}
   std::string type() const override { return "Embedding"; }
   nlohmann::json keras_config() const override {
-    return {{"input_dim", input_dim_}, {"output_dim", output_dim_}};
+    nlohmann::json c = {{"input_dim", input_dim_}, {"output_dim", output_dim_}};
+    if (!options_.embeddings_initializer.name.empty()) {
+      c["embeddings_initializer"] = KerasJson(options_.embeddings_initializer);
+    }
+    return c;
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
@@ -32,7 +37,13 @@ class EmbeddingLayer : public Layer {
     }
     table_ = AddVariable("embeddings", {input_dim_, output_dim_});
     table_->sparse_gradient = true;
-    RandomUniform(table_->value, options_.uniform_limit, ctx.seed, table_->name);
+    RW_RETURN_IF_ERROR(CheckInitializer(options_.embeddings_initializer, name_));
+    if (options_.embeddings_initializer.name.empty()) {
+      RandomUniform(table_->value, options_.uniform_limit, ctx.seed, table_->name);
+    } else {
+      Initialize(options_.embeddings_initializer, "", table_->value, input_dim_, output_dim_,
+                 ctx.seed, table_->name);
+    }
     output_shape_ = input;
     output_shape_.push_back(output_dim_);
     return output_shape_;

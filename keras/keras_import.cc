@@ -142,6 +142,22 @@ absl::StatusOr<std::string> Activation(ConfigReader& r, const std::string& key) 
   return a;
 }
 
+// Keras' kernel and bias initializers and regularizers of a Dense or a Conv.
+template <typename Options>
+absl::Status ReadWeightOptions(ConfigReader& r, Options* o) {
+  for (const auto& [key, into] : {std::pair{"kernel_initializer", &o->kernel_initializer},
+                                  {"bias_initializer", &o->bias_initializer}}) {
+    RW_ASSIGN_OR_RETURN(const Json j, r.Get<Json>(key, Json()));
+    RW_ASSIGN_OR_RETURN(*into, InitializerFromKeras(j, r.At(key)));
+  }
+  for (const auto& [key, into] : {std::pair{"kernel_regularizer", &o->kernel_regularizer},
+                                  {"bias_regularizer", &o->bias_regularizer}}) {
+    RW_ASSIGN_OR_RETURN(const Json j, r.Get<Json>(key, Json()));
+    RW_ASSIGN_OR_RETURN(*into, RegularizerFromKeras(j, r.At(key)));
+  }
+  return absl::OkStatus();
+}
+
 // LSTM or GRU: Keras' defaults and what TF.js writes; what would change the math
 // and Ringwork lacks is refused.
 absl::StatusOr<std::unique_ptr<Layer>> RecurrentLayerFrom(ConfigReader& r,
@@ -213,10 +229,10 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
   if (type == "Dense") {
     RW_ASSIGN_OR_RETURN(const int64_t units, r.Get<int64_t>("units", 0));
     RW_ASSIGN_OR_RETURN(const std::string activation, Activation(r, "activation"));
-    RW_ASSIGN_OR_RETURN(const bool use_bias, r.Get<bool>("use_bias", true));
-    RW_RETURN_IF_ERROR(r.Initializer("kernel_initializer", {"GlorotUniform", "glorot_uniform"}));
-    RW_RETURN_IF_ERROR(r.Initializer("bias_initializer", {"Zeros", "zeros"}));
-    layer = Dense(units, {.activation = activation, .use_bias = use_bias});
+    DenseOptions options{.activation = activation};
+    RW_ASSIGN_OR_RETURN(options.use_bias, r.Get<bool>("use_bias", true));
+    RW_RETURN_IF_ERROR(ReadWeightOptions(r, &options));
+    layer = Dense(units, options);
   } else if (type == "Conv2D" || type == "Conv1D") {
     const size_t rank = type == "Conv2D" ? 2 : 1;
     RW_ASSIGN_OR_RETURN(const int64_t filters, r.Get<int64_t>("filters", 0));
@@ -229,10 +245,9 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
     RW_ASSIGN_OR_RETURN(const bool use_bias, r.Get<bool>("use_bias", true));
     RW_RETURN_IF_ERROR(r.Only("data_format", {"channels_last"}));
     RW_RETURN_IF_ERROR(r.Only("groups", {1}));
-    RW_RETURN_IF_ERROR(r.Initializer("kernel_initializer", {"GlorotUniform", "glorot_uniform"}));
-    RW_RETURN_IF_ERROR(r.Initializer("bias_initializer", {"Zeros", "zeros"}));
-    const Conv2DOptions options{
+    Conv2DOptions options{
         .strides = strides, .padding = padding, .activation = activation, .use_bias = use_bias};
+    RW_RETURN_IF_ERROR(ReadWeightOptions(r, &options));
     layer = rank == 2 ? Conv2D(filters, kernel, options) : Conv1D(filters, kernel, options);
   } else if (type == "MaxPooling2D" || type == "AveragePooling2D" || type == "MaxPooling1D" ||
              type == "AveragePooling1D") {
@@ -294,8 +309,11 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
     RW_RETURN_IF_ERROR(r.Only("embeddings_regularizer", {}));
     RW_RETURN_IF_ERROR(r.Only("embeddings_constraint", {}));
     RW_RETURN_IF_ERROR(r.Only("sparse", {false}));
-    RW_RETURN_IF_ERROR(r.Initializer("embeddings_initializer", {"RandomUniform", "uniform"}));
-    layer = Embedding(input_dim, output_dim);
+    RW_ASSIGN_OR_RETURN(const Json init, r.Get<Json>("embeddings_initializer", Json()));
+    EmbeddingOptions options;
+    RW_ASSIGN_OR_RETURN(options.embeddings_initializer,
+                        InitializerFromKeras(init, r.At("embeddings_initializer")));
+    layer = Embedding(input_dim, output_dim, options);
   } else if (type == "LSTM" || type == "GRU") {
     RW_ASSIGN_OR_RETURN(layer, RecurrentLayerFrom(r, type));
   } else if (type == "Activation") {

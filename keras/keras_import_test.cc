@@ -128,8 +128,9 @@ TEST_CASE("what Ringwork cannot honour is refused, naming its JSON path", "[kera
        "$.config.layers[1].config.recurrent_activation: hard_sigmoid is not supported"},
       {R"({"class_name": "GRU", "config": {"units": 4, "recurrent_dropout": 0.5}})",
        "$.config.layers[1].config.recurrent_dropout: 0.5 is not supported"},
-      {R"({"class_name": "Dense", "config": {"units": 2, "kernel_regularizer": {"class_name": "L2"}}})",
-       "$.config.layers[1].config.kernel_regularizer"},
+      {R"({"class_name": "Dense", "config": {"units": 2, "kernel_regularizer": {"class_name": "OrthogonalRegularizer"}}})",
+       "$.config.layers[1].config.kernel_regularizer: {\"class_name\":\"OrthogonalRegularizer\"} "
+       "is not supported"},
       {R"({"class_name": "Dense", "config": {"units": 2, "trainable": "no"}})",
        "$.config.layers[1].config.trainable: \"no\" is not true or false"},
       {R"({"class_name": "Conv2D", "config": {"filters": 2, "kernel_size": [3, 1]}})",

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "keras/initializers.h"
 #include "keras/layer.h"
 
 namespace ringwork {
@@ -28,6 +29,9 @@ struct DenseOptions {
   // last axis alone ([..., units], a kernel [n, units]); true: it is flattened
   // first ([units], a kernel [product of its dims, units]), as a Flatten before it.
   bool flatten_input = false;
+  Initializer kernel_initializer;  // Default glorot_uniform.
+  Initializer bias_initializer;    // Default zeros.
+  Regularizer kernel_regularizer, bias_regularizer;
 };
 std::unique_ptr<Layer> Dense(int64_t units, DenseOptions options = {});
 
@@ -36,6 +40,9 @@ struct Conv2DOptions {
   std::string padding = "valid";  // or "same"
   std::string activation;
   bool use_bias = true;
+  Initializer kernel_initializer;  // Default glorot_uniform.
+  Initializer bias_initializer;    // Default zeros.
+  Regularizer kernel_regularizer, bias_regularizer;
 };
 std::unique_ptr<Layer> Conv2D(int64_t filters, int64_t kernel_size, Conv2DOptions options = {});
 // Keras' Conv1D over [steps, channels] (a [kernel_size, channels, filters] kernel);
@@ -143,7 +150,8 @@ std::unique_ptr<Layer> ActivationLayer(const std::string& activation);
 // [output_dim]. Its gradient touches only the rows of the batch's ids and travels
 // as (ids, rows) when that is smaller than the table (GradientReducer).
 struct EmbeddingOptions {
-  float uniform_limit = 0.05f;  // Keras' "uniform" initializer: U(-0.05, 0.05).
+  float uniform_limit = 0.05f;         // Keras' "uniform" initializer: U(-0.05, 0.05).
+  Initializer embeddings_initializer;  // Unset: that uniform.
 };
 std::unique_ptr<Layer> Embedding(int64_t input_dim, int64_t output_dim,
                                  EmbeddingOptions options = {});

@@ -285,6 +285,8 @@ class Model : private ElasticReplica {
   int64_t PredictTile() const;
   // Size of BatchSums: loss, examples, each output's loss (several), metric states.
   int64_t SumsSize() const;
+  double RegularizationPenalty() const;
+  void AddRegularizationGradients();
   // Layer l's backward pass: its variables' gradients, and its inputs' where a
   // layer below learns (summed over the layers that read an activation).
   absl::Status BackwardLayer(size_t l);

@@ -2,6 +2,7 @@
 // the reducer as they are ready, the optimizer, and the layers' batch state.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -87,6 +88,7 @@ absl::StatusOr<float> Model::TrainStepWithoutBatch() {
   }
   RW_RETURN_IF_ERROR(reducer_->FinishStep());
   RW_ASSIGN_OR_RETURN(std::vector<double> batch_state, ReduceBatchState(/*had_batch=*/false));
+  AddRegularizationGradients();
   optimizer_->Apply(variables());
   ApplyBatchState(batch_state);
   return 0.f;
@@ -121,6 +123,7 @@ absl::StatusOr<float> Model::TrainStep(const struct Batch& batch, float weight) 
   // that fails in one changed nothing (elastic training runs it again).
   RW_ASSIGN_OR_RETURN(std::vector<double> batch_state, ReduceBatchState(/*had_batch=*/true));
   TimelineSpan optimizer_span("compute", "optimizer");
+  AddRegularizationGradients();
   optimizer_->Apply(variables());
   optimizer_span.End();
   ApplyBatchState(batch_state);
@@ -196,7 +199,36 @@ absl::StatusOr<float> Model::ComputeLoss(const struct Batch& batch, bool gradien
       RW_RETURN_IF_ERROR(m.CheckTargets(acts_[a], TargetsOf(batch, k, &scratch)));
     }
   }
-  return static_cast<float>(total);
+  return static_cast<float>(total + RegularizationPenalty());
+}
+
+// Keras' regularization losses: l1 sum |w| + l2 sum w^2 of the trainable weights
+// that have them (the same on every replica, whose weights are the same).
+double Model::RegularizationPenalty() const {
+  double penalty = 0;
+  for (const Variable* v : variables()) {
+    if (v->l1 == 0 && v->l2 == 0) continue;
+    double l1 = 0, l2 = 0;
+    for (int64_t i = 0; i < v->size(); ++i) {
+      const double w = v->value.data()[i];
+      l1 += std::fabs(w);
+      l2 += w * w;
+    }
+    penalty += v->l1 * l1 + v->l2 * l2;
+  }
+  return penalty;
+}
+
+// The penalty's gradient joins the reduced gradient, on every replica alike.
+void Model::AddRegularizationGradients() {
+  for (Variable* v : variables()) {
+    if (v->l1 == 0 && v->l2 == 0) continue;
+    for (int64_t i = 0; i < v->size(); ++i) {
+      const float w = v->value.data()[i];
+      const float sign = w > 0 ? 1.f : (w < 0 ? -1.f : 0.f);
+      v->grad[i] += v->l1 * sign + 2 * v->l2 * w;
+    }
+  }
 }
 
 int64_t Model::SumsSize() const {

@@ -21,6 +21,9 @@ struct Variable {
   // table (TensorFlow's IndexedSlices). The layer zeroes `grad` but for the rows it
   // writes, and lists them (sorted, unique) in `touched_rows`.
   bool sparse_gradient = false;
+  // Keras' kernel_regularizer (L1L2): l1 * sum |w| + l2 * sum w^2 joins the loss,
+  // its gradient the reduced gradient (keras/model_step.cc).
+  float l1 = 0, l2 = 0;
   std::vector<int64_t> touched_rows;
 
   int64_t size() const { return value.size(); }
