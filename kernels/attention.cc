@@ -36,7 +36,7 @@ RINGWORK_INLINE Vec Load(const float* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-RINGWORK_INLINE void Store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+RINGWORK_INLINE void Store(float* p, const Vec& v) { std::memcpy(p, &v, sizeof v); }
 RINGWORK_INLINE Vec Splat(float x) { return Vec{} + x; }
 int64_t Padded(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
