@@ -92,8 +92,9 @@ class ConvLayer : public Layer {
     // use_bias=false: no variable, as in Keras; the kernel adds zeros.
     if (options_.use_bias) {
       bias_ = AddVariable("bias", {filters_});
-      Initialize(options_.bias_initializer, "zeros", bias_->value, window * channels,
-                 window * filters_, ctx.seed, bias_->name);
+      // Keras' fans of a bias: its own shape's.
+      Initialize(options_.bias_initializer, "zeros", bias_->value, filters_, filters_, ctx.seed,
+                 bias_->name);
       Regularize(options_.bias_regularizer, bias_);
     } else {
       zero_bias_ = Tensor({filters_});

@@ -48,7 +48,8 @@ class DenseLayer : public Layer, public LogitsOutput {
     // use_bias=false: no variable, as in Keras; the kernel adds zeros.
     if (options_.use_bias) {
       bias_ = AddVariable("bias", {units_});
-      Initialize(options_.bias_initializer, "zeros", bias_->value, in_, units_, ctx.seed,
+      // Keras' fans of a bias: its own shape's.
+      Initialize(options_.bias_initializer, "zeros", bias_->value, units_, units_, ctx.seed,
                  bias_->name);
       Regularize(options_.bias_regularizer, bias_);
     } else {

@@ -118,8 +118,11 @@ void Initialize(const Initializer& init, const std::string& fallback, Tensor& t,
     return;
   }
   if (kind == "orthogonal") {
-    const int64_t cols = std::max<int64_t>(fan_out, 1);
-    Orthogonal(t, n / cols, cols, init.seed.has_value() ? *init.seed : seed, name);
+    // Keras: the kernel as [everything but the last axis, the last axis].
+    const int64_t cols = t.rank() > 0 ? std::max<int64_t>(t.shape().back(), 1) : 1;
+    // Seeded: from the seed alone (Orthogonal mixes in the name it is given).
+    Orthogonal(t, n / cols, cols, init.seed.has_value() ? *init.seed : seed,
+               init.seed.has_value() ? "" : name);
     return;
   }
   if (kind == "random_uniform") {
@@ -245,6 +248,8 @@ absl::StatusOr<Initializer> InitializerFromKeras(const nlohmann::json& j, const 
   std::string name = j.is_string() ? j.get<std::string>() : j.value("class_name", "");
   const nlohmann::json c =
       j.is_object() ? j.value("config", nlohmann::json::object()) : nlohmann::json::object();
+  if (name == "LeCunNormal") name = "lecun_normal";  // TF.js' spelling.
+  if (name == "LeCunUniform") name = "lecun_uniform";
   if (name == "uniform") name = "random_uniform";  // Keras 2's short names.
   if (name == "normal") name = "random_normal";
   if (name == "VarianceScaling") {
@@ -255,6 +260,9 @@ absl::StatusOr<Initializer> InitializerFromKeras(const nlohmann::json& j, const 
   }
   init.name = name;
   RW_RETURN_IF_ERROR(CheckInitializer(init, path));
+  if (name == "orthogonal" && c.value("gain", 1.0) != 1.0) {
+    return Refuse(path + ".config.gain", "only 1 (Ringwork's orthogonal has no gain)");
+  }
   RW_ASSIGN_OR_RETURN(init.value, NumberAt(c, "value", 0, path + ".config"));
   RW_ASSIGN_OR_RETURN(init.mean, NumberAt(c, "mean", 0, path + ".config"));
   RW_ASSIGN_OR_RETURN(init.stddev, NumberAt(c, "stddev", 0.05f, path + ".config"));
@@ -275,7 +283,7 @@ absl::StatusOr<Regularizer> RegularizerFromKeras(const nlohmann::json& j, const 
   const nlohmann::json c =
       j.is_object() ? j.value("config", nlohmann::json::object()) : nlohmann::json::object();
   // Keras' defaults: 0.01 for the named factor ("l2", L2()); L1L2() has 0 and 0.
-  const bool l1l2 = name == "L1L2" || name == "l1_l2";
+  const bool l1l2 = name == "L1L2" || name == "l1_l2" || name == "l1l2";
   const bool l1 = name == "L1" || name == "l1" || name == "l1_l2";
   const bool l2 = name == "L2" || name == "l2" || name == "l1_l2";
   if (!l1 && !l2 && !l1l2) {

@@ -166,6 +166,14 @@ TEST_CASE("initializers and regularizers in Keras configs, both ways", "[initial
   CHECK(written["kernel_regularizer"]["config"]["l2"] == 0.01f);
   CHECK_FALSE(
       ModelFromKerasJson(std::string(json).replace(json.find("\"l2\","), 5, "\"l3\",")).ok());
+  // An initializer Ringwork lacks only sets where training starts: a warning, not a refusal.
+  std::string other = json;
+  other.replace(other.find("\"scale\": 2.0"), 12, "\"scale\": 0.1");
+  CHECK(ModelFromKerasJson(other).ok());
+  // TF.js' spelling of LeCun's.
+  CHECK(InitializerFromKeras({{"class_name", "LeCunNormal"}, {"config", {{"seed", nullptr}}}}, "$")
+            ->name == "lecun_normal");
+  CHECK(RegularizerFromKeras("l1l2", "$")->empty());
 }
 
 }  // namespace

@@ -345,8 +345,11 @@ std::vector<std::string> Model::AgreementLines() const {
   std::vector<std::string> lines;
   lines.push_back(absl::StrCat("input: ", ShapeString(input_shape_)));
   for (const Variable* v : variables()) {
-    lines.push_back(
-        absl::StrCat("variable ", v->name, ": float32 ", ShapeString(v->value.shape())));
+    std::string line =
+        absl::StrCat("variable ", v->name, ": float32 ", ShapeString(v->value.shape()));
+    // Each replica adds its regularizer's gradient after the all-reduce.
+    if (v->l1 != 0 || v->l2 != 0) absl::StrAppend(&line, ", l1 ", v->l1, ", l2 ", v->l2);
+    lines.push_back(std::move(line));
   }
   for (const auto& layer : layers_) {
     for (const Variable* v : layer->non_trainable_variables()) {

@@ -31,9 +31,16 @@ absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model) {
     for (const std::string& from : node.inbound) {
       inbound.push_back({from, 0, 0, nlohmann::json::object()});
     }
+    // TF.js spells LeCun's initializers LeCunNormal and LeCunUniform.
+    nlohmann::json config = node.config;
+    for (auto& [key, value] : config.items()) {
+      if (!value.is_object() || !value.contains("class_name")) continue;
+      if (value["class_name"] == "LecunNormal") value["class_name"] = "LeCunNormal";
+      if (value["class_name"] == "LecunUniform") value["class_name"] = "LeCunUniform";
+    }
     layers.push_back({{"class_name", node.class_name},
                       {"name", node.name},
-                      {"config", node.config},
+                      {"config", config},
                       {"inbound_nodes", node.inbound.empty() ? nlohmann::json::array()
                                                              : nlohmann::json::array({inbound})}});
     for (const Variable* v : node.weights) {
