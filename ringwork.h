@@ -27,6 +27,7 @@
 #include "keras/layers.h"
 #include "keras/model.h"
 #include "keras/onnx_export.h"
+#include "keras/preprocessing.h"
 #include "keras/saved_model.h"
 #include "keras/sequential.h"
 #include "keras/tensorboard_callback.h"

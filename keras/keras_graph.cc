@@ -36,6 +36,10 @@ const std::map<std::string, std::string>& KerasClasses() {
       {"Add", "Add"},
       {"Multiply", "Multiply"},
       {"Concatenate", "Concatenate"},
+      {"Normalization", "Normalization"},
+      {"Discretization", "Discretization"},
+      {"CategoryEncoding", "CategoryEncoding"},
+      {"IntegerLookup", "IntegerLookup"},
   };
   return *classes;
 }

@@ -13,6 +13,7 @@
 #include "base/status_macros.h"
 #include "keras/custom_objects.h"
 #include "keras/layers.h"
+#include "keras/preprocessing.h"
 
 namespace ringwork {
 namespace {
@@ -142,13 +143,23 @@ absl::StatusOr<std::string> Activation(ConfigReader& r, const std::string& key) 
   return a;
 }
 
+// An initializer Ringwork has, else its default with a warning: it only sets
+// where training starts, and imported weights replace it.
+absl::StatusOr<Initializer> InitializerOrDefault(ConfigReader& r, const std::string& key) {
+  RW_ASSIGN_OR_RETURN(const Json j, r.Get<Json>(key, Json()));
+  absl::StatusOr<Initializer> init = InitializerFromKeras(j, r.At(key));
+  if (init.ok()) return init;
+  RW_LOG(WARNING) << init.status().message() << ": initialized with Keras' default instead "
+                  << "(weights loaded afterwards replace it)";
+  return Initializer{};
+}
+
 // Keras' kernel and bias initializers and regularizers of a Dense or a Conv.
 template <typename Options>
 absl::Status ReadWeightOptions(ConfigReader& r, Options* o) {
   for (const auto& [key, into] : {std::pair{"kernel_initializer", &o->kernel_initializer},
                                   {"bias_initializer", &o->bias_initializer}}) {
-    RW_ASSIGN_OR_RETURN(const Json j, r.Get<Json>(key, Json()));
-    RW_ASSIGN_OR_RETURN(*into, InitializerFromKeras(j, r.At(key)));
+    RW_ASSIGN_OR_RETURN(*into, InitializerOrDefault(r, key));
   }
   for (const auto& [key, into] : {std::pair{"kernel_regularizer", &o->kernel_regularizer},
                                   {"bias_regularizer", &o->bias_regularizer}}) {
@@ -204,6 +215,63 @@ absl::StatusOr<std::unique_ptr<Layer>> RecurrentLayerFrom(ConfigReader& r,
     RW_ASSIGN_OR_RETURN(options.reset_after, r.Get<bool>("reset_after", true));
     return GRU(units, options);
   }
+}
+
+// A number or a list of numbers (Normalization's mean and variance); empty for null.
+absl::StatusOr<std::vector<float>> Numbers(ConfigReader& r, const std::string& key) {
+  RW_ASSIGN_OR_RETURN(const Json j, r.Get<Json>(key, Json()));
+  if (j.is_null()) return std::vector<float>{};
+  if (j.is_number()) return std::vector<float>{j.get<float>()};
+  if (j.is_array() &&
+      std::all_of(j.begin(), j.end(), [](const Json& v) { return v.is_number(); })) {
+    return j.get<std::vector<float>>();
+  }
+  return Refuse(r.At(key), j.dump() + " is not a number or a list of numbers");
+}
+
+// Keras' preprocessing layers for numbers (keras/preprocessing.h).
+absl::StatusOr<std::unique_ptr<Layer>> PreprocessingLayerFrom(ConfigReader& r,
+                                                              const std::string& type) {
+  if (type == "Normalization") {
+    RW_RETURN_IF_ERROR(r.Only("axis", {-1, Json::array({-1})}));
+    RW_RETURN_IF_ERROR(r.Only("invert", {false}));
+    NormalizationOptions options;
+    RW_ASSIGN_OR_RETURN(options.mean, Numbers(r, "mean"));
+    RW_ASSIGN_OR_RETURN(options.variance, Numbers(r, "variance"));
+    return Normalization(options);
+  }
+  if (type == "Discretization") {
+    RW_RETURN_IF_ERROR(r.Only("output_mode", {"int"}));
+    RW_RETURN_IF_ERROR(r.Only("sparse", {false}));
+    RW_RETURN_IF_ERROR(r.Only("num_bins", {}));  // Learned by adapt; the boundaries are here.
+    RW_ASSIGN_OR_RETURN(const double epsilon, r.Get<double>("epsilon", 0.01));  // adapt's.
+    (void)epsilon;
+    RW_ASSIGN_OR_RETURN(std::vector<float> boundaries, Numbers(r, "bin_boundaries"));
+    return Discretization(std::move(boundaries));
+  }
+  if (type == "CategoryEncoding") {
+    RW_ASSIGN_OR_RETURN(const int64_t tokens, r.Get<int64_t>("num_tokens", 0));
+    RW_ASSIGN_OR_RETURN(const std::string mode, r.Get<std::string>("output_mode", "multi_hot"));
+    RW_RETURN_IF_ERROR(r.Only("sparse", {false}));
+    return CategoryEncoding(tokens, mode);
+  }
+  RW_RETURN_IF_ERROR(r.Only("num_oov_indices", {1}));
+  RW_RETURN_IF_ERROR(r.Only("mask_token", {}));
+  RW_RETURN_IF_ERROR(r.Only("oov_token", {-1}));
+  RW_RETURN_IF_ERROR(r.Only("output_mode", {"int"}));
+  RW_RETURN_IF_ERROR(r.Only("invert", {false}));
+  RW_RETURN_IF_ERROR(r.Only("sparse", {false}));
+  RW_RETURN_IF_ERROR(r.Only("idf_weights", {}));
+  RW_RETURN_IF_ERROR(r.Only("max_tokens", {}));
+  RW_RETURN_IF_ERROR(r.Only("pad_to_max_tokens", {false}));
+  RW_RETURN_IF_ERROR(r.Only("vocabulary_dtype", {"int64", "int32"}));
+  RW_ASSIGN_OR_RETURN(const Json vocabulary, r.Get<Json>("vocabulary", Json()));
+  if (!vocabulary.is_array() || !std::all_of(vocabulary.begin(), vocabulary.end(),
+                                             [](const Json& v) { return v.is_number_integer(); })) {
+    return Refuse(r.At("vocabulary"),
+                  vocabulary.dump() + ": a list of whole numbers (a file is not read)");
+  }
+  return IntegerLookup(vocabulary.get<std::vector<int64_t>>());
 }
 
 // `name`: the layer's (else its config's, else an automatic one); "trainable":
@@ -309,13 +377,15 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const std::string& type, const 
     RW_RETURN_IF_ERROR(r.Only("embeddings_regularizer", {}));
     RW_RETURN_IF_ERROR(r.Only("embeddings_constraint", {}));
     RW_RETURN_IF_ERROR(r.Only("sparse", {false}));
-    RW_ASSIGN_OR_RETURN(const Json init, r.Get<Json>("embeddings_initializer", Json()));
     EmbeddingOptions options;
     RW_ASSIGN_OR_RETURN(options.embeddings_initializer,
-                        InitializerFromKeras(init, r.At("embeddings_initializer")));
+                        InitializerOrDefault(r, "embeddings_initializer"));
     layer = Embedding(input_dim, output_dim, options);
   } else if (type == "LSTM" || type == "GRU") {
     RW_ASSIGN_OR_RETURN(layer, RecurrentLayerFrom(r, type));
+  } else if (type == "Normalization" || type == "Discretization" || type == "CategoryEncoding" ||
+             type == "IntegerLookup") {
+    RW_ASSIGN_OR_RETURN(layer, PreprocessingLayerFrom(r, type));
   } else if (type == "Activation") {
     RW_ASSIGN_OR_RETURN(const std::string activation, Activation(r, "activation"));
     layer = ActivationLayer(activation);
@@ -546,6 +616,10 @@ bool IsBuiltInLayerClass(const std::string& class_name) {
       "PositionEmbedding",
       "RandomFlip",
       "SliceLastAxis",
+      "Normalization",
+      "Discretization",
+      "CategoryEncoding",
+      "IntegerLookup",
   };
   return classes->count(class_name) > 0;
 }
