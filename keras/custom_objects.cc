@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "keras/keras_import.h"
+#include "keras/keras_layer_config.h"
 #include "keras/losses.h"
 #include "keras/metrics.h"
 

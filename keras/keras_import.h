@@ -12,23 +12,21 @@
 //   RW_RETURN_IF_ERROR(model.Build(model.signature().input_shapes[0]));
 //   RW_RETURN_IF_ERROR(model.LoadWeights("tfjs_model/model.json"));  // or .npz, ...
 //
-// Layers: those IsBuiltInLayerClass names (docs/MODELS.md lists how each
-// differs from Keras), and the classes registered with RegisterLayer
-// (keras/custom_objects.h), made from their config.
+// Layers: those IsBuiltInLayerClass (keras/keras_layer_config.h) names (docs/MODELS.md lists how
+// each differs from Keras), and the classes registered with RegisterLayer (keras/custom_objects.h),
+// made from their config.
 #ifndef RINGWORK_KERAS_KERAS_IMPORT_H_
 #define RINGWORK_KERAS_KERAS_IMPORT_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "keras/keras_layer_config.h"
 #include "keras/model.h"
 
 namespace ringwork {
 
 absl::StatusOr<Model> ModelFromKerasJson(const std::string& json_text);
-// Whether the import makes layers of this Keras class itself (a layer registered
-// with RegisterLayer may not take such a name).
-bool IsBuiltInLayerClass(const std::string& class_name);
 
 }  // namespace ringwork
 
