@@ -113,7 +113,8 @@ absl::StatusOr<std::string> KerasConfigJson(const Model& model) {
 
 // Where Keras 3 keeps a layer's variables: a recurrent layer's belong to its cell.
 std::string VarsGroup(const KerasNode& node, const std::string& h5_name) {
-  const bool recurrent = node.class_name == "LSTM" || node.class_name == "GRU";
+  const bool recurrent =
+      node.class_name == "LSTM" || node.class_name == "GRU" || node.class_name == "SimpleRNN";
   return absl::StrCat("layers/", h5_name, recurrent ? "/cell/vars" : "/vars");
 }
 

@@ -20,6 +20,7 @@ const std::map<std::string, std::string>& KerasClasses() {
       {"Conv1D", "Conv1D"},
       {"LSTM", "LSTM"},
       {"GRU", "GRU"},
+      {"SimpleRNN", "SimpleRNN"},
       {"MaxPooling1D", "MaxPooling1D"},
       {"AveragePooling1D", "AveragePooling1D"},
       {"GlobalAveragePooling1D", "GlobalAveragePooling1D"},

@@ -53,7 +53,7 @@ TEST_CASE("TF.js layers models load with their weights and predict as TF.js does
        {std::pair{"cnn", "sparse_categorical_crossentropy"}, std::pair{"regression", "mse"},
         std::pair{"sequence", "mse"}, std::pair{"global_pools", "mse"},
         std::pair{"recurrent", "sparse_categorical_crossentropy"},
-        std::pair{"gru_sequences", "mse"}}) {
+        std::pair{"gru_sequences", "mse"}, std::pair{"simple_rnn", "mse"}}) {
     INFO(name);
     const std::string model_dir = dir + "/" + name;
     absl::StatusOr<Model> model = ModelFromKerasJson(ReadFile(model_dir + "/model.json"));
@@ -122,8 +122,8 @@ TEST_CASE("what Ringwork cannot honour is refused, naming its JSON path", "[kera
   const std::string input =
       R"({"class_name": "Dense", "config": {"units": 4, "batch_input_shape": [null, 3]}},)";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"class_name": "SimpleRNN", "config": {"units": 4}})",
-       "$.config.layers[1]: layer class SimpleRNN is not supported"},
+      {R"({"class_name": "Bidirectional", "config": {"units": 4}})",
+       "$.config.layers[1]: layer class Bidirectional is not supported"},
       {R"({"class_name": "LSTM", "config": {"units": 4, "recurrent_activation": "hard_sigmoid"}})",
        "$.config.layers[1].config.recurrent_activation: hard_sigmoid is not supported"},
       {R"({"class_name": "GRU", "config": {"units": 4, "recurrent_dropout": 0.5}})",

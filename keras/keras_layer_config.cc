@@ -206,6 +206,7 @@ absl::StatusOr<std::unique_ptr<Layer>> RecurrentLayerFrom(ConfigReader& r,
   RW_RETURN_IF_ERROR(r.Initializer("kernel_initializer", {"GlorotUniform", "glorot_uniform"}));
   RW_RETURN_IF_ERROR(r.Initializer("recurrent_initializer", {"Orthogonal", "orthogonal"}));
   RW_RETURN_IF_ERROR(r.Initializer("bias_initializer", {"Zeros", "zeros"}));
+  if (type == "SimpleRNN") return SimpleRNN(units, options);
   if (type == "LSTM") {
     // Only where training starts (TF.js writes null).
     RW_ASSIGN_OR_RETURN(options.unit_forget_bias, r.Get<bool>("unit_forget_bias", true));
@@ -243,7 +244,9 @@ absl::StatusOr<std::unique_ptr<Layer>> PreprocessingLayerFrom(ConfigReader& r,
   if (type == "Discretization") {
     RW_RETURN_IF_ERROR(r.Only("output_mode", {"int"}));
     RW_RETURN_IF_ERROR(r.Only("sparse", {false}));
-    RW_RETURN_IF_ERROR(r.Only("num_bins", {}));  // Learned by adapt; the boundaries are here.
+    // num_bins: what adapt learned the boundaries for (Keras writes both after it).
+    RW_ASSIGN_OR_RETURN(const Json bins, r.Get<Json>("num_bins", Json()));
+    (void)bins;
     RW_ASSIGN_OR_RETURN(const double epsilon, r.Get<double>("epsilon", 0.01));  // adapt's.
     (void)epsilon;
     RW_ASSIGN_OR_RETURN(std::vector<float> boundaries, Numbers(r, "bin_boundaries"));
@@ -251,7 +254,8 @@ absl::StatusOr<std::unique_ptr<Layer>> PreprocessingLayerFrom(ConfigReader& r,
   }
   if (type == "CategoryEncoding") {
     RW_ASSIGN_OR_RETURN(const int64_t tokens, r.Get<int64_t>("num_tokens", 0));
-    RW_ASSIGN_OR_RETURN(const std::string mode, r.Get<std::string>("output_mode", "multi_hot"));
+    RW_ASSIGN_OR_RETURN(std::string mode, r.Get<std::string>("output_mode", "multi_hot"));
+    if (mode == "binary") mode = "multi_hot";  // Keras 2.6's name for it.
     RW_RETURN_IF_ERROR(r.Only("sparse", {false}));
     return CategoryEncoding(tokens, mode);
   }
@@ -265,11 +269,19 @@ absl::StatusOr<std::unique_ptr<Layer>> PreprocessingLayerFrom(ConfigReader& r,
   RW_RETURN_IF_ERROR(r.Only("max_tokens", {}));
   RW_RETURN_IF_ERROR(r.Only("pad_to_max_tokens", {false}));
   RW_RETURN_IF_ERROR(r.Only("vocabulary_dtype", {"int64", "int32"}));
+  // How several OOV indices share ids: with one there is nothing to share.
+  RW_RETURN_IF_ERROR(r.Only("oov_method", {"floormod", "farmhash"}));
+  RW_ASSIGN_OR_RETURN(const Json size, r.Get<Json>("vocabulary_size", Json()));
   RW_ASSIGN_OR_RETURN(const Json vocabulary, r.Get<Json>("vocabulary", Json()));
   if (!vocabulary.is_array() || !std::all_of(vocabulary.begin(), vocabulary.end(),
                                              [](const Json& v) { return v.is_number_integer(); })) {
     return Refuse(r.At("vocabulary"),
                   vocabulary.dump() + ": a list of whole numbers (a file is not read)");
+  }
+  if (!size.is_null() && size != Json(vocabulary.size() + 1)) {
+    return Refuse(r.At("vocabulary_size"),
+                  absl::StrCat(size.dump(), " is not the vocabulary's ", vocabulary.size(),
+                               " ids and the one out-of-vocabulary index"));
   }
   return IntegerLookup(vocabulary.get<std::vector<int64_t>>());
 }
@@ -383,7 +395,7 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerFromKerasConfig(const std::string& t
     RW_ASSIGN_OR_RETURN(options.embeddings_initializer,
                         InitializerOrDefault(r, "embeddings_initializer"));
     layer = Embedding(input_dim, output_dim, options);
-  } else if (type == "LSTM" || type == "GRU") {
+  } else if (type == "LSTM" || type == "GRU" || type == "SimpleRNN") {
     RW_ASSIGN_OR_RETURN(layer, RecurrentLayerFrom(r, type));
   } else if (type == "Normalization" || type == "Discretization" || type == "CategoryEncoding" ||
              type == "IntegerLookup") {
@@ -445,6 +457,7 @@ bool IsBuiltInLayerClass(const std::string& class_name) {
       "Embedding",
       "LSTM",
       "GRU",
+      "SimpleRNN",
       "Activation",
       "Flatten",
       "Reshape",

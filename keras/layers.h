@@ -79,6 +79,8 @@ struct RecurrentOptions {
   bool unit_forget_bias = true;                  // LSTM: the forget gate's bias starts at 1.
   bool reset_after = true;                       // GRU: r applies after U (PyTorch's GRU).
 };
+// SimpleRNN: h = tanh(x kernel + bias + h_prev recurrent_kernel), one gate.
+std::unique_ptr<Layer> SimpleRNN(int64_t units, RecurrentOptions options = {});
 std::unique_ptr<Layer> LSTM(int64_t units, RecurrentOptions options = {});
 std::unique_ptr<Layer> GRU(int64_t units, RecurrentOptions options = {});
 

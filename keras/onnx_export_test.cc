@@ -144,7 +144,8 @@ TEST_CASE("1D convolutions and pools, and global pools, export", "[onnx]") {
                           FreshTestDir("onnx_sequence"));
 }
 
-TEST_CASE("Embedding, LSTM and GRU (reset_after both ways) export as ONNX's ops", "[onnx]") {
+TEST_CASE("Embedding, SimpleRNN, LSTM and GRU (reset_after both ways) export as ONNX's ops",
+          "[onnx]") {
   SymbolicTensor ids = Input({7});
   SymbolicTensor h = Apply(Embedding(15, 4), ids);
   h = Apply(LSTM(6, {.return_sequences = true}), h);
@@ -152,7 +153,9 @@ TEST_CASE("Embedding, LSTM and GRU (reset_after both ways) export as ONNX's ops"
   SymbolicTensor b = Apply(GRU(3, {.reset_after = false}), h);
   SymbolicTensor c = Apply(GlobalMaxPooling1D(), Apply(GRU(2, {.return_sequences = true}), h));
   SymbolicTensor d = Apply(LSTM(3), h);
-  Model model(ids, Apply(Dense(3, {.activation = "softmax"}), Apply(Concatenate(), {a, b, c, d})));
+  SymbolicTensor e = Apply(SimpleRNN(4), Apply(SimpleRNN(3, {.return_sequences = true}), h));
+  Model model(ids,
+              Apply(Dense(3, {.activation = "softmax"}), Apply(Concatenate(), {a, b, c, d, e})));
   REQUIRE(model.Compile(AdamOneThread()).ok());
   Tensor train({12, 7});
   for (int64_t i = 0; i < train.size(); ++i) train[i] = static_cast<float>((i * 7) % 15);

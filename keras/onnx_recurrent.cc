@@ -37,9 +37,11 @@ absl::Status AddRecurrentOp(OnnxGraph* g, const Layer& layer, const std::string&
   const nlohmann::json config = layer.keras_config();
   const int64_t units = config["units"].get<int64_t>();
   const std::vector<Variable*> vars = layer.weights();
-  const bool lstm = type == "LSTM";
-  const int gates = lstm ? 4 : 3;
-  const std::vector<int> order = lstm ? std::vector<int>{0, 3, 1, 2} : std::vector<int>{0, 1, 2};
+  const bool lstm = type == "LSTM", gru = type == "GRU";
+  const int gates = lstm ? 4 : gru ? 3 : 1;  // SimpleRNN: ONNX's RNN (tanh).
+  const std::vector<int> order = lstm  ? std::vector<int>{0, 3, 1, 2}
+                                 : gru ? std::vector<int>{0, 1, 2}
+                                       : std::vector<int>{0};
   const Tensor& kernel = vars[0]->value;
   const Tensor& recurrent = vars[1]->value;
   const int64_t features = kernel.dim(0), width = gates * units;
@@ -59,10 +61,10 @@ absl::Status AddRecurrentOp(OnnxGraph* g, const Layer& layer, const std::string&
   g->Initializer(name + "/B", {1, 2 * width}, b.data());
   g->Node("Transpose", {in}, name + "/time_major", {{"perm", {1, 0, 2}}});
   std::vector<std::pair<std::string, std::vector<int64_t>>> attributes = {{"hidden_size", {units}}};
-  if (!lstm) attributes.push_back({"linear_before_reset", {config["reset_after"].get<bool>()}});
+  if (gru) attributes.push_back({"linear_before_reset", {config["reset_after"].get<bool>()}});
   // Outputs Y ([steps, 1, batch, units]) and Y_h ([1, batch, units]).
-  g->Node(type, {name + "/time_major", name + "/W", name + "/R", name + "/B"}, name + "/Y",
-          attributes, {}, {name + "/Y_h"});
+  g->Node(lstm || gru ? type : "RNN", {name + "/time_major", name + "/W", name + "/R", name + "/B"},
+          name + "/Y", attributes, {}, {name + "/Y_h"});
   if (config["return_sequences"].get<bool>()) {
     g->Int64Initializer(name + "/direction_axis", {1});
     g->Node("Squeeze", {name + "/Y", name + "/direction_axis"}, name + "/sequence");

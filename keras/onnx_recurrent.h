@@ -1,4 +1,4 @@
-// LSTM and GRU layers as ONNX's LSTM and GRU ops (opset 17, layout 0: time
+// SimpleRNN, LSTM and GRU layers as ONNX's RNN, LSTM and GRU ops (opset 17, layout 0: time
 // first), with transposes around them.
 //
 //   RW_RETURN_IF_ERROR(AddRecurrentOp(&graph, layer, "input", "lstm"));

@@ -23,7 +23,8 @@ absl::StatusOr<int64_t> IdAt(const std::string& layer, const Tensor& x, int64_t 
     return absl::InvalidArgumentError(
         absl::StrCat(layer, ": input value ", v, " (example ",
                      i / std::max<int64_t>(1, x.size() / std::max<int64_t>(1, x.dim(0))),
-                     " of the batch) is not a whole number"));
+                     " of the batch) is not a whole number within 2^24 (what float32 holds "
+                     "exactly)"));
   }
   return static_cast<int64_t>(v);
 }
@@ -69,24 +70,28 @@ class NormalizationLayer : public Layer {
       options_ = {mean, variance};
       return absl::OkStatus();
     }
+    // Checked whole before anything is written: an error leaves the layer as it was.
+    std::vector<float> m(static_cast<size_t>(features_)), v(m.size());
     for (const auto& [values, into, fallback] :
-         {std::tuple{&mean, mean_, 0.f}, std::tuple{&variance, variance_, 1.f}}) {
+         {std::tuple{&mean, &m, 0.f}, std::tuple{&variance, &v, 1.f}}) {
       const int64_t n = static_cast<int64_t>(values->size());
       if (n != 0 && n != 1 && n != features_) {
         return absl::InvalidArgumentError(absl::StrCat(name_, ": ", n, " statistics for ",
                                                        features_, " features of the last axis"));
       }
       for (int64_t j = 0; j < features_; ++j) {
-        into->value[j] = n == 0 ? fallback : (*values)[n == 1 ? 0 : j];
+        (*into)[j] = n == 0 ? fallback : (*values)[n == 1 ? 0 : j];
       }
     }
     for (int64_t j = 0; j < features_; ++j) {
-      if (!(variance_->value[j] >= 0) || !std::isfinite(mean_->value[j])) {
+      if (!(v[j] >= 0) || !std::isfinite(v[j]) || !std::isfinite(m[j])) {
         return absl::InvalidArgumentError(
-            absl::StrCat(name_, ": feature ", j, " has mean ", mean_->value[j], " and variance ",
-                         variance_->value[j], " (a variance is not negative, both finite)"));
+            absl::StrCat(name_, ": feature ", j, " has mean ", m[j], " and variance ", v[j],
+                         " (both finite, the variance not negative)"));
       }
     }
+    std::copy(m.begin(), m.end(), mean_->value.data());
+    std::copy(v.begin(), v.end(), variance_->value.data());
     return absl::OkStatus();
   }
 
@@ -282,14 +287,23 @@ absl::Status Adapt(Layer& normalization, const Dataset& data) {
   }
   const Tensor& features = data.examples().features;
   const int64_t count = data.examples().count();
-  if (count == 0 || features.rank() < 2) {
-    return absl::InvalidArgumentError("Adapt: the data has no examples with features");
-  }
-  const int64_t width = features.shape().back();
-  const int64_t per_example = features.size() / count;
+  const int64_t width = features.rank() >= 2 ? features.shape().back() : 0;
+  const int64_t per_example = count > 0 ? features.size() / count : 0;
   MultiWorkerMirroredStrategy* strategy = MultiWorkerMirroredStrategy::Current();
+  // A worker joining an elastic job reads the whole data alone (the chief's
+  // statistics replace its own when it joins).
+  if (strategy != nullptr && strategy->joining()) strategy = nullptr;
   const int64_t workers = strategy != nullptr ? strategy->num_replicas_in_sync() : 1;
   const int64_t rank = strategy != nullptr ? strategy->rank() : 0;
+  if (workers > 1) {
+    // The collectives below need the same data everywhere: say so now, not by timing out.
+    RW_RETURN_IF_ERROR(strategy->CheckSameOnEveryWorker(
+        "Adapt's data",
+        {absl::StrCat(count, " examples of ", per_example, " values, ", width, " features")}));
+  }
+  if (count == 0 || width == 0) {
+    return absl::InvalidArgumentError("Adapt: the data has no examples with features");
+  }
   // Pass 1: [values per feature, sums]; pass 2: squared deviations from the mean.
   std::vector<double> sums(static_cast<size_t>(2 * width), 0.0);
   auto each_value = [&](const std::function<void(int64_t feature, double value)>& add) {

@@ -148,6 +148,7 @@ TEST_CASE("preprocessing layers in Keras configs and .keras archives", "[preproc
       {"class_name": "IntegerLookup", "config": {"vocabulary": [7, 9], "num_oov_indices": 1,
         "mask_token": null, "oov_token": -1, "output_mode": "int", "invert": false,
         "vocabulary_dtype": "int64", "max_tokens": null, "pad_to_max_tokens": false,
+        "vocabulary_size": 3, "oov_method": "farmhash",
         "sparse": false, "idf_weights": null}},
       {"class_name": "CategoryEncoding", "config": {"num_tokens": 3, "output_mode": "count",
         "sparse": false}},
@@ -172,6 +173,15 @@ TEST_CASE("preprocessing layers in Keras configs and .keras archives", "[preproc
   REQUIRE(loaded.ok());
   CHECK(Values(*loaded->Predict(x)) == std::vector<float>{0, 0, 1});
   std::filesystem::remove(path);
+  // TF.js has no Normalization or IntegerLookup: its export says so.
+  CHECK_THAT(std::string(SaveModel(*model, path + "_tfjs").message()),
+             Catch::Contains("which TF.js lacks"));
+  // An adapted Discretization as Keras writes it: num_bins beside the boundaries.
+  const std::string bins = R"({"class_name": "Sequential", "config": {"layers": [
+      {"class_name": "InputLayer", "config": {"batch_shape": [null, 1]}},
+      {"class_name": "Discretization", "config": {"bin_boundaries": [0.5], "num_bins": 2,
+        "epsilon": 0.01, "output_mode": "int", "sparse": false}}]}})";
+  CHECK(ModelFromKerasJson(bins).ok());
 }
 
 }  // namespace

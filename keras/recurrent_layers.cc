@@ -1,10 +1,11 @@
-// LSTM and GRU over [steps, features] sequences, as Keras': the input projection
+// SimpleRNN, LSTM and GRU over [steps, features] sequences, as Keras': the input projection
 // x W + b of every step is one matmul, then each step adds h_prev U (one matmul
 // per step) and runs the cell (kernels/recurrent_cells.h). Backward runs the
 // steps in reverse; dW, dU and dx are again one matmul each over all steps.
 // Activations are kept time-major ([step][example][unit]) so that each step's
 // rows are contiguous.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -18,7 +19,7 @@
 namespace ringwork {
 namespace {
 
-enum class Cell { kLstm, kGru };
+enum class Cell { kSimple, kLstm, kGru };
 
 // [B, T, F] <-> [T, B, F].
 void SwapFirstAxes(const float* in, int64_t first, int64_t second, int64_t inner, float* out) {
@@ -34,7 +35,9 @@ class RecurrentLayer : public Layer {
  public:
   RecurrentLayer(Cell cell, int64_t units, RecurrentOptions options)
       : cell_(cell), units_(units), options_(std::move(options)) {}
-  std::string type() const override { return cell_ == Cell::kLstm ? "LSTM" : "GRU"; }
+  std::string type() const override {
+    return cell_ == Cell::kLstm ? "LSTM" : cell_ == Cell::kGru ? "GRU" : "SimpleRNN";
+  }
   nlohmann::json keras_config() const override {
     nlohmann::json c = {{"units", units_},
                         {"activation", options_.activation},
@@ -49,6 +52,7 @@ class RecurrentLayer : public Layer {
                         {"recurrent_dropout", 0.0}};
     if (cell_ == Cell::kLstm) c["unit_forget_bias"] = options_.unit_forget_bias;
     if (cell_ == Cell::kGru) c["reset_after"] = options_.reset_after;
+    if (cell_ == Cell::kSimple) c.erase("recurrent_activation");  // Keras' has none.
     return c;
   }
   std::string config() const override {
@@ -66,7 +70,8 @@ class RecurrentLayer : public Layer {
       return absl::InvalidArgumentError(
           absl::StrCat(name_, ": units must be positive, got ", units_));
     }
-    if (options_.activation != "tanh" || options_.recurrent_activation != "sigmoid") {
+    if (options_.activation != "tanh" ||
+        (cell_ != Cell::kSimple && options_.recurrent_activation != "sigmoid")) {
       return absl::InvalidArgumentError(absl::StrCat(
           name_, ": activation \"", options_.activation, "\" and recurrent_activation \"",
           options_.recurrent_activation,
@@ -74,7 +79,7 @@ class RecurrentLayer : public Layer {
     }
     steps_ = input[0];
     features_ = input[1];
-    gates_ = cell_ == Cell::kLstm ? 4 : 3;
+    gates_ = cell_ == Cell::kLstm ? 4 : cell_ == Cell::kGru ? 3 : 1;
     const int64_t width = gates_ * units_;
     Variable* kernel = AddVariable("kernel", {features_, width});
     GlorotUniform(kernel->value, features_, width, ctx.seed, kernel->name);
@@ -123,6 +128,10 @@ class RecurrentLayer : public Layer {
       float* act = act_.data() + t * batch * width;
       const float* xw = xw_.data() + t * batch * width;
       recurrent->Forward(k, h_prev, u, recurrent_bias, a);
+      if (cell_ == Cell::kSimple) {  // h = tanh(x W + b + h_prev U).
+        for (int64_t i = 0; i < step_size; ++i) h[i] = std::tanh(a[i] + xw[i]);
+        continue;
+      }
       if (cell_ == Cell::kLstm) {
         for (int64_t i = 0; i < batch * width; ++i) a[i] += xw[i];  // The pre-activations.
         LstmStepForward(batch, units_, a, c_.data() + t * step_size, act,
@@ -185,7 +194,12 @@ class RecurrentLayer : public Layer {
       float* da = da_.data() + t * batch * width;
       float* dhu = dhu_.data() + t * batch * width;
       for (int64_t i = 0; i < step_size; ++i) dh_[i] += dht_[t * step_size + i];
-      if (cell_ == Cell::kLstm) {
+      if (cell_ == Cell::kSimple) {  // Through tanh; h_prev is reached through U alone.
+        const float* h = h_.data() + (t + 1) * step_size;
+        for (int64_t i = 0; i < step_size; ++i) da[i] = dh_[i] * (1.f - h[i] * h[i]);
+        std::copy(da, da + step_size, dhu);
+        std::fill(dh_prev_.begin(), dh_prev_.end(), 0.f);
+      } else if (cell_ == Cell::kLstm) {
         LstmStepBackward(batch, units_, dh_.data(), dc_.data(), act, c_.data() + t * step_size,
                          tanh_c_.data() + t * step_size, da, dc_prev_.data());
         std::copy(da, da + batch * width, dhu);
@@ -292,6 +306,9 @@ class RecurrentLayer : public Layer {
 
 }  // namespace
 
+std::unique_ptr<Layer> SimpleRNN(int64_t units, RecurrentOptions options) {
+  return std::make_unique<RecurrentLayer>(Cell::kSimple, units, std::move(options));
+}
 std::unique_ptr<Layer> LSTM(int64_t units, RecurrentOptions options) {
   return std::make_unique<RecurrentLayer>(Cell::kLstm, units, std::move(options));
 }

@@ -103,6 +103,13 @@ void CompareWithTorch(const std::string& cell, std::unique_ptr<Layer> layer, boo
   CHECK(RelativeError(run.grads[2], torch["bias_grad"]) < 1e-5);
 }
 
+TEST_CASE("SimpleRNN's outputs and gradients equal PyTorch's RNN's", "[recurrent][torch]") {
+  for (bool sequences : {false, true}) {
+    INFO("return_sequences " << sequences);
+    CompareWithTorch("rnn", SimpleRNN(5, {.return_sequences = sequences}), sequences);
+  }
+}
+
 TEST_CASE("LSTM's outputs and gradients equal PyTorch's", "[recurrent][torch]") {
   for (bool sequences : {false, true}) {
     INFO("return_sequences " << sequences);

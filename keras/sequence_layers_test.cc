@@ -79,8 +79,10 @@ TEST_CASE("GlobalMaxPooling2D: the largest value of each channel; ties share the
   CHECK(std::vector<float>(dx.data(), dx.data() + 6) == std::vector<float>{0, 0.5f, 1, 0, 0, 0.5f});
 }
 
-TEST_CASE("LSTM and GRU (reset_after both ways): Keras' weights, gradients by finite differences",
-          "[sequence][recurrent]") {
+TEST_CASE(
+    "SimpleRNN, LSTM and GRU (reset_after both ways): Keras' weights, gradients by finite "
+    "differences",
+    "[sequence][recurrent]") {
   struct Case {
     const char* name;
     std::function<std::unique_ptr<Layer>(bool)> make;  // return_sequences
@@ -88,6 +90,11 @@ TEST_CASE("LSTM and GRU (reset_after both ways): Keras' weights, gradients by fi
   };
   const std::vector<Case> cases = {
       {"LSTM", [](bool seq) { return LSTM(3, {.return_sequences = seq}); }, {2, 12}, {3, 12}, {12}},
+      {"SimpleRNN",
+       [](bool seq) { return SimpleRNN(3, {.return_sequences = seq}); },
+       {2, 3},
+       {3, 3},
+       {3}},
       {"GRU", [](bool seq) { return GRU(3, {.return_sequences = seq}); }, {2, 9}, {3, 9}, {2, 9}},
       {"GRU reset_after=false",
        [](bool seq) { return GRU(3, {.return_sequences = seq, .reset_after = false}); },

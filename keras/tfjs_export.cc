@@ -21,6 +21,12 @@ absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model) {
   nlohmann::json manifest = nlohmann::json::array();
   TfjsArtifacts out;
   for (const KerasNode& node : graph.nodes) {
+    if (node.class_name == "Normalization" || node.class_name == "Discretization" ||
+        node.class_name == "IntegerLookup") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TF.js export: layer ", node.name, " is a ", node.class_name,
+                       ", which TF.js lacks (a .keras archive takes it)"));
+    }
     if (node.class_name == "GRU" && node.config.value("reset_after", false)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "TF.js export: layer ", node.name,

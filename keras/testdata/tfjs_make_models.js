@@ -98,6 +98,13 @@ async function main() {
   gru.add(tf.layers.globalAveragePooling1d());
   randomize(gru, 500);
   await save(gru, path.join(out, 'gru_sequences'), [5, 3], 19);
+  // SimpleRNNs, a stack.
+  const rnn = tf.sequential();
+  rnn.add(tf.layers.simpleRNN({inputShape: [6, 3], units: 5, returnSequences: true}));
+  rnn.add(tf.layers.simpleRNN({units: 4}));
+  rnn.add(tf.layers.dense({units: 2}));
+  randomize(rnn, 600);
+  await save(rnn, path.join(out, 'simple_rnn'), [6, 3], 21);
   console.log('saved');
 }
 

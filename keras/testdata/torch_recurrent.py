@@ -1,9 +1,11 @@
-"""PyTorch's LSTM and GRU (Debian's python3-torch, an independent implementation)
+"""PyTorch's RNN (tanh), LSTM and GRU (Debian's python3-torch, an independent implementation)
 on Keras-layout weights: forward, then backward from a given output gradient.
 
   python3 torch_recurrent.py CASE.json   # prints a JSON of y, dx and the weights' gradients
 
 Layout mapping (Keras -> PyTorch, one layer, batch_first):
+  SimpleRNN: PyTorch's RNN, weight_ih = kernel^T, weight_hh = recurrent_kernel^T,
+        bias_ih = bias, bias_hh = 0.
   LSTM: weight_ih = kernel^T, weight_hh = recurrent_kernel^T, bias_ih = bias,
         bias_hh = 0 (Keras has one bias); gates i, f, g(c), o in both.
   GRU (reset_after=True only: PyTorch's GRU applies r after W_hn h + b_hn):
@@ -26,15 +28,15 @@ def main():
     case = json.load(open(sys.argv[1]))
     units, features = case["units"], case["features"]
     batch, steps = case["batch"], case["steps"]
-    lstm = case["cell"] == "lstm"
-    gates = 4 if lstm else 3
+    lstm, rnn = case["cell"] == "lstm", case["cell"] == "rnn"
+    gates = 4 if lstm else 1 if rnn else 3
     dt = torch.float64
     kernel = torch.tensor(case["kernel"], dtype=dt).reshape(features, gates * units)
     recurrent = torch.tensor(case["recurrent"], dtype=dt).reshape(units, gates * units)
     bias = torch.tensor(case["bias"], dtype=dt).reshape(-1, gates * units)
     # Keras [z, r, h] -> PyTorch [r, z, n]; the same permutation maps back.
-    order = [0, 1, 2, 3] if lstm else [1, 0, 2]
-    layer = (torch.nn.LSTM if lstm else torch.nn.GRU)(
+    order = [0, 1, 2, 3] if lstm else [0] if rnn else [1, 0, 2]
+    layer = (torch.nn.LSTM if lstm else torch.nn.RNN if rnn else torch.nn.GRU)(
         features, units, batch_first=True).to(dt)
     with torch.no_grad():
         layer.weight_ih_l0.copy_(blocks(kernel.t(), units, order))
