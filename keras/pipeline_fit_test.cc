@@ -60,16 +60,19 @@ Run Train(int workers, const Pipeline& data, FitOptions fit, const DatasetFn* ma
     compile.loss = {"sparse_categorical_crossentropy", true};
     compile.intra_op_threads = 1;
     RW_RETURN_IF_ERROR(model.Compile(compile));
-    fit.verbose = 0;
-    fit.binding = {.features = {"x"}, .targets = {"y"}};
+    // Each worker's own copy: the workers are threads, and writing the shared
+    // options from each raced (a double free in the binding's strings).
+    FitOptions own = fit;
+    own.verbose = 0;
+    own.binding = {.features = {"x"}, .targets = {"y"}};
     RW_ASSIGN_OR_RETURN(History history,
-                        make != nullptr ? model.Fit(*make, fit) : model.Fit(data, fit));
+                        make != nullptr ? model.Fit(*make, own) : model.Fit(data, own));
     run.examples_per_epoch[static_cast<size_t>(w.rank)] = history.examples_per_epoch();
     run.history[static_cast<size_t>(w.rank)] = history.history();
     // Every worker evaluates its share; all get the same numbers.
     // Evaluate would stop at a bad record, or never end on a Repeat()ed pipeline.
     if (fit.ignore_errors || fit.steps_per_epoch > 0) return absl::OkStatus();
-    RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(data, fit.binding, 7));
+    RW_ASSIGN_OR_RETURN(EvaluateResult result, model.Evaluate(data, own.binding, 7));
     if (result.examples != history.examples_per_epoch().back()) {
       return absl::InternalError(absl::StrCat("evaluated ", result.examples, " examples"));
     }
