@@ -16,6 +16,9 @@ class DenseLayer : public Layer, public LogitsOutput {
  public:
   DenseLayer(int64_t units, DenseOptions options) : units_(units), options_(options) {}
   std::string type() const override { return "Dense"; }
+  MaskUse mask_use() const override {
+    return options_.flatten_input ? MaskUse::kRefuses : MaskUse::kPasses;
+  }
   std::string activation_name() const override {
     // Before Build, as given.
     if (!output_shape_.empty()) return activation_.name();

@@ -21,7 +21,14 @@ class EmbeddingLayer : public Layer {
     if (!options_.embeddings_initializer.name.empty()) {
       c["embeddings_initializer"] = KerasJson(options_.embeddings_initializer);
     }
+    if (options_.mask_zero) c["mask_zero"] = true;
     return c;
+  }
+  std::string config() const override { return options_.mask_zero ? "mask_zero" : ""; }
+  bool makes_mask() const override { return options_.mask_zero; }
+  void MakeMask(const Tensor& x, std::vector<uint8_t>* mask) const override {
+    mask->resize(static_cast<size_t>(x.size()));
+    for (int64_t i = 0; i < x.size(); ++i) (*mask)[i] = x.data()[i] != 0.f;
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
@@ -34,6 +41,10 @@ class EmbeddingLayer : public Layer {
       return absl::InvalidArgumentError(
           absl::StrCat(name_, ": input_dim ", input_dim_,
                        " is above 2^24, the largest id a float input holds exactly"));
+    }
+    if (options_.mask_zero && input.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, ": mask_zero masks steps, and needs [steps] ids, got ", ShapeString(input)));
     }
     table_ = AddVariable("embeddings", {input_dim_, output_dim_});
     table_->sparse_gradient = true;

@@ -19,6 +19,12 @@ class GlobalPoolingLayer : public Layer {
   std::string type() const override {
     return absl::StrCat(max_ ? "GlobalMaxPooling" : "GlobalAveragePooling", rank_, "D");
   }
+  // GlobalAveragePooling1D averages the steps a mask keeps (all masked: 0, where
+  // Keras divides 0 by 0).
+  MaskUse mask_use() const override {
+    return rank_ == 1 && !max_ ? MaskUse::kReads : MaskUse::kRefuses;
+  }
+  void set_input_mask(const uint8_t* mask) override { mask_ = mask; }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
     if (static_cast<int>(input.size()) != rank_ + 1 || NumElements(input) == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -50,10 +56,12 @@ class GlobalPoolingLayer : public Layer {
       }
       std::fill(sums.begin(), sums.end(), 0.0);
       for (int64_t p = 0; p < positions_; ++p) {
+        if (!Kept(b, p)) continue;
         for (int64_t c = 0; c < channels; ++c) sums[c] += in[p * channels + c];
       }
+      const int64_t kept = KeptSteps(b);
       for (int64_t c = 0; c < channels; ++c) {
-        out[c] = static_cast<float>(sums[c] / static_cast<double>(positions_));
+        out[c] = kept == 0 ? 0.f : static_cast<float>(sums[c] / static_cast<double>(kept));
       }
     }
     return absl::OkStatus();
@@ -64,15 +72,17 @@ class GlobalPoolingLayer : public Layer {
     if (dx == nullptr) return absl::OkStatus();
     const int64_t batch = x.dim(0), channels = output_shape_[0];
     dx->Resize(x.shape());
-    const float share = 1.0f / static_cast<float>(positions_);
     std::vector<int64_t> ties(static_cast<size_t>(channels));
     for (int64_t b = 0; b < batch; ++b) {
       const float* in = x.data() + b * positions_ * channels;
       float* out = dx->data() + b * positions_ * channels;
       const float* g = dy.data() + b * channels;
       if (!max_) {
+        const int64_t kept = KeptSteps(b);
+        const float share = kept == 0 ? 0.f : 1.0f / static_cast<float>(kept);
         for (int64_t p = 0; p < positions_; ++p) {
-          for (int64_t c = 0; c < channels; ++c) out[p * channels + c] = g[c] * share;
+          const float step_share = Kept(b, p) ? share : 0.f;
+          for (int64_t c = 0; c < channels; ++c) out[p * channels + c] = g[c] * step_share;
         }
         continue;
       }
@@ -95,9 +105,17 @@ class GlobalPoolingLayer : public Layer {
   }
 
  private:
+  bool Kept(int64_t example, int64_t step) const {
+    return mask_ == nullptr || mask_[example * positions_ + step] != 0;
+  }
+  int64_t KeptSteps(int64_t example) const {
+    if (mask_ == nullptr) return positions_;
+    return std::count(mask_ + example * positions_, mask_ + (example + 1) * positions_, 1);
+  }
   const int rank_;
   const bool max_;
   int64_t positions_ = 0;
+  const uint8_t* mask_ = nullptr;  // [batch, steps] (1D average), or null.
 };
 
 }  // namespace

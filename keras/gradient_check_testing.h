@@ -29,6 +29,25 @@
 
 namespace ringwork {
 
+// Options under which TrainStep computes gradients and leaves the weights as they
+// are: sparse categorical cross-entropy from logits, sgd at 1e-30, no metrics.
+inline CompileOptions FrozenSgd() {
+  CompileOptions o;
+  o.loss = {"sparse_categorical_crossentropy", true};
+  o.optimizer = {.name = "sgd", .learning_rate = 1e-30f};
+  o.metrics = {};
+  o.intra_op_threads = 1;
+  return o;
+}
+
+// Adds amplitude x sin(1.7 i) to the i-th element of every trainable variable:
+// weights far enough from their initial values that no gradient is tiny.
+inline void PerturbWeights(Model& model, float amplitude) {
+  for (Variable* v : model.variables()) {
+    for (int64_t i = 0; i < v->size(); ++i) v->value[i] += amplitude * std::sin(1.7f * i);
+  }
+}
+
 inline void CheckGradientsByFiniteDifferences(Model& model, const Batch& batch, int64_t stride = 3,
                                               const std::set<std::string>& zero_gradient = {}) {
   REQUIRE(model.TrainStep(batch).ok());

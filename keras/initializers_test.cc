@@ -88,15 +88,6 @@ TEST_CASE("a seeded initializer gives the same values for any variable; unseeded
   CHECK(values({.name = "glorot_uniform"}, "a/kernel") == values({}, "a/kernel"));
 }
 
-CompileOptions TinySgd() {
-  CompileOptions o;
-  o.loss = {"sparse_categorical_crossentropy", true};
-  o.optimizer = {.name = "sgd", .learning_rate = 1e-30f};
-  o.metrics = {};
-  o.intra_op_threads = 1;
-  return o;
-}
-
 TEST_CASE("L1 and L2 regularizers: the penalty in the loss, its gradient in the weights'",
           "[initializers][regularizers]") {
   Batch batch;
@@ -108,7 +99,7 @@ TEST_CASE("L1 and L2 regularizers: the penalty in the loss, its gradient in the 
     model.Add(Dense(2, {.bias_initializer = {.name = "constant", .value = 0.3f},
                         .kernel_regularizer = kernel,
                         .bias_regularizer = bias}));
-    REQUIRE(model.Compile(TinySgd()).ok());
+    REQUIRE(model.Compile(FrozenSgd()).ok());
     REQUIRE(model.Build({3}).ok());
     return model;
   };
@@ -147,7 +138,7 @@ TEST_CASE("initializers and regularizers in Keras configs, both ways", "[initial
   absl::StatusOr<Model> model = ModelFromKerasJson(json);
   INFO(model.status().message());
   REQUIRE(model.ok());
-  REQUIRE(model->Compile(TinySgd()).ok());
+  REQUIRE(model->Compile(FrozenSgd()).ok());
   REQUIRE(model->Build({3}).ok());
   const std::vector<Variable*> vars = model->variables();
   CHECK(vars[0]->l2 == 0.01f);  // Keras' default factor of "l2".

@@ -111,11 +111,22 @@ absl::StatusOr<std::string> KerasConfigJson(const Model& model) {
   return config.dump();
 }
 
-// Where Keras 3 keeps a layer's variables: a recurrent layer's belong to its cell.
-std::string VarsGroup(const KerasNode& node, const std::string& h5_name) {
+// Where Keras 3 keeps a layer's variables: a recurrent layer's belong to its cell;
+// a Bidirectional's to its forward_layer's cell, then its backward_layer's.
+std::string VarsGroup(const KerasNode& node, const std::string& h5_name, size_t weight = 0) {
+  if (node.class_name == "Bidirectional") {
+    const bool forward = weight < node.weights.size() / 2;
+    return absl::StrCat("layers/", h5_name, forward ? "/forward_layer" : "/backward_layer",
+                        "/cell/vars");
+  }
   const bool recurrent =
       node.class_name == "LSTM" || node.class_name == "GRU" || node.class_name == "SimpleRNN";
   return absl::StrCat("layers/", h5_name, recurrent ? "/cell/vars" : "/vars");
+}
+
+// Index of weight i in its group.
+size_t IndexInGroup(const KerasNode& node, size_t i) {
+  return node.class_name == "Bidirectional" ? i % (node.weights.size() / 2) : i;
 }
 
 absl::StatusOr<std::map<std::string, std::string>> KerasH5Layout(const Model& model) {
@@ -125,7 +136,8 @@ absl::StatusOr<std::map<std::string, std::string>> KerasH5Layout(const Model& mo
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const std::vector<const Variable*>& weights = graph.nodes[n].weights;
     for (size_t i = 0; i < weights.size(); ++i) {
-      layout[absl::StrCat(VarsGroup(graph.nodes[n], names[n]), "/", i)] = weights[i]->name;
+      layout[absl::StrCat(VarsGroup(graph.nodes[n], names[n], i), "/",
+                          IndexInGroup(graph.nodes[n], i))] = weights[i]->name;
     }
   }
   return layout;
@@ -137,14 +149,20 @@ absl::StatusOr<std::string> KerasWeightsH5(const Model& model) {
   std::vector<std::string> groups = {"vars"};  // The model's own (none).
   std::vector<NamedTensor> datasets;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    const std::string vars = VarsGroup(graph.nodes[n], names[n]);
-    groups.push_back(vars);
+    const KerasNode& node = graph.nodes[n];
+    groups.push_back(VarsGroup(node, names[n]));
     // A recurrent layer's own variables (none; its cell's are below it).
     groups.push_back(absl::StrCat("layers/", names[n], "/vars"));
-    const std::vector<const Variable*>& weights = graph.nodes[n].weights;
+    if (node.class_name == "Bidirectional") {
+      groups.push_back(VarsGroup(node, names[n], node.weights.size() / 2));
+      for (const char* half : {"/forward_layer/vars", "/backward_layer/vars"}) {
+        groups.push_back(absl::StrCat("layers/", names[n], half));
+      }
+    }
+    const std::vector<const Variable*>& weights = node.weights;
     for (size_t i = 0; i < weights.size(); ++i) {
       const Variable& v = *weights[i];
-      datasets.push_back({absl::StrCat(vars, "/", i),
+      datasets.push_back({absl::StrCat(VarsGroup(node, names[n], i), "/", IndexInGroup(node, i)),
                           std::vector<int64_t>(v.value.shape().begin(), v.value.shape().end()),
                           std::vector<float>(v.value.data(), v.value.data() + v.size())});
     }

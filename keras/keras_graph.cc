@@ -21,6 +21,7 @@ const std::map<std::string, std::string>& KerasClasses() {
       {"LSTM", "LSTM"},
       {"GRU", "GRU"},
       {"SimpleRNN", "SimpleRNN"},
+      {"Bidirectional", "Bidirectional"},
       {"MaxPooling1D", "MaxPooling1D"},
       {"AveragePooling1D", "AveragePooling1D"},
       {"GlobalAveragePooling1D", "GlobalAveragePooling1D"},
@@ -34,6 +35,7 @@ const std::map<std::string, std::string>& KerasClasses() {
       {"Flatten", "Flatten"},
       {"Reshape", "Reshape"},
       {"Dropout", "Dropout"},
+      {"Masking", "Masking"},
       {"Add", "Add"},
       {"Multiply", "Multiply"},
       {"Concatenate", "Concatenate"},
@@ -147,6 +149,7 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
                    {}};
     node.config.update(layer.keras_config());
     node.config["trainable"] = layer.trainable();
+    node.masked_input = model.masks_.MaskedInput(l);
     if (type != "Dense" &&
         (type.find("Conv") != std::string::npos || type.find("Pooling") != std::string::npos)) {
       node.config["data_format"] = "channels_last";

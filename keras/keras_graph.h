@@ -33,6 +33,7 @@ struct KerasNode {
   std::vector<Shape> inbound_shapes;  // Their outputs' shapes, without the batch.
   Shape output_shape;
   std::vector<const Variable*> weights;  // Keras' variables, in Keras' order.
+  bool masked_input = false;             // An input carries a mask over steps.
 };
 
 struct KerasGraph {

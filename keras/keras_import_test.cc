@@ -53,7 +53,10 @@ TEST_CASE("TF.js layers models load with their weights and predict as TF.js does
        {std::pair{"cnn", "sparse_categorical_crossentropy"}, std::pair{"regression", "mse"},
         std::pair{"sequence", "mse"}, std::pair{"global_pools", "mse"},
         std::pair{"recurrent", "sparse_categorical_crossentropy"},
-        std::pair{"gru_sequences", "mse"}, std::pair{"simple_rnn", "mse"}}) {
+        std::pair{"gru_sequences", "mse"}, std::pair{"simple_rnn", "mse"},
+        std::pair{"masked_recurrent", "sparse_categorical_crossentropy"},
+        std::pair{"masking", "mse"}, std::pair{"bidirectional", "mse"},
+        std::pair{"bidirectional_merges", "mse"}}) {
     INFO(name);
     const std::string model_dir = dir + "/" + name;
     absl::StatusOr<Model> model = ModelFromKerasJson(ReadFile(model_dir + "/model.json"));
@@ -122,8 +125,10 @@ TEST_CASE("what Ringwork cannot honour is refused, naming its JSON path", "[kera
   const std::string input =
       R"({"class_name": "Dense", "config": {"units": 4, "batch_input_shape": [null, 3]}},)";
   const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"class_name": "TimeDistributed", "config": {"layer": {}}})",
+       "$.config.layers[1]: layer class TimeDistributed is not supported"},
       {R"({"class_name": "Bidirectional", "config": {"units": 4}})",
-       "$.config.layers[1]: layer class Bidirectional is not supported"},
+       "$.config.layers[1].config.layer: needs {\"class_name\""},
       {R"({"class_name": "LSTM", "config": {"units": 4, "recurrent_activation": "hard_sigmoid"}})",
        "$.config.layers[1].config.recurrent_activation: hard_sigmoid is not supported"},
       {R"({"class_name": "GRU", "config": {"units": 4, "recurrent_dropout": 0.5}})",

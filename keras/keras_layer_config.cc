@@ -189,14 +189,14 @@ absl::StatusOr<std::unique_ptr<Layer>> RecurrentLayerFrom(ConfigReader& r,
   }
   RW_RETURN_IF_ERROR(r.Only("use_bias", {true}));
   RW_RETURN_IF_ERROR(r.Only("return_state", {false}));
-  RW_RETURN_IF_ERROR(r.Only("go_backwards", {false}));
+  RW_ASSIGN_OR_RETURN(options.go_backwards, r.Get<bool>("go_backwards", false));
   RW_RETURN_IF_ERROR(r.Only("stateful", {false}));
   RW_RETURN_IF_ERROR(r.Only("time_major", {false}));
   RW_RETURN_IF_ERROR(r.Only("dropout", {0, 0.0}));
   RW_RETURN_IF_ERROR(r.Only("recurrent_dropout", {0, 0.0}));
   RW_RETURN_IF_ERROR(r.Only("recurrent_regularizer", {}));
   RW_RETURN_IF_ERROR(r.Only("recurrent_constraint", {}));
-  RW_RETURN_IF_ERROR(r.Only("zero_output_for_mask", {false, true}));
+  RW_ASSIGN_OR_RETURN(options.zero_output_for_mask, r.Get<bool>("zero_output_for_mask", false));
   RW_RETURN_IF_ERROR(r.Only("use_cudnn", {"auto", true, false}));
   // How a step is computed (Keras 2's implementation 1 or 2, unroll): the same math.
   RW_RETURN_IF_ERROR(r.Only("implementation", {0, 1, 2}));
@@ -216,6 +216,30 @@ absl::StatusOr<std::unique_ptr<Layer>> RecurrentLayerFrom(ConfigReader& r,
     RW_ASSIGN_OR_RETURN(options.reset_after, r.Get<bool>("reset_after", true));
     return GRU(units, options);
   }
+}
+
+// Bidirectional: the layer it wraps, from its own config; Keras 3's backward_layer
+// must be that layer's copy running the other way (what Ringwork makes).
+absl::StatusOr<std::unique_ptr<Layer>> BidirectionalFrom(ConfigReader& r) {
+  RW_ASSIGN_OR_RETURN(const Json inner, r.Get<Json>("layer", Json()));
+  if (!inner.is_object() || !inner.contains("class_name") || !inner["class_name"].is_string() ||
+      !inner.contains("config") || !inner["config"].is_object()) {
+    return Refuse(r.At("layer"), "needs {\"class_name\": ..., \"config\": {...}}");
+  }
+  const std::string inner_type = inner["class_name"].get<std::string>();
+  RW_ASSIGN_OR_RETURN(std::unique_ptr<Layer> wrapped,
+                      LayerFromKerasConfig(inner_type, inner["config"], r.At("layer")));
+  RW_ASSIGN_OR_RETURN(const Json backward, r.Get<Json>("backward_layer", Json()));
+  if (!backward.is_null() &&
+      (!backward.is_object() || backward.value("class_name", "") != inner_type ||
+       !backward.contains("config") || !backward["config"].is_object() ||
+       backward["config"].value("go_backwards", false) ==
+           inner["config"].value("go_backwards", false))) {
+    return Refuse(r.At("backward_layer"),
+                  "a backward layer other than the wrapped layer's reversed copy is not supported");
+  }
+  RW_ASSIGN_OR_RETURN(const std::string merge_mode, r.Get<std::string>("merge_mode", "concat"));
+  return Bidirectional(std::move(wrapped), merge_mode);
 }
 
 // A number or a list of numbers (Normalization's mean and variance); empty for null.
@@ -387,16 +411,18 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerFromKerasConfig(const std::string& t
   } else if (type == "Embedding") {
     RW_ASSIGN_OR_RETURN(const int64_t input_dim, r.Get<int64_t>("input_dim", 0));
     RW_ASSIGN_OR_RETURN(const int64_t output_dim, r.Get<int64_t>("output_dim", 0));
-    RW_RETURN_IF_ERROR(r.Only("mask_zero", {false}));
     RW_RETURN_IF_ERROR(r.Only("embeddings_regularizer", {}));
     RW_RETURN_IF_ERROR(r.Only("embeddings_constraint", {}));
     RW_RETURN_IF_ERROR(r.Only("sparse", {false}));
     EmbeddingOptions options;
+    RW_ASSIGN_OR_RETURN(options.mask_zero, r.Get<bool>("mask_zero", false));
     RW_ASSIGN_OR_RETURN(options.embeddings_initializer,
                         InitializerOrDefault(r, "embeddings_initializer"));
     layer = Embedding(input_dim, output_dim, options);
   } else if (type == "LSTM" || type == "GRU" || type == "SimpleRNN") {
     RW_ASSIGN_OR_RETURN(layer, RecurrentLayerFrom(r, type));
+  } else if (type == "Bidirectional") {
+    RW_ASSIGN_OR_RETURN(layer, BidirectionalFrom(r));
   } else if (type == "Normalization" || type == "Discretization" || type == "CategoryEncoding" ||
              type == "IntegerLookup") {
     RW_ASSIGN_OR_RETURN(layer, PreprocessingLayerFrom(r, type));
@@ -415,6 +441,9 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerFromKerasConfig(const std::string& t
     RW_RETURN_IF_ERROR(r.Only("noise_shape", {}));
     RW_ASSIGN_OR_RETURN(const int64_t seed, r.Get<int64_t>("seed", 0));
     layer = Dropout(static_cast<float>(rate), static_cast<uint64_t>(seed));
+  } else if (type == "Masking") {
+    RW_ASSIGN_OR_RETURN(const double mask_value, r.Get<double>("mask_value", 0));
+    layer = Masking(static_cast<float>(mask_value));
   } else if (type == "Add" || type == "Multiply") {
     layer = type == "Add" ? Add() : Multiply();
   } else if (type == "Concatenate") {
@@ -458,10 +487,12 @@ bool IsBuiltInLayerClass(const std::string& class_name) {
       "LSTM",
       "GRU",
       "SimpleRNN",
+      "Bidirectional",
       "Activation",
       "Flatten",
       "Reshape",
       "Dropout",
+      "Masking",
       "Add",
       "Multiply",
       "Concatenate",

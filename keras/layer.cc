@@ -10,23 +10,31 @@ absl::Status MergeLayer::OneInput() const {
                    ") merges several inputs: call it on a list of tensors in a functional Model"));
 }
 
+void Layer::CollectTrainable(std::vector<Variable*>& out) const {
+  for (const auto& v : variables_) out.push_back(v.get());
+  for (const Layer* sub : sublayers_) sub->CollectTrainable(out);
+}
+
+void Layer::CollectStatistics(std::vector<Variable*>& out) const {
+  for (const auto& v : non_trainable_) out.push_back(v.get());
+  for (const Layer* sub : sublayers_) sub->CollectStatistics(out);
+}
+
 std::vector<Variable*> Layer::variables() const {
   std::vector<Variable*> out;
-  if (!trainable_) return out;
-  for (const auto& v : variables_) out.push_back(v.get());
+  if (trainable_) CollectTrainable(out);
   return out;
 }
 
 std::vector<Variable*> Layer::frozen_variables() const {
   std::vector<Variable*> out;
-  if (trainable_) return out;
-  for (const auto& v : variables_) out.push_back(v.get());
+  if (!trainable_) CollectTrainable(out);
   return out;
 }
 
 std::vector<Variable*> Layer::non_trainable_variables() const {
   std::vector<Variable*> out = frozen_variables();
-  for (const auto& v : non_trainable_) out.push_back(v.get());
+  CollectStatistics(out);
   return out;
 }
 
@@ -34,8 +42,8 @@ std::vector<Variable*> Layer::non_trainable_variables() const {
 // then its statistics.
 std::vector<Variable*> Layer::weights() const {
   std::vector<Variable*> out;
-  for (const auto& v : variables_) out.push_back(v.get());
-  for (const auto& v : non_trainable_) out.push_back(v.get());
+  CollectTrainable(out);
+  CollectStatistics(out);
   return out;
 }
 

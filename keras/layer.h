@@ -81,6 +81,25 @@ class Layer {
   // Its arguments under Keras' names ({"filters": 16, "kernel_size": [3, 3],
   // "strides": [1, 1], "padding": "same", ...}): what exporters read.
   virtual nlohmann::json keras_config() const { return nlohmann::json::object(); }
+  // Keras' masks over time steps (keras/sequence_masks.h). A mask is [batch, steps]
+  // of 0 (padding) and 1, over the first axis after the batch. Layers that make one
+  // (Embedding with mask_zero, Masking) say makes_mask and compute it from their
+  // input after each Forward. A layer below a mask says what it does with it
+  // (Keras' supports_masking): by default it refuses one (the model does not build).
+  enum class MaskUse {
+    kRefuses,  // Not a sequence layer: the model fails to build.
+    kPasses,   // Per step (Dense, Dropout): its output carries the same mask.
+    kReads,    // Uses it and ends it (GlobalAveragePooling1D, LSTM returning the last state).
+    kReadsAndPasses,  // Uses it, and its output carries it (LSTM with return_sequences).
+  };
+  virtual MaskUse mask_use() const { return MaskUse::kRefuses; }
+  virtual bool makes_mask() const { return false; }
+  // `mask` gets [x.dim(0) * steps] values, 1 where the step holds data.
+  virtual void MakeMask(const Tensor& x, std::vector<uint8_t>* mask) const {}
+  // Layers that read masks: the mask of the input of the next Forward and the
+  // Backward after it ([batch, steps], owned by the model), or null for none.
+  virtual void set_input_mask(const uint8_t* mask) {}
+
   // Which replica runs this copy of the model (layers with randomness mix it in).
   virtual void set_replica(int64_t replica) {}
   // How many training steps this layer has run (layers with randomness draw from
@@ -116,6 +135,13 @@ class Layer {
   Shape output_shape_;
   std::vector<std::unique_ptr<Variable>> variables_;
   std::vector<std::unique_ptr<Variable>> non_trainable_;
+  // Layers inside this one (Bidirectional's two), owned by it: their variables
+  // count as its own, after its own, frozen or trained with it.
+  std::vector<Layer*> sublayers_;
+
+ private:
+  void CollectTrainable(std::vector<Variable*>& out) const;
+  void CollectStatistics(std::vector<Variable*>& out) const;
 };
 
 // A layer of several inputs of the functional API (keras/functional.h). Its

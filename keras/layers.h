@@ -78,7 +78,20 @@ struct RecurrentOptions {
   std::string recurrent_activation = "sigmoid";  // and this.
   bool unit_forget_bias = true;                  // LSTM: the forget gate's bias starts at 1.
   bool reset_after = true;                       // GRU: r applies after U (PyTorch's GRU).
+  // Runs over the steps last to first; with return_sequences, the outputs are in
+  // that order too (Keras').
+  bool go_backwards = false;
+  // With return_sequences and a mask: 0 at the masked steps, where Keras' and TF.js'
+  // default repeats the previous output.
+  bool zero_output_for_mask = false;
 };
+// Keras' Bidirectional: `layer` (SimpleRNN, LSTM or GRU) runs over the steps first
+// to last, a copy of it (its own weights) last to first, and their outputs merge:
+// "concat" (Keras' default), "sum", "ave" or "mul". With return_sequences, the
+// copy's outputs are put back in step order. Weights: the forward layer's, then
+// the backward one's, named NAME/forward_LAYER/... and NAME/backward_LAYER/...
+std::unique_ptr<Layer> Bidirectional(std::unique_ptr<Layer> layer,
+                                     std::string merge_mode = "concat");
 // SimpleRNN: h = tanh(x kernel + bias + h_prev recurrent_kernel), one gate.
 std::unique_ptr<Layer> SimpleRNN(int64_t units, RecurrentOptions options = {});
 std::unique_ptr<Layer> LSTM(int64_t units, RecurrentOptions options = {});
@@ -146,6 +159,10 @@ std::unique_ptr<Layer> Dropout(float rate, uint64_t seed = 0);
 std::unique_ptr<Layer> RandomFlip(const std::string& mode = "horizontal_and_vertical",
                                   uint64_t seed = 0);
 std::unique_ptr<Layer> ActivationLayer(const std::string& activation);
+// Keras' Masking for [steps, features] inputs: a step whose features all equal
+// `mask_value` is padding; its features become 0 and the output carries a mask
+// over the steps (keras/sequence_masks.h).
+std::unique_ptr<Layer> Masking(float mask_value = 0.f);
 
 // Keras' Embedding: ids in [0, input_dim) (held as floats in the input tensor) ->
 // rows of a trained [input_dim, output_dim] table; output shape = input shape +
@@ -154,6 +171,9 @@ std::unique_ptr<Layer> ActivationLayer(const std::string& activation);
 struct EmbeddingOptions {
   float uniform_limit = 0.05f;         // Keras' "uniform" initializer: U(-0.05, 0.05).
   Initializer embeddings_initializer;  // Unset: that uniform.
+  // Id 0 is padding: the output carries a mask over the input's steps (its first
+  // axis) that recurrent layers and GlobalAveragePooling1D read (keras/sequence_masks.h).
+  bool mask_zero = false;
 };
 std::unique_ptr<Layer> Embedding(int64_t input_dim, int64_t output_dim,
                                  EmbeddingOptions options = {});

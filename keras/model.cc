@@ -278,6 +278,7 @@ absl::Status Model::Build(const Shape& input_shape) {
     layer.set_replica(strategy_->rank());
     shapes.push_back(*out);
   }
+  RW_RETURN_IF_ERROR(masks_.Plan(layers_, inputs_, shapes, outputs_));
   for (size_t k = 0; k < outputs_.size(); ++k) {
     const int a = outputs_[k];
     // A softmax at an output goes into its loss: the same math, stabler and

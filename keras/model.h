@@ -43,6 +43,7 @@
 #include "keras/metrics.h"
 #include "keras/optimizers.h"
 #include "keras/pipeline_batch.h"
+#include "keras/sequence_masks.h"
 #include "kernels/kernel_context.h"
 #include "strategy/distributed_pipeline.h"
 #include "strategy/elastic_run.h"
@@ -325,6 +326,7 @@ class Model : private ElasticReplica {
   // Per layer, the activations it reads (0: the model's input, i + 1: layer i's
   // output); layers are in an order where inputs come first.
   std::vector<std::vector<int>> inputs_;
+  SequenceMasks masks_;  // Which activations carry a mask over steps (set in Build).
   std::optional<Shape> declared_input_;
   std::string model_name_ = "model";
   // A problem found while the model was described (functional.cc), reported by Compile.

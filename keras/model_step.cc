@@ -20,12 +20,14 @@ absl::Status Model::Forward(const Tensor& x, bool training) {
     TimelineSpan span("compute", "forward ", layers_[l]->name());
     xs.clear();
     for (int a : inputs_[l]) xs.push_back(a == 0 ? input_ : &acts_[a]);
+    masks_.BeforeForward(l, *layers_[l]);
     if (layers_[l]->merges()) {
       RW_RETURN_IF_ERROR(
           static_cast<MergeLayer&>(*layers_[l]).ForwardMerge(*kernels_, xs, &acts_[l + 1]));
     } else {
       RW_RETURN_IF_ERROR(layers_[l]->Forward(*kernels_, *xs[0], &acts_[l + 1], training));
     }
+    masks_.AfterForward(l, *layers_[l], xs);
   }
   return absl::OkStatus();
 }

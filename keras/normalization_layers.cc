@@ -24,6 +24,7 @@ class LayerNormalizationLayer : public Layer {
             {"scale", options_.scale}};
   }
   std::string type() const override { return "LayerNormalization"; }
+  MaskUse mask_use() const override { return MaskUse::kPasses; }
   std::string config() const override {
     return absl::StrCat("epsilon ", ShortestDecimal(options_.epsilon),
                         options_.center ? ", center" : "", options_.scale ? ", scale" : "");

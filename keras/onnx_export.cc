@@ -98,6 +98,14 @@ Tensor OihwFromHwio(const Tensor& kernel) {
   return oihw;
 }
 
+absl::Status RefuseMask(const Layer& layer) {
+  if (!layer.makes_mask()) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      "ONNX export: layer ", layer.name(), " (", layer.type(),
+      ") masks padding steps, and ONNX's recurrent operators take sequence lengths, not "
+      "masks; export the model without the mask (mask_zero = false, no Masking)"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
@@ -107,8 +115,7 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
   }
   OnnxGraph g;
   g.Name(model.model_name_);
-  // The tensor that holds each activation (0: the input).
-  std::vector<std::string> tensor(model.layers_.size() + 1);
+  std::vector<std::string> tensor(model.layers_.size() + 1);  // Per activation (0: the input).
   tensor[0] = "input";
   g.Value(11, "input", model.input_shape_);
   for (size_t l = 0; l < model.layers_.size(); ++l) {
@@ -120,6 +127,7 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
                                 ? model.input_shape_
                                 : model.layers_[model.inputs_[l][0] - 1]->output_shape();
     tensor[l + 1] = name;
+    RW_RETURN_IF_ERROR(RefuseMask(layer));
     if (type == "Dropout" || type == "RandomFlip") {
       tensor[l + 1] = in[0];  // Nothing in inference.
     } else if (type == "Flatten") {

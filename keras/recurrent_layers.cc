@@ -21,11 +21,13 @@ namespace {
 
 enum class Cell { kSimple, kLstm, kGru };
 
-// [B, T, F] <-> [T, B, F].
-void SwapFirstAxes(const float* in, int64_t first, int64_t second, int64_t inner, float* out) {
+// [B, T, F] <-> [T, B, F]; with `reverse`, the second axis of `in` read last to first.
+void SwapFirstAxes(const float* in, int64_t first, int64_t second, int64_t inner, float* out,
+                   bool reverse = false) {
   for (int64_t a = 0; a < first; ++a) {
     for (int64_t b = 0; b < second; ++b) {
-      std::memcpy(out + (b * first + a) * inner, in + (a * second + b) * inner,
+      const int64_t from = reverse ? second - 1 - b : b;
+      std::memcpy(out + (b * first + a) * inner, in + (a * second + from) * inner,
                   sizeof(float) * static_cast<size_t>(inner));
     }
   }
@@ -45,7 +47,7 @@ class RecurrentLayer : public Layer {
                         {"use_bias", true},
                         {"return_sequences", options_.return_sequences},
                         {"return_state", false},
-                        {"go_backwards", false},
+                        {"go_backwards", options_.go_backwards},
                         {"stateful", false},
                         {"unroll", false},
                         {"dropout", 0.0},
@@ -53,10 +55,19 @@ class RecurrentLayer : public Layer {
     if (cell_ == Cell::kLstm) c["unit_forget_bias"] = options_.unit_forget_bias;
     if (cell_ == Cell::kGru) c["reset_after"] = options_.reset_after;
     if (cell_ == Cell::kSimple) c.erase("recurrent_activation");  // Keras' has none.
+    if (options_.zero_output_for_mask) c["zero_output_for_mask"] = true;
     return c;
   }
+  // A masked step leaves the state as it was, and outputs it again (Keras' and
+  // TensorFlow.js' rnn: output = the previous output, state = the previous state).
+  MaskUse mask_use() const override {
+    return options_.return_sequences ? MaskUse::kReadsAndPasses : MaskUse::kReads;
+  }
+  void set_input_mask(const uint8_t* mask) override { mask_ = mask; }
   std::string config() const override {
     return absl::StrCat("return_sequences ", options_.return_sequences,
+                        options_.go_backwards ? ", go_backwards" : "",
+                        options_.zero_output_for_mask ? ", zero_output_for_mask" : "",
                         cell_ == Cell::kGru ? ", reset_after " : ", unit_forget_bias ",
                         cell_ == Cell::kGru ? options_.reset_after : options_.unit_forget_bias);
   }
@@ -102,7 +113,7 @@ class RecurrentLayer : public Layer {
     const float* u = variables_[1]->value.data();
     const float* bias = variables_[2]->value.data();
     xt_.resize(static_cast<size_t>(rows * features_));
-    SwapFirstAxes(x.data(), batch, steps_, features_, xt_.data());
+    SwapFirstAxes(x.data(), batch, steps_, features_, xt_.data(), options_.go_backwards);
     xw_.resize(static_cast<size_t>(rows * width));
     RW_ASSIGN_OR_RETURN(DenseKernel * projection, Matmul(k, rows, features_, width));
     projection->Forward(k, xt_.data(), w, bias, xw_.data());
@@ -111,7 +122,6 @@ class RecurrentLayer : public Layer {
     h_.assign(static_cast<size_t>((steps_ + 1) * step_size), 0.f);
     act_.resize(static_cast<size_t>(rows * width));
     hu_.resize(static_cast<size_t>(rows * width));
-    const float* recurrent_bias = two_biases_ ? bias + width : zeros_.data();
     if (cell_ == Cell::kLstm) {
       c_.assign(h_.size(), 0.f);
       tanh_c_.resize(static_cast<size_t>(rows * units_));
@@ -122,40 +132,13 @@ class RecurrentLayer : public Layer {
       rhu_.resize(static_cast<size_t>(step_size));
     }
     for (int64_t t = 0; t < steps_; ++t) {
-      const float* h_prev = h_.data() + t * step_size;
-      float* h = h_.data() + (t + 1) * step_size;
-      float* a = hu_.data() + t * batch * width;  // h_prev U (+ recurrent bias)
-      float* act = act_.data() + t * batch * width;
-      const float* xw = xw_.data() + t * batch * width;
-      recurrent->Forward(k, h_prev, u, recurrent_bias, a);
-      if (cell_ == Cell::kSimple) {  // h = tanh(x W + b + h_prev U).
-        for (int64_t i = 0; i < step_size; ++i) h[i] = std::tanh(a[i] + xw[i]);
-        continue;
-      }
-      if (cell_ == Cell::kLstm) {
-        for (int64_t i = 0; i < batch * width; ++i) a[i] += xw[i];  // The pre-activations.
-        LstmStepForward(batch, units_, a, c_.data() + t * step_size, act,
-                        c_.data() + (t + 1) * step_size, tanh_c_.data() + t * step_size, h);
-        continue;
-      }
-      GruGates(batch, units_, xw, a, act);
-      if (options_.reset_after) {
-        GruCandidate(batch, units_, xw, a + 2 * units_, width, true, h_prev, act, h);
-        continue;
-      }
-      float* rh = rh_.data() + t * step_size;
-      for (int64_t b = 0; b < batch; ++b) {
-        for (int64_t j = 0; j < units_; ++j) {
-          rh[b * units_ + j] = act[b * width + units_ + j] * h_prev[b * units_ + j];
-        }
-      }
-      RW_ASSIGN_OR_RETURN(DenseKernel * square, Matmul(k, batch, units_, units_));
-      square->Forward(k, rh, candidate_u_.data(), zeros_.data(), rhu_.data());
-      GruCandidate(batch, units_, xw, rhu_.data(), units_, false, h_prev, act, h);
+      RW_RETURN_IF_ERROR(StepForward(k, t, batch, recurrent));
+      if (mask_ != nullptr) HoldMaskedRows(t, batch);
     }
     y->Resize(WithBatch(batch, output_shape_));
     if (options_.return_sequences) {
       SwapFirstAxes(h_.data() + step_size, steps_, batch, units_, y->data());
+      if (mask_ != nullptr && options_.zero_output_for_mask) ZeroMaskedSteps(batch, y->data());
     } else {
       std::memcpy(y->data(), h_.data() + steps_ * step_size, sizeof(float) * step_size);
     }
@@ -164,6 +147,103 @@ class RecurrentLayer : public Layer {
 
   absl::Status Backward(KernelContext& k, const Tensor& x, const Tensor&, const Tensor& dy,
                         Tensor* dx) override {
+    return BackwardImpl(k, x, dy, dx);
+  }
+
+ private:
+  // Step t of Forward: h_[t + 1] (and LSTM's c_) from h_[t] and the step's inputs.
+  absl::Status StepForward(KernelContext& k, int64_t t, int64_t batch, DenseKernel* recurrent) {
+    const int64_t width = gates_ * units_, step_size = batch * units_;
+    const float* u = variables_[1]->value.data();
+    const float* recurrent_bias = two_biases_ ? variables_[2]->value.data() + width : zeros_.data();
+    const float* h_prev = h_.data() + t * step_size;
+    float* h = h_.data() + (t + 1) * step_size;
+    float* a = hu_.data() + t * batch * width;  // h_prev U (+ recurrent bias)
+    float* act = act_.data() + t * batch * width;
+    const float* xw = xw_.data() + t * batch * width;
+    recurrent->Forward(k, h_prev, u, recurrent_bias, a);
+    if (cell_ == Cell::kSimple) {  // h = tanh(x W + b + h_prev U).
+      for (int64_t i = 0; i < step_size; ++i) h[i] = std::tanh(a[i] + xw[i]);
+      return absl::OkStatus();
+    }
+    if (cell_ == Cell::kLstm) {
+      for (int64_t i = 0; i < batch * width; ++i) a[i] += xw[i];  // The pre-activations.
+      LstmStepForward(batch, units_, a, c_.data() + t * step_size, act,
+                      c_.data() + (t + 1) * step_size, tanh_c_.data() + t * step_size, h);
+      return absl::OkStatus();
+    }
+    GruGates(batch, units_, xw, a, act);
+    if (options_.reset_after) {
+      GruCandidate(batch, units_, xw, a + 2 * units_, width, true, h_prev, act, h);
+      return absl::OkStatus();
+    }
+    float* rh = rh_.data() + t * step_size;
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t j = 0; j < units_; ++j) {
+        rh[b * units_ + j] = act[b * width + units_ + j] * h_prev[b * units_ + j];
+      }
+    }
+    RW_ASSIGN_OR_RETURN(DenseKernel * square, Matmul(k, batch, units_, units_));
+    square->Forward(k, rh, candidate_u_.data(), zeros_.data(), rhu_.data());
+    GruCandidate(batch, units_, xw, rhu_.data(), units_, false, h_prev, act, h);
+    return absl::OkStatus();
+  }
+
+  // In step t of Backward, after the cell's: a masked example's step had no cell,
+  // so its gradients reach the previous step's state unchanged.
+  void PassMaskedRows(int64_t t, int64_t batch, float* da, float* dhu) {
+    const int64_t width = gates_ * units_;
+    for (int64_t b = 0; b < batch; ++b) {
+      if (Kept(b, t)) continue;
+      std::fill_n(da + b * width, width, 0.f);
+      std::fill_n(dhu + b * width, width, 0.f);
+      if (cell_ == Cell::kGru && !options_.reset_after) {
+        std::fill_n(da_h_.data() + (t * batch + b) * units_, units_, 0.f);
+      }
+      std::copy_n(held_dh_.data() + b * units_, units_, dh_prev_.data() + b * units_);
+      if (cell_ == Cell::kLstm) {
+        std::copy_n(held_dc_.data() + b * units_, units_, dc_.data() + b * units_);
+      }
+    }
+  }
+
+  // Whether example b holds data at step t (go_backwards: steps run last to first).
+  bool Kept(int64_t b, int64_t t) const {
+    return mask_[b * steps_ + (options_.go_backwards ? steps_ - 1 - t : t)] != 0;
+  }
+  // [batch, steps, units] outputs: 0 at the masked steps.
+  void ZeroMaskedSteps(int64_t batch, float* y) const {
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t t = 0; t < steps_; ++t) {
+        if (!Kept(b, t)) std::fill_n(y + (b * steps_ + t) * units_, units_, 0.f);
+      }
+    }
+  }
+  // [batch, steps, features] in place: each example's steps last to first.
+  void ReverseSteps(int64_t batch, float* data) const {
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t t = 0; t < steps_ / 2; ++t) {
+        std::swap_ranges(data + (b * steps_ + t) * features_,
+                         data + (b * steps_ + t + 1) * features_,
+                         data + (b * steps_ + steps_ - 1 - t) * features_);
+      }
+    }
+  }
+
+  // After step t of Forward: masked examples keep the state (h, and LSTM's c) of step t - 1.
+  void HoldMaskedRows(int64_t t, int64_t batch) {
+    const int64_t step_size = batch * units_;
+    for (int64_t b = 0; b < batch; ++b) {
+      if (Kept(b, t)) continue;
+      const int64_t row = b * units_;
+      std::copy_n(h_.data() + t * step_size + row, units_, h_.data() + (t + 1) * step_size + row);
+      if (cell_ == Cell::kLstm) {
+        std::copy_n(c_.data() + t * step_size + row, units_, c_.data() + (t + 1) * step_size + row);
+      }
+    }
+  }
+
+  absl::Status BackwardImpl(KernelContext& k, const Tensor& x, const Tensor& dy, Tensor* dx) {
     const int64_t batch = x.dim(0), width = gates_ * units_, rows = steps_ * batch;
     const int64_t step_size = batch * units_;
     const float* w = variables_[0]->value.data();
@@ -172,6 +252,13 @@ class RecurrentLayer : public Layer {
     dht_.assign(static_cast<size_t>(rows * units_), 0.f);
     if (options_.return_sequences) {
       SwapFirstAxes(dy.data(), batch, steps_, units_, dht_.data());
+      if (mask_ != nullptr && options_.zero_output_for_mask) {  // Those outputs were zeros.
+        for (int64_t t = 0; t < steps_; ++t) {
+          for (int64_t b = 0; b < batch; ++b) {
+            if (!Kept(b, t)) std::fill_n(dht_.data() + (t * batch + b) * units_, units_, 0.f);
+          }
+        }
+      }
     } else {
       std::memcpy(dht_.data() + (steps_ - 1) * step_size, dy.data(), sizeof(float) * step_size);
     }
@@ -194,6 +281,10 @@ class RecurrentLayer : public Layer {
       float* da = da_.data() + t * batch * width;
       float* dhu = dhu_.data() + t * batch * width;
       for (int64_t i = 0; i < step_size; ++i) dh_[i] += dht_[t * step_size + i];
+      if (mask_ != nullptr) {  // A masked step passes its gradients to the previous one.
+        held_dh_ = dh_;
+        if (cell_ == Cell::kLstm) held_dc_ = dc_;
+      }
       if (cell_ == Cell::kSimple) {  // Through tanh; h_prev is reached through U alone.
         const float* h = h_.data() + (t + 1) * step_size;
         for (int64_t i = 0; i < step_size; ++i) da[i] = dh_[i] * (1.f - h[i] * h[i]);
@@ -242,6 +333,7 @@ class RecurrentLayer : public Layer {
           }
         }
       }
+      if (mask_ != nullptr) PassMaskedRows(t, batch, da, dhu);
       recurrent->BackwardData(k, dhu, u, through_u_.data());
       for (int64_t i = 0; i < step_size; ++i) dh_[i] = dh_prev_[i] + through_u_[i];
     }
@@ -268,6 +360,7 @@ class RecurrentLayer : public Layer {
       projection->BackwardData(k, da_.data(), w, dxt_.data());
       dx->Resize(x.shape());
       SwapFirstAxes(dxt_.data(), steps_, batch, features_, dx->data());
+      if (options_.go_backwards) ReverseSteps(x.dim(0), dx->data());
     }
     return absl::OkStatus();
   }
@@ -301,6 +394,8 @@ class RecurrentLayer : public Layer {
   std::vector<float> dht_, da_, dhu_, da_h_;
   // Backward's scratch, kept between steps: [B, U] states and the rest.
   std::vector<float> dh_, dh_prev_, dc_, dc_prev_, through_u_, drh_, du_h_, dxt_;
+  std::vector<float> held_dh_, held_dc_;  // A step's incoming dh and dc (with a mask).
+  const uint8_t* mask_ = nullptr;         // [batch, steps] of the next Forward, or null.
   PerBatch<DenseKernel, MatmulShape> matmuls_;
 };
 

@@ -13,15 +13,6 @@
 namespace ringwork {
 namespace {
 
-CompileOptions FrozenSgd() {
-  CompileOptions o;
-  o.loss = {"sparse_categorical_crossentropy", true};
-  o.optimizer = {.name = "sgd", .learning_rate = 1e-30f};
-  o.metrics = {};
-  o.intra_op_threads = 1;
-  return o;
-}
-
 // Four examples of shape `example`, values spread enough that no two of a
 // pooling window tie.
 Batch SequenceBatch(const Shape& example) {
@@ -115,9 +106,7 @@ TEST_CASE(
       CHECK(model.variables()[1]->value.shape() == c.recurrent);
       CHECK(model.variables()[2]->value.shape() == c.bias);
       // Initial weights move the state enough that no gradient is tiny.
-      for (Variable* v : model.variables()) {
-        for (int64_t i = 0; i < v->size(); ++i) v->value[i] += 0.2f * std::sin(1.7f * i);
-      }
+      PerturbWeights(model, 0.2f);
       CheckGradientsByFiniteDifferences(model, SequenceBatch({5, 2}), 1);
     }
   }

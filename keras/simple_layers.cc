@@ -126,6 +126,7 @@ class DropoutLayer : public Layer {
  public:
   DropoutLayer(float rate, uint64_t seed) : rate_(rate), seed_(seed) {}
   std::string type() const override { return "Dropout"; }
+  MaskUse mask_use() const override { return MaskUse::kPasses; }
   std::string config() const override { return absl::StrCat("rate ", ShortestDecimal(rate_)); }
   nlohmann::json keras_config() const override { return {{"rate", rate_}}; }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
@@ -176,10 +177,64 @@ class DropoutLayer : public Layer {
   Tensor mask_;
 };
 
+class MaskingLayer : public Layer {
+ public:
+  explicit MaskingLayer(float mask_value) : mask_value_(mask_value) {}
+  std::string type() const override { return "Masking"; }
+  std::string config() const override {
+    return absl::StrCat("mask_value ", ShortestDecimal(mask_value_));
+  }
+  nlohmann::json keras_config() const override { return {{"mask_value", mask_value_}}; }
+  bool makes_mask() const override { return true; }
+  absl::StatusOr<Shape> Build(const Shape& input, const BuildContext&) override {
+    if (input.size() != 2 || input[0] <= 0 || input[1] <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, " (Masking) needs [steps, features] inputs, got ", ShapeString(input)));
+    }
+    output_shape_ = input;
+    return output_shape_;
+  }
+  void MakeMask(const Tensor& x, std::vector<uint8_t>* mask) const override {
+    const int64_t features = output_shape_[1], steps = x.size() / features;
+    mask->resize(static_cast<size_t>(steps));
+    for (int64_t s = 0; s < steps; ++s) {
+      const float* row = x.data() + s * features;
+      (*mask)[s] = !std::all_of(row, row + features, [&](float v) { return v == mask_value_; });
+    }
+  }
+  absl::Status Forward(KernelContext&, const Tensor& x, Tensor* y, bool) override {
+    MakeMask(x, &keep_);
+    y->Resize(x.shape());
+    Apply(x.data(), y->data());
+    return absl::OkStatus();
+  }
+  absl::Status Backward(KernelContext&, const Tensor& x, const Tensor&, const Tensor& dy,
+                        Tensor* dx) override {
+    if (dx == nullptr) return absl::OkStatus();
+    dx->Resize(x.shape());
+    Apply(dy.data(), dx->data());
+    return absl::OkStatus();
+  }
+
+ private:
+  // out = in on kept steps, 0 on masked ones.
+  void Apply(const float* in, float* out) const {
+    const int64_t features = output_shape_[1];
+    for (size_t s = 0; s < keep_.size(); ++s) {
+      for (int64_t f = 0; f < features; ++f) {
+        out[s * features + f] = keep_[s] ? in[s * features + f] : 0.f;
+      }
+    }
+  }
+  const float mask_value_;
+  std::vector<uint8_t> keep_;  // Of the last Forward.
+};
+
 class ActivationLayerImpl : public Layer, public LogitsOutput {
  public:
   explicit ActivationLayerImpl(std::string activation) : activation_name_(std::move(activation)) {}
   std::string type() const override { return "Activation"; }
+  MaskUse mask_use() const override { return MaskUse::kPasses; }
   std::string activation_name() const override {
     // Before Build, as given.
     if (!output_shape_.empty()) return activation_.name();
@@ -233,6 +288,9 @@ std::unique_ptr<Layer> SliceLastAxis(int64_t begin, int64_t end) {
 std::unique_ptr<Layer> Flatten() { return std::make_unique<FlattenLayer>(); }
 std::unique_ptr<Layer> Dropout(float rate, uint64_t seed) {
   return std::make_unique<DropoutLayer>(rate, seed);
+}
+std::unique_ptr<Layer> Masking(float mask_value) {
+  return std::make_unique<MaskingLayer>(mask_value);
 }
 std::unique_ptr<Layer> ActivationLayer(const std::string& activation) {
   return std::make_unique<ActivationLayerImpl>(activation);

@@ -27,6 +27,13 @@ absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model) {
           absl::StrCat("TF.js export: layer ", node.name, " is a ", node.class_name,
                        ", which TF.js lacks (a .keras archive takes it)"));
     }
+    if (node.masked_input && (node.class_name == "GlobalAveragePooling1D" ||
+                              node.class_name == "Add" || node.class_name == "Multiply")) {
+      // TF.js' pools refuse masks, and its Add and Multiply keep the first input's.
+      return absl::InvalidArgumentError(
+          absl::StrCat("TF.js export: layer ", node.name, " (", node.class_name,
+                       ") reads a mask, which TF.js' ", node.class_name, " does not honour"));
+    }
     if (node.class_name == "GRU" && node.config.value("reset_after", false)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "TF.js export: layer ", node.name,

@@ -112,6 +112,31 @@ TEST_CASE("Embedding, LSTM and GRU export to TF.js", "[tfjs]") {
   for (int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 5 + 1) % 12);
   CheckAgainstTfjs(model, x, "tfjs_recurrent");
 
+  // Masks: id 0 is padding (at the end, inside, everywhere), and Masking over
+  // features; trained with them, then TF.js predicts with them.
+  Sequential masked;
+  masked.Add(Embedding(12, 4, {.mask_zero = true}));
+  masked.Add(SimpleRNN(5, {.return_sequences = true}));
+  masked.Add(Dense(4, {.activation = "tanh"}));
+  masked.Add(LSTM(3));
+  masked.Add(Dense(3, {.activation = "softmax"}));
+  REQUIRE(masked.Compile(AdamOneThread()).ok());
+  for (int64_t i = 0; i < ids.size(); ++i) ids[i] = (i % 6) > 3 - (i / 6) % 3 ? 0.f : ids[i];
+  TrainFewSteps(masked, ids, 3);
+  for (int64_t i = 0; i < 6; ++i) x[6 + i] = 0.f;  // The second example: padding only.
+  x[1] = x[14] = 0.f;
+  CheckAgainstTfjs(masked, x, "tfjs_masked");
+  Sequential masking;
+  masking.Add(Masking(0.5f));
+  masking.Add(Bidirectional(GRU(3, {.return_sequences = true, .reset_after = false}), "ave"));
+  masking.Add(Bidirectional(LSTM(2)));
+  masking.Add(Dense(3, {.activation = "softmax"}));
+  REQUIRE(masking.Compile(AdamOneThread()).ok());
+  Tensor steps = DeterministicInputs({4, 5, 2});
+  steps[2] = steps[3] = steps[14] = steps[15] = 0.5f;
+  TrainFewSteps(masking, steps, 3);
+  CheckAgainstTfjs(masking, steps, "tfjs_masking");
+
   Sequential keras_gru;  // reset_after=true, Keras' default: TF.js has no such GRU.
   keras_gru.Add(GRU(3));
   REQUIRE(keras_gru.Compile(AdamOneThread()).ok());

@@ -22,7 +22,9 @@ function randomize(model, seed) {
 }
 
 // `vocabulary`: the input holds ids in [0, vocabulary) (an Embedding reads it).
-async function save(model, dir, inputShape, seed, vocabulary) {
+// `padding` ([4, steps] of 0 and 1): the steps where it is 0 are padding, ids 0 or
+// features 0.
+async function save(model, dir, inputShape, seed, vocabulary, padding) {
   fs.mkdirSync(dir, {recursive: true});
   await model.save(tf.io.withSaveHandler(async (a) => {
     fs.writeFileSync(path.join(dir, 'weights.bin'), Buffer.from(a.weightData));
@@ -33,8 +35,13 @@ async function save(model, dir, inputShape, seed, vocabulary) {
     }));
     return {modelArtifactsInfo: {dateSaved: new Date(), modelTopologyType: 'JSON'}};
   }));
-  const x = vocabulary ? tf.floor(tf.randomUniform([4, ...inputShape], 0, vocabulary, 'float32', seed))
-                       : tf.randomUniform([4, ...inputShape], -1, 1, 'float32', seed);
+  let x = vocabulary ? tf.floor(tf.randomUniform([4, ...inputShape], padding ? 1 : 0, vocabulary,
+                                                 'float32', seed))
+                     : tf.randomUniform([4, ...inputShape], -1, 1, 'float32', seed);
+  if (padding) {
+    const keep = tf.tensor2d(padding, [4, inputShape[0]]);
+    x = x.mul(inputShape.length === 1 ? keep : keep.expandDims(2));
+  }
   const y = model.predict(x);
   fs.writeFileSync(path.join(dir, 'x.f32'), Buffer.from((await x.data()).buffer));
   fs.writeFileSync(path.join(dir, 'y.f32'), Buffer.from((await y.data()).buffer));
@@ -105,6 +112,45 @@ async function main() {
   rnn.add(tf.layers.dense({units: 2}));
   randomize(rnn, 600);
   await save(rnn, path.join(out, 'simple_rnn'), [6, 3], 21);
+  // Masks: Embedding(mask_zero) ids 0 as padding at the ends and inside, one
+  // sequence all padding; the mask passes through an LSTM returning sequences to a GRU.
+  const padding = [[1, 1, 1, 1, 1, 0, 0, 0], [1, 0, 1, 1, 0, 1, 1, 1],
+                   [0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 1, 1, 1, 1, 1, 1]];
+  const masked = tf.sequential();
+  masked.add(tf.layers.embedding({inputDim: 20, outputDim: 5, inputLength: 8, maskZero: true}));
+  masked.add(tf.layers.lstm({units: 6, returnSequences: true, recurrentActivation: 'sigmoid'}));
+  masked.add(tf.layers.gru({units: 4, recurrentActivation: 'sigmoid'}));
+  masked.add(tf.layers.dense({units: 3, activation: 'softmax'}));
+  randomize(masked, 700);
+  await save(masked, path.join(out, 'masked_recurrent'), [8], 23, 20, padding);
+  // Masking over features, through a Dense and a Dropout per step, into SimpleRNNs.
+  const masking = tf.sequential();
+  masking.add(tf.layers.masking({inputShape: [8, 3], maskValue: 0}));
+  masking.add(tf.layers.dense({units: 4, activation: 'tanh'}));
+  masking.add(tf.layers.dropout({rate: 0.2}));
+  masking.add(tf.layers.simpleRNN({units: 5, returnSequences: true}));
+  masking.add(tf.layers.lstm({units: 3, recurrentActivation: 'sigmoid'}));
+  randomize(masking, 800);
+  await save(masking, path.join(out, 'masking'), [8, 3], 29, 0, padding);
+  // Bidirectional layers (concat and ave), over a mask.
+  const both = tf.sequential();
+  both.add(tf.layers.embedding({inputDim: 20, outputDim: 5, inputLength: 8, maskZero: true}));
+  both.add(tf.layers.bidirectional({
+    layer: tf.layers.lstm({units: 4, returnSequences: true, recurrentActivation: 'sigmoid'}),
+    mergeMode: 'concat'}));
+  both.add(tf.layers.bidirectional({
+    layer: tf.layers.gru({units: 3, recurrentActivation: 'sigmoid'}), mergeMode: 'ave'}));
+  both.add(tf.layers.dense({units: 2}));
+  randomize(both, 900);
+  await save(both, path.join(out, 'bidirectional'), [8], 31, 20, padding);
+  const mul = tf.sequential();
+  mul.add(tf.layers.bidirectional({
+    inputShape: [6, 3], layer: tf.layers.simpleRNN({units: 3, returnSequences: true}),
+    mergeMode: 'mul'}));
+  mul.add(tf.layers.bidirectional({layer: tf.layers.lstm({units: 2,
+    recurrentActivation: 'sigmoid'}), mergeMode: 'sum'}));
+  randomize(mul, 1000);
+  await save(mul, path.join(out, 'bidirectional_merges'), [6, 3], 37);
   console.log('saved');
 }
 
