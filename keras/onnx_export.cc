@@ -222,7 +222,7 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
       g.Initializer(table->name, table->value.shape(), table->value.data());
       g.Node("Cast", {in[0]}, name + "/ids", {{"to", {kOnnxInt64}}});
       g.Node("Gather", {table->name, name + "/ids"}, name, {{"axis", {0}}});
-    } else if (type == "LSTM" || type == "GRU" || type == "SimpleRNN") {
+    } else if (type == "LSTM" || type == "GRU" || type == "SimpleRNN" || type == "Bidirectional") {
       RW_RETURN_IF_ERROR(AddRecurrentOp(&g, layer, in[0], name));
     } else if (type == "SliceLastAxis") {
       const nlohmann::json config = layer.keras_config();

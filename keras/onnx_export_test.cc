@@ -165,6 +165,29 @@ TEST_CASE("Embedding, SimpleRNN, LSTM and GRU (reset_after both ways) export as 
   CheckAgainstOnnxRuntime(model, x, "dense", FreshTestDir("onnx_recurrent"));
 }
 
+TEST_CASE("Bidirectional layers export as one op of each direction, merged four ways", "[onnx]") {
+  SymbolicTensor ids = Input({6});
+  SymbolicTensor h = Apply(Embedding(15, 4), ids);
+  h = Apply(Bidirectional(LSTM(3, {.return_sequences = true})), h);  // concat
+  SymbolicTensor a = Apply(Bidirectional(GRU(3, {.reset_after = false}), "sum"), h);
+  SymbolicTensor b = Apply(Bidirectional(SimpleRNN(2), "mul"), h);
+  SymbolicTensor c = Apply(GlobalAveragePooling1D(),
+                           Apply(Bidirectional(GRU(2, {.return_sequences = true}), "ave"), h));
+  SymbolicTensor d = Apply(Bidirectional(LSTM(2)), h);
+  SymbolicTensor e =
+      Apply(GlobalMaxPooling1D(),
+            Apply(Bidirectional(SimpleRNN(2, {.return_sequences = true}), "mul"), h));
+  Model model(ids,
+              Apply(Dense(3, {.activation = "softmax"}), Apply(Concatenate(), {a, b, c, d, e})));
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  Tensor train({12, 6});
+  for (int64_t i = 0; i < train.size(); ++i) train[i] = static_cast<float>((i * 7) % 15);
+  TrainFewSteps(model, train, 3);
+  Tensor x({5, 6});
+  for (int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 4 + 3) % 15);
+  CheckAgainstOnnxRuntime(model, x, "dense", FreshTestDir("onnx_bidirectional"));
+}
+
 TEST_CASE("the built-in ResNet and Wide & Deep export", "[onnx]") {
   Model resnet = SmallResNet({8, 8, 1}, 4, {.random_flip = true});
   REQUIRE(resnet.Compile(AdamOneThread()).ok());

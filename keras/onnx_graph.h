@@ -21,19 +21,21 @@
 namespace ringwork {
 
 constexpr int kOnnxFloat = 1, kOnnxInt64 = 7;  // TensorProto.DataType
-constexpr int kOnnxAttributeFloat = 1, kOnnxAttributeInt = 2,
+constexpr int kOnnxAttributeFloat = 1, kOnnxAttributeInt = 2, kOnnxAttributeString = 3,
               kOnnxAttributeInts = 7;  // AttributeType
 
 class OnnxGraph {
  public:
   // `attributes`: (name, ints) pairs, INT or INTS as ONNX declares the name;
   // `floats`: FLOAT attributes.
-  // `more_outputs`: a second and later output (LSTM's Y_h).
+  // `more_outputs`: a second and later output (LSTM's Y_h); `strings`: STRING
+  // attributes (LSTM's direction).
   void Node(const std::string& op, const std::vector<std::string>& inputs,
             const std::string& output,
             const std::vector<std::pair<std::string, std::vector<int64_t>>>& attributes = {},
             const std::vector<std::pair<std::string, float>>& floats = {},
-            const std::vector<std::string>& more_outputs = {}) {
+            const std::vector<std::string>& more_outputs = {},
+            const std::vector<std::pair<std::string, std::string>>& strings = {}) {
     WireWriter node;
     for (const std::string& in : inputs) node.Bytes(1, in);
     node.Bytes(2, output);
@@ -61,6 +63,13 @@ class OnnxGraph {
       a.Bytes(1, name);
       a.Float(2, value);
       a.Varint(20, kOnnxAttributeFloat);
+      node.Bytes(5, a.data());
+    }
+    for (const auto& [name, value] : strings) {
+      WireWriter a;
+      a.Bytes(1, name);
+      a.Bytes(4, value);
+      a.Varint(20, kOnnxAttributeString);
       node.Bytes(5, a.data());
     }
     graph_.Bytes(1, node.data());
