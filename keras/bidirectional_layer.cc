@@ -47,15 +47,22 @@ absl::StatusOr<std::unique_ptr<Layer>> ReversedCopy(const Layer& layer) {
 
 class BidirectionalLayer : public Layer {
  public:
+  // Keras' Bidirectional takes its layer's trainable.
   BidirectionalLayer(std::unique_ptr<Layer> layer, std::string merge_mode)
-      : forward_(std::move(layer)), merge_mode_(std::move(merge_mode)) {}
+      : forward_(std::move(layer)), merge_mode_(std::move(merge_mode)) {
+    trainable_ = forward_->trainable();
+  }
   std::string type() const override { return "Bidirectional"; }
   nlohmann::json keras_config() const override {
     nlohmann::json inner = forward_->keras_config();
     inner["name"] = inner_name_;
-    inner["trainable"] = true;
+    inner["trainable"] = trainable_;
     inner["dtype"] = "float32";
-    return {{"layer", {{"class_name", forward_->type()}, {"config", inner}}},
+    return {{"layer",
+             {{"module", "keras.layers"},
+              {"class_name", forward_->type()},
+              {"config", inner},
+              {"registered_name", nullptr}}},
             {"merge_mode", merge_mode_}};
   }
   std::string config() const override {
@@ -69,11 +76,11 @@ class BidirectionalLayer : public Layer {
   }
   void set_replica(int64_t replica) override {
     forward_->set_replica(replica);
-    backward_->set_replica(replica);
+    if (backward_ != nullptr) backward_->set_replica(replica);
   }
   void set_training_step(int64_t step) override {
     forward_->set_training_step(step);
-    backward_->set_training_step(step);
+    if (backward_ != nullptr) backward_->set_training_step(step);
   }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
@@ -89,6 +96,8 @@ class BidirectionalLayer : public Layer {
       }
       RW_ASSIGN_OR_RETURN(backward_, ReversedCopy(*forward_));
       inner_name_ = forward_->name().empty() ? SnakeCase(forward_->type()) : forward_->name();
+      // Keras 3 saves the wrapped layer as "forward_lstm" and strips the prefix.
+      if (inner_name_.rfind("forward_", 0) == 0) inner_name_ = inner_name_.substr(8);
       forward_->set_name(absl::StrCat(name_, "/forward_", inner_name_));
       backward_->set_name(absl::StrCat(name_, "/backward_", inner_name_));
       sublayers_ = {forward_.get(), backward_.get()};

@@ -11,6 +11,7 @@
 #include "keras/keras_archive.h"
 #include "keras/saved_model.h"
 #include "keras/sequential.h"
+#include "kernels/kernel_context.h"
 #include "testing/temp_dir.h"
 
 namespace ringwork {
@@ -29,6 +30,17 @@ Batch Steps(bool padded) {
   }
   batch.labels = {0, 2, 1, 2};
   return batch;
+}
+
+// [4, 5, 2] examples with their steps last to first.
+Tensor ReversedSteps(const Tensor& x) {
+  Tensor reversed = x;
+  for (int64_t b = 0; b < 4; ++b) {
+    for (int64_t t = 0; t < 5; ++t) {
+      for (int64_t f = 0; f < 2; ++f) reversed[(b * 5 + t) * 2 + f] = x[(b * 5 + 4 - t) * 2 + f];
+    }
+  }
+  return reversed;
 }
 
 TEST_CASE("Bidirectional: weights, and gradients by finite differences for each merge mode",
@@ -67,13 +79,7 @@ TEST_CASE("Bidirectional: weights, and gradients by finite differences for each 
 TEST_CASE("go_backwards reads the steps last to first; zero_output_for_mask zeroes masked steps",
           "[sequence][bidirectional]") {
   const Batch batch = Steps(true);
-  Tensor reversed = batch.features;
-  for (int64_t b = 0; b < 4; ++b) {
-    for (int64_t t = 0; t < 5; ++t) {
-      for (int64_t f = 0; f < 2; ++f)
-        reversed[(b * 5 + t) * 2 + f] = batch.features[(b * 5 + 4 - t) * 2 + f];
-    }
-  }
+  const Tensor reversed = ReversedSteps(batch.features);
   for (bool masked : {false, true}) {
     Sequential backwards, plain;
     if (masked) backwards.Add(Masking());
@@ -102,6 +108,50 @@ TEST_CASE("go_backwards reads the steps last to first; zero_output_for_mask zero
   Tensor& readout = zeroed.variables()[zeroed.variables().size() - 2]->value;
   for (int64_t i = 0; i < readout.size(); ++i) readout[i] *= 4.f;
   CheckGradientsByFiniteDifferences(zeroed, batch, 1);
+}
+
+// `layer` built for [5, 2] and run on `x` with `mask` (or none): its outputs.
+Tensor RunAlone(Layer& layer, const Tensor& x, const std::vector<uint8_t>* mask, uint64_t seed) {
+  KernelContext k({1, Precision::kFloat32});
+  layer.set_name("rnn");
+  REQUIRE(layer.Build({5, 2}, BuildContext{seed}).ok());
+  layer.set_input_mask(mask == nullptr ? nullptr : mask->data());
+  Tensor y;
+  REQUIRE(layer.Forward(k, x, &y, false).ok());
+  return y;
+}
+
+TEST_CASE("a go_backwards layer's outputs run in the order it computed them; zeros for a mask",
+          "[sequence][bidirectional]") {
+  const Batch batch = Steps(false);
+  const Tensor reversed = ReversedSteps(batch.features);
+  auto backwards = LSTM(3, {.return_sequences = true, .go_backwards = true});
+  auto plain = LSTM(3, {.return_sequences = true});
+  const Tensor a = RunAlone(*backwards, batch.features, nullptr, 5);
+  const Tensor b =
+      RunAlone(*plain, reversed, nullptr, 5);  // The same seed and names: same weights.
+  for (int64_t i = 0; i < a.size(); ++i) CHECK(a[i] == Approx(b[i]).epsilon(1e-6));
+  // Example e keeps steps t with (t + e) % 3 != 0.
+  std::vector<uint8_t> mask(20);
+  for (int64_t i = 0; i < 20; ++i) mask[i] = (i % 5 + i / 5) % 3 != 0;
+  for (bool go_backwards : {false, true}) {
+    auto zeroed = GRU(
+        3, {.return_sequences = true, .go_backwards = go_backwards, .zero_output_for_mask = true});
+    auto held = GRU(3, {.return_sequences = true, .go_backwards = go_backwards});
+    const Tensor z = RunAlone(*zeroed, batch.features, &mask, 9);
+    const Tensor h = RunAlone(*held, batch.features, &mask, 9);
+    for (int64_t e = 0; e < 4; ++e) {
+      for (int64_t t = 0; t < 5; ++t) {  // Output t is step t, or 4 - t going backwards.
+        const bool kept = mask[e * 5 + (go_backwards ? 4 - t : t)] != 0;
+        for (int64_t u = 0; u < 3; ++u) {
+          const int64_t i = (e * 5 + t) * 3 + u;
+          INFO("example " << e << ", output " << t << (go_backwards ? ", backwards" : ""));
+          CHECK(z[i] == (kept ? h[i] : 0.f));
+          if (!kept && t > 0) CHECK(h[i] == h[i - 3]);  // Held: the previous output.
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("Bidirectional goes into a .keras archive and back; wrapping a non-recurrent layer fails",

@@ -35,11 +35,15 @@ absl::Status NeedRank(const std::string& layer, int rank, const Shape& input) {
 nlohmann::json PerAxis(int rank, int64_t value) {
   return rank == 2 ? nlohmann::json{value, value} : nlohmann::json{value};
 }
+nlohmann::json PerAxis(int rank, const HeightWidth& value) {
+  return rank == 2 ? nlohmann::json{value.height, value.width} : nlohmann::json{value.width};
+}
 
 class ConvLayer : public Layer {
  public:
-  ConvLayer(int rank, int64_t filters, int64_t kernel_size, Conv2DOptions options)
-      : rank_(rank), filters_(filters), kernel_size_(kernel_size), options_(std::move(options)) {}
+  // A Conv1D's sizes are its HeightWidths' widths (its height is 1).
+  ConvLayer(int rank, int64_t filters, HeightWidth kernel_size, Conv2DOptions options)
+      : rank_(rank), filters_(filters), kernel_(kernel_size), options_(std::move(options)) {}
   std::string type() const override { return rank_ == 2 ? "Conv2D" : "Conv1D"; }
   std::string activation_name() const override {
     // Before Build, as given.
@@ -48,8 +52,9 @@ class ConvLayer : public Layer {
   }
   nlohmann::json keras_config() const override {
     nlohmann::json c = {{"filters", filters_},
-                        {"kernel_size", PerAxis(rank_, kernel_size_)},
+                        {"kernel_size", PerAxis(rank_, kernel_)},
                         {"strides", PerAxis(rank_, options_.strides)},
+                        {"dilation_rate", PerAxis(rank_, options_.dilation_rate)},
                         {"padding", options_.padding},
                         {"activation", activation_.name()},
                         {"use_bias", options_.use_bias}};
@@ -61,31 +66,43 @@ class ConvLayer : public Layer {
     RW_RETURN_IF_ERROR(NeedRank(name_, rank_, input));
     RW_ASSIGN_OR_RETURN(activation_, ActivationFunction::Parse(options_.activation));
     RW_ASSIGN_OR_RETURN(Padding padding, ParsePadding(name_, options_.padding));
-    const int64_t height = rank_ == 2 ? input[0] : 1, kernel_height = rank_ == 2 ? kernel_size_ : 1,
-                  stride_height = rank_ == 2 ? options_.strides : 1;
-    const int64_t channels = input.back();
-    shape_ = Conv2DShape{1,
-                         height,
-                         input[input.size() - 2],
-                         channels,
-                         filters_,
-                         kernel_height,
-                         kernel_size_,
-                         stride_height,
-                         options_.strides,
-                         padding};
-    if (filters_ <= 0 || kernel_size_ <= 0 || options_.strides <= 0 || shape_.rows().out <= 0 ||
-        shape_.cols().out <= 0) {
+    const HeightWidth &strides = options_.strides, &dilation = options_.dilation_rate;
+    if (rank_ == 1 && !(strides.height == strides.width && dilation.height == dilation.width)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": a Conv1D's strides and dilation_rate are one number each"));
+    }
+    const bool both = strides.height > 1 || strides.width > 1;
+    if (both && (dilation.height > 1 || dilation.width > 1)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          name_, ": ", filters_, " filters of ", rank_ == 2 ? absl::StrCat(kernel_size_, "x") : "",
-          kernel_size_, " with stride ", options_.strides, " and ", options_.padding,
+          name_, ": strides and dilation_rate above 1 together are refused, as Keras does"));
+    }
+    const int64_t channels = input.back();
+    shape_ = Conv2DShape{.batch = 1,
+                         .height = rank_ == 2 ? input[0] : 1,
+                         .width = input[input.size() - 2],
+                         .in_channels = channels,
+                         .out_channels = filters_,
+                         .kernel_h = rank_ == 2 ? kernel_.height : 1,
+                         .kernel_w = kernel_.width,
+                         .stride_h = rank_ == 2 ? strides.height : 1,
+                         .stride_w = strides.width,
+                         .padding = padding,
+                         .dilation_h = rank_ == 2 ? dilation.height : 1,
+                         .dilation_w = dilation.width};
+    if (filters_ <= 0 || shape_.kernel_h <= 0 || shape_.kernel_w <= 0 || shape_.stride_h <= 0 ||
+        shape_.stride_w <= 0 || shape_.dilation_h <= 0 || shape_.dilation_w <= 0 ||
+        shape_.rows().out <= 0 || shape_.cols().out <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, ": ", filters_, " filters of ", Size(shape_.kernel_h, shape_.kernel_w),
+          " with stride ", Size(shape_.stride_h, shape_.stride_w), ", dilation ",
+          Size(shape_.dilation_h, shape_.dilation_w), " and ", options_.padding,
           " padding do not fit a ", ShapeString(input), " input"));
     }
-    Shape kernel_shape = {kernel_size_, channels, filters_};
-    if (rank_ == 2) kernel_shape.insert(kernel_shape.begin(), kernel_size_);
+    Shape kernel_shape = {kernel_.width, channels, filters_};
+    if (rank_ == 2) kernel_shape.insert(kernel_shape.begin(), kernel_.height);
     RW_RETURN_IF_ERROR(CheckWeightOptions(name_, options_));
     Variable* kernel = AddVariable("kernel", kernel_shape);
-    const int64_t window = kernel_height * kernel_size_;
+    const int64_t window = shape_.kernel_h * shape_.kernel_w;
     Initialize(options_.kernel_initializer, "glorot_uniform", kernel->value, window * channels,
                window * filters_, ctx.seed, kernel->name);
     Regularize(options_.kernel_regularizer, kernel);
@@ -147,9 +164,14 @@ class ConvLayer : public Layer {
   }
 
   const float* bias() const { return bias_ != nullptr ? bias_->value.data() : zero_bias_.data(); }
+  // "3" (a Conv1D's), "3x3".
+  std::string Size(int64_t height, int64_t width) const {
+    return rank_ == 2 ? absl::StrCat(height, "x", width) : absl::StrCat(width);
+  }
 
   const int rank_;
-  const int64_t filters_, kernel_size_;
+  const int64_t filters_;
+  const HeightWidth kernel_;
   const Conv2DOptions options_;
   Conv2DShape shape_;
   Variable* bias_ = nullptr;             // None with use_bias=false.
@@ -232,7 +254,7 @@ class PoolLayer : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> Conv2D(int64_t filters, int64_t kernel_size, Conv2DOptions options) {
+std::unique_ptr<Layer> Conv2D(int64_t filters, HeightWidth kernel_size, Conv2DOptions options) {
   return std::make_unique<ConvLayer>(2, filters, kernel_size, std::move(options));
 }
 std::unique_ptr<Layer> Conv1D(int64_t filters, int64_t kernel_size, Conv2DOptions options) {

@@ -154,8 +154,6 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
         (type.find("Conv") != std::string::npos || type.find("Pooling") != std::string::npos)) {
       node.config["data_format"] = "channels_last";
     }
-    if (type == "Conv2D") node.config["dilation_rate"] = {1, 1};
-    if (type == "Conv1D") node.config["dilation_rate"] = {1};
     for (int a : model.inputs_[l]) {
       node.inbound.push_back(source[static_cast<size_t>(a)]);
       node.inbound_shapes.push_back(shape[static_cast<size_t>(a)]);

@@ -56,7 +56,7 @@ TEST_CASE("TF.js layers models load with their weights and predict as TF.js does
         std::pair{"gru_sequences", "mse"}, std::pair{"simple_rnn", "mse"},
         std::pair{"masked_recurrent", "sparse_categorical_crossentropy"},
         std::pair{"masking", "mse"}, std::pair{"bidirectional", "mse"},
-        std::pair{"bidirectional_merges", "mse"}}) {
+        std::pair{"bidirectional_merges", "mse"}, std::pair{"dilated", "mse"}}) {
     INFO(name);
     const std::string model_dir = dir + "/" + name;
     absl::StatusOr<Model> model = ModelFromKerasJson(ReadFile(model_dir + "/model.json"));
@@ -138,8 +138,8 @@ TEST_CASE("what Ringwork cannot honour is refused, naming its JSON path", "[kera
        "is not supported"},
       {R"({"class_name": "Dense", "config": {"units": 2, "trainable": "no"}})",
        "$.config.layers[1].config.trainable: \"no\" is not true or false"},
-      {R"({"class_name": "Conv2D", "config": {"filters": 2, "kernel_size": [3, 1]}})",
-       "$.config.layers[1].config.kernel_size: [3,1]: Ringwork takes square windows"},
+      {R"({"class_name": "Conv2D", "config": {"filters": 2, "kernel_size": [3, 1, 2]}})",
+       "$.config.layers[1].config.kernel_size: [3,1,2]: not 2 whole numbers"},
       {R"({"class_name": "Dense", "config": {"units": 2, "activation": "selu"}})",
        "$.config.layers[1].config.activation: activation selu"},
   };

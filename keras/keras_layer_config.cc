@@ -63,6 +63,21 @@ class ConfigReader {
     return Refuse(At(key), absl::StrCat(v.dump(), rank == 2 ? ": Ringwork takes square windows"
                                                             : ": not one window size"));
   }
+  // A size along each of `rank` axes (Keras' kernel_size, strides, dilation_rate):
+  // k (every axis), or a list of `rank` numbers.
+  absl::StatusOr<HeightWidth> PerAxis(const std::string& key, int64_t fallback, size_t rank) {
+    used_.insert(key);
+    if (!config_.contains(key) || config_[key].is_null()) return HeightWidth(fallback);
+    const Json& v = config_[key];
+    if (v.is_number_integer()) return HeightWidth(v.get<int64_t>());
+    if (v.is_array() && v.size() == rank &&
+        std::all_of(v.begin(), v.end(), [](const Json& e) { return e.is_number_integer(); })) {
+      return rank == 2 ? HeightWidth(v[0].get<int64_t>(), v[1].get<int64_t>())
+                       : HeightWidth(v[0].get<int64_t>());
+    }
+    return Refuse(At(key),
+                  absl::StrCat(v.dump(), ": not ", rank, " whole number", rank == 2 ? "s" : ""));
+  }
   // `key` is absent, null, or one of `allowed`.
   absl::Status Only(const std::string& key, const std::vector<Json>& allowed) {
     used_.insert(key);
@@ -230,13 +245,23 @@ absl::StatusOr<std::unique_ptr<Layer>> BidirectionalFrom(ConfigReader& r) {
   RW_ASSIGN_OR_RETURN(std::unique_ptr<Layer> wrapped,
                       LayerFromKerasConfig(inner_type, inner["config"], r.At("layer")));
   RW_ASSIGN_OR_RETURN(const Json backward, r.Get<Json>("backward_layer", Json()));
-  if (!backward.is_null() &&
-      (!backward.is_object() || backward.value("class_name", "") != inner_type ||
-       !backward.contains("config") || !backward["config"].is_object() ||
-       backward["config"].value("go_backwards", false) ==
-           inner["config"].value("go_backwards", false))) {
-    return Refuse(r.At("backward_layer"),
-                  "a backward layer other than the wrapped layer's reversed copy is not supported");
+  if (!backward.is_null()) {
+    // Keras 3 writes it always: it must be the wrapped layer's copy, reversed.
+    const auto settings = [](const Json& layer) {
+      Json c = layer.is_object() && layer.contains("config") ? layer["config"] : Json();
+      if (!c.is_object()) return Json();
+      for (const char* key : {"name", "go_backwards", "trainable", "dtype", "seed"}) c.erase(key);
+      return Json{{"class_name", layer.value("class_name", "")}, {"config", c}};
+    };
+    const bool reversed = backward.is_object() && backward.contains("config") &&
+                          backward["config"].is_object() &&
+                          backward["config"].value("go_backwards", false) !=
+                              inner["config"].value("go_backwards", false);
+    if (!reversed || settings(backward) != settings(inner)) {
+      return Refuse(r.At("backward_layer"),
+                    "a backward layer other than the wrapped layer's copy running the other way is "
+                    "not supported");
+    }
   }
   RW_ASSIGN_OR_RETURN(const std::string merge_mode, r.Get<std::string>("merge_mode", "concat"));
   return Bidirectional(std::move(wrapped), merge_mode);
@@ -342,19 +367,21 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerFromKerasConfig(const std::string& t
   } else if (type == "Conv2D" || type == "Conv1D") {
     const size_t rank = type == "Conv2D" ? 2 : 1;
     RW_ASSIGN_OR_RETURN(const int64_t filters, r.Get<int64_t>("filters", 0));
-    RW_ASSIGN_OR_RETURN(const int64_t kernel, r.Square("kernel_size", 0, rank));
-    RW_ASSIGN_OR_RETURN(const int64_t strides, r.Square("strides", 1, rank));
-    RW_ASSIGN_OR_RETURN(const int64_t dilation, r.Square("dilation_rate", 1, rank));
-    if (dilation != 1) return Refuse(r.At("dilation_rate"), "dilation is not supported");
+    RW_ASSIGN_OR_RETURN(const HeightWidth kernel, r.PerAxis("kernel_size", 0, rank));
+    RW_ASSIGN_OR_RETURN(const HeightWidth strides, r.PerAxis("strides", 1, rank));
+    RW_ASSIGN_OR_RETURN(const HeightWidth dilation, r.PerAxis("dilation_rate", 1, rank));
     RW_ASSIGN_OR_RETURN(const std::string padding, r.Get<std::string>("padding", "valid"));
     RW_ASSIGN_OR_RETURN(const std::string activation, Activation(r, "activation"));
     RW_ASSIGN_OR_RETURN(const bool use_bias, r.Get<bool>("use_bias", true));
     RW_RETURN_IF_ERROR(r.Only("data_format", {"channels_last"}));
     RW_RETURN_IF_ERROR(r.Only("groups", {1}));
-    Conv2DOptions options{
-        .strides = strides, .padding = padding, .activation = activation, .use_bias = use_bias};
+    Conv2DOptions options{.strides = strides,
+                          .dilation_rate = dilation,
+                          .padding = padding,
+                          .activation = activation,
+                          .use_bias = use_bias};
     RW_RETURN_IF_ERROR(ReadWeightOptions(r, &options));
-    layer = rank == 2 ? Conv2D(filters, kernel, options) : Conv1D(filters, kernel, options);
+    layer = rank == 2 ? Conv2D(filters, kernel, options) : Conv1D(filters, kernel.width, options);
   } else if (type == "MaxPooling2D" || type == "AveragePooling2D" || type == "MaxPooling1D" ||
              type == "AveragePooling1D") {
     const size_t rank = type.back() == 'D' && type[type.size() - 2] == '2' ? 2 : 1;

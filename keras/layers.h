@@ -35,8 +35,18 @@ struct DenseOptions {
 };
 std::unique_ptr<Layer> Dense(int64_t units, DenseOptions options = {});
 
+// A size along each spatial axis: Conv2D(16, 3) (3 x 3) or Conv2D(16, {3, 1}).
+struct HeightWidth {
+  HeightWidth(int64_t both) : height(both), width(both) {}  // NOLINT: 3 means 3 x 3.
+  HeightWidth(int64_t height, int64_t width) : height(height), width(width) {}
+  bool operator==(const HeightWidth& o) const { return height == o.height && width == o.width; }
+  int64_t height, width;
+};
+
 struct Conv2DOptions {
-  int64_t strides = 1;
+  HeightWidth strides = 1;
+  // Keras' dilation_rate: the kernel's taps this far apart (1: next to each other).
+  HeightWidth dilation_rate = 1;
   std::string padding = "valid";  // or "same"
   std::string activation;
   bool use_bias = true;
@@ -44,9 +54,9 @@ struct Conv2DOptions {
   Initializer bias_initializer;    // Default zeros.
   Regularizer kernel_regularizer, bias_regularizer;
 };
-std::unique_ptr<Layer> Conv2D(int64_t filters, int64_t kernel_size, Conv2DOptions options = {});
+std::unique_ptr<Layer> Conv2D(int64_t filters, HeightWidth kernel_size, Conv2DOptions options = {});
 // Keras' Conv1D over [steps, channels] (a [kernel_size, channels, filters] kernel);
-// the options as Conv2D's, along the one axis.
+// the options as Conv2D's, along the one axis (strides and dilation_rate one number).
 std::unique_ptr<Layer> Conv1D(int64_t filters, int64_t kernel_size, Conv2DOptions options = {});
 
 struct PoolOptions {

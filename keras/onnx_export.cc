@@ -57,24 +57,31 @@ void ChannelsFirst(OnnxGraph* g, const std::string& op, std::vector<std::string>
           {{"perm", image ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1}}});
 }
 
-// The convolutions' and pools' kernel_shape, strides and pads from their Keras
-// config, per spatial axis of `in` (1 or 2).
+// The convolutions' and pools' kernel_shape, strides, dilations and pads from
+// their Keras config, per spatial axis of `in` (1 or 2).
 std::vector<std::pair<std::string, std::vector<int64_t>>> WindowAttributes(
     const nlohmann::json& config, const std::string& size_key, const Shape& in, const Shape& out) {
-  const int64_t k = config[size_key][0].get<int64_t>(),
-                stride = config["strides"][0].get<int64_t>();
   const size_t axes = in.size() - 1;
+  const auto values = [&](const char* key) {
+    std::vector<int64_t> v(axes, 1);
+    for (size_t a = 0; a < axes && config.contains(key); ++a) v[a] = config[key][a].get<int64_t>();
+    return v;
+  };
+  const std::vector<int64_t> k = values(size_key.c_str()), stride = values("strides"),
+                             dilation = values("dilation_rate");
   std::vector<int64_t> begins, ends;
   for (size_t a = 0; a < axes; ++a) {
-    const auto pads = config["padding"] == "same" ? SamePads(in[a], out[a], k, stride)
+    const int64_t span = (k[a] - 1) * dilation[a] + 1;
+    const auto pads = config["padding"] == "same" ? SamePads(in[a], out[a], span, stride[a])
                                                   : std::pair<int64_t, int64_t>{0, 0};
     begins.push_back(pads.first);
     ends.push_back(pads.second);
   }
   begins.insert(begins.end(), ends.begin(), ends.end());
-  return {{"kernel_shape", std::vector<int64_t>(axes, k)},
-          {"strides", std::vector<int64_t>(axes, stride)},
-          {"pads", begins}};
+  std::vector<std::pair<std::string, std::vector<int64_t>>> attributes = {
+      {"kernel_shape", k}, {"strides", stride}, {"pads", begins}};
+  if (config.contains("dilation_rate")) attributes.push_back({"dilations", dilation});
+  return attributes;
 }
 
 // Keras' [height, width, in, out] kernel as ONNX's [out, in, height, width]; a

@@ -128,6 +128,19 @@ TEST_CASE("a CNN with batch normalization, both paddings, strides and both pools
                           FreshTestDir("onnx_cnn"));
 }
 
+TEST_CASE("rectangular kernels and strides, and dilated convolutions, export", "[onnx]") {
+  SymbolicTensor x = Input({9, 8, 2});
+  SymbolicTensor h = Apply(
+      Conv2D(4, {3, 2}, {.dilation_rate = {2, 3}, .padding = "same", .activation = "relu"}), x);
+  h = Apply(Conv2D(3, {1, 3}, {.strides = {2, 1}}), h);  // [5, 6, 3]
+  h = Apply(Conv1D(2, 3, {.dilation_rate = 4, .padding = "same"}), Apply(Reshape({30, 3}), h));
+  Model model(x, Apply(Dense(3, {.activation = "softmax"}), Apply(Flatten(), h)));
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  TrainFewSteps(model, DeterministicInputs({12, 9, 8, 2}), 3);
+  CheckAgainstOnnxRuntime(model, DeterministicInputs({5, 9, 8, 2}), "dense",
+                          FreshTestDir("onnx_dilated"));
+}
+
 TEST_CASE("1D convolutions and pools, and global pools, export", "[onnx]") {
   SymbolicTensor x = Input({11, 3});
   SymbolicTensor h = Apply(Conv1D(4, 3, {.padding = "same", .activation = "relu"}), x);

@@ -45,8 +45,8 @@ class OnnxGraph {
     for (const auto& [name, values] : attributes) {
       WireWriter a;
       // ONNX's list attributes stay lists with one value.
-      static const std::set<std::string> lists = {"axes", "kernel_shape", "pads", "perm",
-                                                  "strides"};
+      static const std::set<std::string> lists = {"axes", "dilations", "kernel_shape",
+                                                  "pads", "perm",      "strides"};
       const bool list = lists.count(name) > 0;
       a.Bytes(1, name);
       if (values.size() == 1 && !list) {

@@ -50,6 +50,37 @@ TEST_CASE("Conv1D, MaxPooling1D, AveragePooling1D and global pools: Keras' shape
   }
 }
 
+TEST_CASE("rectangular and dilated convolutions: Keras' shapes, gradients, what Keras refuses",
+          "[sequence][conv]") {
+  Sequential model;
+  model.Add(Conv2D(3, {3, 2}, {.dilation_rate = {2, 1}, .activation = "tanh"}));  // -> [3, 4, 3]
+  model.Add(Conv2D(2, {1, 2}, {.strides = {1, 2}, .padding = "same"}));           // -> [3, 2, 2]
+  model.Add(Reshape({6, 2}));
+  model.Add(Conv1D(2, 2, {.dilation_rate = 3}));  // -> [3, 2]
+  model.Add(Flatten());
+  model.Add(Dense(3));
+  REQUIRE(model.Compile(FrozenSgd()).ok());
+  REQUIRE(model.Build({7, 5, 2}).ok());
+  CHECK(model.variables()[0]->value.shape() == Shape{3, 2, 2, 3});
+  CHECK(model.variables()[2]->value.shape() == Shape{1, 2, 3, 2});
+  PerturbWeights(model, 0.2f);
+  CheckGradientsByFiniteDifferences(model, SequenceBatch({7, 5, 2}), 1);
+  // Each refused: the layer, its input, the message.
+  const auto refused = [](std::unique_ptr<Layer> layer, const Shape& input) {
+    Sequential model;
+    model.Add(std::move(layer));
+    REQUIRE(model.Compile(FrozenSgd()).ok());
+    return std::string(model.Build(input).message());
+  };
+  CHECK_THAT(refused(Conv2D(2, 3, {.strides = 2, .dilation_rate = 2}), {6, 6, 2}),
+             Catch::Contains("strides and dilation_rate above 1 together are refused, as Keras"));
+  CHECK_THAT(refused(Conv1D(2, 3, {.strides = {1, 2}}), {6, 2}),
+             Catch::Contains("strides and dilation_rate are one number"));
+  CHECK_THAT(refused(Conv2D(2, {5, 1}, {.dilation_rate = 2}), {6, 6, 2}),
+             Catch::Contains(
+                 "2 filters of 5x1 with stride 1x1, dilation 2x2 and valid padding do not fit"));
+}
+
 TEST_CASE("GlobalMaxPooling2D: the largest value of each channel; ties share the gradient",
           "[sequence]") {
   Sequential model;
@@ -197,7 +228,8 @@ TEST_CASE("1D layers refuse inputs that are not sequences, naming the shape", "[
   wide.Add(Conv1D(2, 5));
   REQUIRE(wide.Compile(FrozenSgd()).ok());
   CHECK_THAT(std::string(wide.Build({3, 2}).message()),
-             Catch::Contains("2 filters of 5 with stride 1 and valid padding do not fit a [3, 2]"));
+             Catch::Contains(
+                 "2 filters of 5 with stride 1, dilation 1 and valid padding do not fit a [3, 2]"));
 }
 
 }  // namespace

@@ -98,6 +98,19 @@ TEST_CASE("1D convolutions and pools, and global pools, export to TF.js", "[tfjs
   CheckAgainstTfjs(model, DeterministicInputs({5, 11, 3}), "tfjs_sequence");
 }
 
+TEST_CASE("rectangular and dilated convolutions export to TF.js", "[tfjs]") {
+  Sequential model;
+  model.Add(Conv2D(4, {3, 2}, {.dilation_rate = {2, 3}, .padding = "same", .activation = "relu"}));
+  model.Add(Conv2D(3, {1, 3}, {.strides = {2, 1}}));  // [5, 6, 3]
+  model.Add(Reshape({30, 3}));
+  model.Add(Conv1D(2, 3, {.dilation_rate = 4}));
+  model.Add(Flatten());
+  model.Add(Dense(3, {.activation = "softmax"}));
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  TrainFewSteps(model, DeterministicInputs({12, 9, 8, 2}), 3);
+  CheckAgainstTfjs(model, DeterministicInputs({4, 9, 8, 2}), "tfjs_dilated");
+}
+
 TEST_CASE("Embedding, LSTM and GRU export to TF.js", "[tfjs]") {
   Sequential model;
   model.Add(Embedding(12, 4));

@@ -14,10 +14,11 @@ struct Geometry {
     weights = {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w};
     dst = {s.batch, s.out_channels, r.out, c.out};
     strides = {s.stride_h, s.stride_w};
+    dilates = {s.dilation_h - 1, s.dilation_w - 1};  // oneDNN counts the gaps.
     pad_l = {r.pad_before, c.pad_before};
     pad_r = {r.pad_after, c.pad_after};
   }
-  Dims src, weights, dst, strides, pad_l, pad_r;
+  Dims src, weights, dst, strides, dilates, pad_l, pad_r;
 };
 
 }  // namespace
@@ -26,10 +27,12 @@ absl::StatusOr<std::unique_ptr<Conv2DKernel>> Conv2DKernel::Create(KernelContext
                                                                    Conv2DShape shape) {
   if (shape.batch <= 0 || shape.in_channels <= 0 || shape.out_channels <= 0 ||
       shape.kernel_h <= 0 || shape.kernel_w <= 0 || shape.stride_h <= 0 || shape.stride_w <= 0 ||
-      shape.rows().out <= 0 || shape.cols().out <= 0) {
+      shape.dilation_h <= 0 || shape.dilation_w <= 0 || shape.rows().out <= 0 ||
+      shape.cols().out <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("conv2d: a ", shape.kernel_h, "x", shape.kernel_w, " kernel with stride ",
-                     shape.stride_h, "x", shape.stride_w, " and ", PaddingName(shape.padding),
+                     shape.stride_h, "x", shape.stride_w, ", dilation ", shape.dilation_h, "x",
+                     shape.dilation_w, " and ", PaddingName(shape.padding),
                      " padding does not fit a ", shape.height, "x", shape.width, " input"));
   }
   std::unique_ptr<Conv2DKernel> kernel(new Conv2DKernel(shape));
@@ -46,7 +49,7 @@ absl::Status Conv2DKernel::Init(KernelContext& ctx) {
   const DnnlType in = ctx.bf16() ? DnnlType::bf16 : f32;
   const Geometry g(s);
   const Dims &src_dims = g.src, &w_dims = g.weights, &dst_dims = g.dst;
-  const Dims &strides = g.strides, &pad_l = g.pad_l, &pad_r = g.pad_r;
+  const Dims &strides = g.strides, &dilates = g.dilates, &pad_l = g.pad_l, &pad_r = g.pad_r;
   const auto algorithm = dnnl::algorithm::convolution_direct;
   try {
     const auto x_user = Md(src_dims, f32, Tag::nhwc), y_user = Md(dst_dims, f32, Tag::nhwc);
@@ -56,7 +59,7 @@ absl::Status Conv2DKernel::Init(KernelContext& ctx) {
 
     dnnl::convolution_forward::primitive_desc fwd(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, x_in, w_any,
-                                        bias, y_user, strides, pad_l, pad_r),
+                                        bias, y_user, strides, dilates, pad_l, pad_r),
         engine);
     forward_ = dnnl::convolution_forward(fwd);
     RW_RETURN_IF_ERROR(fwd_x_.Init(engine, x_user, fwd.src_desc(), Staged::kInput));
@@ -65,8 +68,8 @@ absl::Status Conv2DKernel::Init(KernelContext& ctx) {
     RW_RETURN_IF_ERROR(fwd_y_.Init(engine, y_user, fwd.dst_desc(), Staged::kOutput));
 
     dnnl::convolution_backward_data::primitive_desc bd(
-        dnnl::convolution_backward_data::desc(algorithm, x_user, w_any, dy_in, strides, pad_l,
-                                              pad_r),
+        dnnl::convolution_backward_data::desc(algorithm, x_user, w_any, dy_in, strides, dilates,
+                                              pad_l, pad_r),
         engine, fwd);
     backward_data_ = dnnl::convolution_backward_data(bd);
     RW_RETURN_IF_ERROR(bd_dy_.Init(engine, y_user, bd.diff_dst_desc(), Staged::kInput));
@@ -75,7 +78,7 @@ absl::Status Conv2DKernel::Init(KernelContext& ctx) {
 
     dnnl::convolution_backward_weights::primitive_desc bw(
         dnnl::convolution_backward_weights::desc(algorithm, x_in, dw_any, bias, dy_in, strides,
-                                                 pad_l, pad_r),
+                                                 dilates, pad_l, pad_r),
         engine, fwd);
     backward_weights_ = dnnl::convolution_backward_weights(bw);
     RW_RETURN_IF_ERROR(bw_x_.Init(engine, x_user, bw.src_desc(), Staged::kInput));
@@ -122,7 +125,7 @@ absl::Status Conv2DKernel::ForwardInference(KernelContext& ctx, const float* x, 
           dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                           dnnl::algorithm::convolution_direct,
                                           Md(g.src, in, Tag::nhwc), Md(g.weights, in, Tag::any), b,
-                                          y_user, g.strides, g.pad_l, g.pad_r),
+                                          y_user, g.strides, g.dilates, g.pad_l, g.pad_r),
           attr, engine);
       // The primitive only once its staging is whole: a failure leaves none.
       inference_.reset();

@@ -28,9 +28,15 @@ struct Conv2DShape {
   int64_t out_channels = 0, kernel_h = 0, kernel_w = 0;
   int64_t stride_h = 1, stride_w = 1;
   Padding padding = Padding::kValid;
+  // Keras' dilation_rate: the kernel's taps d apart, spanning (k - 1) d + 1 inputs.
+  int64_t dilation_h = 1, dilation_w = 1;
 
-  Window1D rows() const { return ComputeWindow(height, kernel_h, stride_h, padding); }
-  Window1D cols() const { return ComputeWindow(width, kernel_w, stride_w, padding); }
+  Window1D rows() const {
+    return ComputeWindow(height, (kernel_h - 1) * dilation_h + 1, stride_h, padding);
+  }
+  Window1D cols() const {
+    return ComputeWindow(width, (kernel_w - 1) * dilation_w + 1, stride_w, padding);
+  }
   double ForwardFlops() const {
     return 2.0 * batch * rows().out * cols().out * out_channels * kernel_h * kernel_w * in_channels;
   }

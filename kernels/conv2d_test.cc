@@ -20,6 +20,10 @@ std::vector<Conv2DShape> Shapes() {
       {2, 10, 7, 3, 2, 3, 2, 2, 3, Padding::kValid},
       {4, 28, 28, 1, 16, 3, 3, 1, 1, Padding::kSame},
       {4, 14, 14, 16, 32, 3, 3, 1, 1, Padding::kSame},
+      // Dilated, rectangular: taps 2 and 3 apart.
+      {2, 11, 12, 3, 4, 3, 2, 1, 1, Padding::kValid, 2, 3},
+      {2, 9, 10, 2, 3, 3, 3, 2, 1, Padding::kSame, 2, 2},
+      {1, 1, 15, 3, 4, 1, 4, 1, 2, Padding::kSame, 1, 3},  // Conv1D's
   };
 }
 
@@ -43,7 +47,8 @@ void Compare(Precision precision, const Conv2DShape& s, double tolerance) {
   INFO(PrecisionName(precision) << " " << s.height << "x" << s.width << "x" << s.in_channels
                                 << " -> " << s.out_channels << ", kernel " << s.kernel_h << "x"
                                 << s.kernel_w << ", stride " << s.stride_h << "x" << s.stride_w
-                                << ", " << PaddingName(s.padding));
+                                << ", dilation " << s.dilation_h << "x" << s.dilation_w << ", "
+                                << PaddingName(s.padding));
   const double taps = std::sqrt(s.kernel_h * s.kernel_w * s.in_channels);
   CHECK(MaxRelativeError(y, ry, taps) < tolerance);
   CHECK(MaxRelativeError(dx, rdx, std::sqrt(s.kernel_h * s.kernel_w * s.out_channels)) < tolerance);
@@ -83,7 +88,8 @@ TEST_CASE("windows that do not fit are refused with a clear message", "[conv2d]"
   auto k = Conv2DKernel::Create(ctx, {1, 2, 2, 1, 1, 3, 3, 1, 1, Padding::kValid});
   REQUIRE_FALSE(k.ok());
   CHECK(std::string(k.status().message()) ==
-        "conv2d: a 3x3 kernel with stride 1x1 and valid padding does not fit a 2x2 input");
+        "conv2d: a 3x3 kernel with stride 1x1, dilation 1x1 and valid padding does not fit a 2x2 "
+        "input");
 }
 
 TEST_CASE("same padding follows TensorFlow", "[conv2d]") {

@@ -151,6 +151,17 @@ async function main() {
     recurrentActivation: 'sigmoid'}), mergeMode: 'sum'}));
   randomize(mul, 1000);
   await save(mul, path.join(out, 'bidirectional_merges'), [6, 3], 37);
+  // Rectangular kernels and strides, dilated convolutions (2D and 1D).
+  const dilated = tf.sequential();
+  dilated.add(tf.layers.conv2d({inputShape: [9, 8, 2], filters: 4, kernelSize: [3, 2],
+                                dilationRate: [2, 3], padding: 'same', activation: 'relu'}));
+  dilated.add(tf.layers.conv2d({filters: 3, kernelSize: [1, 3], strides: [2, 1]}));
+  dilated.add(tf.layers.reshape({targetShape: [30, 3]}));
+  dilated.add(tf.layers.conv1d({filters: 2, kernelSize: 3, dilationRate: 4}));
+  dilated.add(tf.layers.flatten());
+  dilated.add(tf.layers.dense({units: 3}));
+  randomize(dilated, 1100);
+  await save(dilated, path.join(out, 'dilated'), [9, 8, 2], 41);
   console.log('saved');
 }
 

@@ -72,8 +72,8 @@ void ForEachTap(const Conv2DShape& s, Fn fn) {
       for (int64_t ox = 0; ox < c.out; ++ox)
         for (int64_t kh = 0; kh < s.kernel_h; ++kh)
           for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
-            const int64_t iy = oy * s.stride_h + kh - r.pad_before;
-            const int64_t ix = ox * s.stride_w + kw - c.pad_before;
+            const int64_t iy = oy * s.stride_h + kh * s.dilation_h - r.pad_before;
+            const int64_t ix = ox * s.stride_w + kw * s.dilation_w - c.pad_before;
             if (iy < 0 || iy >= s.height || ix < 0 || ix >= s.width) continue;
             fn(b, oy, ox, iy, ix, kh, kw);
           }
