@@ -119,9 +119,13 @@ std::string VarsGroup(const KerasNode& node, const std::string& h5_name, size_t 
     return absl::StrCat("layers/", h5_name, forward ? "/forward_layer" : "/backward_layer",
                         "/cell/vars");
   }
-  const bool recurrent =
-      node.class_name == "LSTM" || node.class_name == "GRU" || node.class_name == "SimpleRNN";
-  return absl::StrCat("layers/", h5_name, recurrent ? "/cell/vars" : "/vars");
+  // A TimeDistributed's are its layer's.
+  const bool wrapped = node.class_name == "TimeDistributed";
+  const std::string inner =
+      wrapped ? node.config["layer"]["class_name"].get<std::string>() : node.class_name;
+  const bool recurrent = inner == "LSTM" || inner == "GRU" || inner == "SimpleRNN";
+  return absl::StrCat("layers/", h5_name, wrapped ? "/layer" : "",
+                      recurrent ? "/cell/vars" : "/vars");
 }
 
 // Index of weight i in its group.

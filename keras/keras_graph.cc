@@ -22,6 +22,7 @@ const std::map<std::string, std::string>& KerasClasses() {
       {"GRU", "GRU"},
       {"SimpleRNN", "SimpleRNN"},
       {"Bidirectional", "Bidirectional"},
+      {"TimeDistributed", "TimeDistributed"},
       {"MaxPooling1D", "MaxPooling1D"},
       {"AveragePooling1D", "AveragePooling1D"},
       {"GlobalAveragePooling1D", "GlobalAveragePooling1D"},

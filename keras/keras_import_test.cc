@@ -56,7 +56,8 @@ TEST_CASE("TF.js layers models load with their weights and predict as TF.js does
         std::pair{"gru_sequences", "mse"}, std::pair{"simple_rnn", "mse"},
         std::pair{"masked_recurrent", "sparse_categorical_crossentropy"},
         std::pair{"masking", "mse"}, std::pair{"bidirectional", "mse"},
-        std::pair{"bidirectional_merges", "mse"}, std::pair{"dilated", "mse"}}) {
+        std::pair{"bidirectional_merges", "mse"}, std::pair{"dilated", "mse"},
+        std::pair{"time_distributed", "mse"}, std::pair{"time_distributed_masked", "mse"}}) {
     INFO(name);
     const std::string model_dir = dir + "/" + name;
     absl::StatusOr<Model> model = ModelFromKerasJson(ReadFile(model_dir + "/model.json"));
@@ -125,8 +126,10 @@ TEST_CASE("what Ringwork cannot honour is refused, naming its JSON path", "[kera
   const std::string input =
       R"({"class_name": "Dense", "config": {"units": 4, "batch_input_shape": [null, 3]}},)";
   const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"class_name": "Conv3D", "config": {"filters": 2}})",
+       "$.config.layers[1]: layer class Conv3D is not supported"},
       {R"({"class_name": "TimeDistributed", "config": {"layer": {}}})",
-       "$.config.layers[1]: layer class TimeDistributed is not supported"},
+       "$.config.layers[1].config.layer: needs {\"class_name\""},
       {R"({"class_name": "Bidirectional", "config": {"units": 4}})",
        "$.config.layers[1].config.layer: needs {\"class_name\""},
       {R"({"class_name": "LSTM", "config": {"units": 4, "recurrent_activation": "hard_sigmoid"}})",

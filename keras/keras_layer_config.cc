@@ -235,12 +235,18 @@ absl::StatusOr<std::unique_ptr<Layer>> RecurrentLayerFrom(ConfigReader& r,
 
 // Bidirectional: the layer it wraps, from its own config; Keras 3's backward_layer
 // must be that layer's copy running the other way (what Ringwork makes).
-absl::StatusOr<std::unique_ptr<Layer>> BidirectionalFrom(ConfigReader& r) {
+// A wrapper's "layer": {"class_name": ..., "config": {...}}.
+absl::StatusOr<Json> WrappedLayer(ConfigReader& r) {
   RW_ASSIGN_OR_RETURN(const Json inner, r.Get<Json>("layer", Json()));
   if (!inner.is_object() || !inner.contains("class_name") || !inner["class_name"].is_string() ||
       !inner.contains("config") || !inner["config"].is_object()) {
     return Refuse(r.At("layer"), "needs {\"class_name\": ..., \"config\": {...}}");
   }
+  return inner;
+}
+
+absl::StatusOr<std::unique_ptr<Layer>> BidirectionalFrom(ConfigReader& r) {
+  RW_ASSIGN_OR_RETURN(const Json inner, WrappedLayer(r));
   const std::string inner_type = inner["class_name"].get<std::string>();
   RW_ASSIGN_OR_RETURN(std::unique_ptr<Layer> wrapped,
                       LayerFromKerasConfig(inner_type, inner["config"], r.At("layer")));
@@ -450,6 +456,12 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerFromKerasConfig(const std::string& t
     RW_ASSIGN_OR_RETURN(layer, RecurrentLayerFrom(r, type));
   } else if (type == "Bidirectional") {
     RW_ASSIGN_OR_RETURN(layer, BidirectionalFrom(r));
+  } else if (type == "TimeDistributed") {
+    RW_ASSIGN_OR_RETURN(const Json inner, WrappedLayer(r));
+    RW_ASSIGN_OR_RETURN(std::unique_ptr<Layer> wrapped,
+                        LayerFromKerasConfig(inner["class_name"].get<std::string>(),
+                                             inner["config"], r.At("layer")));
+    layer = TimeDistributed(std::move(wrapped));
   } else if (type == "Normalization" || type == "Discretization" || type == "CategoryEncoding" ||
              type == "IntegerLookup") {
     RW_ASSIGN_OR_RETURN(layer, PreprocessingLayerFrom(r, type));
@@ -515,6 +527,7 @@ bool IsBuiltInLayerClass(const std::string& class_name) {
       "GRU",
       "SimpleRNN",
       "Bidirectional",
+      "TimeDistributed",
       "Activation",
       "Flatten",
       "Reshape",

@@ -102,6 +102,10 @@ struct RecurrentOptions {
 // the backward one's, named NAME/forward_LAYER/... and NAME/backward_LAYER/...
 std::unique_ptr<Layer> Bidirectional(std::unique_ptr<Layer> layer,
                                      std::string merge_mode = "concat");
+// Keras' TimeDistributed: `layer` applied to each step of [steps, ...] examples,
+// the same weights for every step (TimeDistributed(Conv2D(...)) over [frames,
+// height, width, channels]). Its variables are named as the wrapper's, as TF.js'.
+std::unique_ptr<Layer> TimeDistributed(std::unique_ptr<Layer> layer);
 // SimpleRNN: h = tanh(x kernel + bias + h_prev recurrent_kernel), one gate.
 std::unique_ptr<Layer> SimpleRNN(int64_t units, RecurrentOptions options = {});
 std::unique_ptr<Layer> LSTM(int64_t units, RecurrentOptions options = {});

@@ -109,6 +109,16 @@ TEST_CASE("rectangular and dilated convolutions export to TF.js", "[tfjs]") {
   REQUIRE(model.Compile(AdamOneThread()).ok());
   TrainFewSteps(model, DeterministicInputs({12, 9, 8, 2}), 3);
   CheckAgainstTfjs(model, DeterministicInputs({4, 9, 8, 2}), "tfjs_dilated");
+
+  Sequential frames;  // TimeDistributed convolutions over frames, into a GRU.
+  frames.Add(TimeDistributed(Conv2D(3, 3, {.activation = "relu"})));
+  frames.Add(TimeDistributed(BatchNormalization()));
+  frames.Add(TimeDistributed(Flatten()));
+  frames.Add(GRU(3, {.reset_after = false}));
+  frames.Add(Dense(3, {.activation = "softmax"}));
+  REQUIRE(frames.Compile(AdamOneThread()).ok());
+  TrainFewSteps(frames, DeterministicInputs({8, 4, 5, 5, 2}), 3);
+  CheckAgainstTfjs(frames, DeterministicInputs({3, 4, 5, 5, 2}), "tfjs_time_distributed");
 }
 
 TEST_CASE("Embedding, LSTM and GRU export to TF.js", "[tfjs]") {

@@ -135,11 +135,10 @@ TEST_CASE("train takes a Keras JSON for its model, and refuses a layer it lacks 
 
   std::ofstream(dir + "/rnn.json") << R"({"class_name": "Sequential", "config": {"layers": [
       {"class_name": "Flatten", "config": {"batch_input_shape": [null, 28, 28]}},
-      {"class_name": "TimeDistributed", "config": {"layer": {}}}]}})";
+      {"class_name": "Conv3D", "config": {"filters": 2}}]}})";
   SubprocessResult refused = Run({"tools/train", "--model_config=" + dir + "/rnn.json"});
   CHECK(refused.exit_code == 2);
-  CHECK_THAT(refused.output,
-             Contains("$.config.layers[1]: layer class TimeDistributed is not supported"));
+  CHECK_THAT(refused.output, Contains("$.config.layers[1]: layer class Conv3D is not supported"));
   // An LSTM where the data's examples are not sequences: the layer and the shape.
   std::ofstream(dir + "/lstm.json") << R"({"class_name": "Sequential", "config": {"layers": [
       {"class_name": "Flatten", "config": {"batch_input_shape": [null, 28, 28]}},

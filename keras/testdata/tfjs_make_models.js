@@ -162,6 +162,23 @@ async function main() {
   dilated.add(tf.layers.dense({units: 3}));
   randomize(dilated, 1100);
   await save(dilated, path.join(out, 'dilated'), [9, 8, 2], 41);
+  // TimeDistributed convolutions over frames, then per-step Dense layers (one
+  // under a mask) into an LSTM.
+  const frames = tf.sequential();
+  frames.add(tf.layers.timeDistributed({inputShape: [4, 6, 6, 2],
+    layer: tf.layers.conv2d({filters: 3, kernelSize: 3, activation: 'relu'})}));
+  frames.add(tf.layers.timeDistributed({layer: tf.layers.maxPooling2d({poolSize: 2})}));
+  frames.add(tf.layers.timeDistributed({layer: tf.layers.flatten()}));
+  frames.add(tf.layers.timeDistributed({layer: tf.layers.dense({units: 5, activation: 'tanh'})}));
+  frames.add(tf.layers.lstm({units: 3, recurrentActivation: 'sigmoid'}));
+  randomize(frames, 1200);
+  await save(frames, path.join(out, 'time_distributed'), [4, 6, 6, 2], 43);
+  const steps = tf.sequential();
+  steps.add(tf.layers.masking({inputShape: [8, 3]}));
+  steps.add(tf.layers.timeDistributed({layer: tf.layers.dense({units: 4})}));
+  steps.add(tf.layers.gru({units: 2, recurrentActivation: 'sigmoid'}));
+  randomize(steps, 1300);
+  await save(steps, path.join(out, 'time_distributed_masked'), [8, 3], 47, 0, padding);
   console.log('saved');
 }
 
