@@ -33,6 +33,8 @@ absl::StatusOr<std::unique_ptr<Layer>> ReversedCopy(const Layer& layer) {
   options.return_sequences = c.value("return_sequences", false);
   options.go_backwards = !c.value("go_backwards", false);
   options.zero_output_for_mask = c.value("zero_output_for_mask", false);
+  options.dropout = c.value("dropout", 0.f);
+  options.recurrent_dropout = c.value("recurrent_dropout", 0.f);
   options.activation = c.value("activation", "tanh");
   options.recurrent_activation = c.value("recurrent_activation", "sigmoid");
   options.unit_forget_bias = c.value("unit_forget_bias", true);
@@ -50,7 +52,7 @@ class BidirectionalLayer : public Layer {
   // Keras' Bidirectional takes its layer's trainable.
   BidirectionalLayer(std::unique_ptr<Layer> layer, std::string merge_mode)
       : forward_(std::move(layer)), merge_mode_(std::move(merge_mode)) {
-    trainable_ = forward_->trainable();
+    set_trainable(forward_->trainable());  // Before backward_ exists: it copies it.
   }
   std::string type() const override { return "Bidirectional"; }
   nlohmann::json keras_config() const override {
@@ -101,6 +103,7 @@ class BidirectionalLayer : public Layer {
       forward_->set_name(absl::StrCat(name_, "/forward_", inner_name_));
       backward_->set_name(absl::StrCat(name_, "/backward_", inner_name_));
       sublayers_ = {forward_.get(), backward_.get()};
+      set_trainable(trainable_);  // The copy too.
     }
     RW_ASSIGN_OR_RETURN(const Shape out, forward_->Build(input, ctx));
     RW_RETURN_IF_ERROR(backward_->Build(input, ctx).status());

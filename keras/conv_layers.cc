@@ -45,6 +45,12 @@ class ConvLayer : public Layer {
   ConvLayer(int rank, int64_t filters, HeightWidth kernel_size, Conv2DOptions options)
       : rank_(rank), filters_(filters), kernel_(kernel_size), options_(std::move(options)) {}
   std::string type() const override { return rank_ == 2 ? "Conv2D" : "Conv1D"; }
+  // What the shapes do not show, for the workers' agreement check.
+  std::string config() const override {
+    return absl::StrCat("strides ", options_.strides.height, "x", options_.strides.width,
+                        ", dilation_rate ", options_.dilation_rate.height, "x",
+                        options_.dilation_rate.width, ", padding ", options_.padding);
+  }
   std::string activation_name() const override {
     // Before Build, as given.
     if (!output_shape_.empty()) return activation_.name();

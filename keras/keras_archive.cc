@@ -157,6 +157,10 @@ absl::StatusOr<std::string> KerasWeightsH5(const Model& model) {
     groups.push_back(VarsGroup(node, names[n]));
     // A recurrent layer's own variables (none; its cell's are below it).
     groups.push_back(absl::StrCat("layers/", names[n], "/vars"));
+    if (node.class_name == "TimeDistributed" &&
+        VarsGroup(node, names[n]).find("/cell/") != std::string::npos) {
+      groups.push_back(absl::StrCat("layers/", names[n], "/layer/vars"));  // The RNN's own.
+    }
     if (node.class_name == "Bidirectional") {
       groups.push_back(VarsGroup(node, names[n], node.weights.size() / 2));
       for (const char* half : {"/forward_layer/vars", "/backward_layer/vars"}) {

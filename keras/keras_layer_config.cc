@@ -207,8 +207,10 @@ absl::StatusOr<std::unique_ptr<Layer>> RecurrentLayerFrom(ConfigReader& r,
   RW_ASSIGN_OR_RETURN(options.go_backwards, r.Get<bool>("go_backwards", false));
   RW_RETURN_IF_ERROR(r.Only("stateful", {false}));
   RW_RETURN_IF_ERROR(r.Only("time_major", {false}));
-  RW_RETURN_IF_ERROR(r.Only("dropout", {0, 0.0}));
-  RW_RETURN_IF_ERROR(r.Only("recurrent_dropout", {0, 0.0}));
+  RW_ASSIGN_OR_RETURN(const double dropout, r.Get<double>("dropout", 0));
+  RW_ASSIGN_OR_RETURN(const double recurrent_dropout, r.Get<double>("recurrent_dropout", 0));
+  options.dropout = static_cast<float>(dropout);
+  options.recurrent_dropout = static_cast<float>(recurrent_dropout);
   RW_RETURN_IF_ERROR(r.Only("recurrent_regularizer", {}));
   RW_RETURN_IF_ERROR(r.Only("recurrent_constraint", {}));
   RW_ASSIGN_OR_RETURN(options.zero_output_for_mask, r.Get<bool>("zero_output_for_mask", false));

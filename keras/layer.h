@@ -58,7 +58,11 @@ class Layer {
   // Keras asks to compile again): its variables become non-trainable, neither
   // updated nor all-reduced, and a frozen BatchNormalization normalizes with its
   // moving statistics in training too and leaves them as they are.
-  void set_trainable(bool trainable) { trainable_ = trainable; }
+  // A wrapper's (Bidirectional, TimeDistributed) goes to the layers inside it.
+  void set_trainable(bool trainable) {
+    trainable_ = trainable;
+    for (Layer* sub : sublayers_) sub->set_trainable(trainable);
+  }
   bool trainable() const { return trainable_; }
   // Trainable variables (gradients, the optimizer); none when frozen.
   std::vector<Variable*> variables() const;

@@ -94,6 +94,10 @@ struct RecurrentOptions {
   // With return_sequences and a mask: 0 at the masked steps, where Keras' and TF.js'
   // default repeats the previous output.
   bool zero_output_for_mask = false;
+  // In training: the fraction of input features (dropout) and of the state's units
+  // entering the recurrent kernel (recurrent_dropout) dropped, one mask per
+  // sequence, as Keras' (inverted: kept values scaled by 1 / (1 - rate)).
+  float dropout = 0, recurrent_dropout = 0;
 };
 // Keras' Bidirectional: `layer` (SimpleRNN, LSTM or GRU) runs over the steps first
 // to last, a copy of it (its own weights) last to first, and their outputs merge:

@@ -9,11 +9,13 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/fnv1a.h"
 #include "base/status_macros.h"
 #include "keras/initializers.h"
 #include "keras/kernel_cache.h"
 #include "keras/layers.h"
 #include "kernels/dense.h"
+#include "kernels/dropout.h"
 #include "kernels/recurrent_cells.h"
 
 namespace ringwork {
@@ -50,8 +52,8 @@ class RecurrentLayer : public Layer {
                         {"go_backwards", options_.go_backwards},
                         {"stateful", false},
                         {"unroll", false},
-                        {"dropout", 0.0},
-                        {"recurrent_dropout", 0.0}};
+                        {"dropout", options_.dropout},
+                        {"recurrent_dropout", options_.recurrent_dropout}};
     if (cell_ == Cell::kLstm) c["unit_forget_bias"] = options_.unit_forget_bias;
     if (cell_ == Cell::kGru) c["reset_after"] = options_.reset_after;
     if (cell_ == Cell::kSimple) c.erase("recurrent_activation");  // Keras' has none.
@@ -68,6 +70,10 @@ class RecurrentLayer : public Layer {
     return absl::StrCat("return_sequences ", options_.return_sequences,
                         options_.go_backwards ? ", go_backwards" : "",
                         options_.zero_output_for_mask ? ", zero_output_for_mask" : "",
+                        options_.dropout > 0 ? absl::StrCat(", dropout ", options_.dropout) : "",
+                        options_.recurrent_dropout > 0
+                            ? absl::StrCat(", recurrent_dropout ", options_.recurrent_dropout)
+                            : "",
                         cell_ == Cell::kGru ? ", reset_after " : ", unit_forget_bias ",
                         cell_ == Cell::kGru ? options_.reset_after : options_.unit_forget_bias);
   }
@@ -88,6 +94,14 @@ class RecurrentLayer : public Layer {
           options_.recurrent_activation,
           "\" are not supported; Ringwork's cells use Keras' defaults, tanh and sigmoid"));
     }
+    for (const float rate : {options_.dropout, options_.recurrent_dropout}) {
+      if (!(rate >= 0 && rate < 1)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name_, ": dropout and recurrent_dropout must be in [0, 1), got ", rate));
+      }
+    }
+    // Draws of its own (as Dropout's): a function of (seed, worker, step, position).
+    seed_ = ctx.seed ^ 0x2545f491 ^ Fnv1a64(name_);
     steps_ = input[0];
     features_ = input[1];
     gates_ = cell_ == Cell::kLstm ? 4 : cell_ == Cell::kGru ? 3 : 1;
@@ -106,7 +120,10 @@ class RecurrentLayer : public Layer {
     return output_shape_;
   }
 
-  absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool) override {
+  void set_replica(int64_t replica) override { replica_ = replica; }
+  void set_training_step(int64_t step) override { step_ = static_cast<uint64_t>(step); }
+
+  absl::Status Forward(KernelContext& k, const Tensor& x, Tensor* y, bool training) override {
     const int64_t batch = x.dim(0), width = gates_ * units_, rows = steps_ * batch;
     const int64_t step_size = batch * units_;
     const float* w = variables_[0]->value.data();
@@ -114,6 +131,10 @@ class RecurrentLayer : public Layer {
     const float* bias = variables_[2]->value.data();
     xt_.resize(static_cast<size_t>(rows * features_));
     SwapFirstAxes(x.data(), batch, steps_, features_, xt_.data(), options_.go_backwards);
+    DrawDropoutMasks(training, batch);
+    if (!x_mask_.empty()) {  // The same inputs dropped at every step (Keras').
+      for (int64_t i = 0; i < rows * features_; ++i) xt_[i] *= x_mask_[i % (batch * features_)];
+    }
     xw_.resize(static_cast<size_t>(rows * width));
     RW_ASSIGN_OR_RETURN(DenseKernel * projection, Matmul(k, rows, features_, width));
     projection->Forward(k, xt_.data(), w, bias, xw_.data());
@@ -158,10 +179,18 @@ class RecurrentLayer : public Layer {
     const float* recurrent_bias = two_biases_ ? variables_[2]->value.data() + width : zeros_.data();
     const float* h_prev = h_.data() + t * step_size;
     float* h = h_.data() + (t + 1) * step_size;
-    float* a = hu_.data() + t * batch * width;  // h_prev U (+ recurrent bias)
+    float* a = hu_.data() + t * batch * width;  // h_in U (+ recurrent bias)
     float* act = act_.data() + t * batch * width;
     const float* xw = xw_.data() + t * batch * width;
-    recurrent->Forward(k, h_prev, u, recurrent_bias, a);
+    // What the recurrent kernel reads: h_prev, or with recurrent_dropout h_prev
+    // times the sequence's mask (the state itself goes on whole).
+    const float* h_in = h_prev;
+    if (!h_mask_.empty()) {
+      float* dropped = h_in_.data() + t * step_size;
+      for (int64_t i = 0; i < step_size; ++i) dropped[i] = h_prev[i] * h_mask_[i];
+      h_in = dropped;
+    }
+    recurrent->Forward(k, h_in, u, recurrent_bias, a);
     if (cell_ == Cell::kSimple) {  // h = tanh(x W + b + h_prev U).
       for (int64_t i = 0; i < step_size; ++i) h[i] = std::tanh(a[i] + xw[i]);
       return absl::OkStatus();
@@ -180,7 +209,7 @@ class RecurrentLayer : public Layer {
     float* rh = rh_.data() + t * step_size;
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t j = 0; j < units_; ++j) {
-        rh[b * units_ + j] = act[b * width + units_ + j] * h_prev[b * units_ + j];
+        rh[b * units_ + j] = act[b * width + units_ + j] * h_in[b * units_ + j];
       }
     }
     RW_ASSIGN_OR_RETURN(DenseKernel * square, Matmul(k, batch, units_, units_));
@@ -204,6 +233,28 @@ class RecurrentLayer : public Layer {
       if (cell_ == Cell::kLstm) {
         std::copy_n(held_dc_.data() + b * units_, units_, dc_.data() + b * units_);
       }
+    }
+  }
+
+  // In training with dropout: each example's input mask [batch, features] and
+  // state mask [batch, units], 0 or 1 / (1 - rate), the same for every step;
+  // empty otherwise.
+  void DrawDropoutMasks(bool training, int64_t batch) {
+    x_mask_.clear();
+    h_mask_.clear();
+    if (!training || (options_.dropout == 0 && options_.recurrent_dropout == 0)) return;
+    const uint64_t stream = seed_ + static_cast<uint64_t>(replica_) * 7919, step = step_++;
+    const auto draw = [&](float rate, int64_t count, uint64_t offset, std::vector<float>* mask) {
+      mask->resize(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) {
+        const bool kept = CounterUniform(stream, step, offset + static_cast<uint64_t>(i)) >= rate;
+        (*mask)[i] = kept ? 1.f / (1.f - rate) : 0.f;
+      }
+    };
+    if (options_.dropout > 0) draw(options_.dropout, batch * features_, 0, &x_mask_);
+    if (options_.recurrent_dropout > 0) {
+      draw(options_.recurrent_dropout, batch * units_, 1ull << 40, &h_mask_);
+      h_in_.resize(static_cast<size_t>(steps_ * batch * units_));
     }
   }
 
@@ -323,8 +374,9 @@ class RecurrentLayer : public Layer {
           RW_ASSIGN_OR_RETURN(DenseKernel * square, Matmul(k, batch, units_, units_));
           square->BackwardData(k, da_h, candidate_u_.data(), drh_.data());
           for (int64_t i = 0; i < step_size; ++i) {
-            through_u_[i] = drh_[i] * h_prev[i];  // dr
-            dh_prev_[i] += drh_[i] * act[(i / units_) * width + units_ + i % units_];
+            const float kept = h_mask_.empty() ? 1.f : h_mask_[i];
+            through_u_[i] = drh_[i] * h_prev[i] * kept;  // dr
+            dh_prev_[i] += drh_[i] * act[(i / units_) * width + units_ + i % units_] * kept;
           }
           GruResetBackward(batch, units_, through_u_.data(), units_, act, da);
           std::copy(da, da + batch * width, dhu);
@@ -335,6 +387,7 @@ class RecurrentLayer : public Layer {
       }
       if (mask_ != nullptr) PassMaskedRows(t, batch, da, dhu);
       recurrent->BackwardData(k, dhu, u, through_u_.data());
+      for (size_t i = 0; i < h_mask_.size(); ++i) through_u_[i] *= h_mask_[i];
       for (int64_t i = 0; i < step_size; ++i) dh_[i] = dh_prev_[i] + through_u_[i];
     }
     // Every step at once: dW, the input bias, dU and the recurrent bias.
@@ -343,7 +396,8 @@ class RecurrentLayer : public Layer {
     projection->BackwardWeights(k, xt_.data(), da_.data(), variables_[0]->grad, bias_grad);
     RW_ASSIGN_OR_RETURN(DenseKernel * all_steps, Matmul(k, rows, units_, width));
     scratch_bias_.resize(static_cast<size_t>(width));
-    all_steps->BackwardWeights(k, h_.data(), dhu_.data(), variables_[1]->grad,
+    all_steps->BackwardWeights(k, h_mask_.empty() ? h_.data() : h_in_.data(), dhu_.data(),
+                               variables_[1]->grad,
                                two_biases_ ? bias_grad + width : scratch_bias_.data());
     if (cell_ == Cell::kGru && !options_.reset_after) {
       RW_ASSIGN_OR_RETURN(DenseKernel * square_all, Matmul(k, rows, units_, units_));
@@ -358,6 +412,9 @@ class RecurrentLayer : public Layer {
     if (dx != nullptr) {
       dxt_.resize(static_cast<size_t>(rows * features_));
       projection->BackwardData(k, da_.data(), w, dxt_.data());
+      for (size_t i = 0; i < dxt_.size() && !x_mask_.empty(); ++i) {
+        dxt_[i] *= x_mask_[i % x_mask_.size()];
+      }
       dx->Resize(x.shape());
       SwapFirstAxes(dxt_.data(), steps_, batch, features_, dx->data());
       if (options_.go_backwards) ReverseSteps(x.dim(0), dx->data());
@@ -396,6 +453,10 @@ class RecurrentLayer : public Layer {
   std::vector<float> dh_, dh_prev_, dc_, dc_prev_, through_u_, drh_, du_h_, dxt_;
   std::vector<float> held_dh_, held_dc_;  // A step's incoming dh and dc (with a mask).
   const uint8_t* mask_ = nullptr;         // [batch, steps] of the next Forward, or null.
+  uint64_t seed_ = 0, step_ = 0;          // Dropout's draws: (seed, replica, step).
+  int64_t replica_ = 0;
+  std::vector<float> x_mask_, h_mask_;  // Of the last training Forward (DrawDropoutMasks).
+  std::vector<float> h_in_;             // [steps, batch, units]: h_prev x h_mask_.
   PerBatch<DenseKernel, MatmulShape> matmuls_;
 };
 

@@ -25,8 +25,8 @@ Shape Merged(int64_t batch, const Shape& example) {
 class TimeDistributedLayer : public Layer {
  public:
   explicit TimeDistributedLayer(std::unique_ptr<Layer> layer) : inner_(std::move(layer)) {
-    trainable_ = inner_->trainable();
     sublayers_ = {inner_.get()};
+    set_trainable(inner_->trainable());
   }
   std::string type() const override { return "TimeDistributed"; }
   nlohmann::json keras_config() const override {
@@ -53,10 +53,12 @@ class TimeDistributedLayer : public Layer {
   void CommitStep() override { inner_->CommitStep(); }
 
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
-    if (inner_->merges() || inner_->sums_over_replicas() || inner_->makes_mask()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name_, ": TimeDistributed cannot wrap a ", inner_->type(),
-                       " (a merge, a layer that sums over replicas, or one that makes a mask)"));
+    const std::string type = inner_->type();
+    if (inner_->merges() || inner_->sums_over_replicas() || inner_->makes_mask() ||
+        type == "Bidirectional" || type == "TimeDistributed") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, ": TimeDistributed cannot wrap a ", type,
+          " (a merge, a layer that sums over replicas, one that makes a mask, or a wrapper)"));
     }
     if (input.size() < 2 || input[0] <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
