@@ -22,6 +22,12 @@ class MultiHeadAttentionLayer : public Layer {
   MultiHeadAttentionLayer(int64_t heads, int64_t key_dim, AttentionOptions options)
       : heads_(heads), key_dim_(key_dim), options_(options) {}
   std::string type() const override { return "MultiHeadAttention"; }
+  // Padding steps are keys no step attends to (Keras' attention mask of the
+  // input's mask); the output carries the mask on. Keras also masks the padding
+  // queries' rows (uniform weights there); those outputs reach only layers that
+  // skip masked steps, so Ringwork attends from them as from any step.
+  MaskUse mask_use() const override { return MaskUse::kReadsAndPasses; }
+  void set_input_mask(const uint8_t* mask) override { mask_ = mask; }
   nlohmann::json keras_config() const override {
     return {{"num_heads", heads_},      {"key_dim", key_dim_}, {"value_dim", value_dim_},
             {"dropout", 0.0},           {"use_bias", true},    {"output_shape", nullptr},
@@ -72,7 +78,7 @@ class MultiHeadAttentionLayer : public Layer {
     probabilities_.resize(static_cast<size_t>(batch * heads_ * steps_ * steps_));
     context_.resize(static_cast<size_t>(rows * v));
     AttentionForward(Dims(batch), q_.data(), k_.data(), v_.data(), probabilities_.data(),
-                     context_.data());
+                     context_.data(), mask_);
     y->Resize(x.shape());
     RW_ASSIGN_OR_RETURN(DenseKernel * out, Matmul(k, rows, v, features_));
     out->Forward(k, context_.data(), Value(6), Value(7), y->data());
@@ -127,6 +133,7 @@ class MultiHeadAttentionLayer : public Layer {
   std::vector<float> q_, k_, v_, probabilities_, context_;
   std::vector<float> dcontext_, dq_, dk_, dv_, part_;  // Backward's, kept between steps.
   PerBatch<DenseKernel, MatmulShape> matmuls_;
+  const uint8_t* mask_ = nullptr;  // [batch, steps] of the next Forward, or null.
 };
 
 // x + a learned embedding of each step's position.
@@ -134,6 +141,7 @@ class PositionEmbeddingLayer : public Layer {
  public:
   explicit PositionEmbeddingLayer(int64_t sequence_length) : length_(sequence_length) {}
   std::string type() const override { return "PositionEmbedding"; }
+  MaskUse mask_use() const override { return MaskUse::kPasses; }
   nlohmann::json keras_config() const override { return {{"sequence_length", length_}}; }
   absl::StatusOr<Shape> Build(const Shape& input, const BuildContext& ctx) override {
     if (input.size() != 2 || input[0] <= 0 || input[0] > length_ || input[1] <= 0) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "keras/layers.h"
 #include "testing/subprocess.h"
@@ -42,7 +43,9 @@ struct LayerRun {
   Tensor y, dx;
 };
 
-LayerRun RunLayer(Layer& layer, int64_t batch, int64_t steps, int64_t features) {
+// `mask` ([batch, steps]), if any, is the input's mask over steps.
+LayerRun RunLayer(Layer& layer, int64_t batch, int64_t steps, int64_t features,
+                  const std::vector<uint8_t>* mask = nullptr) {
   LayerRun run;
   REQUIRE(layer.Build({steps, features}, {.seed = 7}).ok());
   KernelContext kernels(KernelOptions{1, Precision::kFloat32}, 1);
@@ -56,6 +59,7 @@ LayerRun RunLayer(Layer& layer, int64_t batch, int64_t steps, int64_t features) 
   }
   run.xs = Wave(batch * steps * features, 5.f);
   Tensor x({batch, steps, features}, run.xs);
+  layer.set_input_mask(mask == nullptr ? nullptr : mask->data());
   REQUIRE(layer.Forward(kernels, x, &run.y, true).ok());
   run.dys = Wave(run.y.size(), 9.f);
   REQUIRE(layer.Backward(kernels, x, run.y, Tensor(run.y.shape(), run.dys), &run.dx).ok());
@@ -129,19 +133,26 @@ TEST_CASE("MultiHeadAttention's (self-attention) outputs and gradients equal PyT
           "[attention][torch]") {
   // Heads of 3 take the plain loops; of 16 (and 17 steps: a padded last block of
   // keys) the vectorized ones.
-  for (const auto& [steps, features] : {std::pair<int64_t, int64_t>{5, 6}, {17, 32}}) {
-    INFO("steps " << steps << ", features " << features);
+  // Masked: padding keys (PyTorch's key_padding_mask), at the end, inside, first.
+  for (const auto& [steps, features, masked] : {std::tuple<int64_t, int64_t, bool>{5, 6, false},
+                                                {17, 32, false},
+                                                {5, 6, true},
+                                                {17, 32, true}}) {
+    INFO("steps " << steps << ", features " << features << (masked ? ", masked" : ""));
     const int64_t batch = 3, heads = 2;
+    std::vector<uint8_t> mask(static_cast<size_t>(batch * steps));
+    for (int64_t i = 0; i < batch * steps; ++i) mask[i] = (i % steps + i / steps) % 3 != 0;
     std::unique_ptr<Layer> layer = MultiHeadAttention(heads, features / heads);
-    const LayerRun run = RunLayer(*layer, batch, steps, features);
+    const LayerRun run = RunLayer(*layer, batch, steps, features, masked ? &mask : nullptr);
     const std::vector<Variable*>& vars = run.vars;
     const std::vector<std::vector<float>>& grads = run.grads;
     REQUIRE(vars.size() == 8);
     nlohmann::json weights = nlohmann::json::array();
     for (const Variable* v : vars) weights.push_back(Values(*v));
-    const nlohmann::json c = {{"batch", batch}, {"steps", steps},     {"features", features},
-                              {"heads", heads}, {"weights", weights}, {"x", run.xs},
-                              {"dy", run.dys}};
+    nlohmann::json c = {{"batch", batch}, {"steps", steps},     {"features", features},
+                        {"heads", heads}, {"weights", weights}, {"x", run.xs},
+                        {"dy", run.dys}};
+    if (masked) c["mask"] = mask;
     const nlohmann::json torch = CompareOutputsWithTorch("torch_attention.py", c, run);
     for (size_t i = 0; i < vars.size(); ++i) {
       INFO(vars[i]->name);

@@ -48,8 +48,9 @@ absl::Status SequenceMasks::Plan(const std::vector<std::unique_ptr<Layer>>& laye
     if (use == Layer::MaskUse::kRefuses) {
       return absl::InvalidArgumentError(absl::StrCat(
           "layer ", Describe(layer), " does not support masking, but its input carries the mask ",
-          maker(in[0]), " makes; masks reach recurrent layers and GlobalAveragePooling1D through ",
-          "Dense, Dropout, Activation, LayerNormalization and merges"));
+          maker(in[0]), " makes; masks reach recurrent layers, MultiHeadAttention and ",
+          "GlobalAveragePooling1D through Dense, Dropout, Activation, LayerNormalization, ",
+          "PositionEmbedding, TimeDistributed and merges"));
     }
     if (use == Layer::MaskUse::kReads || use == Layer::MaskUse::kReadsAndPasses) {
       reads_[l] = in[0];

@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "keras/applications.h"
 #include "keras/gradient_check_testing.h"
 #include "keras/onnx_export.h"
 #include "keras/sequential.h"
@@ -134,6 +135,39 @@ TEST_CASE("padding with id 0 changes nothing: as the sequence without it; no gra
   const Variable& table = *padded->variables()[0];
   for (int64_t d = 0; d < 4; ++d) CHECK(table.grad[d] == 0.f);  // Row 0: padding.
   CheckGradientsByFiniteDifferences(*padded, batch, 2);
+}
+
+// Embedding(mask_zero), positions, a transformer block, the masked mean: `steps` ids.
+std::unique_ptr<Model> TransformerModel(int64_t steps) {
+  SymbolicTensor ids = Input({steps});
+  SymbolicTensor h = Apply(Embedding(10, 16, {.mask_zero = true}), ids);
+  h = Apply(PositionEmbedding(9), h);
+  h = TransformerEncoder(h, 16, 2, 8);
+  auto model = std::make_unique<Model>(ids, Apply(Dense(2), Apply(GlobalAveragePooling1D(), h)));
+  REQUIRE(model->Compile(FrozenSgd()).ok());
+  REQUIRE(model->Build({steps}).ok());
+  return model;
+}
+
+TEST_CASE("a transformer over padded ids: padding keys get no attention", "[sequence][mask]") {
+  const auto unpadded = TransformerModel(5);
+  const auto padded = TransformerModel(9);
+  const std::vector<Variable*> from = unpadded->variables(), to = padded->variables();
+  REQUIRE(from.size() == to.size());
+  for (size_t i = 0; i < from.size(); ++i) to[i]->value = from[i]->value;
+  absl::StatusOr<Tensor> expected = unpadded->Predict(Tensor({1, 5}, {3, 7, 1, 9, 4}));
+  absl::StatusOr<Tensor> y = padded->Predict(Tensor({1, 9}, {3, 7, 1, 9, 4, 0, 0, 0, 0}));
+  REQUIRE((expected.ok() && y.ok()));
+  for (int64_t i = 0; i < 2; ++i) CHECK((*y)[i] == Approx((*expected)[i]).epsilon(1e-5));
+  Batch batch;
+  batch.features = Tensor({2, 9}, {3, 7, 1, 9, 4, 0, 0, 0, 0, 0, 0, 2, 5, 5, 8, 1, 0, 6});
+  batch.labels = {1, 0};
+  // Padding reaches nothing: the padding id's embedding row gets no gradient.
+  // (The gradients of masked attention against PyTorch's: recurrent_torch_test.)
+  REQUIRE(padded->TrainStep(batch).ok());
+  const Variable& table = *padded->variables()[0];
+  for (int64_t d = 0; d < 16; ++d) CHECK(table.grad[d] == 0.f);
+  CHECK(table.grad[16 * 3] != 0.f);  // Id 3's row does.
 }
 
 TEST_CASE("a mask reaching a layer that cannot honour it, or an output, is refused",

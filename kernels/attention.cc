@@ -117,7 +117,22 @@ bool FastPath(const AttentionShape& s) {
 
 RINGWORK_VECTOR_CLONES void AttentionForward(const AttentionShape& s, const float* q,
                                              const float* k, const float* v, float* probabilities,
-                                             float* context) {
+                                             float* context, const uint8_t* key_mask) {
+  // Keras' mask: -1e9 on the scores of padding keys, whose weights are then 0
+  // (FastExp stops at e^-87.3, where Keras' exp underflows to 0). A row of padding
+  // only stays uniform, as Keras'.
+  const auto mask_keys = [&](int64_t b, float* scores) {
+    if (key_mask == nullptr) return;
+    for (int64_t j = 0; j < s.steps; ++j) {
+      if (key_mask[b * s.steps + j] == 0) scores[j] += -1e9f;
+    }
+  };
+  const auto zero_masked = [&](int64_t b, float* p) {
+    if (key_mask == nullptr) return;
+    const uint8_t* keep = key_mask + b * s.steps;
+    if (std::find(keep, keep + s.steps, 1) == keep + s.steps) return;
+    for (int64_t j = 0; j < s.steps; ++j) p[j] = keep[j] ? p[j] : 0.f;
+  };
   const int64_t T = s.steps, qk = s.heads * s.key_dim, vw = s.heads * s.value_dim;
   const float scale = 1.f / std::sqrt(static_cast<float>(s.key_dim));
   if (FastPath(s)) {
@@ -131,7 +146,9 @@ RINGWORK_VECTOR_CLONES void AttentionForward(const AttentionShape& s, const floa
         for (int64_t i = 0; i < T; ++i) {
           RowTimesColumnsAny(q + (b * T + i) * qk + h * s.key_dim, scale, kt.data(), s.key_dim,
                              padded, padded, scores.data());
+          mask_keys(b, scores.data());
           Softmax(scores.data(), T, p + i * T);
+          zero_masked(b, p + i * T);
           WeightedRows(p + i * T, vh, T, vw, s.value_dim,
                        context + (b * T + i) * vw + h * s.value_dim);
         }
@@ -154,7 +171,9 @@ RINGWORK_VECTOR_CLONES void AttentionForward(const AttentionShape& s, const floa
           const float* kd = kt.data() + d * T;
           for (int64_t j = 0; j < T; ++j) row[j] += qd * kd[j];
         }
+        mask_keys(b, row);
         Softmax(row, T, row);
+        zero_masked(b, row);
         float* ci = context + (b * T + i) * vw + h * s.value_dim;
         for (int64_t j = 0; j < T; ++j) {
           const float pij = row[j];

@@ -6,7 +6,9 @@
 //   AttentionBackward(shape, q, k, v, probabilities, dcontext, dq, dk, dv);
 //
 // probabilities [batch, heads, steps, steps]: softmax over the keys of
-// q_i . k_j / sqrt(key_dim); context like v: sum_j p_ij v_j per head. The loops
+// q_i . k_j / sqrt(key_dim); context like v: sum_j p_ij v_j per head. A key mask
+// ([batch, steps], 0 for padding) adds -1e9 to the scores of masked keys, as
+// Keras' softmax with a mask: they get no weight. The loops
 // run along contiguous rows (no reductions in the inner loops), so they vectorize.
 #ifndef RINGWORK_KERNELS_ATTENTION_H_
 #define RINGWORK_KERNELS_ATTENTION_H_
@@ -20,7 +22,7 @@ struct AttentionShape {
 };
 
 void AttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
-                      float* probabilities, float* context);
+                      float* probabilities, float* context, const uint8_t* key_mask = nullptr);
 // dq, dk, dv are overwritten.
 void AttentionBackward(const AttentionShape& s, const float* q, const float* k, const float* v,
                        const float* probabilities, const float* dcontext, float* dq, float* dk,

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -224,6 +225,16 @@ absl::StatusOr<StringLookup> StringLookup::FromVocabulary(std::vector<std::strin
         "StringLookup: num_oov_indices must be 0 or more, got ", options.num_oov_indices));
   }
   lookup.first_token_ = options.num_oov_indices + (options.mask_token ? 1 : 0);
+  // A vocabulary() given back: its mask token and "[UNK]"s in front are not tokens
+  // (as Keras' set_vocabulary).
+  size_t start = 0;
+  if (options.mask_token && !vocabulary.empty() && vocabulary[0] == *options.mask_token) start = 1;
+  for (int64_t i = 0;
+       i < options.num_oov_indices && start < vocabulary.size() && vocabulary[start] == "[UNK]";
+       ++i) {
+    ++start;
+  }
+  vocabulary.erase(vocabulary.begin(), vocabulary.begin() + static_cast<int64_t>(start));
   for (std::string& token : vocabulary) {
     if (options.mask_token && token == *options.mask_token) {
       return absl::InvalidArgumentError(
@@ -249,7 +260,8 @@ absl::StatusOr<StringLookup> StringLookup::Adapt(const Pipeline& data, const std
                                                  StringLookupOptions options) {
   std::map<std::string, int64_t> counts;
   RW_RETURN_IF_ERROR(ForEachString(data, feature, "StringLookup adapt", [&](const std::string& s) {
-    if (!options.mask_token || s != *options.mask_token) ++counts[s];
+    // Keras' adapt counts neither the mask nor the OOV token.
+    if ((!options.mask_token || s != *options.mask_token) && s != "[UNK]") ++counts[s];
   }));
   const int64_t reserved = options.num_oov_indices + (options.mask_token ? 1 : 0);
   return FromVocabulary(
@@ -281,15 +293,16 @@ absl::StatusOr<Pipeline> StringLookup::Apply(const Pipeline& in, const std::stri
   RW_ASSIGN_OR_RETURN(const int index,
                       FeatureOf(in.spec(), feature, {ValueType::kString}, "StringLookup"));
   return Replaced(in, index, in.spec()[index].shape, "string_lookup",
-                  [index, feature, lookup = *this](const Element& e, TypedTensor* out) {
+                  [index, feature, lookup = std::make_shared<const StringLookup>(*this)](
+                      const Element& e, TypedTensor* out) {
                     const TypedTensor& v = e.values[index];
                     *out = TypedTensor(ValueType::kInt64, v.shape());
                     for (int64_t i = 0; i < v.size(); ++i) {
-                      const int64_t id = lookup.Lookup(v.strings()[i]);
+                      const int64_t id = lookup->Lookup(v.strings()[i]);
                       if (id < 0) {
-                        return absl::InvalidArgumentError(absl::StrCat(
-                            OriginOf(e), "StringLookup \"", feature, "\": \"", v.strings()[i],
-                            "\" is not in the vocabulary, and num_oov_indices is 0"));
+                        return absl::InvalidArgumentError(
+                            absl::StrCat("StringLookup \"", feature, "\": \"", v.strings()[i],
+                                         "\" is not in the vocabulary, and num_oov_indices is 0"));
                       }
                       out->data<int64_t>()[i] = id;
                     }
@@ -328,7 +341,7 @@ absl::StatusOr<TextVectorization> TextVectorization::Adapt(const Pipeline& data,
   RW_RETURN_IF_ERROR(
       ForEachString(data, feature, "TextVectorization adapt", [&](const std::string& s) {
         for (const std::string& t : splitter.Tokens(s)) {
-          if (!t.empty()) ++counts[t];
+          if (!t.empty() && t != "[UNK]") ++counts[t];
         }
       }));
   const int64_t keep = options.max_tokens < 0 ? -1 : std::max<int64_t>(0, options.max_tokens - 2);
@@ -349,8 +362,15 @@ std::vector<std::string> TextVectorization::Tokens(absl::string_view text) const
   std::vector<std::string> tokens;
   if (options_.split == "none") {
     tokens.push_back(s);
-  } else if (options_.split == "character") {
-    for (char c : s) tokens.push_back(std::string(1, c));
+  } else if (options_.split == "character") {  // UTF-8 characters, as Keras' unicode_split.
+    for (char c : s) {
+      const bool continues = (static_cast<unsigned char>(c) & 0xC0) == 0x80;
+      if (continues && !tokens.empty()) {
+        tokens.back() += c;
+      } else {
+        tokens.push_back(std::string(1, c));
+      }
+    }
   } else {
     std::string token;
     for (char c : s) {
@@ -386,8 +406,9 @@ absl::StatusOr<Pipeline> TextVectorization::Apply(const Pipeline& in,
   }
   const int64_t length = options_.output_sequence_length;
   return Replaced(in, index, {length > 0 ? length : -1}, "text_vectorization",
-                  [index, text = *this](const Element& e, TypedTensor* out) {
-                    const std::vector<int64_t> ids = text.Vectorize(e.values[index].strings()[0]);
+                  [index, text = std::make_shared<const TextVectorization>(*this)](
+                      const Element& e, TypedTensor* out) {
+                    const std::vector<int64_t> ids = text->Vectorize(e.values[index].strings()[0]);
                     *out = TypedTensor(ValueType::kInt64, {static_cast<int64_t>(ids.size())});
                     std::copy(ids.begin(), ids.end(), out->data<int64_t>());
                     return absl::OkStatus();

@@ -57,7 +57,8 @@ class StringLookup {
   // frequent first, ties in reverse byte order, cut at max_tokens.
   static absl::StatusOr<StringLookup> Adapt(const Pipeline& data, const std::string& feature,
                                             StringLookupOptions options = {});
-  // Keras' get_vocabulary(): the mask token, "[UNK]" per OOV index, the tokens.
+  // Keras' get_vocabulary(): the mask token, "[UNK]" per OOV index, the tokens
+  // (FromVocabulary takes it back: those leading entries are dropped).
   std::vector<std::string> vocabulary() const;
   int64_t vocabulary_size() const { return first_token_ + static_cast<int64_t>(tokens_.size()); }
   int64_t Lookup(absl::string_view token) const;

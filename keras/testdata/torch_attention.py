@@ -3,6 +3,9 @@ Keras-layout weights: forward, then backward from a given output gradient.
 
   python3 torch_attention.py CASE.json   # prints a JSON of y, dx and the weights' gradients
 
+A case's optional "mask" ([batch x steps] of 0 and 1) marks padding keys:
+PyTorch's key_padding_mask.
+
 Layout mapping (Keras -> PyTorch, batch_first, heads x key_dim = features):
   in_proj_weight = [query/kernel; key/kernel; value/kernel], each [features,
   heads x dim] transposed (heads outermost in both); in_proj_bias = the three
@@ -30,7 +33,10 @@ def main():
         layer.out_proj.weight.copy_(w[6].reshape(-1, features).t())
         layer.out_proj.bias.copy_(w[7])
     x = torch.tensor(case["x"], dtype=dt).reshape(batch, steps, features).requires_grad_(True)
-    y, _ = layer(x, x, x, need_weights=False)
+    padding = None
+    if "mask" in case:
+        padding = torch.tensor(case["mask"]).reshape(batch, steps) == 0
+    y, _ = layer(x, x, x, need_weights=False, key_padding_mask=padding)
     y.backward(torch.tensor(case["dy"], dtype=dt).reshape(y.shape))
     g_in, g_in_bias = layer.in_proj_weight.grad, layer.in_proj_bias.grad
     grads = []
