@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/atomic_file.h"
 #include "base/status_macros.h"
+#include "keras/onnx_attention.h"
 #include "keras/onnx_graph.h"
 #include "keras/onnx_recurrent.h"
 
@@ -231,6 +232,8 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
       g.Node("Gather", {table->name, name + "/ids"}, name, {{"axis", {0}}});
     } else if (type == "LSTM" || type == "GRU" || type == "SimpleRNN" || type == "Bidirectional") {
       RW_RETURN_IF_ERROR(AddRecurrentOp(&g, layer, in[0], name));
+    } else if (type == "MultiHeadAttention" || type == "PositionEmbedding") {
+      RW_RETURN_IF_ERROR(AddAttentionOp(&g, layer, in[0], name));
     } else if (type == "SliceLastAxis") {
       const nlohmann::json config = layer.keras_config();
       g.Int64Initializer(name + "/starts", {config["begin"].get<int64_t>()});

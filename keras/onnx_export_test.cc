@@ -178,6 +178,26 @@ TEST_CASE("Embedding, SimpleRNN, LSTM and GRU (reset_after both ways) export as 
   CheckAgainstOnnxRuntime(model, x, "dense", FreshTestDir("onnx_recurrent"));
 }
 
+TEST_CASE("a transformer (positions, attention as its parts, both fast and plain) exports",
+          "[onnx]") {
+  for (const int64_t features : {12, 32}) {  // Heads of 6 take the plain loops, of 16 the fast.
+    INFO("features " << features);
+    SymbolicTensor ids = Input({7});
+    SymbolicTensor h = Apply(Embedding(15, features), ids);
+    h = Apply(PositionEmbedding(9), h);
+    h = TransformerEncoder(h, features, 2, 16);
+    Model model(ids,
+                Apply(Dense(3, {.activation = "softmax"}), Apply(GlobalAveragePooling1D(), h)));
+    REQUIRE(model.Compile(AdamOneThread()).ok());
+    Tensor train({12, 7});
+    for (int64_t i = 0; i < train.size(); ++i) train[i] = static_cast<float>((i * 7) % 15);
+    TrainFewSteps(model, train, 3);
+    Tensor x({5, 7});
+    for (int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 4 + 3) % 15);
+    CheckAgainstOnnxRuntime(model, x, model.output_names()[0], FreshTestDir("onnx_transformer"));
+  }
+}
+
 TEST_CASE("Bidirectional layers export as one op of each direction, merged four ways", "[onnx]") {
   SymbolicTensor ids = Input({6});
   SymbolicTensor h = Apply(Embedding(15, 4), ids);
