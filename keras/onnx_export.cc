@@ -106,6 +106,18 @@ Tensor OihwFromHwio(const Tensor& kernel) {
   return oihw;
 }
 
+// The layers whose ONNX ops are written beside this file, by type.
+using AddOp = absl::Status (*)(OnnxGraph*, const Layer&, const std::string&, const std::string&);
+const std::map<std::string, AddOp>& SequenceOps() {
+  static const auto* ops = new std::map<std::string, AddOp>{{"LSTM", AddRecurrentOp},
+                                                            {"GRU", AddRecurrentOp},
+                                                            {"SimpleRNN", AddRecurrentOp},
+                                                            {"Bidirectional", AddRecurrentOp},
+                                                            {"MultiHeadAttention", AddAttentionOp},
+                                                            {"PositionEmbedding", AddAttentionOp}};
+  return *ops;
+}
+
 absl::Status RefuseMask(const Layer& layer) {
   if (!layer.makes_mask()) return absl::OkStatus();
   return absl::UnimplementedError(absl::StrCat(
@@ -230,10 +242,8 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
       g.Initializer(table->name, table->value.shape(), table->value.data());
       g.Node("Cast", {in[0]}, name + "/ids", {{"to", {kOnnxInt64}}});
       g.Node("Gather", {table->name, name + "/ids"}, name, {{"axis", {0}}});
-    } else if (type == "LSTM" || type == "GRU" || type == "SimpleRNN" || type == "Bidirectional") {
-      RW_RETURN_IF_ERROR(AddRecurrentOp(&g, layer, in[0], name));
-    } else if (type == "MultiHeadAttention" || type == "PositionEmbedding") {
-      RW_RETURN_IF_ERROR(AddAttentionOp(&g, layer, in[0], name));
+    } else if (SequenceOps().count(type)) {
+      RW_RETURN_IF_ERROR(SequenceOps().at(type)(&g, layer, in[0], name));
     } else if (type == "SliceLastAxis") {
       const nlohmann::json config = layer.keras_config();
       g.Int64Initializer(name + "/starts", {config["begin"].get<int64_t>()});

@@ -55,6 +55,18 @@ void CheckAgainstOnnxRuntime(Model& model, const Tensor& x, const std::string& o
   RequireSameAsPredict(model, x, dir + "/y." + output + ".f32", 1e-5);
 }
 
+// `model` over ids in [0, 15) of `steps` steps: trained a few steps, then ONNX
+// Runtime predicts as it does.
+void TrainAndCheckOnIds(Model& model, int64_t steps, const std::string& dir) {
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  Tensor train({12, steps});
+  for (int64_t i = 0; i < train.size(); ++i) train[i] = static_cast<float>((i * 7) % 15);
+  TrainFewSteps(model, train, 3);
+  Tensor x({5, steps});
+  for (int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 4 + 3) % 15);
+  CheckAgainstOnnxRuntime(model, x, model.output_names()[0], FreshTestDir(dir));
+}
+
 TEST_CASE("an MLP exported to ONNX predicts in ONNX Runtime as in Ringwork", "[onnx]") {
   Sequential model;
   model.Add(Flatten());
@@ -169,13 +181,7 @@ TEST_CASE("Embedding, SimpleRNN, LSTM and GRU (reset_after both ways) export as 
   SymbolicTensor e = Apply(SimpleRNN(4), Apply(SimpleRNN(3, {.return_sequences = true}), h));
   Model model(ids,
               Apply(Dense(3, {.activation = "softmax"}), Apply(Concatenate(), {a, b, c, d, e})));
-  REQUIRE(model.Compile(AdamOneThread()).ok());
-  Tensor train({12, 7});
-  for (int64_t i = 0; i < train.size(); ++i) train[i] = static_cast<float>((i * 7) % 15);
-  TrainFewSteps(model, train, 3);
-  Tensor x({5, 7});
-  for (int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 4 + 3) % 15);
-  CheckAgainstOnnxRuntime(model, x, "dense", FreshTestDir("onnx_recurrent"));
+  TrainAndCheckOnIds(model, 7, "onnx_recurrent");
 }
 
 TEST_CASE("a transformer (positions, attention as its parts, both fast and plain) exports",
@@ -188,13 +194,7 @@ TEST_CASE("a transformer (positions, attention as its parts, both fast and plain
     h = TransformerEncoder(h, features, 2, 16);
     Model model(ids,
                 Apply(Dense(3, {.activation = "softmax"}), Apply(GlobalAveragePooling1D(), h)));
-    REQUIRE(model.Compile(AdamOneThread()).ok());
-    Tensor train({12, 7});
-    for (int64_t i = 0; i < train.size(); ++i) train[i] = static_cast<float>((i * 7) % 15);
-    TrainFewSteps(model, train, 3);
-    Tensor x({5, 7});
-    for (int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 4 + 3) % 15);
-    CheckAgainstOnnxRuntime(model, x, model.output_names()[0], FreshTestDir("onnx_transformer"));
+    TrainAndCheckOnIds(model, 7, "onnx_transformer");
   }
 }
 
@@ -212,13 +212,7 @@ TEST_CASE("Bidirectional layers export as one op of each direction, merged four 
             Apply(Bidirectional(SimpleRNN(2, {.return_sequences = true}), "mul"), h));
   Model model(ids,
               Apply(Dense(3, {.activation = "softmax"}), Apply(Concatenate(), {a, b, c, d, e})));
-  REQUIRE(model.Compile(AdamOneThread()).ok());
-  Tensor train({12, 6});
-  for (int64_t i = 0; i < train.size(); ++i) train[i] = static_cast<float>((i * 7) % 15);
-  TrainFewSteps(model, train, 3);
-  Tensor x({5, 6});
-  for (int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 4 + 3) % 15);
-  CheckAgainstOnnxRuntime(model, x, "dense", FreshTestDir("onnx_bidirectional"));
+  TrainAndCheckOnIds(model, 6, "onnx_bidirectional");
 }
 
 TEST_CASE("the built-in ResNet and Wide & Deep export", "[onnx]") {
