@@ -200,6 +200,22 @@ TEST_CASE("TextVectorization: standardize, split, Keras' vocabulary, padded ids"
   REQUIRE(ids.ok());
   CHECK(ids->spec()[0].shape == Shape{5});
   CHECK(Ids(*ids, "city") == std::vector<int64_t>{1, 5, 0, 0, 0, 4, 0, 0, 0, 0});
+  // On 3 threads: the same ids, in order.
+  std::vector<std::string> many;
+  for (int i = 0; i < 60; ++i)
+    many.push_back(i % 3 == 0 ? "the cat" : i % 3 == 1 ? "dog" : "sat on the dog");
+  absl::StatusOr<Pipeline> serial = text->Apply(Cities(many), "city");
+  absl::StatusOr<Pipeline> parallel = text->Apply(Cities(many), "city", 3);
+  REQUIRE((serial.ok() && parallel.ok()));
+  CHECK(Ids(*parallel, "city") == Ids(*serial, "city"));
+  // One string as [1] (Keras squeezes it): as [].
+  TypedTensor column(ValueType::kString, {2, 1});
+  column.strings() = {"the cat", "a dog"};
+  absl::StatusOr<Pipeline> shaped = TensorSlicesPipeline({{"city", column}});
+  REQUIRE(shaped.ok());
+  absl::StatusOr<Pipeline> squeezed = text->Apply(*shaped, "city");
+  REQUIRE(squeezed.ok());
+  CHECK(Ids(*squeezed, "city") == std::vector<int64_t>{2, 3, 0, 0, 0, 1, 5, 0, 0, 0});
 
   absl::StatusOr<TextVectorization> ragged =
       TextVectorization::FromVocabulary({"x", "y"}, {.standardize = "none", .split = "character"});

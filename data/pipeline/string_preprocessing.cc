@@ -129,7 +129,7 @@ absl::Status ForEachString(const Pipeline& data, const std::string& feature, con
 
 // `in` with `feature` (at `index`) replaced by int64 values of `shape`, each
 // element's from `convert`.
-Pipeline Replaced(const Pipeline& in, int index, Shape shape, const char* name,
+Pipeline Replaced(const Pipeline& in, int index, Shape shape, const char* name, int calls,
                   std::function<absl::Status(const Element&, TypedTensor*)> convert) {
   ElementSpec spec = in.spec();
   spec[index].type = ValueType::kInt64;
@@ -141,7 +141,7 @@ Pipeline Replaced(const Pipeline& in, int index, Shape shape, const char* name,
         e->values[index] = std::move(ids);
         return absl::OkStatus();
       },
-      1, spec, name);
+      calls, spec, name);
 }
 
 }  // namespace
@@ -202,7 +202,7 @@ absl::StatusOr<Pipeline> Hashing(const Pipeline& in, const std::string& feature,
     if (mask && text == *mask) return 0;
     return static_cast<int64_t>(Fingerprint64(text) % bins) + (mask ? 1 : 0);
   };
-  return Replaced(in, index, in.spec()[index].shape, "hashing",
+  return Replaced(in, index, in.spec()[index].shape, "hashing", options.num_parallel_calls,
                   [index, bin](const Element& e, TypedTensor* out) {
                     const TypedTensor& v = e.values[index];
                     *out = TypedTensor(ValueType::kInt64, v.shape());
@@ -289,10 +289,11 @@ int64_t StringLookup::Lookup(absl::string_view token) const {
                                      static_cast<uint64_t>(options_.num_oov_indices));
 }
 
-absl::StatusOr<Pipeline> StringLookup::Apply(const Pipeline& in, const std::string& feature) const {
+absl::StatusOr<Pipeline> StringLookup::Apply(const Pipeline& in, const std::string& feature,
+                                             int num_parallel_calls) const {
   RW_ASSIGN_OR_RETURN(const int index,
                       FeatureOf(in.spec(), feature, {ValueType::kString}, "StringLookup"));
-  return Replaced(in, index, in.spec()[index].shape, "string_lookup",
+  return Replaced(in, index, in.spec()[index].shape, "string_lookup", num_parallel_calls,
                   [index, feature, lookup = std::make_shared<const StringLookup>(*this)](
                       const Element& e, TypedTensor* out) {
                     const TypedTensor& v = e.values[index];
@@ -395,17 +396,18 @@ std::vector<int64_t> TextVectorization::Vectorize(absl::string_view text) const 
   return ids;
 }
 
-absl::StatusOr<Pipeline> TextVectorization::Apply(const Pipeline& in,
-                                                  const std::string& feature) const {
+absl::StatusOr<Pipeline> TextVectorization::Apply(const Pipeline& in, const std::string& feature,
+                                                  int num_parallel_calls) const {
   RW_ASSIGN_OR_RETURN(const int index,
                       FeatureOf(in.spec(), feature, {ValueType::kString}, "TextVectorization"));
-  if (!in.spec()[index].shape.empty()) {
+  const Shape& shape = in.spec()[index].shape;
+  if (!shape.empty() && shape != Shape{1}) {  // [1]: one string, as Keras squeezes it.
     return absl::InvalidArgumentError(absl::StrCat("TextVectorization \"", feature,
                                                    "\": one string per element, not ",
                                                    ShapeString(in.spec()[index].shape)));
   }
   const int64_t length = options_.output_sequence_length;
-  return Replaced(in, index, {length > 0 ? length : -1}, "text_vectorization",
+  return Replaced(in, index, {length > 0 ? length : -1}, "text_vectorization", num_parallel_calls,
                   [index, text = std::make_shared<const TextVectorization>(*this)](
                       const Element& e, TypedTensor* out) {
                     const std::vector<int64_t> ids = text->Vectorize(e.values[index].strings()[0]);

@@ -36,6 +36,7 @@ uint64_t Fingerprint64(absl::string_view bytes);
 struct HashingOptions {
   int64_t num_bins = 0;
   std::optional<std::string> mask_value;
+  int num_parallel_calls = 1;  // As Pipeline::Map's (kAutotune: the worker's cores).
 };
 absl::StatusOr<Pipeline> Hashing(const Pipeline& in, const std::string& feature,
                                  HashingOptions options);
@@ -62,8 +63,10 @@ class StringLookup {
   std::vector<std::string> vocabulary() const;
   int64_t vocabulary_size() const { return first_token_ + static_cast<int64_t>(tokens_.size()); }
   int64_t Lookup(absl::string_view token) const;
-  // `feature` (strings of any shape) as int64 ids of the same shape.
-  absl::StatusOr<Pipeline> Apply(const Pipeline& in, const std::string& feature) const;
+  // `feature` (strings of any shape) as int64 ids of the same shape, on
+  // `num_parallel_calls` threads (as Pipeline::Map's), in order.
+  absl::StatusOr<Pipeline> Apply(const Pipeline& in, const std::string& feature,
+                                 int num_parallel_calls = 1) const;
 
  private:
   StringLookupOptions options_;
@@ -94,8 +97,10 @@ class TextVectorization {
   // The tokens of `text`, standardized and split.
   std::vector<std::string> Tokens(absl::string_view text) const;
   std::vector<int64_t> Vectorize(absl::string_view text) const;
-  // `feature` (one string per element) as int64 ids [output_sequence_length] (or [-1]).
-  absl::StatusOr<Pipeline> Apply(const Pipeline& in, const std::string& feature) const;
+  // `feature` (one string per element: shape [] or [1]) as int64 ids
+  // [output_sequence_length] (or [-1]), on `num_parallel_calls` threads, in order.
+  absl::StatusOr<Pipeline> Apply(const Pipeline& in, const std::string& feature,
+                                 int num_parallel_calls = 1) const;
 
  private:
   TextVectorization(TextVectorizationOptions options, StringLookup lookup)
