@@ -2,19 +2,29 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "keras/model.h"
+#include "keras/shared_layer_call.h"
 
 namespace ringwork {
 
 // Node 0.. in the order of the calls; an Input node has no layer. The Input()
 // calls of one thread go into one graph until a model takes them (so a model
 // may have several inputs); a model takes the layers it needs.
+struct SharedLayerSlot {
+  std::unique_ptr<Layer> layer;  // Until a model takes it.
+  std::string description;       // "dense (Dense)", for messages.
+  bool taken = false;
+};
+
 struct FunctionalGraph {
   struct Node {
     std::unique_ptr<Layer> layer;
-    std::vector<int> inputs;  // Nodes.
+    std::shared_ptr<SharedLayerSlot> shared;  // A shared layer's call (no `layer`).
+    std::vector<int> inputs;                  // Nodes.
     bool is_input = false;
     Shape input_shape;  // Input nodes.
     std::string input_name;
@@ -88,6 +98,38 @@ SymbolicTensor Input(Shape shape, std::string name) {
 std::unique_ptr<Layer> Named(std::unique_ptr<Layer> layer, std::string name) {
   layer->set_name(std::move(name));
   return layer;
+}
+
+SharedLayer::SharedLayer(std::unique_ptr<Layer> layer)
+    : slot_(std::make_shared<SharedLayerSlot>()) {
+  slot_->description =
+      absl::StrCat(layer->name().empty() ? "" : layer->name() + " ", "(", layer->type(), ")");
+  slot_->layer = std::move(layer);
+}
+
+SharedLayer Share(std::unique_ptr<Layer> layer) { return SharedLayer(std::move(layer)); }
+
+SymbolicTensor Apply(const SharedLayer& layer, const SymbolicTensor& x) {
+  const std::shared_ptr<SharedLayerSlot>& slot = layer.slot();
+  std::shared_ptr<FunctionalGraph> graph = x.graph();
+  FunctionalGraph::Node node;
+  node.shared = slot;
+  node.inputs = {x.node()};
+  auto misuse = [&](const std::string& what) {
+    if (node.error.ok()) {
+      node.error = absl::InvalidArgumentError(
+          absl::StrCat("the shared layer ", slot->description, " ", what));
+    }
+  };
+  if (slot->taken) misuse("already belongs to a Model: a new call cannot join it");
+  if (slot->layer != nullptr && slot->layer->merges()) {
+    misuse("has several inputs: a merge layer has no weights to share, call a new one");
+  }
+  if (graph->nodes[x.node()].taken && !graph->nodes[x.node()].is_input) {
+    misuse("was called on a tensor whose layer already belongs to a Model");
+  }
+  graph->nodes.push_back(std::move(node));
+  return SymbolicTensor(graph, static_cast<int>(graph->nodes.size()) - 1);
 }
 
 SymbolicTensor Apply(std::unique_ptr<Layer> layer, const SymbolicTensor& x) {
@@ -190,8 +232,14 @@ absl::Status Model::TakeLayers(const std::vector<SymbolicTensor>& inputs,
           "the model's outputs depend on an Input() that is not among its inputs (a disconnected "
           "graph)");
     }
-    if (!node.is_input && node.layer == nullptr)
+    if (node.shared != nullptr) {
+      if (node.shared->taken) {
+        return fail(absl::StrCat("the shared layer ", node.shared->description,
+                                 " already belongs to another Model"));
+      }
+    } else if (!node.is_input && node.layer == nullptr) {
       return fail("the layers of this graph already belong to another Model");
+    }
   }
   // Nodes become layers; activation 0 is the (flat, for several inputs) example,
   // i + 1 the i-th layer's output.
@@ -221,11 +269,23 @@ absl::Status Model::TakeLayers(const std::vector<SymbolicTensor>& inputs,
     }
     DeclareInput({offset});
   }
+  // A shared layer's first call here owns it; later calls use its weights.
+  std::map<const SharedLayerSlot*, std::pair<Layer*, int>> shared_calls;  // Owner, calls.
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!needed[n] || graph.nodes[n].is_input) continue;
     std::vector<int> reads;
     for (int in : graph.nodes[n].inputs) reads.push_back(activation[in]);
-    AddNode(std::move(graph.nodes[n].layer), std::move(reads));
+    const std::shared_ptr<SharedLayerSlot>& slot = graph.nodes[n].shared;
+    if (slot == nullptr) {
+      AddNode(std::move(graph.nodes[n].layer), std::move(reads));
+    } else if (slot->layer != nullptr) {
+      shared_calls[slot.get()] = {slot->layer.get(), 0};
+      AddNode(std::move(slot->layer), std::move(reads));
+      slot->taken = true;
+    } else {
+      auto& [owner, calls] = shared_calls.at(slot.get());
+      AddNode(std::make_unique<SharedLayerCall>(owner, ++calls), std::move(reads));
+    }
     graph.nodes[n].taken = true;
     activation[n] = ++layers;
   }

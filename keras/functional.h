@@ -18,8 +18,17 @@
 // bind to the inputs by name (Input({2}, "ids"); keras/pipeline_batch.h).
 // Several outputs: Model(inputs, {price, category}) learns each with its own loss
 // (CompileOptions::losses, loss_weights); outputs are named by their layers.
-// Each layer is called
-// once (no shared layers). Shapes are checked when the model is built (the first
+// A layer called on several tensors shares its weights across the calls (Keras'
+// shared layers: a siamese tower, one embedding for two texts); training adds up
+// every call's gradients:
+//
+//   SharedLayer tower = Share(Dense(16, {.activation = "relu"}));
+//   SymbolicTensor a = Apply(tower, left), b = Apply(tower, right);
+//   Model model({left, right}, Apply(Dense(1), Apply(Concatenate(), {a, b})));
+//
+// The model's first call of a shared layer owns it (its weights, its name); each
+// later call is a layer named NAME@1, NAME@2, ... without weights of its own
+// (keras/shared_layer_call.h). Shapes are checked when the model is built (the first
 // Fit, Evaluate or Predict, or Build): errors name the layer and the shapes. A graph
 // that cannot become a model (an output that depends on an Input not among the
 // model's inputs, a layer that already belongs to another model) makes Compile
@@ -59,6 +68,23 @@ std::unique_ptr<Layer> Named(std::unique_ptr<Layer> layer, std::string name);
 // `layer` called on `x` (one input) or on `xs` (a merge layer: Add, Multiply, Concatenate).
 SymbolicTensor Apply(std::unique_ptr<Layer> layer, const SymbolicTensor& x);
 SymbolicTensor Apply(std::unique_ptr<Layer> layer, const std::vector<SymbolicTensor>& xs);
+
+struct SharedLayerSlot;  // keras/functional.cc
+
+// A layer that may be called several times (Share). Copies are handles to the
+// same layer. A layer with moving statistics (BatchNormalization) or of several
+// inputs (a merge layer) cannot be shared; nor can a layer that is one model's
+// (calls of it from another model's graph are refused).
+class SharedLayer {
+ public:
+  explicit SharedLayer(std::unique_ptr<Layer> layer);
+  const std::shared_ptr<SharedLayerSlot>& slot() const { return slot_; }
+
+ private:
+  std::shared_ptr<SharedLayerSlot> slot_;
+};
+SharedLayer Share(std::unique_ptr<Layer> layer);
+SymbolicTensor Apply(const SharedLayer& layer, const SymbolicTensor& x);
 
 }  // namespace ringwork
 

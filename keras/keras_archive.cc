@@ -12,15 +12,12 @@
 #include "keras/custom_objects.h"
 #include "keras/keras_compile_config.h"
 #include "keras/keras_graph.h"
+#include "keras/keras_layer_config.h"
 
 namespace ringwork {
 namespace {
 
 using Json = nlohmann::json;
-
-bool IsMerge(const std::string& class_name) {
-  return class_name == "Add" || class_name == "Multiply" || class_name == "Concatenate";
-}
 
 Json KerasTensor(const std::string& from, const Shape& shape) {
   return {
@@ -57,7 +54,7 @@ Json Keras3Layer(const KerasNode& node) {
     tensors.push_back(KerasTensor(node.inbound[i], node.inbound_shapes[i]));
     shapes.push_back(KerasBatchShape(node.inbound_shapes[i]));
   }
-  const bool merge = IsMerge(node.class_name);
+  const bool merge = IsMergeLayerClass(node.class_name);
   layer["build_config"] = {{"input_shape", merge ? shapes : shapes[0]}};
   layer["inbound_nodes"] = {
       {{"args", merge ? Json::array({tensors}) : tensors}, {"kwargs", Json::object()}}};

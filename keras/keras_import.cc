@@ -38,53 +38,85 @@ absl::StatusOr<Shape> InputShape(const Json& config, const std::string& path) {
   return shape;
 }
 
-// The layers a functional layer reads: tf.keras 2's [[[name, 0, 0, {}], ...]] or
-// Keras 3's [{"args": [{"class_name": "__keras_tensor__", ...keras_history}]}].
-absl::StatusOr<std::vector<std::string>> Inbound(const Json& layer, const std::string& path) {
-  const std::string at = path + ".inbound_nodes";
-  if (!layer.contains("inbound_nodes") || !layer["inbound_nodes"].is_array() ||
-      layer["inbound_nodes"].size() != 1) {
-    return Refuse(at, "a layer is called once (no shared layers)");
+// A tensor a layer reads: the output of call `node` of layer `layer` (a shared
+// layer's calls are its nodes 0, 1, ...).
+struct TensorRef {
+  std::string layer;
+  int node = 0;
+  bool operator<(const TensorRef& o) const {
+    return layer != o.layer ? layer < o.layer : node < o.node;
   }
-  const Json& node = layer["inbound_nodes"][0];
-  std::vector<std::string> names;
-  if (node.is_array()) {
-    for (const Json& t : node) {
-      if (!t.is_array() || t.empty() || !t[0].is_string()) return Refuse(at, t.dump());
-      names.push_back(t[0].get<std::string>());
-    }
-  } else if (node.is_object() && node.contains("args")) {
-    std::vector<const Json*> pending = {&node["args"]};
-    while (!pending.empty()) {
-      const Json& a = *pending.back();
-      pending.pop_back();
-      if (a.is_array()) {
-        for (auto it = a.rbegin(); it != a.rend(); ++it) pending.push_back(&*it);
-      } else if (a.is_object() && a.value("class_name", "") == "__keras_tensor__") {
-        const Json history = a.value("config", Json::object()).value("keras_history", Json());
-        if (!history.is_array() || history.empty() || !history[0].is_string()) {
-          return Refuse(at, a.dump());
-        }
-        names.push_back(history[0].get<std::string>());
-      }
-    }
-  } else {
-    return Refuse(at, node.dump());
+};
+
+absl::StatusOr<TensorRef> RefOf(const Json& history, const std::string& at) {
+  if (!history.is_array() || history.empty() || !history[0].is_string()) {
+    return Refuse(at, history.dump());
   }
-  if (names.empty()) return Refuse(at, "reads nothing");
-  return names;
+  TensorRef ref{history[0].get<std::string>()};
+  if (history.size() > 1 && history[1].is_number_integer()) ref.node = history[1].get<int>();
+  if (history.size() > 2 && history[2].is_number_integer() && history[2].get<int>() != 0) {
+    return Refuse(at, absl::StrCat("reads output ", history[2].get<int>(), " of ", ref.layer,
+                                   ", a layer of one output"));
+  }
+  return ref;
 }
 
-// input_layers / output_layers: [[name, 0, 0], ...], or one [name, 0, 0].
-std::vector<std::string> Endpoints(const Json& v) {
-  std::vector<std::string> names;
-  if (v.is_array() && !v.empty() && v[0].is_string()) return {v[0].get<std::string>()};
+// What each call of a functional layer reads: tf.keras 2's and TF.js'
+// [[[name, node, 0, {}], ...], ...] or Keras 3's
+// [{"args": [{"class_name": "__keras_tensor__", ...keras_history}]}, ...].
+absl::StatusOr<std::vector<std::vector<TensorRef>>> Inbound(const Json& layer,
+                                                            const std::string& path) {
+  const std::string at = path + ".inbound_nodes";
+  if (!layer.contains("inbound_nodes") || !layer["inbound_nodes"].is_array() ||
+      layer["inbound_nodes"].empty()) {
+    return Refuse(at, "the layer is never called");
+  }
+  std::vector<std::vector<TensorRef>> calls;
+  for (const Json& node : layer["inbound_nodes"]) {
+    std::vector<TensorRef> refs;
+    if (node.is_array()) {
+      for (const Json& t : node) {
+        RW_ASSIGN_OR_RETURN(TensorRef ref, RefOf(t, at));
+        refs.push_back(std::move(ref));
+      }
+    } else if (node.is_object() && node.contains("args")) {
+      std::vector<const Json*> pending = {&node["args"]};
+      while (!pending.empty()) {
+        const Json& a = *pending.back();
+        pending.pop_back();
+        if (a.is_array()) {
+          for (auto it = a.rbegin(); it != a.rend(); ++it) pending.push_back(&*it);
+        } else if (a.is_object() && a.value("class_name", "") == "__keras_tensor__") {
+          RW_ASSIGN_OR_RETURN(
+              TensorRef ref,
+              RefOf(a.value("config", Json::object()).value("keras_history", Json()), at));
+          refs.push_back(std::move(ref));
+        }
+      }
+    } else {
+      return Refuse(at, node.dump());
+    }
+    if (refs.empty()) return Refuse(at, "reads nothing");
+    calls.push_back(std::move(refs));
+  }
+  return calls;
+}
+
+// input_layers / output_layers: [[name, node, 0], ...], or one [name, node, 0].
+std::vector<TensorRef> Endpoints(const Json& v) {
+  auto ref = [](const Json& e) {
+    TensorRef r{e[0].get<std::string>()};
+    if (e.size() > 1 && e[1].is_number_integer()) r.node = e[1].get<int>();
+    return r;
+  };
+  if (v.is_array() && !v.empty() && v[0].is_string()) return {ref(v)};
+  std::vector<TensorRef> refs;
   if (v.is_array()) {
     for (const Json& e : v) {
-      if (e.is_array() && !e.empty() && e[0].is_string()) names.push_back(e[0].get<std::string>());
+      if (e.is_array() && !e.empty() && e[0].is_string()) refs.push_back(ref(e));
     }
   }
-  return names;
+  return refs;
 }
 
 absl::StatusOr<Model> SequentialFromJson(const Json& config, const std::string& path) {
@@ -115,44 +147,99 @@ absl::StatusOr<Model> SequentialFromJson(const Json& config, const std::string& 
   return Model(*x, *y);
 }
 
+// A layer of a functional config with its calls, made as their inputs are.
+struct PendingLayer {
+  std::string type, name, path;
+  Json config;
+  std::vector<std::vector<TensorRef>> calls;
+  size_t made = 0;                    // Calls made so far.
+  std::optional<SharedLayer> shared;  // A layer called more than once.
+};
+
+// Makes `layer`'s next call on `xs`. A layer of several calls is shared; a merge
+// layer (no weights) is made again for each.
+absl::StatusOr<SymbolicTensor> MakeCall(PendingLayer& layer,
+                                        const std::vector<SymbolicTensor>& xs) {
+  const int call = static_cast<int>(layer.made);
+  if (layer.calls.size() == 1 || IsMergeLayerClass(layer.type)) {
+    RW_ASSIGN_OR_RETURN(
+        std::unique_ptr<Layer> made,
+        LayerFromKerasConfig(layer.type, layer.config, layer.path,
+                             call == 0 ? layer.name : absl::StrCat(layer.name, "@", call)));
+    return xs.size() == 1 ? Apply(std::move(made), xs[0]) : Apply(std::move(made), xs);
+  }
+  if (xs.size() != 1) {
+    return Refuse(layer.path + ".inbound_nodes", "a shared layer of several inputs");
+  }
+  if (!layer.shared.has_value()) {
+    RW_ASSIGN_OR_RETURN(std::unique_ptr<Layer> made,
+                        LayerFromKerasConfig(layer.type, layer.config, layer.path, layer.name));
+    layer.shared = Share(std::move(made));
+  }
+  return Apply(*layer.shared, xs[0]);
+}
+
 absl::StatusOr<Model> FunctionalFromJson(const Json& config, const std::string& path) {
   const std::string at = path + ".config.layers";
   const Json layers = config.value("layers", Json());
   if (!layers.is_array()) return Refuse(at, "no layers");
-  std::map<std::string, SymbolicTensor> made;
+  std::map<TensorRef, SymbolicTensor> made;
+  std::set<std::string> names;
+  std::vector<PendingLayer> pending;
   for (size_t i = 0; i < layers.size(); ++i) {
     const Json& l = layers[i];
-    const std::string p = absl::StrCat(at, "[", i, "]");
-    const std::string type = l.value("class_name", "");
-    const Json config_of = l.value("config", Json::object());
-    const std::string name = l.value("name", config_of.value("name", ""));
-    if (name.empty() || made.count(name)) return Refuse(p, "a layer needs a name of its own");
-    if (type == "InputLayer") {
-      RW_ASSIGN_OR_RETURN(const Shape shape, InputShape(config_of, p + ".config"));
-      made.emplace(name, Input(shape, name));
+    PendingLayer layer;
+    layer.path = absl::StrCat(at, "[", i, "]");
+    layer.type = l.value("class_name", "");
+    layer.config = l.value("config", Json::object());
+    layer.name = l.value("name", layer.config.value("name", ""));
+    if (layer.name.empty() || !names.insert(layer.name).second) {
+      return Refuse(layer.path, "a layer needs a name of its own");
+    }
+    if (layer.type == "InputLayer") {
+      RW_ASSIGN_OR_RETURN(const Shape shape, InputShape(layer.config, layer.path + ".config"));
+      made.emplace(TensorRef{layer.name}, Input(shape, layer.name));
       continue;
     }
-    RW_ASSIGN_OR_RETURN(const std::vector<std::string> reads, Inbound(l, p));
-    std::vector<SymbolicTensor> xs;
-    for (const std::string& r : reads) {
-      const auto it = made.find(r);
-      if (it == made.end()) {
-        return Refuse(p + ".inbound_nodes",
-                      absl::StrCat("reads ", r, ", which no layer before it makes"));
+    RW_ASSIGN_OR_RETURN(layer.calls, Inbound(l, layer.path));
+    pending.push_back(std::move(layer));
+  }
+  // As Keras' from_config: a call is made once what it reads is (a shared layer's
+  // later call may read a layer listed after it).
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (PendingLayer& layer : pending) {
+      while (layer.made < layer.calls.size()) {
+        std::vector<SymbolicTensor> xs;
+        for (const TensorRef& r : layer.calls[layer.made]) {
+          const auto it = made.find(r);
+          if (it != made.end()) xs.push_back(it->second);
+        }
+        if (xs.size() < layer.calls[layer.made].size()) break;
+        RW_ASSIGN_OR_RETURN(SymbolicTensor y, MakeCall(layer, xs));
+        made.emplace(TensorRef{layer.name, static_cast<int>(layer.made++)}, std::move(y));
+        progress = true;
       }
-      xs.push_back(it->second);
     }
-    RW_ASSIGN_OR_RETURN(std::unique_ptr<Layer> layer,
-                        LayerFromKerasConfig(type, config_of, p, name));
-    made.emplace(name,
-                 xs.size() == 1 ? Apply(std::move(layer), xs[0]) : Apply(std::move(layer), xs));
+  }
+  for (const PendingLayer& layer : pending) {
+    if (layer.made == layer.calls.size()) continue;
+    for (const TensorRef& r : layer.calls[layer.made]) {
+      if (made.count(r)) continue;
+      return Refuse(layer.path + ".inbound_nodes",
+                    absl::StrCat("reads call ", r.node, " of ", r.layer,
+                                 ", which no layer makes (a cycle, or a missing layer)"));
+    }
   }
   std::vector<SymbolicTensor> inputs, outputs;
   for (const auto& [key, into] :
        {std::pair{"input_layers", &inputs}, {"output_layers", &outputs}}) {
-    for (const std::string& n : Endpoints(config.value(key, Json()))) {
+    for (const TensorRef& n : Endpoints(config.value(key, Json()))) {
       const auto it = made.find(n);
-      if (it == made.end()) return Refuse(absl::StrCat(path, ".config.", key), "names " + n);
+      if (it == made.end()) {
+        return Refuse(absl::StrCat(path, ".config.", key),
+                      absl::StrCat("names call ", n.node, " of ", n.layer));
+      }
       into->push_back(it->second);
     }
     if (into->empty()) return Refuse(absl::StrCat(path, ".config.", key), "none");

@@ -57,13 +57,19 @@ TEST_CASE("TF.js layers models load with their weights and predict as TF.js does
         std::pair{"masked_recurrent", "sparse_categorical_crossentropy"},
         std::pair{"masking", "mse"}, std::pair{"bidirectional", "mse"},
         std::pair{"bidirectional_merges", "mse"}, std::pair{"dilated", "mse"},
-        std::pair{"time_distributed", "mse"}, std::pair{"time_distributed_masked", "mse"}}) {
+        std::pair{"time_distributed", "mse"}, std::pair{"time_distributed_masked", "mse"},
+        std::pair{"shared_siamese", "mse"}, std::pair{"shared_twice", "mse"}}) {
     INFO(name);
     const std::string model_dir = dir + "/" + name;
     absl::StatusOr<Model> model = ModelFromKerasJson(ReadFile(model_dir + "/model.json"));
     REQUIRE(model.ok());
     REQUIRE(model->Compile(Plain(loss)).ok());
-    const Shape input = model->signature().input_shapes[0];
+    // Several inputs: each example holds them side by side.
+    int64_t width = 0;
+    for (const Shape& shape : model->signature().input_shapes) width += NumElements(shape);
+    const Shape input = model->signature().input_shapes.size() == 1
+                            ? model->signature().input_shapes[0]
+                            : Shape{width};
     REQUIRE(model->Build(input).ok());
     REQUIRE(model->LoadWeights(model_dir + "/model.json").ok());
     const std::vector<float> x = Floats(model_dir + "/x.f32"),

@@ -508,6 +508,10 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerFromKerasConfig(const std::string& t
   return Named(std::move(layer), config, name);
 }
 
+bool IsMergeLayerClass(const std::string& class_name) {
+  return class_name == "Add" || class_name == "Multiply" || class_name == "Concatenate";
+}
+
 bool IsBuiltInLayerClass(const std::string& class_name) {
   static const auto* classes = new std::set<std::string>{
       "InputLayer",

@@ -25,6 +25,9 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerFromKerasConfig(const std::string& t
                                                             const std::string& path,
                                                             const std::string& name = "");
 
+// Whether the class is a merge layer of several inputs (Add, Multiply, Concatenate).
+bool IsMergeLayerClass(const std::string& class_name);
+
 // Whether Ringwork makes layers of this class itself (a layer registered with
 // RegisterLayer may not take such a name).
 bool IsBuiltInLayerClass(const std::string& class_name);

@@ -19,6 +19,7 @@
 #include "base/status_macros.h"
 #include "keras/custom_objects.h"
 #include "keras/fit_loop.h"
+#include "keras/shared_layer_call.h"
 #include "observability/timeline.h"
 
 namespace ringwork {
@@ -208,9 +209,18 @@ absl::Status Model::PrepareGradients() {
   // Below the layers with variables no gradient is needed: a model that opens
   // with Flatten would otherwise compute its first Dense layer's input gradient
   // (the largest matmul of an MLP's step) for nothing.
+  // A shared layer's later calls add their gradients into its owner's (which
+  // comes first, so its backward pass runs after theirs).
+  shared_calls_.assign(layers_.size(), {});
   runs_backward_.assign(layers_.size(), false);
   for (size_t l = 0; l < layers_.size(); ++l) {
     bool runs = !layers_[l]->variables().empty();
+    if (auto* call = dynamic_cast<SharedLayerCall*>(layers_[l].get())) {
+      for (size_t owner = 0; owner < l; ++owner) {
+        if (layers_[owner].get() == &call->owner()) shared_calls_[owner].push_back(call);
+      }
+      runs = !call->owner().variables().empty();
+    }
     for (int a : inputs_[l]) runs = runs || (a > 0 && runs_backward_[a - 1]);
     runs_backward_[l] = runs;
   }

@@ -107,7 +107,8 @@ struct EvaluateResult {
 };
 
 class FitLoop;
-struct KerasGraph;  // keras/keras_graph.h
+class SharedLayerCall;  // keras/shared_layer_call.h
+struct KerasGraph;      // keras/keras_graph.h
 inline constexpr char kPredictOnNoExamples[] = "predict on no examples";
 
 class Model : private ElasticReplica {
@@ -362,6 +363,9 @@ class Model : private ElasticReplica {
   // it reads from, directly or not, has variables). Nothing else needs gradients:
   // a model that opens with Flatten computes no input gradient for its first Dense.
   std::vector<bool> runs_backward_;
+  // Per layer (set in Build): the later calls of it, where it is shared
+  // (keras/shared_layer_call.h).
+  std::vector<std::vector<SharedLayerCall*>> shared_calls_;
   std::vector<char> grad_set_;  // Per activation, during backward: a gradient arrived.
   // Per input: a later gradient of an activation, before it is added.
   std::vector<Tensor> grad_scratch_;

@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "keras/activation_function.h"
 #include "keras/model.h"
+#include "keras/shared_layer_call.h"
 #include "observability/timeline.h"
 
 namespace ringwork {
@@ -113,6 +114,7 @@ absl::StatusOr<float> Model::TrainStep(const struct Batch& batch, float weight) 
     if (!runs_backward_[l]) continue;
     status = BackwardLayer(l);
     if (!status.ok()) loss = status;
+    for (SharedLayerCall* call : shared_calls_[l]) call->AddGradientsToOwner();
     for (Variable* v : layers_[l]->variables()) reducer_->Ready(v);
   }
   if (!loss.ok()) {

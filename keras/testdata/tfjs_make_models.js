@@ -179,7 +179,47 @@ async function main() {
   steps.add(tf.layers.gru({units: 2, recurrentActivation: 'sigmoid'}));
   randomize(steps, 1300);
   await save(steps, path.join(out, 'time_distributed_masked'), [8, 3], 47, 0, padding);
+  // Shared layers: a siamese pair of id sequences through one Embedding, one LSTM
+  // and one Dense (each layer called twice), and a Dense called on its own
+  // transformed output.
+  const left = tf.input({shape: [5], name: 'left'}), right = tf.input({shape: [5], name: 'right'});
+  const embed = tf.layers.embedding({inputDim: 12, outputDim: 4});
+  const encoder = tf.layers.lstm({units: 3, recurrentActivation: 'sigmoid'});
+  const tower = tf.layers.dense({units: 4, activation: 'tanh'});
+  const pair = tf.layers.concatenate().apply([tower.apply(encoder.apply(embed.apply(left))),
+                                              tower.apply(encoder.apply(embed.apply(right)))]);
+  const siamese = tf.model({inputs: [left, right],
+                            outputs: tf.layers.dense({units: 2}).apply(pair)});
+  randomize(siamese, 1400);
+  await saveTwoInputs(siamese, path.join(out, 'shared_siamese'), [5], 53, 12);
+  const features = tf.input({shape: [4]});
+  const again = tf.layers.dense({units: 4, activation: 'tanh'});
+  const between = tf.layers.dense({units: 4, activation: 'relu'});
+  const twice = tf.model({inputs: features, outputs: tf.layers.dense({units: 2}).apply(
+      again.apply(between.apply(again.apply(features))))});
+  randomize(twice, 1500);
+  await save(twice, path.join(out, 'shared_twice'), [4], 59);
   console.log('saved');
+}
+
+// A model of two inputs of `inputShape` ids in [0, vocabulary): x.f32 holds each
+// example's two inputs side by side, as a Ringwork model of two inputs reads them.
+async function saveTwoInputs(model, dir, inputShape, seed, vocabulary) {
+  fs.mkdirSync(dir, {recursive: true});
+  await model.save(tf.io.withSaveHandler(async (a) => {
+    fs.writeFileSync(path.join(dir, 'weights.bin'), Buffer.from(a.weightData));
+    fs.writeFileSync(path.join(dir, 'model.json'), JSON.stringify({
+      format: 'layers-model',
+      modelTopology: a.modelTopology,
+      weightsManifest: [{paths: ['weights.bin'], weights: a.weightSpecs}],
+    }));
+    return {modelArtifactsInfo: {dateSaved: new Date(), modelTopologyType: 'JSON'}};
+  }));
+  const a = tf.floor(tf.randomUniform([4, ...inputShape], 0, vocabulary, 'float32', seed));
+  const b = tf.floor(tf.randomUniform([4, ...inputShape], 0, vocabulary, 'float32', seed + 1));
+  const y = model.predict([a, b]);
+  fs.writeFileSync(path.join(dir, 'x.f32'), Buffer.from((await tf.concat([a, b], 1).data()).buffer));
+  fs.writeFileSync(path.join(dir, 'y.f32'), Buffer.from((await y.data()).buffer));
 }
 
 main().catch((e) => {
