@@ -19,16 +19,18 @@ namespace {
 
 using Json = nlohmann::json;
 
-Json KerasTensor(const std::string& from, const Shape& shape) {
-  return {
-      {"class_name", "__keras_tensor__"},
-      {"config",
-       {{"shape", KerasBatchShape(shape)}, {"dtype", "float32"}, {"keras_history", {from, 0, 0}}}}};
+Json KerasTensor(const KerasGraph& graph, const std::string& from, const Shape& shape) {
+  const auto [layer, node] = graph.History(from);
+  return {{"class_name", "__keras_tensor__"},
+          {"config",
+           {{"shape", KerasBatchShape(shape)},
+            {"dtype", "float32"},
+            {"keras_history", {layer, node, 0}}}}};
 }
 
 // A node in Keras 3's form: module, class_name, config (dtype as a DTypePolicy),
 // build_config and inbound_nodes of keras tensors.
-Json Keras3Layer(const KerasNode& node) {
+Json Keras3Layer(const KerasGraph& graph, const KerasNode& node) {
   Json config = node.config;
   // A user's layer as Keras 3 writes a registered one (package "Custom").
   const bool registered = FindLayer(node.class_name) != nullptr;
@@ -48,16 +50,24 @@ Json Keras3Layer(const KerasNode& node) {
                      {"config", {{"name", "float32"}}},
                      {"registered_name", nullptr}};
   layer["config"] = config;
-  Json tensors = Json::array();
-  Json shapes = Json::array();
-  for (size_t i = 0; i < node.inbound.size(); ++i) {
-    tensors.push_back(KerasTensor(node.inbound[i], node.inbound_shapes[i]));
-    shapes.push_back(KerasBatchShape(node.inbound_shapes[i]));
-  }
   const bool merge = IsMergeLayerClass(node.class_name);
-  layer["build_config"] = {{"input_shape", merge ? shapes : shapes[0]}};
-  layer["inbound_nodes"] = {
-      {{"args", merge ? Json::array({tensors}) : tensors}, {"kwargs", Json::object()}}};
+  // One entry per call (a shared layer's later calls after its first).
+  std::vector<KerasCall> calls = {{node.inbound, node.inbound_shapes}};
+  calls.insert(calls.end(), node.later_calls.begin(), node.later_calls.end());
+  layer["inbound_nodes"] = Json::array();
+  for (const KerasCall& call : calls) {
+    Json tensors = Json::array();
+    Json shapes = Json::array();
+    for (size_t i = 0; i < call.inbound.size(); ++i) {
+      tensors.push_back(KerasTensor(graph, call.inbound[i], call.inbound_shapes[i]));
+      shapes.push_back(KerasBatchShape(call.inbound_shapes[i]));
+    }
+    if (!layer.contains("build_config")) {
+      layer["build_config"] = {{"input_shape", merge ? shapes : shapes[0]}};
+    }
+    layer["inbound_nodes"].push_back(
+        {{"args", merge ? Json::array({tensors}) : tensors}, {"kwargs", Json::object()}});
+  }
   return layer;
 }
 
@@ -90,10 +100,13 @@ std::string KerasSnakeCase(const std::string& class_name) {
 absl::StatusOr<std::string> KerasConfigJson(const Model& model) {
   RW_ASSIGN_OR_RETURN(KerasGraph graph, KerasGraphOf(model, "Keras export"));
   Json layers = Json::array();
-  for (const KerasNode& node : graph.nodes) layers.push_back(Keras3Layer(node));
+  for (const KerasNode& node : graph.nodes) layers.push_back(Keras3Layer(graph, node));
   Json inputs = Json::array(), outputs = Json::array();
   for (const std::string& i : graph.inputs) inputs.push_back({i, 0, 0});
-  for (const std::string& o : graph.outputs) outputs.push_back({o, 0, 0});
+  for (const std::string& o : graph.outputs) {
+    const auto [layer, node] = graph.History(o);
+    outputs.push_back({layer, node, 0});
+  }
   const Json config = {{"module", "keras.src.models.functional"},
                        {"class_name", "Functional"},
                        {"config",

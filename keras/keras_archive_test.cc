@@ -159,6 +159,37 @@ TEST_CASE("a model of two named inputs goes into a .keras archive and back", "[k
   RequireSamePredictions(model, *loaded, DeterministicInputs({4, 19}));
 }
 
+TEST_CASE("shared layers go into a .keras archive as one layer of several calls, and back",
+          "[keras_archive][shared]") {
+  SymbolicTensor left = Input({3}, "left"), right = Input({3}, "right");
+  SharedLayer tower = Share(Dense(4, {.activation = "tanh"}));
+  SharedLayer again = Share(Dense(4, {.activation = "relu"}));
+  SymbolicTensor a = Apply(again, Apply(tower, left));
+  SymbolicTensor b = Apply(again, Apply(again, Apply(tower, right)));  // `again` thrice.
+  Model model(std::vector<SymbolicTensor>{left, right},
+              Apply(Dense(2, {.activation = "softmax"}), Apply(Concatenate(), {a, b})));
+  REQUIRE(model.Compile(AdamOneThread()).ok());
+  TrainFewSteps(model, DeterministicInputs({6, 6}), 2);
+  absl::StatusOr<std::string> config = KerasConfigJson(model);
+  REQUIRE(config.ok());
+  const nlohmann::json layers = nlohmann::json::parse(*config)["config"]["layers"];
+  std::map<std::string, size_t> calls;
+  for (const nlohmann::json& layer : layers) calls[layer["name"]] = layer["inbound_nodes"].size();
+  CHECK(calls == std::map<std::string, size_t>{{"left", 0},
+                                               {"right", 0},
+                                               {"dense", 2},
+                                               {"dense_1", 3},
+                                               {"dense_2", 1},
+                                               {"concatenate", 1}});
+  const std::string dir = FreshTestDir("keras_archive_shared");
+  REQUIRE(SaveModel(model, dir + "/shared.keras").ok());
+  absl::StatusOr<Model> loaded = LoadModel(dir + "/shared.keras");
+  INFO(loaded.status().message());
+  REQUIRE(loaded.ok());
+  CHECK(loaded->weights().size() == model.weights().size());
+  RequireSamePredictions(model, *loaded, DeterministicInputs({4, 6}));
+}
+
 TEST_CASE("LSTM and GRU go into a .keras archive (their cell's variables) and back",
           "[keras_archive]") {
   SymbolicTensor x = Input({6, 3});

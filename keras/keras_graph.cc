@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "keras/custom_objects.h"
+#include "keras/shared_layer_call.h"
 
 namespace ringwork {
 namespace {
@@ -57,28 +58,47 @@ nlohmann::json BaseConfig(const std::string& name) {
 // depth-first walk from the outputs, each node's inputs in order, first meets
 // them. Keras numbers the layers' weights in this order (dense, dense_1, ...).
 void SortAsKeras(KerasGraph& graph) {
-  std::map<std::string, size_t> at;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) at[graph.nodes[i].name] = i;
-  std::vector<int> met(graph.nodes.size(), -1);
-  std::vector<size_t> finished;  // Inputs before what reads them.
-  std::vector<bool> done(graph.nodes.size(), false);
-  int next = 0;
-  auto walk = [&](auto&& self, size_t n) -> void {
-    if (done[n]) return;
-    if (met[n] < 0) met[n] = next++;
-    for (const std::string& from : graph.nodes[n].inbound) self(self, at.at(from));
-    done[n] = true;
-    finished.push_back(n);
+  // Keras walks calls (its nodes): a layer's first by the layer's name, a shared
+  // layer's later ones by theirs ("dense@1"). A layer's depth is its deepest call's.
+  struct Call {
+    size_t layer;
+    const std::vector<std::string>* inbound;
   };
-  for (const std::string& o : graph.outputs) walk(walk, at.at(o));
+  std::map<std::string, Call> calls;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    calls[graph.nodes[i].name] = {i, &graph.nodes[i].inbound};
+  }
+  for (const auto& [name, history] : graph.calls) {
+    const size_t layer = calls.at(history.first).layer;
+    calls[name] = {layer, &graph.nodes[layer].later_calls[history.second - 1].inbound};
+  }
+  std::vector<int> met(graph.nodes.size(), -1);
+  std::vector<std::string> finished;  // Inputs before what reads them.
+  std::map<std::string, bool> done;
+  int next = 0;
+  auto walk = [&](auto&& self, const std::string& name) -> void {
+    if (done[name]) return;
+    const Call& call = calls.at(name);
+    if (met[call.layer] < 0) met[call.layer] = next++;
+    for (const std::string& from : *call.inbound) self(self, from);
+    done[name] = true;
+    finished.push_back(name);
+  };
+  for (const std::string& o : graph.outputs) walk(walk, o);
+  std::map<std::string, int> call_depth;
   std::vector<int> depth(graph.nodes.size(), 0);
-  for (auto n = finished.rbegin(); n != finished.rend(); ++n) {
-    for (const std::string& from : graph.nodes[*n].inbound) {
-      int& d = depth[at.at(from)];
-      d = std::max(d, depth[*n] + 1);
+  std::vector<size_t> order;
+  for (auto name = finished.rbegin(); name != finished.rend(); ++name) {
+    const Call& call = calls.at(*name);
+    const int d = std::max(call_depth[*name], depth[call.layer]);
+    depth[call.layer] = d;
+    for (const std::string& from : *call.inbound) {
+      call_depth[from] = std::max(call_depth[from], d + 1);
+    }
+    if (std::find(order.begin(), order.end(), call.layer) == order.end()) {
+      order.push_back(call.layer);
     }
   }
-  std::vector<size_t> order(finished.begin(), finished.end());
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return depth[a] != depth[b] ? depth[a] > depth[b] : met[a] < met[b];
   });
@@ -88,6 +108,11 @@ void SortAsKeras(KerasGraph& graph) {
 }
 
 }  // namespace
+
+std::pair<std::string, int> KerasGraph::History(const std::string& source) const {
+  const auto call = calls.find(source);
+  return call != calls.end() ? call->second : std::pair<std::string, int>{source, 0};
+}
 
 nlohmann::json KerasBatchShape(const Shape& shape) {
   nlohmann::json out = nlohmann::json::array({nullptr});
@@ -131,6 +156,27 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
     if (type == "RandomFlip") {  // Nothing in inference.
       source[l + 1] = source[static_cast<size_t>(first)];
       shape[l + 1] = shape[static_cast<size_t>(first)];
+      continue;
+    }
+    if (const auto* call = dynamic_cast<const SharedLayerCall*>(&layer)) {
+      const std::string& owner = call->owner().name();
+      const auto node = std::find_if(graph.nodes.begin(), graph.nodes.end(),
+                                     [&](const KerasNode& n) { return n.name == owner; });
+      KerasCall later;
+      for (int a : model.inputs_[l]) {
+        later.inbound.push_back(source[static_cast<size_t>(a)]);
+        later.inbound_shapes.push_back(shape[static_cast<size_t>(a)]);
+      }
+      if (node == graph.nodes.end() || (type == "Dense" && later.inbound_shapes[0].size() > 1 &&
+                                        layer.output_shape().size() == 1)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": layer ", layer.name(), " (a call of the shared ", type, " ", owner,
+            ") is not exported", node == graph.nodes.end() ? "" : " (it flattens its input)"));
+      }
+      node->later_calls.push_back(std::move(later));
+      graph.calls[layer.name()] = {owner, static_cast<int>(node->later_calls.size())};
+      source[l + 1] = layer.name();
+      shape[l + 1] = layer.output_shape();
       continue;
     }
     const auto keras = KerasClasses().find(type);

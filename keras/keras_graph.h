@@ -10,11 +10,13 @@
 // RandomFlip is left out (inference); SyncBatchNormalization is a
 // BatchNormalization; a Dense that reads a rank > 1 input gets a Flatten before
 // it (NAME_flatten), because Keras' Dense acts on the last axis only; a model of
-// several inputs has an InputLayer for each. Another layer is INVALID_ARGUMENT
-// naming it after `what`.
+// several inputs has an InputLayer for each; a shared layer is one node with
+// its later calls (as Keras lists it once with several inbound nodes). Another layer is
+// INVALID_ARGUMENT naming it after `what`.
 #ifndef RINGWORK_KERAS_KERAS_GRAPH_H_
 #define RINGWORK_KERAS_KERAS_GRAPH_H_
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -23,6 +25,12 @@
 #include "keras/model.h"
 
 namespace ringwork {
+
+// A later call of a shared layer (keras/functional.h): what it reads.
+struct KerasCall {
+  std::vector<std::string> inbound;
+  std::vector<Shape> inbound_shapes;
+};
 
 struct KerasNode {
   std::string class_name;  // Keras' ("BatchNormalization" for SyncBatchNormalization)
@@ -34,6 +42,8 @@ struct KerasNode {
   Shape output_shape;
   std::vector<const Variable*> weights;  // Keras' variables, in Keras' order.
   bool masked_input = false;             // An input carries a mask over steps.
+  // A shared layer's calls after the first (its Keras nodes 1, 2, ...).
+  std::vector<KerasCall> later_calls;
 };
 
 struct KerasGraph {
@@ -41,6 +51,10 @@ struct KerasGraph {
   std::vector<KerasNode> nodes;
   std::vector<std::string> inputs;   // The InputLayers, in the model's input order.
   std::vector<std::string> outputs;  // The layers whose outputs the model gives.
+  // What `inbound` and `outputs` name, as Keras' keras_history: (layer, node).
+  // A layer is its node 0; a shared layer's later call ("dense@1") its node 1, ...
+  std::pair<std::string, int> History(const std::string& source) const;
+  std::map<std::string, std::pair<std::string, int>> calls;  // "dense@1" -> ("dense", 1).
 };
 
 absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& what);

@@ -12,6 +12,7 @@
 #include "keras/onnx_attention.h"
 #include "keras/onnx_graph.h"
 #include "keras/onnx_recurrent.h"
+#include "keras/shared_layer_call.h"
 
 namespace ringwork {
 namespace {
@@ -126,6 +127,24 @@ absl::Status RefuseMask(const Layer& layer) {
       "masks; export the model without the mask (mask_zero = false, no Masking)"));
 }
 
+// `graph` in a ModelProto: IR version 8, opset 17.
+absl::StatusOr<std::string> ModelProtoBytes(const OnnxGraph& graph) {
+  WireWriter opset, onnx;
+  opset.Bytes(1, "");
+  opset.Varint(2, 17);
+  onnx.Varint(1, 8);  // ir_version
+  onnx.Bytes(2, "ringwork");
+  onnx.Bytes(7, graph.data());
+  onnx.Bytes(8, opset.data());
+  if (onnx.data().size() > (uint64_t{1} << 31) - 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ONNX export: ", onnx.data().size(),
+                     " bytes is over protobuf's 2 GiB limit (weights in "
+                     "external data files are not written yet)"));
+  }
+  return onnx.data();
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
@@ -139,7 +158,10 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
   tensor[0] = "input";
   g.Value(11, "input", model.input_shape_);
   for (size_t l = 0; l < model.layers_.size(); ++l) {
-    const Layer& layer = *model.layers_[l];
+    // A shared layer's later call: the layer it runs, with the owner's values,
+    // written as a layer of its own (the shared weights once more).
+    const auto* call = dynamic_cast<const SharedLayerCall*>(model.layers_[l].get());
+    const Layer& layer = call != nullptr ? call->WithOwnerValues() : *model.layers_[l];
     const std::string name = layer.name(), type = layer.type();
     std::vector<std::string> in;
     for (int a : model.inputs_[l]) in.push_back(tensor[static_cast<size_t>(a)]);
@@ -263,20 +285,7 @@ absl::StatusOr<std::string> OnnxModelBytes(const Model& model) {
     }
     g.Value(12, layer.name(), layer.output_shape());
   }
-  WireWriter opset, onnx;
-  opset.Bytes(1, "");
-  opset.Varint(2, 17);
-  onnx.Varint(1, 8);  // ir_version
-  onnx.Bytes(2, "ringwork");
-  onnx.Bytes(7, g.data());
-  onnx.Bytes(8, opset.data());
-  if (onnx.data().size() > (uint64_t{1} << 31) - 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ONNX export: ", onnx.data().size(),
-                     " bytes is over protobuf's 2 GiB limit (weights in "
-                     "external data files are not written yet)"));
-  }
-  return onnx.data();
+  return ModelProtoBytes(g);
 }
 
 absl::Status ExportOnnx(const Model& model, const std::string& path) {

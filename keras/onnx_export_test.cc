@@ -26,7 +26,9 @@ using Catch::Matchers::Contains;
 void CheckAgainstOnnxRuntime(Model& model, const Tensor& x, const std::string& output,
                              const std::string& dir) {
   const std::string path = dir + "/model.onnx";
-  REQUIRE(ExportOnnx(model, path).ok());
+  const absl::Status exported = ExportOnnx(model, path);
+  INFO(exported.message());
+  REQUIRE(exported.ok());
   const SubprocessResult checked =
       RunSubprocess({"/usr/bin/python3", "-c",
                      "import onnx, sys\nm = onnx.load(sys.argv[1])\n"
@@ -182,6 +184,17 @@ TEST_CASE("Embedding, SimpleRNN, LSTM and GRU (reset_after both ways) export as 
   Model model(ids,
               Apply(Dense(3, {.activation = "softmax"}), Apply(Concatenate(), {a, b, c, d, e})));
   TrainAndCheckOnIds(model, 7, "onnx_recurrent");
+}
+
+TEST_CASE("shared layers export, each later call as a layer of its own", "[onnx][shared]") {
+  SymbolicTensor ids = Input({10});
+  SharedLayer encoder = Share(GRU(3));
+  SharedLayer tower = Share(Dense(4, {.activation = "tanh"}));
+  SymbolicTensor h = Apply(Embedding(15, 4), ids);
+  SymbolicTensor a = Apply(tower, Apply(encoder, h));
+  SymbolicTensor b = Apply(tower, Apply(encoder, Apply(Dense(4, {.activation = "tanh"}), h)));
+  Model model(ids, Apply(Dense(3, {.activation = "softmax"}), Apply(Concatenate(), {a, b})));
+  TrainAndCheckOnIds(model, 10, "onnx_shared");
 }
 
 TEST_CASE("a transformer (positions, attention as its parts, both fast and plain) exports",

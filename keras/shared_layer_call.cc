@@ -69,12 +69,17 @@ absl::StatusOr<Shape> SharedLayerCall::Build(const Shape& input, const BuildCont
   return out;
 }
 
-absl::Status SharedLayerCall::Forward(KernelContext& k, const Tensor& x, Tensor* y, bool training) {
+const Layer& SharedLayerCall::WithOwnerValues() const {
   if (copy_->trainable() != owner_->trainable()) copy_->set_trainable(owner_->trainable());
   const std::vector<Variable*> mine = copy_->weights(), theirs = owner_->weights();
   for (size_t i = 0; i < mine.size(); ++i) {
     std::memcpy(mine[i]->value.data(), theirs[i]->value.data(), sizeof(float) * mine[i]->size());
   }
+  return *copy_;
+}
+
+absl::Status SharedLayerCall::Forward(KernelContext& k, const Tensor& x, Tensor* y, bool training) {
+  WithOwnerValues();
   return copy_->Forward(k, x, y, training);
 }
 

@@ -32,6 +32,9 @@ class SharedLayerCall : public Layer {
   SharedLayerCall(Layer* owner, int call);
 
   const Layer& owner() const { return *owner_; }
+  // Once built: the layer this call runs, holding the owner's current values
+  // (exporters write it as a layer of its own, named NAME@k).
+  const Layer& WithOwnerValues() const;
   // Adds this call's gradients of the last backward pass into the owner's
   // trainable variables' (a sparse one's rows too).
   void AddGradientsToOwner();

@@ -40,10 +40,18 @@ absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model) {
           " is a GRU with reset_after=true, which TF.js' GRU lacks (make it with "
           "{.reset_after = false} to export it to TF.js; ONNX and Keras take either)"));
     }
-    nlohmann::json inbound = nlohmann::json::array();
-    for (const std::string& from : node.inbound) {
-      inbound.push_back({from, 0, 0, nlohmann::json::object()});
-    }
+    // One list per call: tf.keras 2's [[name, node, 0, {}], ...].
+    nlohmann::json inbound_nodes = nlohmann::json::array();
+    auto add_call = [&](const std::vector<std::string>& inbound) {
+      nlohmann::json call = nlohmann::json::array();
+      for (const std::string& from : inbound) {
+        const auto [layer, index] = graph.History(from);
+        call.push_back({layer, index, 0, nlohmann::json::object()});
+      }
+      inbound_nodes.push_back(std::move(call));
+    };
+    if (!node.inbound.empty()) add_call(node.inbound);
+    for (const KerasCall& later : node.later_calls) add_call(later.inbound);
     // TF.js spells LeCun's initializers LeCunNormal and LeCunUniform.
     nlohmann::json config = node.config;
     for (auto& [key, value] : config.items()) {
@@ -54,8 +62,7 @@ absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model) {
     layers.push_back({{"class_name", node.class_name},
                       {"name", node.name},
                       {"config", config},
-                      {"inbound_nodes", node.inbound.empty() ? nlohmann::json::array()
-                                                             : nlohmann::json::array({inbound})}});
+                      {"inbound_nodes", inbound_nodes}});
     for (const Variable* v : node.weights) {
       nlohmann::json shape = nlohmann::json::array();
       for (int64_t d : v->value.shape()) shape.push_back(d);
@@ -66,7 +73,10 @@ absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model) {
   }
   nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
   for (const std::string& i : graph.inputs) inputs.push_back({i, 0, 0});
-  for (const std::string& o : graph.outputs) outputs.push_back({o, 0, 0});
+  for (const std::string& o : graph.outputs) {
+    const auto [layer, index] = graph.History(o);
+    outputs.push_back({layer, index, 0});
+  }
   const nlohmann::json topology = {{"class_name", "Model"},
                                    {"config",
                                     {{"name", graph.name},

@@ -168,6 +168,33 @@ TEST_CASE("Embedding, LSTM and GRU export to TF.js", "[tfjs]") {
   CHECK_THAT(std::string(refused.message()), Contains("GRU with reset_after=true"));
 }
 
+// Two id sequences through one Embedding, LSTM and Dense (each called twice), and
+// a Dense called again on its own transformed output, which is the model's output.
+TEST_CASE("shared layers export to TF.js, each once with its calls", "[tfjs][shared]") {
+  SymbolicTensor left = Input({5}, "left"), right = Input({5}, "right");
+  SharedLayer embed = Share(Embedding(12, 4));
+  SharedLayer encoder = Share(LSTM(3));
+  SharedLayer tower = Share(Dense(4, {.activation = "tanh"}));
+  SymbolicTensor a = Apply(tower, Apply(encoder, Apply(embed, left)));
+  SymbolicTensor b = Apply(tower, Apply(encoder, Apply(embed, right)));
+  Model siamese(std::vector<SymbolicTensor>{left, right},
+                Apply(Dense(2, {.activation = "softmax"}), Apply(Concatenate(), {a, b})));
+  REQUIRE(siamese.Compile(AdamOneThread()).ok());
+  Tensor ids({8, 10});
+  for (int64_t e = 0; e < ids.size(); ++e) ids[e] = static_cast<float>((e * 7 + e / 3) % 12);
+  TrainFewSteps(siamese, ids, 2);
+  CheckAgainstTfjs(siamese, ids, "tfjs_shared_siamese");
+
+  SymbolicTensor x = Input({4});
+  SharedLayer again = Share(Dense(4, {.activation = "tanh"}));
+  Model twice(x, Apply(again, Apply(Dense(4, {.activation = "relu"}), Apply(again, x))));
+  CompileOptions logits = AdamOneThread();
+  logits.loss = {"sparse_categorical_crossentropy", true};
+  REQUIRE(twice.Compile(logits).ok());
+  TrainFewSteps(twice, DeterministicInputs({8, 4}), 4);
+  CheckAgainstTfjs(twice, DeterministicInputs({4, 4}), "tfjs_shared_twice");
+}
+
 TEST_CASE("a saved model loads without its C++ and predicts bit-identically", "[tfjs]") {
   SymbolicTensor x = Input({9, 9, 2});
   SymbolicTensor h = Apply(Conv2D(4, 3, {.padding = "same", .activation = "relu"}), x);

@@ -21,10 +21,8 @@ function randomize(model, seed) {
   }
 }
 
-// `vocabulary`: the input holds ids in [0, vocabulary) (an Embedding reads it).
-// `padding` ([4, steps] of 0 and 1): the steps where it is 0 are padding, ids 0 or
-// features 0.
-async function save(model, dir, inputShape, seed, vocabulary, padding) {
+// DIR/model.json and DIR/weights.bin.
+async function writeModel(model, dir) {
   fs.mkdirSync(dir, {recursive: true});
   await model.save(tf.io.withSaveHandler(async (a) => {
     fs.writeFileSync(path.join(dir, 'weights.bin'), Buffer.from(a.weightData));
@@ -35,6 +33,13 @@ async function save(model, dir, inputShape, seed, vocabulary, padding) {
     }));
     return {modelArtifactsInfo: {dateSaved: new Date(), modelTopologyType: 'JSON'}};
   }));
+}
+
+// `vocabulary`: the input holds ids in [0, vocabulary) (an Embedding reads it).
+// `padding` ([4, steps] of 0 and 1): the steps where it is 0 are padding, ids 0 or
+// features 0.
+async function save(model, dir, inputShape, seed, vocabulary, padding) {
+  await writeModel(model, dir);
   let x = vocabulary ? tf.floor(tf.randomUniform([4, ...inputShape], padding ? 1 : 0, vocabulary,
                                                  'float32', seed))
                      : tf.randomUniform([4, ...inputShape], -1, 1, 'float32', seed);
@@ -205,16 +210,7 @@ async function main() {
 // A model of two inputs of `inputShape` ids in [0, vocabulary): x.f32 holds each
 // example's two inputs side by side, as a Ringwork model of two inputs reads them.
 async function saveTwoInputs(model, dir, inputShape, seed, vocabulary) {
-  fs.mkdirSync(dir, {recursive: true});
-  await model.save(tf.io.withSaveHandler(async (a) => {
-    fs.writeFileSync(path.join(dir, 'weights.bin'), Buffer.from(a.weightData));
-    fs.writeFileSync(path.join(dir, 'model.json'), JSON.stringify({
-      format: 'layers-model',
-      modelTopology: a.modelTopology,
-      weightsManifest: [{paths: ['weights.bin'], weights: a.weightSpecs}],
-    }));
-    return {modelArtifactsInfo: {dateSaved: new Date(), modelTopologyType: 'JSON'}};
-  }));
+  await writeModel(model, dir);
   const a = tf.floor(tf.randomUniform([4, ...inputShape], 0, vocabulary, 'float32', seed));
   const b = tf.floor(tf.randomUniform([4, ...inputShape], 0, vocabulary, 'float32', seed + 1));
   const y = model.predict([a, b]);
