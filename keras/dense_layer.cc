@@ -19,6 +19,8 @@ class DenseLayer : public Layer, public LogitsOutput {
   MaskUse mask_use() const override {
     return options_.flatten_input ? MaskUse::kRefuses : MaskUse::kPasses;
   }
+  // What keras_config leaves out (Keras' Dense acts on the last axis).
+  std::string config() const override { return options_.flatten_input ? "flatten_input" : ""; }
   std::string activation_name() const override {
     // Before Build, as given.
     if (!output_shape_.empty()) return activation_.name();

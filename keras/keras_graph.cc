@@ -167,12 +167,11 @@ absl::StatusOr<KerasGraph> KerasGraphOf(const Model& model, const std::string& w
         later.inbound.push_back(source[static_cast<size_t>(a)]);
         later.inbound_shapes.push_back(shape[static_cast<size_t>(a)]);
       }
-      if (node == graph.nodes.end() || (type == "Dense" && later.inbound_shapes[0].size() > 1 &&
-                                        layer.output_shape().size() == 1)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": layer ", layer.name(), " (a call of the shared ", type, " ", owner,
-            ") is not exported", node == graph.nodes.end() ? "" : " (it flattens its input)"));
+      if (node == graph.nodes.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": layer ", layer.name(), " calls ",
+                                                       owner, ", which is not exported"));
       }
+      later.masked_input = model.masks_.MaskedInput(l);
       node->later_calls.push_back(std::move(later));
       graph.calls[layer.name()] = {owner, static_cast<int>(node->later_calls.size())};
       source[l + 1] = layer.name();

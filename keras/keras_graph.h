@@ -30,6 +30,7 @@ namespace ringwork {
 struct KerasCall {
   std::vector<std::string> inbound;
   std::vector<Shape> inbound_shapes;
+  bool masked_input = false;
 };
 
 struct KerasNode {

@@ -157,15 +157,18 @@ struct PendingLayer {
 };
 
 // Makes `layer`'s next call on `xs`. A layer of several calls is shared; a merge
-// layer (no weights) is made again for each.
-absl::StatusOr<SymbolicTensor> MakeCall(PendingLayer& layer,
-                                        const std::vector<SymbolicTensor>& xs) {
+// layer (no weights) is made again for each. `names`: the layers' names so far.
+absl::StatusOr<SymbolicTensor> MakeCall(PendingLayer& layer, const std::vector<SymbolicTensor>& xs,
+                                        std::set<std::string>& names) {
   const int call = static_cast<int>(layer.made);
   if (layer.calls.size() == 1 || IsMergeLayerClass(layer.type)) {
-    RW_ASSIGN_OR_RETURN(
-        std::unique_ptr<Layer> made,
-        LayerFromKerasConfig(layer.type, layer.config, layer.path,
-                             call == 0 ? layer.name : absl::StrCat(layer.name, "@", call)));
+    // A merge layer's later calls are layers of their own: NAME_1, ... (a name
+    // TF.js accepts), unless a layer of the config has it.
+    std::string name = layer.name;
+    for (int n = call; n > 0 && names.count(name) > 0; ++n) name = absl::StrCat(layer.name, "_", n);
+    names.insert(name);
+    RW_ASSIGN_OR_RETURN(std::unique_ptr<Layer> made,
+                        LayerFromKerasConfig(layer.type, layer.config, layer.path, name));
     return xs.size() == 1 ? Apply(std::move(made), xs[0]) : Apply(std::move(made), xs);
   }
   if (xs.size() != 1) {
@@ -216,7 +219,7 @@ absl::StatusOr<Model> FunctionalFromJson(const Json& config, const std::string& 
           if (it != made.end()) xs.push_back(it->second);
         }
         if (xs.size() < layer.calls[layer.made].size()) break;
-        RW_ASSIGN_OR_RETURN(SymbolicTensor y, MakeCall(layer, xs));
+        RW_ASSIGN_OR_RETURN(SymbolicTensor y, MakeCall(layer, xs, names));
         made.emplace(TensorRef{layer.name, static_cast<int>(layer.made++)}, std::move(y));
         progress = true;
       }

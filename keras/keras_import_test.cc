@@ -127,6 +127,38 @@ TEST_CASE("Keras 3's config.json: a Sequential and a Functional model of two bra
   CHECK(f->signature().input_names == std::vector<std::string>{"pixels"});
 }
 
+TEST_CASE("a merge layer called twice becomes two layers, named as TF.js accepts",
+          "[keras_import][shared]") {
+  // tf.keras 2's form: add(add(a, b), a), the output being the Add's node 1.
+  absl::StatusOr<Model> model = ModelFromKerasJson(R"({"class_name": "Functional", "config": {
+      "layers": [
+        {"class_name": "InputLayer", "name": "a", "config": {"batch_input_shape": [null, 2]},
+         "inbound_nodes": []},
+        {"class_name": "InputLayer", "name": "b", "config": {"batch_input_shape": [null, 2]},
+         "inbound_nodes": []},
+        {"class_name": "Add", "name": "add", "config": {},
+         "inbound_nodes": [[["a", 0, 0, {}], ["b", 0, 0, {}]], [["add", 0, 0, {}], ["a", 0, 0, {}]]]}],
+      "input_layers": [["a", 0, 0], ["b", 0, 0]], "output_layers": [["add", 1, 0]]}})");
+  INFO(model.status().message());
+  REQUIRE(model.ok());
+  REQUIRE(model->Compile(Plain("mse")).ok());
+  CHECK(model->output_names() == std::vector<std::string>{"add_1"});
+  absl::StatusOr<Tensor> y = model->Predict(Tensor({1, 4}, {1, 2, 3, 4}));
+  REQUIRE(y.ok());
+  CHECK((*y)[0] == 5.f);  // (1 + 3) + 1
+  CHECK((*y)[1] == 8.f);  // (2 + 4) + 2
+  // A call of a layer that never comes is named.
+  absl::StatusOr<Model> broken = ModelFromKerasJson(R"({"class_name": "Functional", "config": {
+      "layers": [
+        {"class_name": "InputLayer", "name": "a", "config": {"batch_input_shape": [null, 2]},
+         "inbound_nodes": []},
+        {"class_name": "Dense", "name": "d", "config": {"units": 2},
+         "inbound_nodes": [[["a", 0, 0, {}]], [["d", 3, 0, {}]]]}],
+      "input_layers": [["a", 0, 0]], "output_layers": [["d", 1, 0]]}})");
+  CHECK_THAT(std::string(broken.status().message()),
+             Contains("$.config.layers[1].inbound_nodes: reads call 3 of d, which no layer makes"));
+}
+
 TEST_CASE("what Ringwork cannot honour is refused, naming its JSON path", "[keras_import]") {
   const std::string head = R"({"class_name": "Sequential", "config": {"layers": [)";
   const std::string input =

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "keras/keras_layer_config.h"
+#include "keras/layers.h"
 
 namespace ringwork {
 
@@ -17,6 +18,16 @@ SharedLayerCall::SharedLayerCall(Layer* owner, int call) : owner_(owner) {
 void SharedLayerCall::set_replica(int64_t replica) {
   replica_ = replica;
   if (copy_ != nullptr) copy_->set_replica(replica);
+}
+
+std::string SharedLayerCall::final_activation() const {
+  const auto* logits = dynamic_cast<const LogitsOutput*>(copy_.get());
+  return logits != nullptr ? logits->final_activation() : "";
+}
+
+bool SharedLayerCall::OutputLogits(bool logits) {
+  auto* output = dynamic_cast<LogitsOutput*>(copy_.get());
+  return output != nullptr && output->OutputLogits(logits);
 }
 
 void SharedLayerCall::set_training_step(int64_t step) {
@@ -38,7 +49,9 @@ absl::StatusOr<Shape> SharedLayerCall::Build(const Shape& input, const BuildCont
   }
   copy_ = std::move(*copy);
   copy_->set_replica(replica_);
-  copy_->set_trainable(owner_->trainable());
+  // Trainable while it is checked: a frozen BatchNormalization learns no batch
+  // statistics until it is unfrozen.
+  copy_->set_trainable(true);
   RW_ASSIGN_OR_RETURN(const Shape out, copy_->Build(input, ctx));
   if (copy_->batch_sums_size() > 0 || copy_->sums_over_replicas()) {
     return absl::InvalidArgumentError(
@@ -46,6 +59,13 @@ absl::StatusOr<Shape> SharedLayerCall::Build(const Shape& input, const BuildCont
                      " learns statistics of its batches, which every call would "
                      "update: it cannot be shared (call a layer of its own)"));
   }
+  if (copy_->config() != owner_->config()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(type(), " cannot be shared: its Keras config leaves out settings it has (",
+                     owner_->config(), "; rebuilt from the config: ", copy_->config(),
+                     "); call a layer of its own"));
+  }
+  copy_->set_trainable(owner_->trainable());
   const std::vector<Variable*> mine = copy_->weights(), theirs = owner_->weights();
   for (size_t i = 0; i < std::max(mine.size(), theirs.size()); ++i) {
     if (i >= mine.size() || i >= theirs.size() ||
@@ -93,8 +113,13 @@ void SharedLayerCall::AddGradientsToOwner() {
   for (size_t i = 0; i < std::min(mine.size(), theirs.size()); ++i) {
     Variable& to = *theirs[i];
     const float* add = mine[i]->grad;
-    for (int64_t e = 0; e < to.size(); ++e) to.grad[e] += add[e];
-    if (to.sparse_gradient) {
+    if (!to.sparse_gradient) {
+      for (int64_t e = 0; e < to.size(); ++e) to.grad[e] += add[e];
+    } else {  // A table: only the rows this call wrote are not zero.
+      const int64_t width = to.size() / std::max<int64_t>(to.value.dim(0), 1);
+      for (int64_t row : mine[i]->touched_rows) {
+        for (int64_t e = row * width; e < (row + 1) * width; ++e) to.grad[e] += add[e];
+      }
       std::vector<int64_t> rows;
       std::set_union(to.touched_rows.begin(), to.touched_rows.end(), mine[i]->touched_rows.begin(),
                      mine[i]->touched_rows.end(), std::back_inserter(rows));

@@ -21,10 +21,13 @@
 
 #include "absl/status/statusor.h"
 #include "keras/layer.h"
+#include "keras/layers.h"
 
 namespace ringwork {
 
-class SharedLayerCall : public Layer {
+// A model output that is a later call of a Dense ending in a softmax or a
+// sigmoid has it fused into its loss as the layer itself would (LogitsOutput).
+class SharedLayerCall : public Layer, public LogitsOutput {
  public:
   // Call number `call` (1, 2, ...) of `owner`, which must outlive it and be
   // built before it (both are the same model's; the owner comes first). Build
@@ -53,6 +56,8 @@ class SharedLayerCall : public Layer {
     copy_->MakeMask(x, mask);
   }
   void set_input_mask(const uint8_t* mask) override { copy_->set_input_mask(mask); }
+  std::string final_activation() const override;  // The copy's, once built.
+  bool OutputLogits(bool logits) override;
   void set_replica(int64_t replica) override;
   void set_training_step(int64_t step) override;
 

@@ -1,5 +1,6 @@
 #include "keras/tfjs_export.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -27,8 +28,11 @@ absl::StatusOr<TfjsArtifacts> TfjsModel(const Model& model) {
           absl::StrCat("TF.js export: layer ", node.name, " is a ", node.class_name,
                        ", which TF.js lacks (a .keras archive takes it)"));
     }
-    if (node.masked_input && (node.class_name == "GlobalAveragePooling1D" ||
-                              node.class_name == "Add" || node.class_name == "Multiply")) {
+    const bool masked =
+        node.masked_input || std::any_of(node.later_calls.begin(), node.later_calls.end(),
+                                         [](const KerasCall& c) { return c.masked_input; });
+    if (masked && (node.class_name == "GlobalAveragePooling1D" || node.class_name == "Add" ||
+                   node.class_name == "Multiply")) {
       // TF.js' pools refuse masks, and its Add and Multiply keep the first input's.
       return absl::InvalidArgumentError(
           absl::StrCat("TF.js export: layer ", node.name, " (", node.class_name,
