@@ -55,7 +55,7 @@ TEST_CASE("Bidirectional: weights, and gradients by finite differences for each 
       model.Add(Dense(3));
       REQUIRE(model.Compile(FrozenSgd()).ok());
       REQUIRE(model.Build({5, 2}).ok());
-      const std::vector<Variable*> v = model.variables();
+      const std::vector<Variable*> v = model.trainable_variables();
       REQUIRE(v.size() == 14);
       CHECK(v[0]->name == "bidirectional/forward_lstm/kernel");
       CHECK(v[3]->name == "bidirectional/backward_lstm/kernel");
@@ -92,7 +92,8 @@ TEST_CASE("go_backwards reads the steps last to first; zero_output_for_mask zero
     REQUIRE(plain.Compile(FrozenSgd()).ok());
     REQUIRE(backwards.Build({5, 2}).ok());
     REQUIRE(plain.Build({5, 2}).ok());
-    for (size_t i = 0; i < 3; ++i) plain.variables()[i]->value = backwards.variables()[i]->value;
+    for (size_t i = 0; i < 3; ++i)
+      plain.trainable_variables()[i]->value = backwards.trainable_variables()[i]->value;
     absl::StatusOr<Tensor> a = backwards.Predict(batch.features), b = plain.Predict(reversed);
     REQUIRE((a.ok() && b.ok()));
     for (int64_t i = 0; i < a->size(); ++i) CHECK((*a)[i] == Approx((*b)[i]).epsilon(1e-6));
@@ -105,7 +106,7 @@ TEST_CASE("go_backwards reads the steps last to first; zero_output_for_mask zero
   REQUIRE(zeroed.Compile(FrozenSgd()).ok());
   REQUIRE(zeroed.Build({5, 2}).ok());
   PerturbWeights(zeroed, 0.6f);
-  Tensor& readout = zeroed.variables()[zeroed.variables().size() - 2]->value;
+  Tensor& readout = zeroed.trainable_variables()[zeroed.trainable_variables().size() - 2]->value;
   for (int64_t i = 0; i < readout.size(); ++i) readout[i] *= 4.f;
   CheckGradientsByFiniteDifferences(zeroed, batch, 1);
 }

@@ -86,7 +86,7 @@ std::vector<float> TrainedWeights(int num_workers, const Dataset& train, int64_t
     fit.verbose = 0;
     RW_RETURN_IF_ERROR(model.Fit(train, fit).status());
     if (w.rank == 0) {
-      for (const Variable* v : model.variables()) {
+      for (const Variable* v : model.trainable_variables()) {
         weights.insert(weights.end(), v->value.data(), v->value.data() + v->value.size());
       }
     }
@@ -348,7 +348,7 @@ class CorruptReplica : public Callback {
   CorruptReplica(int rank, int64_t at) : rank_(rank), at_(at) {}
   absl::Status OnBatchEnd(int64_t step, const Logs&) override {
     if (model_->strategy()->rank() == rank_ && ++seen_ == at_) {
-      model_->variables()[0]->value[3] += 1e-3f;
+      model_->trainable_variables()[0]->value[3] += 1e-3f;
     }
     return absl::OkStatus();
   }

@@ -43,7 +43,7 @@ TEST_CASE("an Embedding table's gradient matches finite differences", "[embeddin
   batch.features = Tensor({4, 2}, {0, 3, 3, 5, 6, 0, 2, 2});  // Row 3 twice, rows 1 and 4 never.
   batch.labels = {0, 2, 1, 2};
   CheckGradientsByFiniteDifferences(model, batch, 1);
-  const Variable* table = model.variables()[0];
+  const Variable* table = model.trainable_variables()[0];
   CHECK(table->name == "embedding/embeddings");
   CHECK(table->touched_rows == std::vector<int64_t>{0, 2, 3, 5, 6});
   CHECK(table->grad[1 * 3] == 0.f);

@@ -50,16 +50,17 @@ TEST_CASE("frozen layers are neither updated nor all-reduced, on 2 workers", "[f
     RW_RETURN_IF_ERROR(model->Compile(compile));
     RW_RETURN_IF_ERROR(model->Build({28, 28, 1}));
     // Only the last Dense is trained: the gradient arena holds its two variables.
-    if (model->variables().size() != 2) return absl::InternalError("frozen variables trained");
+    if (model->trainable_variables().size() != 2)
+      return absl::InternalError("frozen variables trained");
     std::vector<Variable*> frozen;
     for (Variable* v : model->weights()) {
       if (v->name.rfind("dense_1/", 0) != 0) frozen.push_back(v);
     }
     frozen_before[w.rank] = Values(frozen);
-    const std::vector<std::vector<float>> last_before = Values(model->variables());
+    const std::vector<std::vector<float>> last_before = Values(model->trainable_variables());
     RW_RETURN_IF_ERROR(model->Fit(train, {.epochs = 2, .batch_size = 64, .verbose = 0}).status());
     frozen_after[w.rank] = Values(frozen);
-    trained[w.rank] = Values(model->variables());
+    trained[w.rank] = Values(model->trainable_variables());
     if (trained[w.rank] == last_before) return absl::InternalError("nothing trained");
     if (model->Summary().find("Trainable params: 170") == std::string::npos) {
       return absl::InternalError(model->Summary());
@@ -118,13 +119,13 @@ TEST_CASE("freezing and unfreezing a built model take effect when it compiles ag
   for (int i = 0; i < 6; ++i) batch.labels.push_back(i % 3);
   base->set_trainable(false);
   REQUIRE(model.Compile(compile).ok());
-  CHECK(model.variables().size() == 2);
+  CHECK(model.trainable_variables().size() == 2);
   const std::vector<std::vector<float>> frozen = Values(base->weights());
   for (int step = 0; step < 3; ++step) REQUIRE(model.TrainStep(batch).ok());
   CHECK(Values(base->weights()) == frozen);
   base->set_trainable(true);
   REQUIRE(model.Compile(compile).ok());
-  CHECK(model.variables().size() == 4);
+  CHECK(model.trainable_variables().size() == 4);
   for (int step = 0; step < 3; ++step) REQUIRE(model.TrainStep(batch).ok());
   CHECK(Values(base->weights()) != frozen);
 }
@@ -138,7 +139,7 @@ TEST_CASE("Keras JSON freezes a layer, and the exports keep it frozen", "[freezi
   REQUIRE(model.ok());
   REQUIRE(model->Compile(AdamOneThread()).ok());
   REQUIRE(model->Build({3}).ok());
-  CHECK(model->variables().size() == 2);
+  CHECK(model->trainable_variables().size() == 2);
   CHECK(model->weights().size() == 4);
   absl::StatusOr<std::string> config = KerasConfigJson(*model);
   REQUIRE(config.ok());

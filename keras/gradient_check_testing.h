@@ -43,7 +43,7 @@ inline CompileOptions FrozenSgd() {
 // Adds amplitude x sin(1.7 i) to the i-th element of every trainable variable:
 // weights far enough from their initial values that no gradient is tiny.
 inline void PerturbWeights(Model& model, float amplitude) {
-  for (Variable* v : model.variables()) {
+  for (Variable* v : model.trainable_variables()) {
     for (int64_t i = 0; i < v->size(); ++i) v->value[i] += amplitude * std::sin(1.7f * i);
   }
 }
@@ -54,9 +54,10 @@ inline void CheckGradientsByFiniteDifferences(Model& model, const Batch& batch, 
   const float h = 2e-3f;
   // Every gradient before any difference: each TrainStep below overwrites them.
   std::vector<std::vector<float>> gradients;
-  for (Variable* v : model.variables()) gradients.emplace_back(v->grad, v->grad + v->size());
+  for (Variable* v : model.trainable_variables())
+    gradients.emplace_back(v->grad, v->grad + v->size());
   size_t index = 0;
-  for (Variable* v : model.variables()) {
+  for (Variable* v : model.trainable_variables()) {
     const std::vector<float>& grad = gradients[index++];
     std::vector<double> numeric, noise;
     std::vector<int64_t> at;

@@ -2,7 +2,7 @@
 // gradients just before the update (so every replica clips the same values the
 // same way):
 //
-//   ClipGradients(model.variables(), {.global_clipnorm = 1.0f});
+//   ClipGradients(model.trainable_variables(), {.global_clipnorm = 1.0f});
 //
 // clipnorm rescales each variable's gradient g to g * c / max(|g|, c);
 // global_clipnorm rescales all of them by c / max(|(g_1, ..., g_n)|, c), as

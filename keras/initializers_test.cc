@@ -106,16 +106,17 @@ TEST_CASE("L1 and L2 regularizers: the penalty in the loss, its gradient in the 
   Sequential regularized = model_with({.l1 = 0.01f, .l2 = 0.02f}, {.l2 = 0.5f});
   const float with = *regularized.TrainStep(batch);
   std::vector<std::pair<float, float>> factors;
-  for (Variable* v : regularized.variables()) {
+  for (Variable* v : regularized.trainable_variables()) {
     factors.emplace_back(v->l1, v->l2);
     v->l1 = v->l2 = 0;
   }
   const float without = *regularized.TrainStep(batch);  // The rate leaves the weights.
   for (size_t i = 0; i < factors.size(); ++i) {
-    std::tie(regularized.variables()[i]->l1, regularized.variables()[i]->l2) = factors[i];
+    std::tie(regularized.trainable_variables()[i]->l1, regularized.trainable_variables()[i]->l2) =
+        factors[i];
   }
   double penalty = 0.5 * 2 * 0.3 * 0.3;  // The bias: l2 sum b^2.
-  const Variable* kernel = regularized.variables()[0];
+  const Variable* kernel = regularized.trainable_variables()[0];
   for (int64_t i = 0; i < kernel->size(); ++i) {
     const double w = kernel->value[i];
     penalty += 0.01 * std::fabs(w) + 0.02 * w * w;
@@ -140,7 +141,7 @@ TEST_CASE("initializers and regularizers in Keras configs, both ways", "[initial
   REQUIRE(model.ok());
   REQUIRE(model->Compile(FrozenSgd()).ok());
   REQUIRE(model->Build({3}).ok());
-  const std::vector<Variable*> vars = model->variables();
+  const std::vector<Variable*> vars = model->trainable_variables();
   CHECK(vars[0]->l2 == 0.01f);  // Keras' default factor of "l2".
   CHECK(vars[1]->l1 == 0.25f);
   CHECK(vars[1]->value[0] == 0.5f);

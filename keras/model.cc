@@ -77,10 +77,18 @@ std::vector<Variable*> Model::weights() const {
   return all;
 }
 
-std::vector<Variable*> Model::variables() const {
+std::vector<Variable*> Model::trainable_variables() const {
   std::vector<Variable*> all;
   for (const auto& layer : layers_) {
     for (Variable* v : layer->variables()) all.push_back(v);
+  }
+  return all;
+}
+
+std::vector<Variable*> Model::non_trainable_variables() const {
+  std::vector<Variable*> all;
+  for (const auto& layer : layers_) {
+    for (Variable* v : layer->non_trainable_variables()) all.push_back(v);
   }
   return all;
 }
@@ -160,7 +168,9 @@ absl::Status Model::Compile(const CompileOptions& options) {
     metrics_.push_back(metric);
   }
   if (strategy_ == nullptr) {
-    // Outside any scope: train alone, as TensorFlow's default strategy does.
+    // Created outside any scope: train alone, as TensorFlow's default strategy
+    // does, but not by mistake on each worker of a cluster.
+    if (!options.train_alone) RW_RETURN_IF_ERROR(RefuseTrainingAloneInCluster());
     StrategyOptions local;
     RW_ASSIGN_OR_RETURN(default_strategy_, MultiWorkerMirroredStrategy::Create(
                                                ClusterConfig::Local("local (no strategy)"), local));
@@ -181,7 +191,7 @@ absl::Status Model::Compile(const CompileOptions& options) {
 // statistics' size, where the backward pass runs. Build does it; Compile again
 // after Layer::set_trainable redoes it, as Keras asks to compile after freezing.
 absl::Status Model::PrepareGradients() {
-  const std::vector<Variable*> vars = variables();
+  const std::vector<Variable*> vars = trainable_variables();
   // Before anything is exchanged: a different model would otherwise fail later
   // with a less helpful collective mismatch, or train on garbage.
   RW_RETURN_IF_ERROR(strategy_->CheckSameOnEveryWorker("model", AgreementLines()));
@@ -355,7 +365,7 @@ void Model::SetTrainingStep(int64_t step) {
 std::vector<std::string> Model::AgreementLines() const {
   std::vector<std::string> lines;
   lines.push_back(absl::StrCat("input: ", ShapeString(input_shape_)));
-  for (const Variable* v : variables()) {
+  for (const Variable* v : trainable_variables()) {
     std::string line =
         absl::StrCat("variable ", v->name, ": float32 ", ShapeString(v->value.shape()));
     // Each replica adds its regularizer's gradient after the all-reduce.
@@ -422,7 +432,7 @@ std::vector<std::string> Model::AgreementLines() const {
   lines.push_back(absl::StrCat(
       "collective algorithm: ",
       AllReduceAlgorithmName(strategy_->communicator()->options().allreduce_algorithm)));
-  const std::vector<Variable*> trainable = variables();
+  const std::vector<Variable*> trainable = trainable_variables();
   if (std::any_of(trainable.begin(), trainable.end(),
                   [](const Variable* v) { return v->sparse_gradient; })) {
     // Sparse and dense reductions are different collectives: say it now.

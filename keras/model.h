@@ -70,6 +70,11 @@ struct CompileOptions {
   // process's cores divided by the workers on this host.
   int intra_op_threads = 0;
   uint64_t seed = 42;  // Initialisation, shuffling and dropout.
+  // A model created outside any strategy.scope() trains on this process alone.
+  // Where TF_CONFIG (or Slurm) makes this task one of several workers, that is
+  // almost always a mistake (every worker would train its own model), so Compile
+  // fails (INVALID_ARGUMENT, exit 2) unless this says it is meant.
+  bool train_alone = false;
 };
 
 struct FitOptions {
@@ -230,12 +235,17 @@ class Model : private ElasticReplica {
   int64_t steps_rerun() const { return steps_rerun_; }
 
   bool built() const { return built_; }
-  // Trainable variables.
-  std::vector<Variable*> variables() const;
-  // Every weight: trainable and non-trainable (moving statistics), layer by layer
-  // (Keras' model.weights). Checkpoints, the chief's broadcast, replica checks
-  // and fingerprints cover all of them.
+  // Every weight: trainable and non-trainable (moving statistics, frozen
+  // layers'), layer by layer (Keras' model.weights and model.variables).
+  // Checkpoints, the chief's broadcast, replica checks and fingerprints cover all
+  // of them.
   std::vector<Variable*> weights() const;
+  std::vector<Variable*> variables() const { return weights(); }
+  // What training changes (Keras' trainable_variables): gradients, the
+  // all-reduce, the optimizer. A frozen layer's weights are not among them.
+  std::vector<Variable*> trainable_variables() const;
+  // The others (Keras' non_trainable_variables), layer by layer.
+  std::vector<Variable*> non_trainable_variables() const;
   int64_t param_count() const;
   MultiWorkerMirroredStrategy* strategy() const { return strategy_; }
   const CompileOptions& compile_options() const { return compile_options_; }
@@ -264,6 +274,9 @@ class Model : private ElasticReplica {
                           const std::vector<SymbolicTensor>& outputs);
   void DeclareInput(Shape shape) { declared_input_ = std::move(shape); }
 
+  // For a model created outside any scope: INVALID_ARGUMENT where the process's
+  // cluster (TF_CONFIG, Slurm) makes this task one of several workers.
+  static absl::Status RefuseTrainingAloneInCluster();
   // True when every layer takes the previous one's output (a Sequential model).
   bool IsChain() const;
   // The names of what layer l reads ("input", "conv2d, dense").

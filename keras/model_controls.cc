@@ -2,15 +2,31 @@
 // (stop, learning rate), what checkpoints keep of them and of the callbacks
 // (SaveControls), the agreement that training ended, and what the model does
 // when the ring changes under it (ElasticReplica). The training loop is in
-// fit_loop.cc.
+// fit_loop.cc. Also: whether a model outside any scope may train alone.
 #include "absl/strings/str_cat.h"
 #include "base/exit_code.h"
 #include "base/status_macros.h"
 #include "base/termination.h"
 #include "keras/model.h"
 #include "keras/training_state.h"
+#include "runtime/config/cluster_source.h"
 
 namespace ringwork {
+
+absl::Status Model::RefuseTrainingAloneInCluster() {
+  const EnvLookup env = EnvFromProcess();
+  if (env("TF_CONFIG").value_or("").empty() && !env("SLURM_PROCID").has_value()) {
+    return absl::OkStatus();  // No cluster: local mode.
+  }
+  RW_ASSIGN_OR_RETURN(const ClusterConfig cluster, ResolveCluster(ClusterSourceFlags(), env));
+  if (!cluster.in_ring() || cluster.configured_world_size() < 2) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "this model was created outside any strategy.scope(), but ", cluster.source(),
+      " makes this task ", cluster.task().ToString(), " of ", cluster.configured_world_size(),
+      " workers: each worker would train a model of its own. Create the model inside the "
+      "strategy's scope (auto scope = strategy->scope(); then the model), or compile with "
+      "CompileOptions::train_alone = true if training alone is meant"));
+}
 
 absl::Status Model::AgreeOnDecisions() {
   // The chief's [stop_training, learning rate] (a float's value survives the trip
@@ -91,7 +107,8 @@ absl::Status Model::AgreeTrainingEnded(const absl::Status& ended) {
 void Model::LeaveRing() { reducer_.reset(); }
 
 void Model::EnterRing() {
-  reducer_ = strategy_->MakeGradientReducer(variables(), /*allow_overlap=*/!layer_collectives_);
+  reducer_ =
+      strategy_->MakeGradientReducer(trainable_variables(), /*allow_overlap=*/!layer_collectives_);
 }
 
 absl::Status Model::AdoptStateOf(int root) { return AdoptTrainingStateOf(*this, root); }

@@ -92,7 +92,7 @@ absl::StatusOr<float> Model::TrainStepWithoutBatch() {
   RW_RETURN_IF_ERROR(reducer_->FinishStep());
   RW_ASSIGN_OR_RETURN(std::vector<double> batch_state, ReduceBatchState(/*had_batch=*/false));
   AddRegularizationGradients();
-  optimizer_->Apply(variables());
+  optimizer_->Apply(trainable_variables());
   ApplyBatchState(batch_state);
   return 0.f;
 }
@@ -128,7 +128,7 @@ absl::StatusOr<float> Model::TrainStep(const struct Batch& batch, float weight) 
   RW_ASSIGN_OR_RETURN(std::vector<double> batch_state, ReduceBatchState(/*had_batch=*/true));
   TimelineSpan optimizer_span("compute", "optimizer");
   AddRegularizationGradients();
-  optimizer_->Apply(variables());
+  optimizer_->Apply(trainable_variables());
   optimizer_span.End();
   ApplyBatchState(batch_state);
   return loss;
@@ -210,7 +210,7 @@ absl::StatusOr<float> Model::ComputeLoss(const struct Batch& batch, bool gradien
 // that have them (the same on every replica, whose weights are the same).
 double Model::RegularizationPenalty() const {
   double penalty = 0;
-  for (const Variable* v : variables()) {
+  for (const Variable* v : trainable_variables()) {
     if (v->l1 == 0 && v->l2 == 0) continue;
     double l1 = 0, l2 = 0;
     for (int64_t i = 0; i < v->size(); ++i) {
@@ -225,7 +225,7 @@ double Model::RegularizationPenalty() const {
 
 // The penalty's gradient joins the reduced gradient, on every replica alike.
 void Model::AddRegularizationGradients() {
-  for (Variable* v : variables()) {
+  for (Variable* v : trainable_variables()) {
     if (v->l1 == 0 && v->l2 == 0) continue;
     for (int64_t i = 0; i < v->size(); ++i) {
       const float w = v->value.data()[i];

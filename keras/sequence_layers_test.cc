@@ -44,7 +44,7 @@ TEST_CASE("Conv1D, MaxPooling1D, AveragePooling1D and global pools: Keras' shape
                              "(None, 4, 4)", "(None, 2, 5)", "(AveragePooling1D)", "(None, 5)"}) {
       CHECK_THAT(summary, Catch::Contains(part));
     }
-    CHECK(model.variables()[0]->value.shape() == Shape{3, 2, 4});  // Keras' [k, in, out].
+    CHECK(model.trainable_variables()[0]->value.shape() == Shape{3, 2, 4});  // Keras' [k, in, out].
     CHECK(model.param_count() == (3 * 2 * 4 + 4) + (2 * 4 * 5 + 5) + (5 * 3 + 3));
     CheckGradientsByFiniteDifferences(model, SequenceBatch({9, 2}), 1);
   }
@@ -61,8 +61,8 @@ TEST_CASE("rectangular and dilated convolutions: Keras' shapes, gradients, what 
   model.Add(Dense(3));
   REQUIRE(model.Compile(FrozenSgd()).ok());
   REQUIRE(model.Build({7, 5, 2}).ok());
-  CHECK(model.variables()[0]->value.shape() == Shape{3, 2, 2, 3});
-  CHECK(model.variables()[2]->value.shape() == Shape{1, 2, 3, 2});
+  CHECK(model.trainable_variables()[0]->value.shape() == Shape{3, 2, 2, 3});
+  CHECK(model.trainable_variables()[2]->value.shape() == Shape{1, 2, 3, 2});
   PerturbWeights(model, 0.2f);
   CheckGradientsByFiniteDifferences(model, SequenceBatch({7, 5, 2}), 1);
   // Each refused: the layer, its input, the message.
@@ -133,9 +133,9 @@ TEST_CASE(
       model.Add(Dense(3));
       REQUIRE(model.Compile(FrozenSgd()).ok());
       REQUIRE(model.Build({5, 2}).ok());
-      CHECK(model.variables()[0]->value.shape() == c.kernel);
-      CHECK(model.variables()[1]->value.shape() == c.recurrent);
-      CHECK(model.variables()[2]->value.shape() == c.bias);
+      CHECK(model.trainable_variables()[0]->value.shape() == c.kernel);
+      CHECK(model.trainable_variables()[1]->value.shape() == c.recurrent);
+      CHECK(model.trainable_variables()[2]->value.shape() == c.bias);
       // Initial weights move the state enough that no gradient is tiny.
       PerturbWeights(model, 0.2f);
       CheckGradientsByFiniteDifferences(model, SequenceBatch({5, 2}), 1);
@@ -153,14 +153,14 @@ TEST_CASE(
   REQUIRE(model.Compile(FrozenSgd()).ok());
   REQUIRE(model.Build({5, 4}).ok());
   std::vector<Shape> shapes;
-  for (const Variable* v : model.variables()) shapes.push_back(v->value.shape());
+  for (const Variable* v : model.trainable_variables()) shapes.push_back(v->value.shape());
   // PositionEmbedding, then the attention's query, key, value and output.
   CHECK(shapes[0] == Shape{6, 4});
   CHECK(shapes[1] == Shape{4, 2, 2});
   CHECK(shapes[2] == Shape{2, 2});
   CHECK(shapes[7] == Shape{2, 2, 4});
   CHECK(shapes[8] == Shape{4});
-  for (Variable* v : model.variables()) {
+  for (Variable* v : model.trainable_variables()) {
     for (int64_t i = 0; i < v->size(); ++i) v->value[i] += 0.3f * std::sin(1.3f * i);
   }
   // q . b_k shifts a row's scores alike, which the softmax ignores.
@@ -174,10 +174,10 @@ TEST_CASE("LSTM's forget-gate bias starts at 1; recurrent kernels start orthogon
   model.Add(LSTM(4));
   REQUIRE(model.Compile(FrozenSgd()).ok());
   REQUIRE(model.Build({3, 2}).ok());
-  const Tensor& bias = model.variables()[2]->value;
+  const Tensor& bias = model.trainable_variables()[2]->value;
   for (int64_t i = 0; i < 16; ++i) CHECK(bias[i] == (i >= 4 && i < 8 ? 1.f : 0.f));
   // [4, 16]: orthonormal rows.
-  const Tensor& u = model.variables()[1]->value;
+  const Tensor& u = model.trainable_variables()[1]->value;
   for (int64_t a = 0; a < 4; ++a) {
     for (int64_t b = 0; b < 4; ++b) {
       double dot = 0;

@@ -55,7 +55,7 @@ TEST_CASE("masked SimpleRNN, LSTM and GRU: gradients by finite differences", "[s
     REQUIRE(model.Build({6, 2}).ok());
     PerturbWeights(model, 0.6f);
     // A larger read-out: the first layer's recurrent gradients stand clear of the noise.
-    Tensor& readout = model.variables()[model.variables().size() - 2]->value;
+    Tensor& readout = model.trainable_variables()[model.trainable_variables().size() - 2]->value;
     for (int64_t i = 0; i < readout.size(); ++i) readout[i] *= 4.f;
     CheckGradientsByFiniteDifferences(model, PaddedBatch(2), 1);
   }
@@ -110,7 +110,8 @@ TEST_CASE("padding with id 0 changes nothing: as the sequence without it; no gra
   const std::vector<float> data = {3, 7, 1, 9, 4};
   const auto unpadded = TextModel(5, false);
   const auto padded = TextModel(9, true);
-  const std::vector<Variable*> from = unpadded->variables(), to = padded->variables();
+  const std::vector<Variable*> from = unpadded->trainable_variables(),
+                               to = padded->trainable_variables();
   REQUIRE(from.size() == to.size());
   for (size_t i = 0; i < from.size(); ++i) to[i]->value = from[i]->value;
   absl::StatusOr<Tensor> expected = unpadded->Predict(Tensor({1, 5}, data));
@@ -132,7 +133,7 @@ TEST_CASE("padding with id 0 changes nothing: as the sequence without it; no gra
   }
   batch.labels = {0, 1, 1, 0};
   REQUIRE(padded->TrainStep(batch).ok());
-  const Variable& table = *padded->variables()[0];
+  const Variable& table = *padded->trainable_variables()[0];
   for (int64_t d = 0; d < 4; ++d) CHECK(table.grad[d] == 0.f);  // Row 0: padding.
   CheckGradientsByFiniteDifferences(*padded, batch, 2);
 }
@@ -152,7 +153,8 @@ std::unique_ptr<Model> TransformerModel(int64_t steps) {
 TEST_CASE("a transformer over padded ids: padding keys get no attention", "[sequence][mask]") {
   const auto unpadded = TransformerModel(5);
   const auto padded = TransformerModel(9);
-  const std::vector<Variable*> from = unpadded->variables(), to = padded->variables();
+  const std::vector<Variable*> from = unpadded->trainable_variables(),
+                               to = padded->trainable_variables();
   REQUIRE(from.size() == to.size());
   for (size_t i = 0; i < from.size(); ++i) to[i]->value = from[i]->value;
   absl::StatusOr<Tensor> expected = unpadded->Predict(Tensor({1, 5}, {3, 7, 1, 9, 4}));
@@ -165,7 +167,7 @@ TEST_CASE("a transformer over padded ids: padding keys get no attention", "[sequ
   // Padding reaches nothing: the padding id's embedding row gets no gradient.
   // (The gradients of masked attention against PyTorch's: recurrent_torch_test.)
   REQUIRE(padded->TrainStep(batch).ok());
-  const Variable& table = *padded->variables()[0];
+  const Variable& table = *padded->trainable_variables()[0];
   for (int64_t d = 0; d < 16; ++d) CHECK(table.grad[d] == 0.f);
   CHECK(table.grad[16 * 3] != 0.f);  // Id 3's row does.
 }

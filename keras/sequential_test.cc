@@ -62,7 +62,8 @@ TEST_CASE("gradients below a Flatten match finite differences; no input gradient
     batch.features[i] = std::sin(0.7f * static_cast<float>(i));
   batch.labels = {0, 2, 1, 2};
   CheckGradientsByFiniteDifferences(model, batch);
-  CHECK(model.variables().size() == 4);  // dense/kernel, dense/bias, dense_1/kernel, dense_1/bias
+  CHECK(model.trainable_variables().size() ==
+        4);  // dense/kernel, dense/bias, dense_1/kernel, dense_1/bias
 }
 
 TEST_CASE("a model learns synthetic images and reports loss and accuracy", "[sequential]") {
@@ -232,7 +233,7 @@ TEST_CASE(
   CHECK(summary.find("Total params: 150\n") != std::string::npos);
   CHECK(summary.find("Trainable params: 132\n") != std::string::npos);
   CHECK(summary.find("Non-trainable params: 18\n") != std::string::npos);
-  CHECK(model.weights().size() == model.variables().size() + 4);
+  CHECK(model.weights().size() == model.trainable_variables().size() + 4);
 }
 
 TEST_CASE("SyncBatchNormalization on one worker: gradients match finite differences",

@@ -3,6 +3,7 @@
 // the calls (finite differences, for a Dense, an LSTM and an Embedding with its
 // sparse gradient), the model lists its weights once, replicas of a siamese
 // model stay bit-identical on 2 workers, and misuse is refused naming the layer.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -78,8 +79,8 @@ TEST_CASE("a shared layer's calls compute as the layer itself, and the gradient 
   REQUIRE(once.TrainStep(batch).ok());
   // d/dW of f(2W x) is 2 f'(2W x) x: twice the one Dense's gradient.
   for (size_t i = 0; i < 2; ++i) {
-    const Variable& v = *twice.variables()[i];
-    const Variable& w = *once.variables()[i];
+    const Variable& v = *twice.trainable_variables()[i];
+    const Variable& w = *once.trainable_variables()[i];
     for (int64_t e = 0; e < v.size(); ++e) {
       CHECK(v.grad[e] == Approx(2 * w.grad[e]).epsilon(1e-5).margin(1e-7));
     }
@@ -133,34 +134,74 @@ TEST_CASE("a shared LSTM and a shared Embedding (sparse gradient) match finite d
   CheckGradientsByFiniteDifferences(model, batch, 1);
   // The table's touched rows are the union of both calls' ids.
   REQUIRE(model.TrainStep(batch).ok());
-  const Variable& table = *model.variables()[0];
+  const Variable& table = *model.trainable_variables()[0];
   REQUIRE(table.name == "embedding/embeddings");
   CHECK(table.touched_rows == std::vector<int64_t>{0, 1, 2, 3, 4, 5});
 }
 
-TEST_CASE("a frozen shared layer stays as it is; saved weights name the owner only", "[shared]") {
+TEST_CASE("a frozen shared layer stays as it is, trains once unfrozen, and is saved once",
+          "[shared]") {
+  // Each call sits above a trainable Dense, so the backward pass runs through
+  // both calls of the frozen layer.
   SymbolicTensor left = Input({3}), right = Input({3});
   auto dense = Dense(4, {.activation = "tanh"});
   Layer* owner = dense.get();
   SharedLayer tower = Share(std::move(dense));
-  Model model({left, right},
-              Apply(Dense(3), Apply(Concatenate(), {Apply(tower, left), Apply(tower, right)})));
+  SymbolicTensor a = Apply(tower, Apply(Dense(3, {.activation = "tanh"}), left));
+  SymbolicTensor b = Apply(tower, Apply(Dense(3, {.activation = "tanh"}), right));
+  Model model(std::vector<SymbolicTensor>{left, right},
+              Apply(Dense(3), Apply(Concatenate(), {a, b})));
   owner->set_trainable(false);
-  CompileOptions options = FrozenSgd();
-  options.optimizer.learning_rate = 0.5f;
-  REQUIRE(model.Compile(options).ok());
+  REQUIRE(model.Compile(FrozenSgd()).ok());
   REQUIRE(model.Build({6}).ok());
-  const Tensor before = model.weights()[0]->value;
+  PerturbWeights(model, 0.3f);
+  CHECK(model.trainable_variables().size() == 6);  // Not the tower's.
+  CHECK(model.variables().size() == 8);            // Keras' model.variables: all.
+  CHECK(model.non_trainable_variables().size() == 2);
+  CheckGradientsByFiniteDifferences(model, PairBatch(), 1);
+  CompileOptions fast = FrozenSgd();
+  fast.optimizer.learning_rate = 0.5f;
+  REQUIRE(model.Compile(fast).ok());
+  const Tensor before = owner->weights()[0]->value;
   REQUIRE(model.TrainStep(PairBatch()).ok());
-  CHECK(model.weights()[0]->name == "dense/kernel");
-  for (int64_t e = 0; e < before.size(); ++e) CHECK(model.weights()[0]->value[e] == before[e]);
-  CHECK(model.variables().size() == 2);  // dense_1's only.
+  for (int64_t e = 0; e < before.size(); ++e) CHECK(owner->weights()[0]->value[e] == before[e]);
+  // Unfrozen after the build, as Keras fine-tunes: both calls' gradients reach it.
+  owner->set_trainable(true);
+  REQUIRE(model.Compile(FrozenSgd()).ok());
+  CHECK(model.trainable_variables().size() == 8);
+  CheckGradientsByFiniteDifferences(model, PairBatch(), 1);
+  std::vector<std::string> names;
+  for (const Variable* v : model.weights()) names.push_back(v->name);
+  CHECK(std::count(names.begin(), names.end(), "dense/kernel") == 1);
+}
+
+TEST_CASE("a later call that is an output fuses its sigmoid into the loss, as the first does",
+          "[shared]") {
+  // Logit 30 and label 0: binary cross-entropy from the logit is 30 per output;
+  // from a clipped probability it would stop at 15.9.
+  SymbolicTensor x = Input({1});
+  SharedLayer head = Share(Dense(1, {.activation = "sigmoid"}));
+  Model model(std::vector<SymbolicTensor>{x},
+              std::vector<SymbolicTensor>{Apply(head, x), Apply(head, x)});
+  CompileOptions options = FrozenSgd();
+  options.loss = {"binary_crossentropy"};
+  REQUIRE(model.Compile(options).ok());
+  REQUIRE(model.Build({1}).ok());
+  model.weights()[0]->value[0] = 30.f;
+  model.weights()[1]->value[0] = 0.f;
+  Batch batch;
+  batch.features = Tensor({1, 1}, {1.f});
+  batch.targets = Tensor({1, 1}, {0.f});
+  batch.more_targets = {OutputTargets{{}, Tensor({1, 1}, {0.f})}};
+  absl::StatusOr<float> loss = model.TrainStep(batch);
+  REQUIRE(loss.ok());
+  CHECK(*loss == Approx(60.f).epsilon(1e-4));
 }
 
 TEST_CASE("shared layers that cannot be are refused, naming the layer", "[shared]") {
-  auto compile_error = [](Model& model) {
+  auto compile_error = [](Model& model, int64_t width = 6) {
     absl::Status status = model.Compile(FrozenSgd());
-    if (status.ok()) status = model.Build({6});
+    if (status.ok()) status = model.Build({width});
     return std::string(status.message());
   };
   {
@@ -186,6 +227,20 @@ TEST_CASE("shared layers that cannot be are refused, naming the layer", "[shared
     Model second(z, Apply(dense, z));
     CHECK(first.Compile(FrozenSgd()).ok());
     CHECK_THAT(compile_error(second), Contains("the shared layer tower (Dense) already belongs"));
+  }
+  {
+    SymbolicTensor left = Input({3}), right = Input({3});
+    auto frozen = BatchNormalization();
+    frozen->set_trainable(false);  // Unfrozen later, it would learn from every call.
+    SharedLayer norm = Share(std::move(frozen));
+    Model model({left, right}, Apply(Concatenate(), {Apply(norm, left), Apply(norm, right)}));
+    CHECK_THAT(compile_error(model), Contains("learns statistics of its batches"));
+  }
+  {
+    SymbolicTensor left = Input({2, 3}), right = Input({2, 3});
+    SharedLayer flat = Share(Dense(4, {.flatten_input = true}));
+    Model model({left, right}, Apply(Concatenate(), {Apply(flat, left), Apply(flat, right)}));
+    CHECK_THAT(compile_error(model, 12), Contains("its Keras config leaves out settings it has"));
   }
   {
     SymbolicTensor x = Input({3});

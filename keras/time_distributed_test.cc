@@ -37,7 +37,7 @@ TEST_CASE("TimeDistributed: each step as the layer alone, one set of weights; gr
   model.Add(Dense(3));
   REQUIRE(model.Compile(FrozenSgd()).ok());
   REQUIRE(model.Build({4, 5, 5, 2}).ok());
-  const std::vector<Variable*> v = model.variables();
+  const std::vector<Variable*> v = model.trainable_variables();
   CHECK(v[0]->name == "time_distributed/kernel");
   CHECK(v[0]->value.shape() == Shape{3, 3, 2, 3});
   CHECK(model.param_count() == (3 * 3 * 2 * 3 + 3) + (27 * 4 + 4) + (4 * 12 + 3 * 12 + 12) + 12);
@@ -50,14 +50,14 @@ TEST_CASE("TimeDistributed: each step as the layer alone, one set of weights; gr
   alone.Add(Conv2D(3, 3, {.activation = "relu"}));
   REQUIRE(alone.Compile(FrozenSgd()).ok());
   REQUIRE(alone.Build({5, 5, 2}).ok());
-  alone.variables()[0]->value = v[0]->value;
-  alone.variables()[1]->value = v[1]->value;
+  alone.trainable_variables()[0]->value = v[0]->value;
+  alone.trainable_variables()[1]->value = v[1]->value;
   Sequential first;
   first.Add(TimeDistributed(Conv2D(3, 3, {.activation = "relu"})));
   REQUIRE(first.Compile(FrozenSgd()).ok());
   REQUIRE(first.Build({4, 5, 5, 2}).ok());
-  first.variables()[0]->value = v[0]->value;
-  first.variables()[1]->value = v[1]->value;
+  first.trainable_variables()[0]->value = v[0]->value;
+  first.trainable_variables()[1]->value = v[1]->value;
   absl::StatusOr<Tensor> all = first.Predict(batch.features);
   Tensor frame({1, 5, 5, 2});
   std::copy_n(batch.features.data() + (1 * 4 + 2) * 50, 50, frame.data());

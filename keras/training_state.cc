@@ -48,7 +48,7 @@ std::vector<StateTensor> StateTensors(Model& model, bool include_optimizer) {
   std::vector<StateTensor> state;
   for (Variable* v : model.weights()) state.push_back({v->name, &v->value});
   if (!include_optimizer) return state;
-  for (Variable* v : model.variables()) {
+  for (Variable* v : model.trainable_variables()) {
     std::vector<Tensor>& slots = model.optimizer()->Slots(v);
     for (size_t i = 0; i < slots.size(); ++i) {
       state.push_back({absl::StrCat(kOptimizerPrefix, v->name, "/slot", i), &slots[i]});
