@@ -9,7 +9,8 @@
 //   ...
 // See examples/own_data.cc (a functional model on your CSV files),
 // examples/keras_app.cc (Keras-style) and examples/custom_training_loop.cc (your
-// own loop with the kernels and the strategy).
+// own loop with the kernels and the strategy), examples/evaluator_app.cc (an
+// evaluator task beside the workers: ResolveThisTask, SidecarEvaluator).
 #ifndef RINGWORK_RINGWORK_H_
 #define RINGWORK_RINGWORK_H_
 
@@ -20,6 +21,7 @@
 #include "data/fashion_mnist.h"
 #include "keras/applications.h"
 #include "keras/callbacks.h"
+#include "keras/checkpoint_callbacks.h"
 #include "keras/custom_objects.h"
 #include "keras/functional.h"
 #include "keras/initializers.h"
@@ -30,9 +32,11 @@
 #include "keras/preprocessing.h"
 #include "keras/saved_model.h"
 #include "keras/sequential.h"
+#include "keras/sidecar_evaluator.h"
 #include "keras/tensorboard_callback.h"
 #include "keras/tfjs_export.h"
 #include "keras/training_callbacks.h"
+#include "keras/training_state.h"
 #include "kernels/dense.h"
 #include "kernels/kernel_context.h"
 #include "kernels/losses.h"

@@ -27,6 +27,28 @@ TEST_CASE("the Keras-style example trains on two workers", "[examples]") {
   CHECK(r.output.find("on 2 worker(s)") != std::string::npos);
 }
 
+TEST_CASE("an app's evaluator task evaluates the workers' checkpoints until the final one",
+          "[examples]") {
+  const std::string dir = FreshTestDir("evaluator_app");
+  std::vector<std::string> argv = {
+      "tools/launch/launch", "--num_workers=2", "--evaluator", "--", "examples/evaluator_app", dir};
+  Subprocess::Options options;
+  options.timeout_s = 120;
+  SubprocessResult r = RunSubprocess(argv, options);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("[worker:0] evaluator_app: trained on 2 workers") != std::string::npos);
+  double accuracy = 0;
+  size_t checkpoints = 0;
+  const size_t at = r.output.find("[evaluator:0] evaluator_app: evaluated ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(r.output.c_str() + at,
+                      "[evaluator:0] evaluator_app: evaluated %zu checkpoints; final accuracy %lf",
+                      &checkpoints, &accuracy) == 2);
+  CHECK(checkpoints >= 1);  // Polled: at least the final one (training is quick).
+  CHECK(accuracy > 0.5);  // 10 classes of synthetic images: it learned.
+}
+
 TEST_CASE("the README's own-data example trains on a CSV file on two workers", "[examples]") {
   // Three classes of points around three centres in 4 dimensions: separable, so a
   // model that trains on every worker's share learns them.

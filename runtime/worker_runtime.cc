@@ -98,7 +98,9 @@ absl::StatusOr<std::unique_ptr<WorkerRuntime>> WorkerRuntime::Listen(
     const ClusterConfig& config, const RuntimeOptions& options) {
   if (!config.in_ring()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        config.task().ToString(), " is an evaluator: it does not join the training ring"));
+        config.task().ToString(),
+        " is an evaluator: it does not join the training ring (an app asks ResolveThisTask() "
+        "first and runs a SidecarEvaluator there: examples/evaluator_app.cc)"));
   }
   // Apps that embed the strategy parse no flags: the environment reaches them here.
   RuntimeOptions finished = options;

@@ -17,6 +17,10 @@
 #include "strategy/agreement.h"
 
 namespace ringwork {
+
+absl::StatusOr<ClusterConfig> ResolveThisTask(const StrategyOptions& options) {
+  return ResolveCluster(options.cluster, EnvFromProcess());
+}
 namespace {
 
 thread_local MultiWorkerMirroredStrategy* g_current = nullptr;

@@ -4,12 +4,15 @@
 //   // Every worker runs the same program; TF_CONFIG says who it is.
 //   absl::StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> strategy =
 //       MultiWorkerMirroredStrategy::Create();
+//   if (!strategy.ok()) return strategy.status();
+//   Sequential model;
 //   {
-//     auto scope = (*strategy)->scope();   // models built here are mirrored
-//     Sequential model;  model.Add(Dense(10));
-//     model.Compile({...});
+//     auto scope = (*strategy)->scope();   // models created here are mirrored
+//     model = Sequential();
+//     model.Add(Dense(10));
 //   }
-//   model.Fit(train, {.epochs = 5, .batch_size = 256});   // 256 is the global batch
+//   RW_RETURN_IF_ERROR(model.Compile({.loss = {"sparse_categorical_crossentropy", true}}));
+//   RW_RETURN_IF_ERROR(model.Fit(train, {.epochs = 5, .batch_size = 256}).status());  // global
 //
 // Mirrored variables: every worker creates the same variables in the same order and
 // then takes the chief's values (BroadcastVariables), so replicas start equal; the
@@ -100,6 +103,17 @@ int WorkersOnThisHost(const ClusterConfig& config);
 // 0 (the training thread gathers its batch: a prefetch thread sharing its core
 // only adds switches; MLP, 2 workers on 2 cores: 134K samples/s without, 127K with).
 int DefaultPrefetchBatches(int cores_per_worker);
+
+// What TF_CONFIG (or Slurm, or `options.cluster`) makes this process, without
+// joining anything: TensorFlow's cluster_resolver task_type and task_id. Chief
+// and workers (in_ring()) then call MultiWorkerMirroredStrategy::Create; an
+// evaluator task, which Create refuses, builds the same model outside any scope
+// and runs a SidecarEvaluator on the chief's checkpoints (keras/sidecar_evaluator.h,
+// examples/evaluator_app.cc). Without a cluster: a lone worker in local mode.
+//
+//   absl::StatusOr<ClusterConfig> task = ResolveThisTask();
+//   if (task.ok() && !task->in_ring()) { /* evaluator: SidecarEvaluator(...).Run() */ }
+absl::StatusOr<ClusterConfig> ResolveThisTask(const StrategyOptions& options = StrategyOptions());
 
 class MultiWorkerMirroredStrategy {
  public:
