@@ -46,7 +46,7 @@ TEST_CASE("an app's evaluator task evaluates the workers' checkpoints until the 
                       "[evaluator:0] evaluator_app: evaluated %zu checkpoints; final accuracy %lf",
                       &checkpoints, &accuracy) == 2);
   CHECK(checkpoints >= 1);  // Polled: at least the final one (training is quick).
-  CHECK(accuracy > 0.5);  // 10 classes of synthetic images: it learned.
+  CHECK(accuracy > 0.5);    // 10 classes of synthetic images: it learned.
 }
 
 TEST_CASE("the README's own-data example trains on a CSV file on two workers", "[examples]") {
