@@ -5,7 +5,10 @@
 //
 //   bazel build //examples:evaluator_app //tools/launch:launch
 //   bazel-bin/tools/launch/launch --num_workers=2 --evaluator -- \
-//       bazel-bin/examples/evaluator_app /tmp/checkpoints
+//       bazel-bin/examples/evaluator_app $(mktemp -d)
+//
+// The directory should be new: in one that holds an earlier run's checkpoints,
+// the evaluator may evaluate that run's final one and stop.
 #include <cstdio>
 
 #include "ringwork.h"

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "testing/subprocess.h"
@@ -46,7 +47,16 @@ TEST_CASE("an app's evaluator task evaluates the workers' checkpoints until the 
                       "[evaluator:0] evaluator_app: evaluated %zu checkpoints; final accuracy %lf",
                       &checkpoints, &accuracy) == 2);
   CHECK(checkpoints >= 1);  // Polled: at least the final one (training is quick).
-  CHECK(accuracy > 0.5);    // 10 classes of synthetic images: it learned.
+  // Its last evaluation is of the final checkpoint: 2 epochs of 2048 / 128 steps.
+  std::ifstream lines(dir + "/evaluations.jsonl");
+  std::string line, last;
+  while (std::getline(lines, line)) last = line;
+  INFO(last);
+  const nlohmann::json evaluation = nlohmann::json::parse(last, nullptr, false);
+  REQUIRE(evaluation.is_object());
+  CHECK(evaluation.value("final", false));
+  CHECK(evaluation.value("step", 0) == 32);
+  CHECK(evaluation.value("accuracy", -1.0) == Approx(accuracy).margin(1e-4));
 }
 
 TEST_CASE("the README's own-data example trains on a CSV file on two workers", "[examples]") {

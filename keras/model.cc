@@ -41,7 +41,9 @@ std::string SnakeCase(const std::string& type) {
 
 }  // namespace
 
-Model::Model() : strategy_(MultiWorkerMirroredStrategy::Current()) {}
+Model::Model()
+    : strategy_(MultiWorkerMirroredStrategy::Current()),
+      created_outside_scope_(strategy_ == nullptr) {}
 
 Model::~Model() = default;
 Model::Model(Model&&) noexcept = default;
@@ -169,8 +171,7 @@ absl::Status Model::Compile(const CompileOptions& options) {
   }
   if (strategy_ == nullptr) {
     // Created outside any scope: train alone, as TensorFlow's default strategy
-    // does, but not by mistake on each worker of a cluster.
-    if (!options.train_alone) RW_RETURN_IF_ERROR(RefuseTrainingAloneInCluster());
+    // does (Fit refuses to where this task is one of a cluster's workers).
     StrategyOptions local;
     RW_ASSIGN_OR_RETURN(default_strategy_, MultiWorkerMirroredStrategy::Create(
                                                ClusterConfig::Local("local (no strategy)"), local));
@@ -478,6 +479,9 @@ absl::Status Model::EnsureReady(const Shape& input_shape) {
 }
 
 absl::Status Model::CheckFitOptions(const FitOptions& options) const {
+  if (created_outside_scope_ && !compile_options_.train_alone) {
+    RW_RETURN_IF_ERROR(RefuseTrainingAloneInCluster());
+  }
   if (!options.class_weight.empty() && output_names().size() > 1) {
     // As Keras: which output's classes would it weigh?
     return absl::InvalidArgumentError(

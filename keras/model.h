@@ -71,9 +71,11 @@ struct CompileOptions {
   int intra_op_threads = 0;
   uint64_t seed = 42;  // Initialisation, shuffling and dropout.
   // A model created outside any strategy.scope() trains on this process alone.
-  // Where TF_CONFIG (or Slurm) makes this task one of several workers, that is
-  // almost always a mistake (every worker would train its own model), so Compile
-  // fails (INVALID_ARGUMENT, exit 2) unless this says it is meant.
+  // Where this task is one of a cluster's workers (TF_CONFIG, Slurm, or the
+  // cluster the process resolved with its flags), that is almost always a
+  // mistake: every worker would train a model of its own. So Fit fails
+  // (INVALID_ARGUMENT, exit 2) unless this says it is meant. Compile, Evaluate
+  // and Predict on such a model are fine (a per-process scorer, LoadModel).
   bool train_alone = false;
 };
 
@@ -274,8 +276,8 @@ class Model : private ElasticReplica {
                           const std::vector<SymbolicTensor>& outputs);
   void DeclareInput(Shape shape) { declared_input_ = std::move(shape); }
 
-  // For a model created outside any scope: INVALID_ARGUMENT where the process's
-  // cluster (TF_CONFIG, Slurm) makes this task one of several workers.
+  // For a model created outside any scope: INVALID_ARGUMENT where this task is
+  // one of a cluster's workers (ThisProcessCluster(), else TF_CONFIG or Slurm).
   static absl::Status RefuseTrainingAloneInCluster();
   // True when every layer takes the previous one's output (a Sequential model).
   bool IsChain() const;
@@ -347,6 +349,7 @@ class Model : private ElasticReplica {
   absl::Status definition_error_;
   std::map<std::string, int> type_counts_;           // For Keras-style layer names.
   MultiWorkerMirroredStrategy* strategy_ = nullptr;  // Not owned (or default_strategy_).
+  bool created_outside_scope_ = false;               // No strategy when it was created.
   std::unique_ptr<MultiWorkerMirroredStrategy> default_strategy_;
   bool compiled_ = false, built_ = false;
   std::vector<std::vector<float>> frozen_grads_;  // Frozen variables' gradient slots.

@@ -14,15 +14,21 @@
 namespace ringwork {
 
 absl::Status Model::RefuseTrainingAloneInCluster() {
-  const EnvLookup env = EnvFromProcess();
-  if (env("TF_CONFIG").value_or("").empty() && !env("SLURM_PROCID").has_value()) {
-    return absl::OkStatus();  // No cluster: local mode.
+  std::optional<ClusterConfig> cluster = ThisProcessCluster();  // With the flags it parsed.
+  if (!cluster.has_value()) {
+    const EnvLookup env = EnvFromProcess();
+    if (env("TF_CONFIG").value_or("").empty() && !env("SLURM_PROCID").has_value()) {
+      return absl::OkStatus();  // No cluster: local mode.
+    }
+    // A cluster this process cannot read is one it does not train in.
+    absl::StatusOr<ClusterConfig> resolved = ResolveCluster(ClusterSourceFlags(), env);
+    if (!resolved.ok()) return absl::OkStatus();
+    cluster = *std::move(resolved);
   }
-  RW_ASSIGN_OR_RETURN(const ClusterConfig cluster, ResolveCluster(ClusterSourceFlags(), env));
-  if (!cluster.in_ring() || cluster.configured_world_size() < 2) return absl::OkStatus();
+  if (!cluster->in_ring() || cluster->roster_size() < 2) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "this model was created outside any strategy.scope(), but ", cluster.source(),
-      " makes this task ", cluster.task().ToString(), " of ", cluster.configured_world_size(),
+      "this model was created outside any strategy.scope(), but ", cluster->source(),
+      " makes this task ", cluster->task().ToString(), " of ", cluster->roster_size(),
       " workers: each worker would train a model of its own. Create the model inside the "
       "strategy's scope (auto scope = strategy->scope(); then the model), or compile with "
       "CompileOptions::train_alone = true if training alone is meant"));

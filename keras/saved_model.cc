@@ -44,10 +44,6 @@ absl::StatusOr<Model> LoadModel(const std::string& path, std::optional<CompileOp
   const std::string file = ModelJsonFile(path);
   RW_ASSIGN_OR_RETURN(const std::string text, ReadModelJson(file));
   RW_ASSIGN_OR_RETURN(Model model, ModelFromKerasJson(text));
-  // Loaded outside any scope with settings LoadModel chooses: for prediction or
-  // export on this process alone (`model predict` on a cluster's host), as Keras'
-  // load_model then. A caller's own settings decide for themselves.
-  const bool alone = !compile.has_value() && model.strategy() == nullptr;
   if (!compile.has_value()) {
     // A .keras archive's compile_config: as the model was compiled.
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -71,7 +67,6 @@ absl::StatusOr<Model> LoadModel(const std::string& path, std::optional<CompileOp
                         : LossSpec{"sparse_categorical_crossentropy", activation != "softmax"};
     compile->optimizer = {.name = "adam"};
   }
-  compile->train_alone = compile->train_alone || alone;
   RW_RETURN_IF_ERROR(model.Compile(*compile));
   const std::vector<Shape> inputs = model.signature().input_shapes;
   Shape flat;

@@ -15,9 +15,9 @@
 // compile_config (one Ringwork cannot honour is set aside with a warning), else
 // for prediction and fine-tuning: binary cross-entropy on
 // a sigmoid output, else sparse categorical cross-entropy (from probabilities
-// after a softmax, else from logits), Adam; outside any strategy scope those
-// settings train this process alone (CompileOptions::train_alone: load inside
-// the scope to train on a cluster). Errors as ModelFromKerasJson's,
+// after a softmax, else from logits), Adam. Load inside the strategy's scope to
+// train on a cluster (outside it, Fit refuses: CompileOptions::train_alone).
+// Errors as ModelFromKerasJson's,
 // CompileOptionsFromKeras' and LoadWeights'.
 #ifndef RINGWORK_KERAS_SAVED_MODEL_H_
 #define RINGWORK_KERAS_SAVED_MODEL_H_

@@ -19,7 +19,9 @@
 namespace ringwork {
 
 absl::StatusOr<ClusterConfig> ResolveThisTask(const StrategyOptions& options) {
-  return ResolveCluster(options.cluster, EnvFromProcess());
+  RW_ASSIGN_OR_RETURN(ClusterConfig cluster, ResolveCluster(options.cluster, EnvFromProcess()));
+  SetThisProcessCluster(cluster);
+  return cluster;
 }
 namespace {
 
@@ -38,7 +40,7 @@ RuntimeOptions WithCommunication(RuntimeOptions runtime, const CommunicationOpti
 
 absl::StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrategy::Create(
     const Options& options) {
-  RW_ASSIGN_OR_RETURN(ClusterConfig cluster, ResolveCluster(options.cluster, EnvFromProcess()));
+  RW_ASSIGN_OR_RETURN(ClusterConfig cluster, ResolveThisTask(options));
   return Create(cluster, options);
 }
 

@@ -4,8 +4,7 @@
 // or the replicas have drifted apart (a host that computes differently, memory
 // corruption, a bug), which ends the job instead of training apart silently.
 //
-//   RW_RETURN_IF_ERROR(CheckReplicasIdentical(strategy, model.trainable_variables(), "after step
-//   500"));
+//   RW_RETURN_IF_ERROR(CheckReplicasIdentical(strategy, model.weights(), "step 500"));
 //
 // Collective: every worker calls it at the same point. FAILED_PRECONDITION (exit 7)
 // naming the first differing variable and `when`.

@@ -426,7 +426,8 @@ int Main(int argc, char** argv) {
                                                 ": ", compression.status().message())));
   }
   options.communication.compression = *compression;
-  absl::StatusOr<ClusterConfig> cluster = ResolveCluster(source, EnvFromProcess());
+  options.cluster = source;
+  absl::StatusOr<ClusterConfig> cluster = ResolveThisTask(options);
   if (!cluster.ok()) ExitWithStatus(cluster.status());
   SetLogTask(cluster->task().ToString());
   if (!cluster->in_ring()) ExitWithStatus(RunEvaluator(f));  // Task type evaluator.

@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "runtime/config/tf_config.h"
@@ -127,6 +128,24 @@ absl::StatusOr<ClusterConfig> ResolveCluster(const ClusterSourceFlags& flags,
   }
   RW_RETURN_IF_ERROR(config.SetVotingWorkers(workers));
   return config;
+}
+
+namespace {
+
+absl::Mutex this_process_mu(absl::kConstInit);
+std::optional<ClusterConfig>* this_process_cluster = nullptr;  // Guarded by this_process_mu.
+
+}  // namespace
+
+std::optional<ClusterConfig> ThisProcessCluster() {
+  absl::MutexLock lock(&this_process_mu);
+  return this_process_cluster == nullptr ? std::nullopt : *this_process_cluster;
+}
+
+void SetThisProcessCluster(std::optional<ClusterConfig> config) {
+  absl::MutexLock lock(&this_process_mu);
+  if (this_process_cluster == nullptr) this_process_cluster = new std::optional<ClusterConfig>();
+  *this_process_cluster = std::move(config);
 }
 
 }  // namespace ringwork

@@ -16,6 +16,7 @@
 #define RINGWORK_RUNTIME_CONFIG_CLUSTER_SOURCE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -35,6 +36,11 @@ struct ClusterSourceFlags {
 };
 
 absl::StatusOr<ClusterConfig> ResolveCluster(const ClusterSourceFlags& flags, const EnvLookup& env);
+
+// The cluster this process resolved for itself with the flags it parsed (the
+// strategy's Create and ResolveThisTask record it); nullopt before that.
+std::optional<ClusterConfig> ThisProcessCluster();
+void SetThisProcessCluster(std::optional<ClusterConfig> config);
 
 }  // namespace ringwork
 
