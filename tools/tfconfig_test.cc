@@ -29,6 +29,43 @@ TEST_CASE("validate prints the role table", "[tfconfig]") {
   CHECK(r.output.find("world size 2") != std::string::npos);
 }
 
+TEST_CASE("hosts prints each task's TF_CONFIG: N workers per host, ports from --port",
+          "[tfconfig]") {
+  auto r = Run({"hosts", "node-a,10.0.0.2,node-c", "--port=2300", "--workers_per_host=2"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::string> lines;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 6);
+  const std::string workers =
+      R"("worker":["node-a:2300","node-a:2301","10.0.0.2:2300","10.0.0.2:2301","node-c:2300","node-c:2301"])";
+  for (size_t i = 0; i < lines.size(); ++i) {
+    INFO(lines[i]);
+    CHECK(lines[i].find(workers) != std::string::npos);
+    CHECK(lines[i].find(R"("task":{"index":)" + std::to_string(i) + R"(,"type":"worker"})") !=
+          std::string::npos);
+  }
+  // Each line is a TF_CONFIG that validates as that task.
+  auto v = Run({"validate"}, {{"TF_CONFIG", lines[3]}});
+  INFO(v.output);
+  CHECK(v.exit_code == 0);
+  CHECK(v.output.find("10.0.0.2:2301") != std::string::npos);
+  CHECK(v.output.find("world size 6") != std::string::npos);
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"hosts", "a,b,a"}, "hosts[2]: \"a\" is named twice"},
+           {{"hosts", "a:2222"}, "hosts[0]: \"a:2222\" is not a host name or address"},
+           {{"hosts", "a,,b"}, "hosts[1]: \"\" is not a host name"},
+           {{"hosts", "a", "--port=65535", "--workers_per_host=2"}, "must lie in 1..65535"},
+           {{"hosts", "a", "--workers_per_host=0"}, "--workers_per_host=0: expected 1..1024"},
+           {{"hosts"}, "tfconfig hosts takes one list of hosts"}}) {
+    auto bad = Run(args);
+    INFO(bad.output);
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find(message) != std::string::npos);
+  }
+}
+
 TEST_CASE("validate without TF_CONFIG reports local mode", "[tfconfig]") {
   auto r = Run({"validate"});
   INFO(r.output);
