@@ -3,10 +3,18 @@
 //
 //   #include "ringwork.h"
 //   auto strategy = ringwork::MultiWorkerMirroredStrategy::Create();   // TF_CONFIG
-//   auto scope = (*strategy)->scope();
+//   if (!strategy.ok()) ringwork::ExitWithStatus(strategy.status());
+//   auto scope = (*strategy)->scope();          // models created here are mirrored
 //   ringwork::Sequential model;                 // a ringwork::Model
 //   model.Add(ringwork::Dense(10));
-//   ...
+//   absl::Status compiled = model.Compile({.loss = {"sparse_categorical_crossentropy", true}});
+//
+// Options (CompileOptions, FitOptions, DenseOptions, StrategyOptions, ...) are
+// plain structs whose fields have defaults: set the fields one by one
+// (`FitOptions fit; fit.epochs = 5;`) or use C++20 designated initializers, which
+// must name the fields in the order the struct declares them
+// (`{.epochs = 5, .batch_size = 256}`, not the other way round); a field left out
+// keeps its default.
 // See examples/own_data.cc (a functional model on your CSV files),
 // examples/keras_app.cc (Keras-style) and examples/custom_training_loop.cc (your
 // own loop with the kernels and the strategy), examples/evaluator_app.cc (an

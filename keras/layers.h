@@ -10,6 +10,10 @@
 // Layers also: GlobalAveragePooling1D/2D, GlobalMaxPooling1D/2D, AveragePooling2D,
 // Conv1D, MaxPooling1D, AveragePooling1D, Reshape, ActivationLayer,
 // LayerNormalization, BatchNormalization.
+//
+// Each layer's options struct: designated initializers name its fields in the
+// order declared below ({.padding = "same", .activation = "relu"}); a field left
+// out keeps its default.
 #ifndef RINGWORK_KERAS_LAYERS_H_
 #define RINGWORK_KERAS_LAYERS_H_
 

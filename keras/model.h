@@ -19,6 +19,9 @@
 // with the functional API (keras/functional.h) or by Sequential's Add(); the
 // model owns the layers and their topological order.
 //
+// Options structs: fill them field by field, or with designated initializers in
+// the order their fields are declared here (a field left out keeps its default).
+//
 // Threads: one thread uses a model (the gradient reducer may run a thread of its
 // own during a training step).
 #ifndef RINGWORK_KERAS_MODEL_H_
