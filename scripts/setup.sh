@@ -14,7 +14,8 @@
 #                              universal-ctags (the source checks), python3-onnx
 #                              (onnx.checker), python3-h5py (an independent
 #                              .weights.h5 reader), python3-torch (PyTorch's LSTM
-#                              and GRU, an independent reference), and from npm in
+#                              and GRU, an independent reference), cmake (an app
+#                              built against the installed .deb), and from npm in
 #                              /opt/ringwork-npm
 #                              @tensorflow/tfjs 4.22 (Keras' semantics) and
 #                              onnxruntime-node (ONNX Runtime's CPU library), run
@@ -39,7 +40,7 @@ for arg in "$@"; do
       suite=1
       packages+=(slurm-wlm munge chromium clang libclang-rt-14-dev iproute2 libgtest-dev
                  python3-yaml python3-protobuf python3-crcmod python3-pil python3-numpy clang-format
-                 universal-ctags python3-onnx python3-h5py python3-torch) ;;
+                 universal-ctags python3-onnx python3-h5py python3-torch cmake) ;;
     --peers)
       # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS
       # (about 5x slower here), which would flatter Ringwork.
