@@ -6,7 +6,7 @@
 #     file SRC DEST MODE    install SRC as DEST (objects lose their debug info)
 #     tree DIR DEST         install DIR's files under DEST, 0644, directories 0755
 #     link TARGET DEST      a symbolic link DEST -> TARGET
-#     triggers FILE         the package's DEBIAN/triggers
+#     debian NAME FILE      the package's DEBIAN/NAME (triggers, shlibs)
 set -euo pipefail
 out=$1 control=$2
 shift 2
@@ -42,9 +42,9 @@ while [[ $# -gt 0 ]]; do
       shift 3
       install -d -m 0755 "$(dirname "$root$dest")"
       ln -s "$target" "$root$dest" ;;
-    triggers)
-      install -m 0644 "$2" "$root/DEBIAN/triggers"
-      shift 2 ;;
+    debian)
+      install -m 0644 "$3" "$root/DEBIAN/$2"
+      shift 3 ;;
     *) echo "build_deb: unknown entry kind '$kind'" >&2; exit 2 ;;
   esac
 done
@@ -55,4 +55,4 @@ chmod 0644 "$root/DEBIAN/md5sums"
 installed_kib=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 { cat "$control"; echo "Installed-Size: $installed_kib"; } > "$root/DEBIAN/control"
 chmod 0644 "$root/DEBIAN/control"
-SOURCE_DATE_EPOCH=0 dpkg-deb --root-owner-group -Zxz --build "$root" "$out" > /dev/null
+dpkg-deb --root-owner-group -Zxz --build "$root" "$out" > /dev/null

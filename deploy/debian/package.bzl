@@ -48,7 +48,12 @@ def _debian_package_impl(ctx):
         arguments += ["link", link_target, dest]
     if ctx.file.triggers:
         inputs.append(ctx.file.triggers)
-        arguments += ["triggers", ctx.file.triggers.path]
+        arguments += ["debian", "triggers", ctx.file.triggers.path]
+    if ctx.attr.shlibs:
+        shlibs = ctx.actions.declare_file(ctx.label.name + ".shlibs")
+        ctx.actions.write(shlibs, ctx.attr.shlibs + "\n")
+        inputs.append(shlibs)
+        arguments += ["debian", "shlibs", shlibs.path]
     ctx.actions.run(
         executable = ctx.executable._build_deb,
         arguments = arguments,
@@ -77,6 +82,8 @@ _debian_package = rule(
         "binaries": attr.label_list(allow_files = True),
         "links": attr.string_dict(),
         "triggers": attr.label(allow_single_file = True),
+        # DEBIAN/shlibs: what an app linked against the package's library depends on.
+        "shlibs": attr.string(),
         "_build_deb": attr.label(
             default = Label("//deploy/debian:build_deb"),
             executable = True,
