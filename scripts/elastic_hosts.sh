@@ -39,23 +39,18 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 [[ -x "$train" && -x "$launch" ]] || die "build //tools:train and //tools/launch:launch first"
 
+source "$here/scripts/netns_hosts.sh"
 hosts_count=5
 tag=$(($$ % 200 + 20))
-net=10.217.$tag
-bridge=rweb$tag
+netns_hosts_init "rwe$tag" "10.217.$tag" "$hosts_count"
 dir=$(mktemp -d /tmp/elastic_hosts.XXXXXX)
-ns() { echo "rwe$tag-h$1"; }
-address() { echo "$net.$(($1 + 1))"; }
+ns() { netns_host "$1"; }
+address() { netns_address "$1"; }
 
 cleanup() {
   local status=$?
   [[ -n "${launch_pid:-}" ]] && kill -KILL "$launch_pid" 2>/dev/null || true
-  for ((i = 1; i <= hosts_count; ++i)); do
-    ip netns pids "$(ns $i)" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
-    ip link del "rwev$tag-$i" 2>/dev/null || true
-    ip netns del "$(ns $i)" 2>/dev/null || true
-  done
-  ip link del "$bridge" 2>/dev/null || true
+  netns_hosts_down
   if ((status != 0)) && [[ -f "$dir/out" ]]; then tail -n 60 "$dir/out" >&2 || true; fi
   [[ -z "${ELASTIC_HOSTS_KEEP:-}" ]] || cp "$dir/out" "$ELASTIC_HOSTS_KEEP" 2>/dev/null || true
   rm -rf "$dir"
@@ -63,16 +58,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ip link add "$bridge" type bridge
-ip addr add "$net.1/24" dev "$bridge"
-ip link set "$bridge" up
+netns_hosts_up
 for ((i = 1; i <= hosts_count; ++i)); do
-  ip netns add "$(ns $i)"
-  ip link add "rwev$tag-$i" type veth peer name eth0 netns "$(ns $i)"
-  ip link set "rwev$tag-$i" master "$bridge" up
-  ip -n "$(ns $i)" addr add "$(address $i)/24" dev eth0
-  ip -n "$(ns $i)" link set eth0 up
-  ip -n "$(ns $i)" link set lo up
   # The host's mount namespace: its own /dev/shm, held by a process that waits.
   nsenter --net="/run/netns/$(ns $i)" unshare -m --propagation private sh -c \
     "mount -t tmpfs tmpfs /dev/shm && echo \$\$ > '$dir/holder.$(address $i)' && exec sleep infinity" &

@@ -15,7 +15,9 @@
 #                              (onnx.checker), python3-h5py (an independent
 #                              .weights.h5 reader), python3-torch (PyTorch's LSTM
 #                              and GRU, an independent reference), cmake (an app
-#                              built against the installed .deb), and from npm in
+#                              built against the installed .deb), openssh-server
+#                              (sshd on emulated hosts for launch --hosts; not
+#                              started as a service), and from npm in
 #                              /opt/ringwork-npm
 #                              @tensorflow/tfjs 4.22 (Keras' semantics) and
 #                              onnxruntime-node (ONNX Runtime's CPU library), run
@@ -40,7 +42,7 @@ for arg in "$@"; do
       suite=1
       packages+=(slurm-wlm munge chromium clang libclang-rt-14-dev iproute2 libgtest-dev
                  python3-yaml python3-protobuf python3-crcmod python3-pil python3-numpy clang-format
-                 universal-ctags python3-onnx python3-h5py python3-torch cmake) ;;
+                 universal-ctags python3-onnx python3-h5py python3-torch cmake openssh-server) ;;
     --peers)
       # libopenblas0-pthread: without it PyTorch falls back to the reference BLAS
       # (about 5x slower here), which would flatter Ringwork.
@@ -66,7 +68,20 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  # No service starts on install (sshd, munge, slurmd: the tests start their own,
+  # on addresses they make): policy-rc.d's 101 tells invoke-rc.d not to, unless
+  # the machine has a policy of its own.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\n# scripts/setup.sh: no service starts while it installs.\nexit 101\n' > "$policy"
+    chmod 0755 "$policy"
+    own_policy=1
+  fi
+  installed=0
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null || installed=$?
+  [[ $own_policy -eq 0 ]] || rm -f "$policy"
+  [[ $installed -eq 0 ]] || exit "$installed"
   echo "setup: done" >&2
 fi
 

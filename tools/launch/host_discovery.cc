@@ -19,7 +19,8 @@
 
 namespace ringwork {
 
-absl::StatusOr<std::vector<DiscoveredHost>> ParseHostList(absl::string_view text) {
+absl::StatusOr<std::vector<DiscoveredHost>> ParseHostList(absl::string_view text,
+                                                          absl::string_view where) {
   std::vector<DiscoveredHost> hosts;
   std::set<std::string> seen;
   int line_number = 0;
@@ -40,24 +41,24 @@ absl::StatusOr<std::vector<DiscoveredHost>> ParseHostList(absl::string_view text
     absl::string_view name = has_slots ? line.substr(0, colon) : line;
     if (bracketed) {
       if (name.size() < 3 || name.back() != ']') {
-        return absl::InvalidArgumentError(absl::StrCat("host discovery, line ", line_number, " (\"",
-                                                       line, "\"): expected [IPV6]:SLOTS"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, line_number, " (\"", line, "\"): expected [IPV6]:SLOTS"));
       }
       name = name.substr(1, name.size() - 2);
     }
     host.host = std::string(name);
     if (has_slots && (!absl::SimpleAtoi(line.substr(colon + 1), &host.slots) || host.slots < 1 ||
                       host.slots > 1024)) {
-      return absl::InvalidArgumentError(absl::StrCat("host discovery, line ", line_number, " (\"",
-                                                     line, "\"): expected HOST or HOST:SLOTS"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, line_number, " (\"", line, "\"): expected HOST or HOST:SLOTS"));
     }
     if (host.host.empty() || host.host.find_first_of(" \t'\"`$\\;&|<>[]") != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("host discovery, line ", line_number, " (\"",
-                                                     line, "\"): not a host name or address"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, line_number, " (\"", line, "\"): not a host name or address"));
     }
     if (!seen.insert(host.host).second) {
-      return absl::InvalidArgumentError(absl::StrCat("host discovery, line ", line_number,
-                                                     ": host ", host.host, " is listed twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, line_number, ": host ", host.host, " is listed twice"));
     }
     hosts.push_back(std::move(host));
   }
@@ -141,10 +142,16 @@ std::string ShellQuote(absl::string_view text) {
 std::string RemoteCommandLine(const std::string& directory,
                               const std::map<std::string, std::string>& env,
                               const std::vector<std::string>& command) {
-  std::string line =
-      absl::StrCat("echo ", kRemotePidPrefix, "$$; cd ", ShellQuote(directory), " && exec env");
+  // The program runs in the foreground of the remote shell (so that it keeps
+  // SIGINT), as an inner sh that says its pid and execs it; the remote shell
+  // then exits with its status, 128 + N when signal N ended it, which ssh passes
+  // back (a program that is the session itself ending by a signal makes ssh
+  // exit 255). `exit $?` keeps the shell from exec'ing its last command.
+  std::string line = absl::StrCat("cd ", ShellQuote(directory), " || exit 2; sh -c 'echo ",
+                                  kRemotePidPrefix, "$$; exec \"$@\"' sh env");
   for (const auto& [key, value] : env) absl::StrAppend(&line, " ", ShellQuote(key + "=" + value));
   for (const std::string& word : command) absl::StrAppend(&line, " ", ShellQuote(word));
+  absl::StrAppend(&line, "; exit $?");
   return line;
 }
 

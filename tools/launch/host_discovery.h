@@ -38,17 +38,21 @@ struct DiscoveredHost {
 // line that is no host (naming it), or a host listed twice.
 absl::StatusOr<std::vector<DiscoveredHost>> DiscoverHosts(const std::string& command,
                                                           double timeout_s);
-// The parsing alone (tests).
-absl::StatusOr<std::vector<DiscoveredHost>> ParseHostList(absl::string_view text);
+// The parsing alone (tests, launch --hosts). An error names the line as
+// `where` and its number ("host discovery, line 3").
+absl::StatusOr<std::vector<DiscoveredHost>> ParseHostList(
+    absl::string_view text, absl::string_view where = "host discovery, line ");
 
 // localhost, 127.0.0.0/8, ::1: launch may start the task itself.
 bool IsLoopbackHost(absl::string_view host);
 
 // A POSIX shell word for `text` ('...' with every ' escaped).
 std::string ShellQuote(absl::string_view text);
-// "echo RINGWORK_REMOTE_PID=$$; cd 'DIR' && exec env 'K=V'... 'PROGRAM' 'ARG'...":
-// what a remote shell runs (the environment a remote host does not share travels
-// on the command line; the pid line lets launch signal the task there).
+// "cd 'DIR' || exit 2; sh -c 'echo RINGWORK_REMOTE_PID=$$; exec "$@"' sh env
+// 'K=V'... 'PROGRAM' 'ARG'...; exit $?": what a remote shell runs (the
+// environment a remote host does not share travels on the command line; the pid
+// line lets launch signal the task there; the exit code is the program's, 128 +
+// N when signal N ended it).
 std::string RemoteCommandLine(const std::string& directory,
                               const std::map<std::string, std::string>& env,
                               const std::vector<std::string>& command);

@@ -1,6 +1,9 @@
 #include "tools/launch/host_discovery.h"
 
+#include <sys/wait.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
 
 namespace ringwork {
 namespace {
@@ -45,8 +48,22 @@ TEST_CASE("a remote command line quotes every word and carries the environment",
           "[host_discovery]") {
   CHECK(ShellQuote("it's") == "'it'\\''s'");
   CHECK(RemoteCommandLine("/w d", {{"TF_CONFIG", "{\"a\": 1}"}}, {"/bin/train", "--x=y z"}) ==
-        "echo RINGWORK_REMOTE_PID=$$; cd '/w d' && exec env 'TF_CONFIG={\"a\": 1}' "
-        "'/bin/train' '--x=y z'");
+        "cd '/w d' || exit 2; sh -c 'echo RINGWORK_REMOTE_PID=$$; exec \"$@\"' sh env "
+        "'TF_CONFIG={\"a\": 1}' '/bin/train' '--x=y z'; exit $?");
+  // Run by a shell, it says the program's pid, and exits with its code or 128 + its
+  // signal (the program here: sh itself).
+  const std::string line =
+      RemoteCommandLine("/", {{"X", "it's"}}, {"/bin/sh", "-c", "echo \"$X\"; kill -9 $$"});
+  FILE* shell = ::popen(("/bin/sh -c " + ShellQuote(line)).c_str(), "r");
+  REQUIRE(shell != nullptr);
+  char buffer[256];
+  std::string output;
+  while (std::fgets(buffer, sizeof(buffer), shell) != nullptr) output += buffer;
+  const int status = ::pclose(shell);
+  CHECK(output.rfind("RINGWORK_REMOTE_PID=", 0) == 0);
+  CHECK(output.find("\nit's\n") != std::string::npos);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 137);
   CHECK(IsLoopbackHost("localhost"));
   CHECK(IsLoopbackHost("127.0.0.1"));
   CHECK_FALSE(IsLoopbackHost("10.0.0.1"));

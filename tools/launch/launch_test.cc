@@ -1,4 +1,6 @@
 // Runs the real launch binary over /bin/sh scripts.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
@@ -87,6 +89,43 @@ TEST_CASE("--timeline: ring tasks write parts that are merged; no part is an err
   r = Launch({"--num_workers=1", "--timeline=/no/such/dir/t.json"}, "true");
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("/no/such/dir/t.json.parts") != std::string::npos);
+}
+
+TEST_CASE("--hosts: tasks through the remote shell, their exit codes, stopped there", "[launch]") {
+  // A remote shell that runs the line here, as `ssh HOST LINE` would there, in a
+  // session of its own (a signal to launch's child reaches nothing of it).
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string shell = std::string(tmp != nullptr ? tmp : "/tmp") + "/fake_ssh";
+  std::ofstream(shell) << "#!/bin/sh\nexec setsid -w sh -c \"$2\"\n";
+  REQUIRE(::chmod(shell.c_str(), 0755) == 0);
+  // worker:0 (on node-a) dies of SIGKILL; worker:1 (node-b) would sleep a minute
+  // and is stopped with SIGTERM on its host.
+  auto r = Launch({"--hosts=node-a,node-b", "--remote_shell=" + shell, "--port=3000",
+                   "--grace_s=0.3", "--kill_s=5"},
+                  "echo \"on $(echo \"$TF_CONFIG\" | grep -o 'node-[ab]:300[01]' | head -1)\"; "
+                  "case \"$TF_CONFIG\" in *'\"index\":0'*) sleep 0.3; kill -9 $$;; "
+                  "*) exec sleep 60;; esac");
+  INFO(r.output);
+  CHECK(r.exit_code == 137);
+  CHECK(r.elapsed_s < 20);
+  CHECK(r.output.find("[worker:0] on node-a:3000") != std::string::npos);
+  CHECK(r.output.find("worker:0 exited with code 137 (killed by signal 9)") != std::string::npos);
+  CHECK(r.output.find("stopping worker:1 with SIGTERM") != std::string::npos);
+  CHECK(r.output.find("worker:1 exited with code 143") != std::string::npos);
+  CHECK(r.output.find("RINGWORK_REMOTE_PID") == std::string::npos);  // Launch's, not shown.
+  // Refused: a host twice, a count that disagrees, an evaluator.
+  Subprocess::Options options;
+  SubprocessResult refused =
+      RunSubprocess({"tools/launch/launch", "--hosts=a,b,a", "--", "/bin/true"}, options);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.output.find("--hosts, host 3: host a is listed twice") != std::string::npos);
+  refused = RunSubprocess(
+      {"tools/launch/launch", "--hosts=a,b:2", "--num_workers=2", "--", "/bin/true"}, options);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.output.find("--hosts=a,b:2 has 3 slots") != std::string::npos);
+  refused = RunSubprocess({"tools/launch/launch", "--hosts=a,b", "--evaluator", "--", "/bin/true"},
+                          options);
+  CHECK(refused.exit_code == 2);
 }
 
 TEST_CASE("bad usage exits 2", "[launch]") {

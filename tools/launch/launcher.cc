@@ -221,17 +221,18 @@ void Launcher::Reap() {
         first_failure_code_ = task.exit_code;
         first_failure_task_ = task.id.ToString();
       }
-      RW_LOG(ERROR) << task.id.ToString() << " exited with code " << task.exit_code << " ("
-                    << (task.remote && task.exit_code == 255
-                            ? std::string("the remote shell failed: host unreachable?")
-                        : task.exit_code > 128
-                            ? absl::StrCat("killed by signal ", task.exit_code - 128)
-                            : std::string(ExitCodeName(task.exit_code)))
-                    << (options_.elastic
-                            ? absl::StrCat(joiner ? "; it was started again to join the job" : "",
-                                           "); --elastic: the others go on without it")
-                            : absl::StrCat("); the other tasks get ", options_.grace_s,
-                                           " s (--grace_s) to exit before they are stopped"));
+      RW_LOG(ERROR)
+          << task.id.ToString() << " exited with code " << task.exit_code << " ("
+          << (task.remote && task.exit_code == 255
+                  ? std::string(
+                        "the remote shell failed: the host unreachable or the login refused")
+              : task.exit_code > 128 ? absl::StrCat("killed by signal ", task.exit_code - 128)
+                                     : std::string(ExitCodeName(task.exit_code)))
+          << (options_.elastic
+                  ? absl::StrCat(joiner ? "; it was started again to join the job" : "",
+                                 "); --elastic: the others go on without it")
+                  : absl::StrCat("); the other tasks get ", options_.grace_s,
+                                 " s (--grace_s) to exit before they are stopped"));
     } else {
       if (task.exit_code == 0 && task.id.type != TaskType::kEvaluator)
         a_ring_task_succeeded_ = true;
@@ -425,8 +426,14 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
                      " (give a path to the program, e.g. bazel-bin/tools/train)"));
   }
   slots_filled_.clear();
+  if (!options_.hosts.empty() && (!options_.host_discovery.empty() || options_.evaluator)) {
+    return absl::InvalidArgumentError(
+        "--hosts names every ring task's host: not with --host_discovery or --evaluator");
+  }
+  const bool on_localhost = options_.host_discovery.empty() && options_.hosts.empty();
   absl::StatusOr<ClusterSpec> spec =
-      options_.host_discovery.empty()
+      !options_.hosts.empty() ? SpecOnHosts(options_.hosts)
+      : on_localhost
           ? LocalhostClusterSpec(options_.num_workers, options_.chief, options_.evaluator)
           : SpecFromDiscoveredHosts();
   if (!spec.ok()) return spec.status();
@@ -434,7 +441,7 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
   action.sa_handler = OnSignal;
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
-  if (options_.host_discovery.empty()) {
+  if (on_localhost) {
     for (const TaskId& id : AllTasks(*spec)) {
       Task task;
       task.id = id;
@@ -530,6 +537,7 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
       next_step = terminate ? Deadline::AfterSeconds(options_.kill_s) : Deadline::Never();
     }
   }
+  WaitForSignalHelpers(options_.kill_s + 10);
   if (forwarded_signal != 0) {
     return first_failure_task_.empty() ? 128 + forwarded_signal : first_failure_code_;
   }

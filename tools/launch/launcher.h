@@ -1,7 +1,7 @@
-// Runs one program as every task of a localhost cluster and supervises them, as
-// torchrun or mpirun do on one host: each task gets its TF_CONFIG, its output lines
-// are prefixed with its task ("[worker:1] ..."), and when one task fails the others
-// get a grace period to notice and exit on their own before they are stopped.
+// Runs one program as every task of a localhost cluster (or of named hosts, over
+// ssh) and supervises them, as torchrun or mpirun do: each task gets its TF_CONFIG, its output
+// lines are prefixed with its task ("[worker:1] ..."), and when one task fails the others get a
+// grace period to notice and exit on their own before they are stopped.
 //
 //   Launcher::Options options;
 //   options.num_workers = 2;
@@ -65,11 +65,18 @@ class Launcher {
     // running job (RINGWORK_VOTING_WORKERS). The tasks of a host it no longer
     // lists are killed (SIGKILL) and never restarted: a failed host.
     std::string host_discovery;
+    // Fixed hosts (launch --hosts=h1,h2:2, as horovodrun -H and mpirun --host do):
+    // the ring's tasks, SLOTS per host (1 unless given) in the order listed, each
+    // host's on ports port, port + 1, ... Tasks on hosts other than this one start
+    // through the remote shell, in launch's working directory there. Replaces
+    // num_workers; not with host_discovery or evaluator.
+    std::vector<DiscoveredHost> hosts;
     int max_workers = 0;  // 0: every slot listed.
     double discovery_interval_s = 5;
-    // How a task starts on a host that is not this one (or on any host, when
-    // set): this command, then the host, then one shell command line (which
-    // reads the cluster token from its stdin). Default: ssh -o BatchMode=yes.
+    // With hosts or host_discovery, how a task starts on a host that is not this
+    // one (or on any host, when set): this command, then the host, then one shell
+    // command line (which reads the cluster token from its stdin). Default:
+    // ssh -o BatchMode=yes. Its exit code is the task's.
     std::string remote_shell;
     // On a host that is not this one, task i of the ring listens on port + i.
     int port = 2222;
@@ -109,6 +116,8 @@ class Launcher {
   };
   // With host_discovery: the first hosts' ring, and their tasks.
   absl::StatusOr<ClusterSpec> SpecFromDiscoveredHosts();
+  // The ring of `hosts`' slots (up to max_workers), and their tasks.
+  absl::StatusOr<ClusterSpec> SpecOnHosts(const std::vector<DiscoveredHost>& hosts);
   // Runs the discovery command; kills the tasks of hosts gone, starts extras on
   // new slots.
   void PollHosts();
@@ -117,6 +126,9 @@ class Launcher {
   // Signals a task: its process group here and, for a remote task, its process
   // on the host (through the remote shell: killing ssh stops nothing there).
   void Signal(Task& task, int signal);
+  // Before launch returns: the remote shells Signal started have carried their
+  // signals (or `timeout_s` passed), so that no task outlives launch on its host.
+  void WaitForSignalHelpers(double timeout_s);
   // Applies a finished discovery: kills the tasks of hosts gone, fills new slots.
   void ApplyHosts(const std::vector<DiscoveredHost>& hosts);
   // The task's address on its host: a free port on this machine, else port + index.

@@ -1,7 +1,9 @@
-// Launcher with host discovery (elastic): the ring of the hosts listed at the
-// start, and workers added on hosts that appear while the job runs.
+// Launcher on named hosts: fixed ones (--hosts), or with host discovery
+// (elastic): the ring of the hosts listed at the start, and workers added on
+// hosts that appear while the job runs.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,22 +39,10 @@ absl::StatusOr<HostPort> Launcher::AddressOn(const std::string& host, int ring_i
   return HostPort{host, port};
 }
 
-absl::StatusOr<ClusterSpec> Launcher::SpecFromDiscoveredHosts() {
-  if (!options_.elastic) {
-    return absl::InvalidArgumentError("--host_discovery needs --elastic (train --min_workers)");
-  }
-  if (options_.evaluator) {
-    return absl::InvalidArgumentError("--host_discovery does not place an --evaluator");
-  }
-  absl::StatusOr<std::vector<DiscoveredHost>> hosts =
-      DiscoverHosts(options_.host_discovery, std::min(10.0, options_.discovery_interval_s + 5));
-  if (!hosts.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--host_discovery at the start: ", hosts.status().message()));
-  }
+absl::StatusOr<ClusterSpec> Launcher::SpecOnHosts(const std::vector<DiscoveredHost>& hosts) {
   ClusterSpec spec;
   std::vector<std::string> task_hosts;
-  for (const DiscoveredHost& host : *hosts) {
+  for (const DiscoveredHost& host : hosts) {
     for (int slot = 0; slot < host.slots; ++slot) {
       const int index = static_cast<int>(task_hosts.size());
       if (options_.max_workers > 0 && index >= options_.max_workers) break;
@@ -66,16 +56,10 @@ absl::StatusOr<ClusterSpec> Launcher::SpecFromDiscoveredHosts() {
       ++slots_filled_[host.host];
     }
   }
-  if (task_hosts.size() < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--host_discovery lists ", task_hosts.size(),
-                     " slots at the start; an elastic job starts with at least 2 workers"));
+  for (const DiscoveredHost& host : hosts) {
+    const int filled = slots_filled_[host.host];
+    RW_LOG(INFO) << "host " << host.host << ": " << filled << " task" << (filled == 1 ? "" : "s");
   }
-  for (const auto& [host, filled] : slots_filled_) {
-    RW_LOG(INFO) << "host " << host << ": " << filled << " task" << (filled == 1 ? "" : "s");
-  }
-  voting_spec_ = spec;
-  extras_.clear();
   const std::vector<TaskId> ids = AllTasks(spec);
   for (size_t i = 0; i < ids.size(); ++i) {
     Task task;
@@ -84,13 +68,40 @@ absl::StatusOr<ClusterSpec> Launcher::SpecFromDiscoveredHosts() {
     task.host = task_hosts[i];
     tasks_.push_back(std::move(task));
   }
+  return spec;
+}
+
+absl::StatusOr<ClusterSpec> Launcher::SpecFromDiscoveredHosts() {
+  if (!options_.elastic) {
+    return absl::InvalidArgumentError("--host_discovery needs --elastic (train --min_workers)");
+  }
+  if (options_.evaluator) {
+    return absl::InvalidArgumentError("--host_discovery does not place an --evaluator");
+  }
+  absl::StatusOr<std::vector<DiscoveredHost>> hosts =
+      DiscoverHosts(options_.host_discovery, std::min(10.0, options_.discovery_interval_s + 5));
+  if (!hosts.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--host_discovery at the start: ", hosts.status().message()));
+  }
+  RW_ASSIGN_OR_RETURN(ClusterSpec spec, SpecOnHosts(*hosts));
+  if (tasks_.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--host_discovery lists ", tasks_.size(),
+                     " slots at the start; an elastic job starts with at least 2 workers"));
+  }
+  voting_spec_ = spec;
+  extras_.clear();
   next_discovery_ = Deadline::AfterSeconds(options_.discovery_interval_s);
   return spec;
 }
 
 void Launcher::Signal(Task& task, int signal) {
   if (task.pid <= 0) return;  // Never started.
-  ::kill(-task.pid, signal);
+  // A remote task whose pid is known gets the signal on its host, and the remote
+  // shell here ends when it does, with its exit code; only SIGKILL ends the
+  // remote shell too (a task that does not stop, or a host that does not answer).
+  if (!task.remote || task.remote_pid <= 0 || signal == SIGKILL) ::kill(-task.pid, signal);
   if (!task.remote || task.remote_pid <= 0) return;
   // `REMOTE_SHELL HOST 'kill -SIG PID'`, not waited for (a host gone may never
   // answer; ssh's own timeout ends it).
@@ -112,6 +123,21 @@ void Launcher::Signal(Task& task, int signal) {
     ::_exit(127);
   }
   if (pid > 0) signal_helpers_.push_back(pid);  // Reaped by Reap().
+}
+
+void Launcher::WaitForSignalHelpers(double timeout_s) {
+  const Deadline deadline = Deadline::AfterSeconds(timeout_s);
+  while (!signal_helpers_.empty() && !deadline.Expired()) {
+    for (auto it = signal_helpers_.begin(); it != signal_helpers_.end();) {
+      it = ::waitpid(*it, nullptr, WNOHANG) == 0 ? it + 1 : signal_helpers_.erase(it);
+    }
+    if (!signal_helpers_.empty()) ::usleep(20000);
+  }
+  for (pid_t pid : signal_helpers_) {
+    RW_LOG(WARNING) << "a remote shell carrying a signal to a task (pid " << pid
+                    << ") did not end within " << timeout_s << " s; not waiting for it";
+  }
+  signal_helpers_.clear();
 }
 
 int Launcher::RingTasksRunning() const {
