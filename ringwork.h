@@ -15,6 +15,10 @@
 // must name the fields in the order the struct declares them
 // (`{.epochs = 5, .batch_size = 256}`, not the other way round); a field left out
 // keeps its default.
+// The headers included below are the public API, and only they: each opens with a
+// usage example that //docs:header_examples_test compiles (docs/header_examples.sh
+// says how an example is written). The headers they include in turn are
+// installed with them but are not the API.
 // See examples/own_data.cc (a functional model on your CSV files),
 // examples/keras_app.cc (Keras-style) and examples/custom_training_loop.cc (your
 // own loop with the kernels and the strategy), examples/evaluator_app.cc (an

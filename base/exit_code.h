@@ -2,8 +2,8 @@
 // A failure is carried as an absl::Status; its canonical code decides the exit code,
 // so library code only has to pick the right status code:
 //
-//   absl::Status st = RunWorker(config);
-//   return ringwork::ExitCodeFor(st);   // or: ringwork::ExitWithStatus(st);
+//   absl::Status st = model.Fit(train, fit).status();
+//   int code = ExitCodeFor(st);   // or, to end the program with it: ExitWithStatus(st);
 //
 //   status code                              exit code
 //   OK                                       0  kOk

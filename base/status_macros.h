@@ -1,10 +1,10 @@
 // Early-return helpers for absl::Status / absl::StatusOr, and WithContext.
 //
-//   absl::StatusOr<Cluster> Load() {
-//     RW_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-//     RW_RETURN_IF_ERROR(Validate(text));
-//     return Parse(text);
-//   }
+//   auto load = [&](const std::string& dir) -> absl::StatusOr<int64_t> {
+//     RW_ASSIGN_OR_RETURN(TrainTest data, LoadFashionMnist(dir));  // an error returns
+//     RW_RETURN_IF_ERROR(model.Build({28, 28, 1}));                 // likewise
+//     return data.train.count();
+//   };
 #ifndef RINGWORK_BASE_STATUS_MACROS_H_
 #define RINGWORK_BASE_STATUS_MACROS_H_
 

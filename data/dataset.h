@@ -2,13 +2,16 @@
 // shuffle (a new order every epoch, the same on every worker), sharding between
 // workers, batching, repeating, and prefetching on a background thread.
 //
+//   Examples examples = SyntheticImages(4096, 1024, /*seed=*/1).train;
 //   Dataset train = Dataset::FromExamples(std::move(examples))
 //                       .Shuffle(/*seed=*/42)
 //                       .Batch(64)
 //                       .Prefetch(2);
 //   auto it = train.Iterate(/*epoch=*/0);
 //   Batch batch;
-//   while (it->Next(&batch)) { ... batch.features [64, 28, 28, 1], batch.labels ... }
+//   while (it->Next(&batch)) {
+//     // batch.features [64, 28, 28, 1], batch.labels [64]
+//   }
 //
 // Sharding (AutoShardPolicy, as tf.distribute's): kData keeps every n-th example of
 // the shuffled order; kFile keeps the examples of every n-th source file (needs at

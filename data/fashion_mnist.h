@@ -1,6 +1,10 @@
 // Fashion-MNIST from Debian's dataset-fashion-mnist package (60000 training and
 // 10000 test images, 28x28 grey, 10 classes), and a synthetic stand-in of the
 // same shape whose labels a model can learn.
+//
+//   RW_ASSIGN_OR_RETURN(TrainTest data, LoadFashionMnist(kFashionMnistDir));
+//   // data.train: 60000 examples of [28, 28, 1] and their labels 0-9; data.test: 10000
+//   TrainTest synthetic = SyntheticImages(/*train_count=*/4096, /*test_count=*/1024, /*seed=*/1);
 #ifndef RINGWORK_DATA_FASHION_MNIST_H_
 #define RINGWORK_DATA_FASHION_MNIST_H_
 

@@ -3,6 +3,16 @@
 // callback sees are global: averaged over every replica so far this epoch. A hook
 // that fails stops fit() with its status. Checkpoint callbacks (ModelCheckpoint,
 // BackupAndRestore) are in checkpoint_callbacks.h.
+//
+//   class PrintLoss : public Callback {
+//    public:
+//     absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override {
+//       std::printf("epoch %lld: loss %.4f\n", static_cast<long long>(epoch), logs.at("loss"));
+//       return absl::OkStatus();
+//     }
+//   };
+//   PrintLoss print_loss;
+//   fit.callbacks = {&print_loss};  // model.Fit(train, fit) returns the History
 #ifndef RINGWORK_KERAS_CALLBACKS_H_
 #define RINGWORK_KERAS_CALLBACKS_H_
 

@@ -16,7 +16,9 @@
 //   BackupAndRestore backup({.backup_dir = "/ckpt/backup", .save_freq_steps = 100});
 //   ModelCheckpoint checkpoints({.directory = "/ckpt/models"});
 //   ModelCheckpoint keras({.filepath = "/ckpt/model-{epoch:02d}.keras"});
-//   model.Fit(train, {.epochs = 10, .batch_size = 256, .callbacks = {&backup, &checkpoints}});
+//   fit.epochs = 10;
+//   fit.callbacks = {&backup, &checkpoints};
+//   RW_RETURN_IF_ERROR(model.Fit(train, fit).status());
 //
 // Only the chief writes (and holds the directory's lock); every worker must use
 // the same callbacks, since restoring is collective.

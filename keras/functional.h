@@ -10,7 +10,7 @@
 //   y = Apply(Add(), {y, h});                      // a residual connection
 //   y = Apply(Dense(10), Apply(Flatten(), y));
 //   Model model(x, y);                             // inside the strategy's scope
-//   RW_RETURN_IF_ERROR(model.Compile(...));
+//   RW_RETURN_IF_ERROR(model.Compile({.loss = {"sparse_categorical_crossentropy", true}}));
 //
 // Several inputs: Model({ids, numbers}, outputs) reads examples that hold every
 // input's values one after the other, flat ([n, 2 + 3] for inputs of shapes [2] and

@@ -6,9 +6,10 @@
 // math is ignored (regularizers, constraints, other initializers, dilation,
 // channels first, masking). "trainable": false freezes the layer (Layer::set_trainable).
 //
+//   std::string text;  // model.to_json()'s output, or a config.json
 //   auto scope = strategy->scope();
 //   RW_ASSIGN_OR_RETURN(Model model, ModelFromKerasJson(text));
-//   RW_RETURN_IF_ERROR(model.Compile(...));
+//   RW_RETURN_IF_ERROR(model.Compile({.loss = {"sparse_categorical_crossentropy"}}));
 //   RW_RETURN_IF_ERROR(model.Build(model.signature().input_shapes[0]));
 //   RW_RETURN_IF_ERROR(model.LoadWeights("tfjs_model/model.json"));  // or .npz, ...
 //

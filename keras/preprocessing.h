@@ -1,21 +1,21 @@
 // Keras' preprocessing layers for numbers, inside the model (so a saved model
 // carries them):
-//   Normalization      (x - mean) / max(sqrt(variance), 1e-7) for each feature of
-//                      the last axis; mean and variance given, or learned by Adapt
-//                      over the data of every worker (sums all-reduced: every
-//                      worker holds the statistics of the whole data).
-//   Discretization     each value's bucket: how many bin boundaries are <= it.
-//   CategoryEncoding   ids in [0, num_tokens) to "one_hot", "multi_hot" or "count"
-//                      vectors of num_tokens.
-//   IntegerLookup      each id's index in the vocabulary plus 1; 0 for an id not in
-//                      it (Keras' one out-of-vocabulary index, no mask token).
-// Outputs are float32 (Keras gives int64 for Discretization and IntegerLookup).
-// None has a gradient for its input but Normalization (dy / deviation).
 //
 //   std::unique_ptr<Layer> norm = Normalization();
 //   auto scope = strategy->scope();
 //   RW_RETURN_IF_ERROR(Adapt(*norm, train));  // Each worker reads its share.
 //   model.Add(std::move(norm));
+//
+// - Normalization: (x - mean) / max(sqrt(variance), 1e-7) for each feature of the
+//   last axis; mean and variance given, or learned by Adapt over the data of every
+//   worker (sums all-reduced: every worker holds the statistics of the whole data).
+// - Discretization: each value's bucket: how many bin boundaries are <= it.
+// - CategoryEncoding: ids in [0, num_tokens) to "one_hot", "multi_hot" or "count"
+//   vectors of num_tokens.
+// - IntegerLookup: each id's index in the vocabulary plus 1; 0 for an id not in it
+//   (Keras' one out-of-vocabulary index, no mask token).
+// Outputs are float32 (Keras gives int64 for Discretization and IntegerLookup).
+// None has a gradient for its input but Normalization (dy / deviation).
 #ifndef RINGWORK_KERAS_PREPROCESSING_H_
 #define RINGWORK_KERAS_PREPROCESSING_H_
 

@@ -7,7 +7,7 @@
 //   RW_RETURN_IF_ERROR(SaveModel(model, "/srv/model.keras"));        // every worker calls it
 //   auto scope = strategy->scope();
 //   RW_ASSIGN_OR_RETURN(Model loaded, LoadModel("/srv/model.keras"));  // compiled, built, weights
-//   in loaded.Predict(x);   // bit-identical to model.Predict(x)
+//   absl::StatusOr<Tensor> y = loaded.Predict(x);   // bit-identical to model.Predict(x)
 //
 // LoadModel reads a .keras archive, DIR/model.json or the model.json given: any
 // TF.js layers model or Ringwork's own, through ModelFromKerasJson

@@ -2,7 +2,7 @@
 // one's output. Everything else (Compile, Fit, Evaluate, Predict, Summary,
 // checkpoints) is the Model's (keras/model.h).
 //
-//   auto scope = (*strategy)->scope();                 // a mirrored model
+//   auto scope = strategy->scope();                    // a mirrored model
 //   Sequential model;
 //   model.Add(Flatten());
 //   model.Add(Dense(256, {.activation = "relu"}));

@@ -4,9 +4,12 @@
 // appends the metrics as one JSON line per checkpoint, and stops after the
 // checkpoint marked final. Training never waits for it.
 //
-//   Model model = ...;  model.Compile(same as the trainer);  model.Build(shape);
-//   SidecarEvaluator evaluator(&model, &test, {.checkpoint_dir = "/ckpt/models",
-//                                              .metrics_path = "/ckpt/eval.jsonl"});
+//   Sequential model;                      // the trainer's model, outside any scope
+//   model.Add(Dense(10));
+//   RW_RETURN_IF_ERROR(model.Compile({.loss = {"sparse_categorical_crossentropy", true}}));
+//   RW_RETURN_IF_ERROR(model.Build({784}));
+//   SidecarEvaluator evaluator(&model, &test_set, {.checkpoint_dir = "/ckpt/models",
+//                                                  .metrics_path = "/ckpt/eval.jsonl"});
 //   RW_RETURN_IF_ERROR(evaluator.Run());
 //
 // Errors: DEADLINE_EXCEEDED (exit 4) when no new checkpoint appears for

@@ -9,10 +9,11 @@
 // file, then broadcasts the state, so other workers need no shared file system;
 // when the chief refuses the file, every worker fails with its message.
 //
-//   // chief: dir = CheckpointDirectory::OpenForWriting(...); others: nullptr
+//   CheckpointDirectory* dir = nullptr;  // the chief's: CheckpointDirectory::OpenForWriting
+//   TrainPosition position;              // where training is
 //   RW_ASSIGN_OR_RETURN(std::string path, SaveTrainingState(model, dir, position, false));
-//   RW_ASSIGN_OR_RETURN(std::optional<TrainPosition> at, RestoreLatestTrainingState(model,
-//   "/ckpt"));
+//   absl::StatusOr<std::optional<LoadedCheckpoint>> at =
+//       RestoreLatestTrainingState(model, "/ckpt");  // std::nullopt: none there yet
 #ifndef RINGWORK_KERAS_TRAINING_STATE_H_
 #define RINGWORK_KERAS_TRAINING_STATE_H_
 

@@ -1,12 +1,15 @@
 // Dense (fully connected) layer math on oneDNN matmul, forward and backward:
 //
-//   y[b, out] = x[b, in] . w[in, out] + bias[out]
-//   dx = dy . w^T        dw = x^T . dy        dbias = sum over b of dy
+//   KernelContext ctx({.intra_op_threads = 1});
+//   std::vector<float> x(128 * 784), w(784 * 256), bias(256), y(128 * 256);
+//   std::vector<float> dy(128 * 256), dx(128 * 784), dw(784 * 256), dbias(256);
+//   RW_ASSIGN_OR_RETURN(std::unique_ptr<DenseKernel> k, DenseKernel::Create(ctx, {128, 784, 256}));
+//   k->Forward(ctx, x.data(), w.data(), bias.data(), y.data());
+//   k->BackwardData(ctx, dy.data(), w.data(), dx.data());
+//   k->BackwardWeights(ctx, x.data(), dy.data(), dw.data(), dbias.data());
 //
-//   absl::StatusOr<std::unique_ptr<DenseKernel>> k = DenseKernel::Create(ctx, {128, 784, 256});
-//   (*k)->Forward(ctx, x, w, bias, y);
-//   (*k)->BackwardData(ctx, dy, w, dx);
-//   (*k)->BackwardWeights(ctx, x, dy, dw, dbias);
+// y[b, out] = x[b, in] . w[in, out] + bias[out];
+// dx = dy . w^T,  dw = x^T . dy,  dbias = sum over b of dy.
 //
 // Created (validated) once per shape, executed many times. With bfloat16 precision
 // the inputs of each matmul are converted to bfloat16 copies (one reorder each) and

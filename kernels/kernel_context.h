@@ -3,8 +3,9 @@
 // (a oneDNN stream is not shared between threads).
 //
 //   KernelContext ctx({.intra_op_threads = 1, .precision = Precision::kFloat32});
-//   absl::StatusOr<DenseKernel> dense = DenseKernel::Create(ctx, {128, 784, 256});
-//   dense->Forward(ctx, x, w, b, y);
+//   RW_ASSIGN_OR_RETURN(std::unique_ptr<DenseKernel> dense,
+//                       DenseKernel::Create(ctx, {128, 784, 256}));
+//   // dense->Forward(ctx, x, w, b, y), ... (kernels/dense.h), always with this ctx
 //
 // Threads: oneDNN here is built on OpenMP; the context sets the OpenMP thread count
 // of the thread that runs kernels (ScopedThreads) before each call, so several

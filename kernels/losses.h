@@ -1,5 +1,10 @@
 // Losses with their gradients, as Keras computes them (mean over the batch):
 //
+//   std::vector<float> logits(64 * 10), probs(64 * 10), dlogits(64 * 10);
+//   std::vector<int32_t> labels(64);
+//   RW_ASSIGN_OR_RETURN(float loss, SoftmaxCrossEntropy(logits.data(), labels.data(), 64, 10,
+//                                                      probs.data(), dlogits.data()));
+//
 //   SoftmaxCrossEntropy  sparse categorical cross-entropy from logits, fused with
 //                        the softmax: loss = mean_b -log softmax(logits_b)[label_b],
 //                        dlogits = (softmax - onehot) / batch

@@ -1,6 +1,9 @@
 // Parameter updates with Keras' formulas, over flat float32 arrays (parameters,
 // gradients and optimizer state stay float32, also in bfloat16 training).
 //
+//   std::vector<float> w(100), g(100), m(100), v(100);
+//   AdamUpdate({.learning_rate = 1e-3f}, /*step=*/1, w.data(), g.data(), m.data(), v.data(), 100);
+//
 //   SGD:   v = momentum v - lr g;  p += v               (nesterov: p += momentum v - lr g)
 //          without momentum: p -= lr g
 //          with weight decay: p -= lr * weight_decay * p first (Keras 3)

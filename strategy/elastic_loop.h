@@ -5,6 +5,9 @@
 // run the loop body again in the new ring; workers that start again while the
 // job runs join it at a commit and take the state too.
 //
+//   Variable w{"w", Tensor({784, 10})};
+//   Tensor m_w(w.value.shape());
+//   const int64_t total_steps = 1000;
 //   ElasticState state(strategy.get());
 //   state.Track(&w);                       // a variable's value
 //   state.Track("adam/w/m", &m_w);         // any other tensor
@@ -13,7 +16,9 @@
 //     // Made for the ring as it is now (called again after every change):
 //     std::unique_ptr<GradientReducer> reducer = strategy->MakeGradientReducer({&w});
 //     while (step < total_steps) {
-//       ... forward, backward, RW_RETURN_IF_ERROR(reducer->FinishStep()), update ...
+//       // Forward and backward into w.grad, then:
+//       RW_RETURN_IF_ERROR(reducer->FinishStep());
+//       // The update, with the reduced gradient.
 //       ++step;                               // Counters first, then Commit.
 //       RW_RETURN_IF_ERROR(state.Commit());
 //     }

@@ -1,17 +1,20 @@
-// Where a binary's cluster description comes from, in order of precedence:
-//   1. --tf_config=JSON or --tf_config_file=PATH (explicit; overrides the environment)
-//   2. the TF_CONFIG environment variable
-//   3. Slurm's srun environment (SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_NODELIST)
-//   4. nothing: single-worker local mode, with one log line saying so.
+// Where a binary's cluster description comes from.
+//
+//   FlagSet flags("my_app: trains on a cluster");
+//   ClusterSourceFlags source;
+//   source.Register(&flags);
+//   // flags.Parse(argc, argv), then:
+//   absl::StatusOr<ClusterConfig> config = ResolveCluster(source, EnvFromProcess());
+//
+// In order of precedence:
+// 1. --tf_config=JSON or --tf_config_file=PATH (explicit; overrides the environment)
+// 2. the TF_CONFIG environment variable
+// 3. Slurm's srun environment (SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_NODELIST)
+// 4. nothing: single-worker local mode, with one log line saying so.
 // --cluster_from=tf_config|slurm|local forces one source instead of that order.
 // RINGWORK_VOTING_WORKERS=N (set by `launch --host_discovery` for a worker it adds
 // on a new host) makes only the first N workers the voting ring; the task and any
 // worker after them are extras (runtime/config/cluster_config.h).
-//
-//   ClusterSourceFlags source;
-//   source.Register(&flags);
-//   ... flags.Parse(argc, argv) ...
-//   absl::StatusOr<ClusterConfig> config = ResolveCluster(source, EnvFromProcess());
 #ifndef RINGWORK_RUNTIME_CONFIG_CLUSTER_SOURCE_H_
 #define RINGWORK_RUNTIME_CONFIG_CLUSTER_SOURCE_H_
 
