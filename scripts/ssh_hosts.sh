@@ -49,6 +49,7 @@ cleanup() {
   local status=$?
   [[ -n "${launch_pid:-}" ]] && kill -KILL "$launch_pid" 2> /dev/null || true
   netns_hosts_down
+  [[ -z "${made_run_sshd:-}" ]] || rmdir /run/sshd 2> /dev/null || true
   if ((status != 0)) && [[ -f "$dir/out" ]]; then tail -n 60 "$dir/out" >&2 || true; fi
   rm -rf "$dir"
   exit "$status"
@@ -86,7 +87,7 @@ Host *
   LogLevel ERROR
 CONFIG
 # sshd's privilege separation directory (Debian's service makes it at start).
-install -d -m 0755 /run/sshd
+[[ -d /run/sshd ]] || { install -d -m 0755 /run/sshd && made_run_sshd=1; }
 
 netns_hosts_up
 for ((i = 1; i <= hosts_count; ++i)); do
@@ -143,7 +144,8 @@ cd "$dir"
 start_job 3 23456
 finish_job
 ((status == 0)) || die "launch exited $status"
-grep -E "^\[worker:0\].*joined the ring" "$dir/out" | grep -q "worker:1 ($(address 2):23457) grpc" ||
+# Each host's first task on --port (as tfconfig hosts).
+grep -E "^\[worker:0\].*joined the ring" "$dir/out" | grep -q "worker:1 ($(address 2):23456) grpc" ||
   die "worker:0's link to worker:1 on another host is not gRPC"
 fingerprints=$(grep -oE "^\[worker:[012]\].*weights fingerprint [0-9a-f]+" "$dir/out" |
   awk '{print $NF}' | sort | uniq -c)

@@ -52,7 +52,9 @@ absl::StatusOr<std::vector<DiscoveredHost>> ParseHostList(absl::string_view text
       return absl::InvalidArgumentError(
           absl::StrCat(where, line_number, " (\"", line, "\"): expected HOST or HOST:SLOTS"));
     }
-    if (host.host.empty() || host.host.find_first_of(" \t'\"`$\\;&|<>[]") != std::string::npos) {
+    // (A leading '-' would be an option to ssh.)
+    if (host.host.empty() || host.host.front() == '-' ||
+        host.host.find_first_of(" \t'\"`$\\;&|<>[]") != std::string::npos) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, line_number, " (\"", line, "\"): not a host name or address"));
     }
@@ -147,7 +149,10 @@ std::string RemoteCommandLine(const std::string& directory,
   // then exits with its status, 128 + N when signal N ended it, which ssh passes
   // back (a program that is the session itself ending by a signal makes ssh
   // exit 255). `exit $?` keeps the shell from exec'ing its last command.
-  std::string line = absl::StrCat("cd ", ShellQuote(directory), " || exit 2; sh -c 'echo ",
+  const std::string program = command.empty() ? "" : ShellQuote(command[0]);
+  std::string line = absl::StrCat("cd ", ShellQuote(directory), " || exit 2; command -v ", program,
+                                  " >/dev/null || { echo \"launch: cannot run \"", program,
+                                  "\" on $(hostname)\" >&2; exit 2; }; sh -c 'echo ",
                                   kRemotePidPrefix, "$$; exec \"$@\"' sh env");
   for (const auto& [key, value] : env) absl::StrAppend(&line, " ", ShellQuote(key + "=" + value));
   for (const std::string& word : command) absl::StrAppend(&line, " ", ShellQuote(word));

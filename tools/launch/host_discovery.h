@@ -23,7 +23,9 @@
 namespace ringwork {
 
 // What reaches a host that is not this one unless --remote_shell says otherwise.
-inline constexpr char kDefaultRemoteShell[] = "ssh -o BatchMode=yes";
+// BatchMode: no prompt (a host that wants a password fails, exit 255);
+// ConnectTimeout: a host that does not answer fails within 10 s.
+inline constexpr char kDefaultRemoteShell[] = "ssh -o BatchMode=yes -o ConnectTimeout=10";
 // A remote task's first output line: its pid there ("RINGWORK_REMOTE_PID=123").
 inline constexpr char kRemotePidPrefix[] = "RINGWORK_REMOTE_PID=";
 
@@ -48,11 +50,12 @@ bool IsLoopbackHost(absl::string_view host);
 
 // A POSIX shell word for `text` ('...' with every ' escaped).
 std::string ShellQuote(absl::string_view text);
-// "cd 'DIR' || exit 2; sh -c 'echo RINGWORK_REMOTE_PID=$$; exec "$@"' sh env
-// 'K=V'... 'PROGRAM' 'ARG'...; exit $?": what a remote shell runs (the
-// environment a remote host does not share travels on the command line; the pid
-// line lets launch signal the task there; the exit code is the program's, 128 +
-// N when signal N ended it).
+// "cd 'DIR' || exit 2; command -v 'PROGRAM' ... || exit 2; sh -c 'echo
+// RINGWORK_REMOTE_PID=$$; exec "$@"' sh env 'K=V'... 'PROGRAM' 'ARG'...; exit $?":
+// what a remote shell runs (the environment a remote host does not share travels
+// on the command line; the pid line lets launch signal the task there; the exit
+// code is the program's, 128 + N when signal N ended it, and 2 with a message
+// naming the host when the directory or the program is not there).
 std::string RemoteCommandLine(const std::string& directory,
                               const std::map<std::string, std::string>& env,
                               const std::vector<std::string>& command);

@@ -18,8 +18,8 @@ TEST_CASE("a host list: hosts, slots, comments", "[host_discovery]") {
 }
 
 TEST_CASE("a malformed host list names its line", "[host_discovery]") {
-  for (const char* bad :
-       {"node1\nnode2:zero\n", "node1\nnode2:0\n", "a b\n", "x;rm\n", "[::1\n", "[::1]x:2\n"}) {
+  for (const char* bad : {"node1\nnode2:zero\n", "node1\nnode2:0\n", "a b\n", "x;rm\n", "[::1\n",
+                          "[::1]x:2\n", "-oProxyCommand=x\n"}) {
     auto hosts = ParseHostList(bad);
     INFO(bad);
     CHECK(hosts.status().code() == absl::StatusCode::kInvalidArgument);
@@ -48,22 +48,32 @@ TEST_CASE("a remote command line quotes every word and carries the environment",
           "[host_discovery]") {
   CHECK(ShellQuote("it's") == "'it'\\''s'");
   CHECK(RemoteCommandLine("/w d", {{"TF_CONFIG", "{\"a\": 1}"}}, {"/bin/train", "--x=y z"}) ==
-        "cd '/w d' || exit 2; sh -c 'echo RINGWORK_REMOTE_PID=$$; exec \"$@\"' sh env "
-        "'TF_CONFIG={\"a\": 1}' '/bin/train' '--x=y z'; exit $?");
+        "cd '/w d' || exit 2; command -v '/bin/train' >/dev/null || { echo \"launch: cannot "
+        "run \"'/bin/train'\" on $(hostname)\" >&2; exit 2; }; sh -c 'echo "
+        "RINGWORK_REMOTE_PID=$$; exec \"$@\"' sh env 'TF_CONFIG={\"a\": 1}' '/bin/train' "
+        "'--x=y z'; exit $?");
   // Run by a shell, it says the program's pid, and exits with its code or 128 + its
   // signal (the program here: sh itself).
-  const std::string line =
-      RemoteCommandLine("/", {{"X", "it's"}}, {"/bin/sh", "-c", "echo \"$X\"; kill -9 $$"});
-  FILE* shell = ::popen(("/bin/sh -c " + ShellQuote(line)).c_str(), "r");
-  REQUIRE(shell != nullptr);
-  char buffer[256];
+  auto run = [](const std::string& line, std::string* output) {
+    FILE* shell = ::popen(("/bin/sh -c " + ShellQuote(line) + " 2>&1").c_str(), "r");
+    REQUIRE(shell != nullptr);
+    char buffer[256];
+    while (std::fgets(buffer, sizeof(buffer), shell) != nullptr) *output += buffer;
+    const int status = ::pclose(shell);
+    REQUIRE(WIFEXITED(status));
+    return WEXITSTATUS(status);
+  };
   std::string output;
-  while (std::fgets(buffer, sizeof(buffer), shell) != nullptr) output += buffer;
-  const int status = ::pclose(shell);
+  CHECK(run(RemoteCommandLine("/", {{"X", "it's"}}, {"/bin/sh", "-c", "echo \"$X\"; kill -9 $$"}),
+            &output) == 137);
   CHECK(output.rfind("RINGWORK_REMOTE_PID=", 0) == 0);
   CHECK(output.find("\nit's\n") != std::string::npos);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 137);
+  // A program or a directory that is not on the host: exit 2, saying so.
+  output.clear();
+  CHECK(run(RemoteCommandLine("/", {}, {"/no/such/train"}), &output) == 2);
+  CHECK(output.find("launch: cannot run /no/such/train on ") != std::string::npos);
+  output.clear();
+  CHECK(run(RemoteCommandLine("/no/such/dir", {}, {"/bin/true"}), &output) == 2);
   CHECK(IsLoopbackHost("localhost"));
   CHECK(IsLoopbackHost("127.0.0.1"));
   CHECK_FALSE(IsLoopbackHost("10.0.0.1"));

@@ -7,6 +7,7 @@
 //
 // Each task gets a TF_CONFIG with free 127.0.0.1 ports; every output line is
 // prefixed with its task; the exit code is the first failing task's (0 if none).
+#include <algorithm>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "base/exit_code.h"
 #include "base/flags.h"
 #include "base/logging.h"
+#include "runtime/config/hosts.h"
 #include "tools/launch/launcher.h"
 
 namespace ringwork {
@@ -98,8 +100,21 @@ int Main(int argc, char** argv) {
         ParseHostList(absl::StrReplaceAll(hosts, {{",", "\n"}}), "--hosts, host ");
     if (!listed.ok()) ExitWithStatus(listed.status());
     if (listed->empty()) ExitWithStatus(absl::InvalidArgumentError("--hosts lists no host"));
-    int slots = 0;
-    for (const DiscoveredHost& host : *listed) slots += host.slots;
+    int slots = 0, most = 1;
+    std::vector<std::string> names;
+    for (const DiscoveredHost& host : *listed) {
+      slots += host.slots;
+      most = std::max(most, host.slots);
+      names.push_back(host.host);
+    }
+    // Names TF_CONFIG takes (no user@, no option for ssh), each host's ports valid.
+    if (hosts.find('#') != std::string::npos) {
+      ExitWithStatus(absl::InvalidArgumentError(absl::StrCat("--hosts=", hosts, ": '#' in it")));
+    }
+    if (absl::Status valid = HostsClusterSpec(names, static_cast<int>(port), most).status();
+        !valid.ok()) {
+      ExitWithStatus(absl::InvalidArgumentError(absl::StrCat("--hosts: ", valid.message())));
+    }
     if (flags.IsSet("num_workers") && num_workers != slots) {
       ExitWithStatus(absl::InvalidArgumentError(absl::StrCat("--num_workers=", num_workers,
                                                              " but --hosts=", hosts, " has ", slots,

@@ -102,17 +102,22 @@ TEST_CASE("--hosts: tasks through the remote shell, their exit codes, stopped th
   // and is stopped with SIGTERM on its host.
   auto r = Launch({"--hosts=node-a,node-b", "--remote_shell=" + shell, "--port=3000",
                    "--grace_s=0.3", "--kill_s=5"},
-                  "echo \"on $(echo \"$TF_CONFIG\" | grep -o 'node-[ab]:300[01]' | head -1)\"; "
+                  "echo \"cluster $(echo \"$TF_CONFIG\" | grep -o '\"worker\":[^]]*]')\"; "
                   "case \"$TF_CONFIG\" in *'\"index\":0'*) sleep 0.3; kill -9 $$;; "
-                  "*) exec sleep 60;; esac");
+                  "*) exec sleep 61.25;; esac");
   INFO(r.output);
   CHECK(r.exit_code == 137);
   CHECK(r.elapsed_s < 20);
-  CHECK(r.output.find("[worker:0] on node-a:3000") != std::string::npos);
+  // Each host's tasks on --port, --port + 1, ... (as tfconfig hosts).
+  CHECK(r.output.find("[worker:0] cluster \"worker\":[\"node-a:3000\",\"node-b:3000\"]") !=
+        std::string::npos);
   CHECK(r.output.find("worker:0 exited with code 137 (killed by signal 9)") != std::string::npos);
   CHECK(r.output.find("stopping worker:1 with SIGTERM") != std::string::npos);
   CHECK(r.output.find("worker:1 exited with code 143") != std::string::npos);
   CHECK(r.output.find("RINGWORK_REMOTE_PID") == std::string::npos);  // Launch's, not shown.
+  // The "remote" sleep ended on its host (it was signalled there, not just its ssh).
+  SubprocessResult left = RunSubprocess({"/usr/bin/pgrep", "-f", "sleep 61.25"}, {});
+  CHECK(left.exit_code == 1);  // pgrep: nothing matched.
   // Refused: a host twice, a count that disagrees, an evaluator.
   Subprocess::Options options;
   SubprocessResult refused =

@@ -111,9 +111,9 @@ absl::Status Launcher::Spawn(Task& task, const std::string& tf_config, int attem
     const std::string line =
         absl::StrCat("IFS= read -r ", kClusterTokenEnv, "; export ", kClusterTokenEnv, "; ",
                      RemoteCommandLine(cwd, task_env, options_.command));
-    args = absl::StrSplit(
-        options_.remote_shell.empty() ? "ssh -o BatchMode=yes" : options_.remote_shell, ' ',
-        absl::SkipEmpty());
+    args =
+        absl::StrSplit(options_.remote_shell.empty() ? kDefaultRemoteShell : options_.remote_shell,
+                       ' ', absl::SkipEmpty());
     args.push_back(task.host);
     args.push_back(line);
     if (::pipe2(token_pipe, O_CLOEXEC) != 0) {
@@ -131,8 +131,14 @@ absl::Status Launcher::Spawn(Task& task, const std::string& tf_config, int attem
   const pid_t pid = ::fork();
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   if (pid == 0) {
-    // Its own process group, so that stopping a task stops what it started too.
-    ::setpgid(0, 0);
+    // Its own process group, so that stopping a task stops what it started too;
+    // a remote shell also its own session, without this terminal: a remote shell
+    // that would ask for a password fails instead of waiting (stopped) for it.
+    if (remote) {
+      ::setsid();
+    } else {
+      ::setpgid(0, 0);
+    }
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
     if (token_pipe[0] >= 0) ::dup2(token_pipe[0], STDIN_FILENO);
@@ -196,6 +202,7 @@ void Launcher::Reap() {
     int status = 0;
     if (::waitpid(task.pid, &status, WNOHANG) != task.pid) continue;
     task.exited = true;
+    task.remote_pid = 0;  // Ended there too (the remote shell waits for it): never signalled.
     task.exit_code = ExitCodeOfWaitStatus(status);
     // Elastic: a task that failed for its peers (3, 4) or was killed is what the
     // others survive, and so is a restarted task's mismatch with the ring it
@@ -426,10 +433,13 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
                      " (give a path to the program, e.g. bazel-bin/tools/train)"));
   }
   slots_filled_.clear();
-  if (!options_.hosts.empty() && (!options_.host_discovery.empty() || options_.evaluator)) {
+  if (!options_.hosts.empty() &&
+      (!options_.host_discovery.empty() || options_.evaluator || options_.max_workers > 0)) {
     return absl::InvalidArgumentError(
-        "--hosts names every ring task's host: not with --host_discovery or --evaluator");
+        "--hosts names every ring task's host: not with --host_discovery, --evaluator or "
+        "--max_workers");
   }
+  if (!options_.hosts.empty()) RW_RETURN_IF_ERROR(CheckHosts());
   const bool on_localhost = options_.host_discovery.empty() && options_.hosts.empty();
   absl::StatusOr<ClusterSpec> spec =
       !options_.hosts.empty() ? SpecOnHosts(options_.hosts)

@@ -66,10 +66,11 @@ class Launcher {
     // lists are killed (SIGKILL) and never restarted: a failed host.
     std::string host_discovery;
     // Fixed hosts (launch --hosts=h1,h2:2, as horovodrun -H and mpirun --host do):
-    // the ring's tasks, SLOTS per host (1 unless given) in the order listed, each
-    // host's on ports port, port + 1, ... Tasks on hosts other than this one start
-    // through the remote shell, in launch's working directory there. Replaces
-    // num_workers; not with host_discovery or evaluator.
+    // the ring's tasks, SLOTS per host (1 unless given) in the order listed (with
+    // chief, the first slot is the chief), each host's on ports port, port + 1, ...
+    // (as `tfconfig hosts`). Tasks on hosts other than this one start through the
+    // remote shell, in launch's working directory there. Replaces num_workers; not
+    // with host_discovery, evaluator, max_workers, or a timeline on remote hosts.
     std::vector<DiscoveredHost> hosts;
     int max_workers = 0;  // 0: every slot listed.
     double discovery_interval_s = 5;
@@ -116,6 +117,9 @@ class Launcher {
   };
   // With host_discovery: the first hosts' ring, and their tasks.
   absl::StatusOr<ClusterSpec> SpecFromDiscoveredHosts();
+  // --hosts: this machine (localhost) with other hosts, or --timeline with a
+  // remote task, is INVALID_ARGUMENT.
+  absl::Status CheckHosts() const;
   // The ring of `hosts`' slots (up to max_workers), and their tasks.
   absl::StatusOr<ClusterSpec> SpecOnHosts(const std::vector<DiscoveredHost>& hosts);
   // Runs the discovery command; kills the tasks of hosts gone, starts extras on

@@ -46,7 +46,10 @@ absl::StatusOr<ClusterSpec> Launcher::SpecOnHosts(const std::vector<DiscoveredHo
     for (int slot = 0; slot < host.slots; ++slot) {
       const int index = static_cast<int>(task_hosts.size());
       if (options_.max_workers > 0 && index >= options_.max_workers) break;
-      RW_ASSIGN_OR_RETURN(HostPort address, AddressOn(host.host, index));
+      // --hosts: each host's tasks on port, port + 1, ... (as tfconfig hosts);
+      // discovered hosts: ring task i on port + i (extras keep numbering).
+      RW_ASSIGN_OR_RETURN(HostPort address,
+                          AddressOn(host.host, options_.hosts.empty() ? index : slot));
       if (options_.chief && spec.chief.empty()) {
         spec.chief.push_back(address);
       } else {
@@ -69,6 +72,24 @@ absl::StatusOr<ClusterSpec> Launcher::SpecOnHosts(const std::vector<DiscoveredHo
     tasks_.push_back(std::move(task));
   }
   return spec;
+}
+
+absl::Status Launcher::CheckHosts() const {
+  std::string loopback, other;
+  for (const DiscoveredHost& host : options_.hosts) {
+    (IsLoopbackHost(host.host) ? loopback : other) = host.host;
+  }
+  if (!loopback.empty() && !other.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--hosts lists ", loopback, " (this machine) and ", other,
+        ": the other hosts cannot reach a loopback address; name this machine by an address "
+        "they reach"));
+  }
+  if (!options_.timeline.empty() && (!other.empty() || !options_.remote_shell.empty())) {
+    return absl::InvalidArgumentError(
+        "--timeline writes each task's part on launch's machine: not with tasks on other hosts");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ClusterSpec> Launcher::SpecFromDiscoveredHosts() {
@@ -115,6 +136,9 @@ void Launcher::Signal(Task& task, int signal) {
   argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
+    // A group of its own: a second Ctrl-C to launch does not cut it short, and
+    // WaitForSignalHelpers can stop it.
+    ::setpgid(0, 0);
     const int null = ::open("/dev/null", O_RDWR);
     ::dup2(null, STDIN_FILENO);
     ::dup2(null, STDOUT_FILENO);
@@ -135,7 +159,10 @@ void Launcher::WaitForSignalHelpers(double timeout_s) {
   }
   for (pid_t pid : signal_helpers_) {
     RW_LOG(WARNING) << "a remote shell carrying a signal to a task (pid " << pid
-                    << ") did not end within " << timeout_s << " s; not waiting for it";
+                    << ") did not end within " << timeout_s
+                    << " s: stopped; the task may still run on its host";
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
   }
   signal_helpers_.clear();
 }
