@@ -2,12 +2,14 @@
 // @ringwork//:ringwork from another workspace).
 //
 //   #include "ringwork.h"
-//   auto strategy = ringwork::MultiWorkerMirroredStrategy::Create();   // TF_CONFIG
-//   if (!strategy.ok()) ringwork::ExitWithStatus(strategy.status());
-//   auto scope = (*strategy)->scope();          // models created here are mirrored
+//   auto created = ringwork::MultiWorkerMirroredStrategy::Create();   // TF_CONFIG
+//   if (!created.ok()) ringwork::ExitWithStatus(created.status());
+//   std::unique_ptr<ringwork::MultiWorkerMirroredStrategy> strategy = std::move(*created);
+//   auto scope = strategy->scope();             // models created here are mirrored
 //   ringwork::Sequential model;                 // a ringwork::Model
 //   model.Add(ringwork::Dense(10));
 //   absl::Status compiled = model.Compile({.loss = {"sparse_categorical_crossentropy", true}});
+//   if (!compiled.ok()) ringwork::ExitWithStatus(compiled);
 //
 // Options (CompileOptions, FitOptions, DenseOptions, StrategyOptions, ...) are
 // plain structs whose fields have defaults: set the fields one by one
@@ -15,10 +17,10 @@
 // must name the fields in the order the struct declares them
 // (`{.epochs = 5, .batch_size = 256}`, not the other way round); a field left out
 // keeps its default.
-// The headers included below are the public API, and only they: each opens with a
-// usage example that //docs:header_examples_test compiles (docs/header_examples.sh
-// says how an example is written). The headers they include in turn are
-// installed with them but are not the API.
+// The headers included below are the public API: each opens with a usage example
+// that //docs:header_examples_test compiles (docs/header_examples.sh says how an
+// example is written). Include only ringwork.h; the types those headers use
+// (Tensor, Variable, FlagSet, CheckpointDirectory, ...) come with it.
 // See examples/own_data.cc (a functional model on your CSV files),
 // examples/keras_app.cc (Keras-style) and examples/custom_training_loop.cc (your
 // own loop with the kernels and the strategy), examples/evaluator_app.cc (an

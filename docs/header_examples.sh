@@ -15,10 +15,18 @@
 #   train, test_set   Dataset
 #   fit        FitOptions
 #   x          Tensor
+# The block ends at the first line that is not indented so (a bare "//" too).
 # Errors point at the header's own lines (#line).
 set -euo pipefail
 out=$1 root=$2
-mapfile -t headers < <(sed -n 's/^#include "\(.*\)"$/\1/p' "$root")
+mapfile -t headers < <(tr -d '\r' < "$root" | sed -n 's/^#include "\([^"]*\)"$/\1/p')
+# Every include of ringwork.h is one of those: none is skipped unseen.
+includes=$(grep -cE '^[[:space:]]*#[[:space:]]*include' "$root" || true)
+if [[ "$includes" != "${#headers[@]}" ]]; then
+  echo "header_examples: $root has $includes #include lines; only ${#headers[@]} read as" \
+    '#include "path/header.h" (one per line, nothing after it)' >&2
+  exit 1
+fi
 
 example_of() {  # HEADER: "LINE<TAB>text" for each line of its example
   awk '

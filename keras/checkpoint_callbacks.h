@@ -16,8 +16,10 @@
 //   BackupAndRestore backup({.backup_dir = "/ckpt/backup", .save_freq_steps = 100});
 //   ModelCheckpoint checkpoints({.directory = "/ckpt/models"});
 //   ModelCheckpoint keras({.filepath = "/ckpt/model-{epoch:02d}.keras"});
+//   FitOptions fit;
 //   fit.epochs = 10;
-//   fit.callbacks = {&backup, &checkpoints};
+//   fit.batch_size = 256;
+//   fit.callbacks = {&backup, &checkpoints, &keras};
 //   RW_RETURN_IF_ERROR(model.Fit(train, fit).status());
 //
 // Only the chief writes (and holds the directory's lock); every worker must use

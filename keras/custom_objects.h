@@ -17,7 +17,7 @@
 //   RW_RETURN_IF_ERROR(RegisterLoss("log_cosh", [] { return std::make_shared<LogCosh>(); }));
 //   CompileOptions compile;
 //   compile.loss = {.name = "log_cosh"};
-//   compile.metrics = {"my_metric"};  // Registered with RegisterMetric.
+//   compile.metrics = {"accuracy"};  // and any name registered with RegisterMetric
 //
 // Register before Compile or LoadModel, on every worker alike (each worker's
 // model is checked against the chief's, names included). A name cannot be

@@ -4,13 +4,19 @@
 // Predict, Summary, checkpoints, agreement checks, gradients overlapped with the
 // backward pass). Layers stay unaware of the graph: the model owns the order.
 //
+//   auto scope = strategy->scope();
 //   SymbolicTensor x = Input({28, 28, 1});
 //   SymbolicTensor h = Apply(Conv2D(16, 3, {.padding = "same"}), x);
 //   SymbolicTensor y = Apply(Conv2D(16, 3, {.padding = "same"}), h);
 //   y = Apply(Add(), {y, h});                      // a residual connection
 //   y = Apply(Dense(10), Apply(Flatten(), y));
-//   Model model(x, y);                             // inside the strategy's scope
+//   Model model(x, y);
 //   RW_RETURN_IF_ERROR(model.Compile({.loss = {"sparse_categorical_crossentropy", true}}));
+//   // One layer on two inputs (a siamese tower): its weights are shared.
+//   SymbolicTensor left = Input({8}), right = Input({8});
+//   SharedLayer tower = Share(Dense(16, {.activation = "relu"}));
+//   SymbolicTensor a = Apply(tower, left), b = Apply(tower, right);
+//   Model siamese({left, right}, Apply(Dense(1), Apply(Concatenate(), {a, b})));
 //
 // Several inputs: Model({ids, numbers}, outputs) reads examples that hold every
 // input's values one after the other, flat ([n, 2 + 3] for inputs of shapes [2] and
@@ -19,13 +25,8 @@
 // Several outputs: Model(inputs, {price, category}) learns each with its own loss
 // (CompileOptions::losses, loss_weights); outputs are named by their layers.
 // A layer called on several tensors shares its weights across the calls (Keras'
-// shared layers: a siamese tower, one embedding for two texts); training adds up
-// every call's gradients:
-//
-//   SharedLayer tower = Share(Dense(16, {.activation = "relu"}));
-//   SymbolicTensor a = Apply(tower, left), b = Apply(tower, right);
-//   Model model({left, right}, Apply(Dense(1), Apply(Concatenate(), {a, b})));
-//
+// shared layers: a siamese tower, one embedding for two texts, as `siamese`
+// above); training adds up every call's gradients.
 // The model's first call of a shared layer owns it (its weights, its name); each
 // later call is a layer named NAME@1, NAME@2, ... without weights of its own
 // (keras/shared_layer_call.h). Shapes are checked when the model is built (the first

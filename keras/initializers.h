@@ -4,8 +4,8 @@
 // (as a seeded Keras initializer), so every worker draws the same values (the
 // chief's are broadcast anyway).
 //
-//   Dense(64, {.kernel_initializer = {.name = "he_normal", .seed = 7},
-//              .kernel_regularizer = {.l2 = 1e-4f}});
+//   model.Add(Dense(64, {.kernel_initializer = {.name = "he_normal", .seed = 7},
+//                        .kernel_regularizer = {.l2 = 1e-4f}}));
 #ifndef RINGWORK_KERAS_INITIALIZERS_H_
 #define RINGWORK_KERAS_INITIALIZERS_H_
 

@@ -3,8 +3,9 @@
 // Built inside a MultiWorkerMirroredStrategy scope it trains on every worker of
 // the cluster in lock step; otherwise it trains alone.
 //
-//   auto strategy = MultiWorkerMirroredStrategy::Create();          // TF_CONFIG
-//   auto scope = (*strategy)->scope();
+//   RW_ASSIGN_OR_RETURN(std::unique_ptr<MultiWorkerMirroredStrategy> strategy,
+//                       MultiWorkerMirroredStrategy::Create());    // TF_CONFIG
+//   auto scope = strategy->scope();
 //   SymbolicTensor x = Input({28, 28, 1});
 //   SymbolicTensor y = Apply(Dense(10), Apply(Flatten(), x));
 //   Model model(x, y);                       // or Sequential (keras/sequential.h)

@@ -4,7 +4,9 @@
 //   std::unique_ptr<Layer> norm = Normalization();
 //   auto scope = strategy->scope();
 //   RW_RETURN_IF_ERROR(Adapt(*norm, train));  // Each worker reads its share.
+//   Sequential model;
 //   model.Add(std::move(norm));
+//   model.Add(Dense(10));
 //
 // - Normalization: (x - mean) / max(sqrt(variance), 1e-7) for each feature of the
 //   last axis; mean and variance given, or learned by Adapt over the data of every

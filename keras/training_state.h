@@ -9,9 +9,13 @@
 // file, then broadcasts the state, so other workers need no shared file system;
 // when the chief refuses the file, every worker fails with its message.
 //
-//   CheckpointDirectory* dir = nullptr;  // the chief's: CheckpointDirectory::OpenForWriting
-//   TrainPosition position;              // where training is
-//   RW_ASSIGN_OR_RETURN(std::string path, SaveTrainingState(model, dir, position, false));
+//   std::unique_ptr<CheckpointDirectory> dir;  // the chief's; nullptr on the others
+//   if (strategy->is_chief()) {
+//     RW_ASSIGN_OR_RETURN(dir, CheckpointDirectory::OpenForWriting("/ckpt", /*keep=*/3));
+//   }
+//   TrainPosition position;  // where training is
+//   RW_ASSIGN_OR_RETURN(std::string path,
+//                       SaveTrainingState(model, dir.get(), position, /*final=*/false));
 //   absl::StatusOr<std::optional<LoadedCheckpoint>> at =
 //       RestoreLatestTrainingState(model, "/ckpt");  // std::nullopt: none there yet
 #ifndef RINGWORK_KERAS_TRAINING_STATE_H_

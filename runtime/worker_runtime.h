@@ -5,14 +5,13 @@
 //
 //   RW_ASSIGN_OR_RETURN(ClusterConfig config, ResolveCluster({}, EnvFromProcess()));
 //   RuntimeOptions options;
-//   absl::StatusOr<std::unique_ptr<WorkerRuntime>> runtime =
-//       WorkerRuntime::Start(config, options);     // returns once all peers joined
-//   if (!runtime.ok()) return runtime.status();
-//   Communicator* comm = (*runtime)->communicator();
+//   RW_ASSIGN_OR_RETURN(std::unique_ptr<WorkerRuntime> runtime,
+//                       WorkerRuntime::Start(config, options));  // once all peers joined
+//   Communicator* comm = runtime->communicator();
 //   std::vector<float> grads(1024);
 //   RW_RETURN_IF_ERROR(comm->AllReduce(grads.data(), grads.size(), DataType::kFloat32,
 //                                      ReduceOp::kMean));
-//   RW_RETURN_IF_ERROR((*runtime)->Shutdown());
+//   RW_RETURN_IF_ERROR(runtime->Shutdown());
 //
 // For tests that run several workers in one process on port 0: Listen() each,
 // learn bound_port(), SetAddress() the real ports into every runtime, then

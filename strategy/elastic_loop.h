@@ -12,7 +12,7 @@
 //   state.Track(&w);                       // a variable's value
 //   state.Track("adam/w/m", &m_w);         // any other tensor
 //   int64_t& step = state.Counter("step");
-//   absl::Status done = RunElastic(&state, [&]() -> absl::Status {
+//   RW_RETURN_IF_ERROR(RunElastic(&state, [&]() -> absl::Status {
 //     // Made for the ring as it is now (called again after every change):
 //     std::unique_ptr<GradientReducer> reducer = strategy->MakeGradientReducer({&w});
 //     while (step < total_steps) {
@@ -23,7 +23,7 @@
 //       RW_RETURN_IF_ERROR(state.Commit());
 //     }
 //     return absl::OkStatus();
-//   });
+//   }));
 //
 // The body must return every collective's error as it is (RW_RETURN_IF_ERROR):
 // RunElastic survives those of a failed ring (elastic strategy: --min_workers)

@@ -2,15 +2,11 @@
 // workers of a cluster, one replica per worker, as TensorFlow's.
 //
 //   // Every worker runs the same program; TF_CONFIG says who it is.
-//   absl::StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> strategy =
-//       MultiWorkerMirroredStrategy::Create();
-//   if (!strategy.ok()) return strategy.status();
+//   RW_ASSIGN_OR_RETURN(std::unique_ptr<MultiWorkerMirroredStrategy> strategy,
+//                       MultiWorkerMirroredStrategy::Create());
+//   auto scope = strategy->scope();   // models created here are mirrored
 //   Sequential model;
-//   {
-//     auto scope = (*strategy)->scope();   // models created here are mirrored
-//     model = Sequential();
-//     model.Add(Dense(10));
-//   }
+//   model.Add(Dense(10));
 //   RW_RETURN_IF_ERROR(model.Compile({.loss = {"sparse_categorical_crossentropy", true}}));
 //   RW_RETURN_IF_ERROR(model.Fit(train, {.epochs = 5, .batch_size = 256}).status());  // global
 //
