@@ -82,9 +82,9 @@ int Main(int argc, char** argv) {
                "\"ssh -o BatchMode=yes\")");
   int64_t port = 2222;
   flags.Int("port", &port,
-            "with --hosts or --host_discovery: on hosts other than this one, ring task i "
-            "listens on "
-            "this port + i");
+            "with --hosts: each host's tasks listen on this port, port + 1, ... (as tfconfig "
+            "hosts); with --host_discovery: on hosts other than this one, ring task i listens "
+            "on this port + i");
   flags.String("timeline", &options.timeline,
                "merge every task's timeline into this file (Chrome trace-event JSON: "
                "chrome://tracing, Perfetto), clocks aligned on the chief's");
