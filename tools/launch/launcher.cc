@@ -194,9 +194,7 @@ void Launcher::Drain(Task& task, int& fd, std::string& partial, int out_fd) {
 }
 
 void Launcher::Reap() {
-  for (auto it = signal_helpers_.begin(); it != signal_helpers_.end();) {
-    it = ::waitpid(*it, nullptr, WNOHANG) == 0 ? it + 1 : signal_helpers_.erase(it);
-  }
+  ReapSignalHelpers();
   for (Task& task : tasks_) {
     if (task.exited) continue;
     int status = 0;
@@ -433,12 +431,6 @@ absl::StatusOr<int> Launcher::RunGroup(int attempt) {
                      " (give a path to the program, e.g. bazel-bin/tools/train)"));
   }
   slots_filled_.clear();
-  if (!options_.hosts.empty() &&
-      (!options_.host_discovery.empty() || options_.evaluator || options_.max_workers > 0)) {
-    return absl::InvalidArgumentError(
-        "--hosts names every ring task's host: not with --host_discovery, --evaluator or "
-        "--max_workers");
-  }
   if (!options_.hosts.empty()) RW_RETURN_IF_ERROR(CheckHosts());
   const bool on_localhost = options_.host_discovery.empty() && options_.hosts.empty();
   absl::StatusOr<ClusterSpec> spec =

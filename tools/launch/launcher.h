@@ -117,8 +117,9 @@ class Launcher {
   };
   // With host_discovery: the first hosts' ring, and their tasks.
   absl::StatusOr<ClusterSpec> SpecFromDiscoveredHosts();
-  // --hosts: this machine (localhost) with other hosts, or --timeline with a
-  // remote task, is INVALID_ARGUMENT.
+  // --hosts: with host_discovery, evaluator or max_workers, this machine
+  // (localhost) with other hosts, or --timeline with a remote task, is
+  // INVALID_ARGUMENT.
   absl::Status CheckHosts() const;
   // The ring of `hosts`' slots (up to max_workers), and their tasks.
   absl::StatusOr<ClusterSpec> SpecOnHosts(const std::vector<DiscoveredHost>& hosts);
@@ -133,6 +134,7 @@ class Launcher {
   // Before launch returns: the remote shells Signal started have carried their
   // signals (or `timeout_s` passed), so that no task outlives launch on its host.
   void WaitForSignalHelpers(double timeout_s);
+  void ReapSignalHelpers();  // Those that ended, without waiting.
   // Applies a finished discovery: kills the tasks of hosts gone, fills new slots.
   void ApplyHosts(const std::vector<DiscoveredHost>& hosts);
   // The task's address on its host: a free port on this machine, else port + index.

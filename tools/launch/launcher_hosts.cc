@@ -75,6 +75,11 @@ absl::StatusOr<ClusterSpec> Launcher::SpecOnHosts(const std::vector<DiscoveredHo
 }
 
 absl::Status Launcher::CheckHosts() const {
+  if (!options_.host_discovery.empty() || options_.evaluator || options_.max_workers > 0) {
+    return absl::InvalidArgumentError(
+        "--hosts names every ring task's host: not with --host_discovery, --evaluator or "
+        "--max_workers");
+  }
   std::string loopback, other;
   for (const DiscoveredHost& host : options_.hosts) {
     (IsLoopbackHost(host.host) ? loopback : other) = host.host;
@@ -149,12 +154,16 @@ void Launcher::Signal(Task& task, int signal) {
   if (pid > 0) signal_helpers_.push_back(pid);  // Reaped by Reap().
 }
 
+void Launcher::ReapSignalHelpers() {
+  for (auto it = signal_helpers_.begin(); it != signal_helpers_.end();) {
+    it = ::waitpid(*it, nullptr, WNOHANG) == 0 ? it + 1 : signal_helpers_.erase(it);
+  }
+}
+
 void Launcher::WaitForSignalHelpers(double timeout_s) {
   const Deadline deadline = Deadline::AfterSeconds(timeout_s);
   while (!signal_helpers_.empty() && !deadline.Expired()) {
-    for (auto it = signal_helpers_.begin(); it != signal_helpers_.end();) {
-      it = ::waitpid(*it, nullptr, WNOHANG) == 0 ? it + 1 : signal_helpers_.erase(it);
-    }
+    ReapSignalHelpers();
     if (!signal_helpers_.empty()) ::usleep(20000);
   }
   for (pid_t pid : signal_helpers_) {
